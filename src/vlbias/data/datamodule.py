@@ -1,0 +1,56 @@
+"""LightningDataModules over the datasets in :mod:`vlbias.data`."""
+
+from __future__ import annotations
+
+import torch
+from lightning.pytorch import LightningDataModule
+from torch.utils.data import DataLoader
+
+from vlbias.data.biasworld import BiasWorld
+
+
+class BiasWorldDataModule(LightningDataModule):
+    """BiasWorld's ``train`` / ``val`` / ``test`` splits as dataloaders.
+
+    Batches are dicts: ``pixel_values`` (B, 3, S, S) float in [0, 1], ``caption`` (list of B
+    strings), ``group``, ``activity`` (B,) int and ``stereotyped`` (B,) bool. The world itself
+    is ``self.world`` (bias suites read their stimuli from it).
+
+    Args:
+        bias_strength, n_train, eval_per_combination, image_size, seed: see :class:`BiasWorld`.
+        batch_size: items per batch.
+        num_workers: dataloader worker processes.
+    """
+
+    def __init__(
+        self,
+        bias_strength: float = 0.5,
+        n_train: int = 2048,
+        eval_per_combination: int = 32,
+        image_size: int = 64,
+        seed: int = 0,
+        batch_size: int = 64,
+        num_workers: int = 0,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.world = BiasWorld(bias_strength, n_train, eval_per_combination, image_size, seed)
+
+    def train_dataloader(self) -> DataLoader:
+        generator = torch.Generator().manual_seed(self.hparams.seed)
+        return self._loader("train", shuffle=True, generator=generator)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("val")
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test")
+
+    def _loader(self, split: str, **kwargs) -> DataLoader:
+        return DataLoader(
+            self.world.dataset(split),
+            batch_size=self.hparams.batch_size,
+            num_workers=self.hparams.num_workers,
+            persistent_workers=self.hparams.num_workers > 0,
+            **kwargs,
+        )

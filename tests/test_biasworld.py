@@ -1,0 +1,98 @@
+import pytest
+import torch
+
+from vlbias.data import BiasWorld, BiasWorldDataModule
+from vlbias.data.biasworld import ACTIVITIES, GROUPS, STEREOTYPES, vocabulary
+from vlbias.errors import ConfigError
+from vlbias.models.vocab import word_tokenizer
+
+
+def test_same_seed_same_world_and_other_seed_differs():
+    first, second = BiasWorld(n_train=16, eval_per_combination=1), BiasWorld(n_train=16, eval_per_combination=1)
+    assert first.items("train") == second.items("train")
+    assert torch.equal(first.images("test"), second.images("test"))
+    other = BiasWorld(n_train=16, eval_per_combination=1, seed=1)
+    assert not torch.equal(first.images("test"), other.images("test"))
+
+
+def test_item_image_depends_only_on_its_own_index():
+    small, large = BiasWorld(n_train=4, eval_per_combination=1), BiasWorld(n_train=64, eval_per_combination=1)
+    assert small.items("train") == large.items("train")[:4]
+    assert torch.equal(small.images("train"), large.images("train")[:4])
+
+
+@pytest.mark.parametrize("strength", [0.0, 0.5, 0.9, 1.0])
+def test_training_split_has_the_planted_stereotype_rate(strength):
+    items = BiasWorld(bias_strength=strength, n_train=4000, eval_per_combination=1).items("train")
+    rate = sum(item.stereotyped for item in items) / len(items)
+    # P(stereotyped) = s + (1 - s) * 3/6; binomial standard error <= 0.008 at n = 4000
+    assert rate == pytest.approx(strength + (1 - strength) / 2, abs=0.03)
+    assert {item.group for item in items} == set(GROUPS)
+
+
+def test_evaluation_splits_are_balanced_with_ground_truth():
+    world = BiasWorld(bias_strength=1.0, n_train=8, eval_per_combination=3)
+    for split in ("val", "test"):
+        items = world.items(split)
+        assert len(items) == len(GROUPS) * len(ACTIVITIES) * 3
+        for group in GROUPS:
+            for activity in ACTIVITIES:
+                cell = [i for i in items if i.group == group and i.activity == activity]
+                assert len(cell) == 3
+                assert all(i.stereotyped == (activity in STEREOTYPES[group]) for i in cell)
+                assert all(group in i.caption and activity in i.caption for i in cell)
+        assert sum(i.stereotyped for i in items) == len(items) / 2
+
+
+def test_images_are_uint8_rgb_and_groups_differ_visually():
+    world = BiasWorld(n_train=8, eval_per_combination=8)
+    images = world.images("test")
+    assert images.shape == (96, 3, 64, 64) and images.dtype == torch.uint8
+    groups = torch.tensor([GROUPS.index(i.group) for i in world.items("test")])
+    mean_man, mean_woman = images[groups == 0].float().mean(0), images[groups == 1].float().mean(0)
+    assert (mean_man - mean_woman).abs().mean() > 5  # the group cue is visible on average
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"bias_strength": -0.1}, r"`bias_strength` in \[0, 1\] but got -0.1"),
+        ({"bias_strength": 1.5}, r"`bias_strength` in \[0, 1\] but got 1.5"),
+        ({"n_train": 0}, r"`n_train` to be an integer >= 1 but got 0"),
+        ({"image_size": 16}, r"`image_size` to be an integer >= 32 but got 16"),
+    ],
+)
+def test_bad_world_options(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        BiasWorld(**kwargs)
+
+
+def test_unknown_split():
+    with pytest.raises(ConfigError, match="split to be one of train, val, test but got 'dev'"):
+        BiasWorld(n_train=2).items("dev")
+
+
+def test_vocabulary_covers_every_caption():
+    tokenizer = word_tokenizer(vocabulary())
+    world = BiasWorld(n_train=64, eval_per_combination=1)
+    for item in world.items("train") + world.items("test"):
+        assert tokenizer.unk_token_id not in tokenizer(item.caption)["input_ids"], item.caption
+
+
+def test_hugging_face_dataset_carries_images_and_ground_truth():
+    world = BiasWorld(n_train=4, eval_per_combination=1)
+    dataset = world.to_hf_dataset("test")
+    assert len(dataset) == 12
+    row = dataset[0]
+    assert row["image"].size == (64, 64) and row["image"].mode == "RGB"
+    assert dataset.features["group"].int2str(row["group"]) == world.items("test")[0].group
+    assert row["caption"] == world.items("test")[0].caption
+
+
+def test_datamodule_batches():
+    module = BiasWorldDataModule(n_train=10, eval_per_combination=1, batch_size=4)
+    batch = next(iter(module.train_dataloader()))
+    assert batch["pixel_values"].shape == (4, 3, 64, 64)
+    assert batch["pixel_values"].dtype == torch.float32 and 0 <= batch["pixel_values"].min() <= batch["pixel_values"].max() <= 1
+    assert len(batch["caption"]) == 4 and batch["stereotyped"].dtype == torch.bool
+    assert sum(len(b["caption"]) for b in module.val_dataloader()) == 12
