@@ -1,0 +1,154 @@
+"""Throughput of every registered adapter's capabilities, adapter vs the wrapped model called directly.
+
+For each model and each capability it declares, the same pre-tokenised batch goes through
+``adapter.run_capability`` (the adapter) and ``adapter.direct_call`` (the library model, no
+adapter code), interleaved in one run under :func:`vlbias.models.inference.measuring`.
+The two are called back to back, in alternating order, ``--repeats`` times. Each one's time
+is the fastest of its calls (as ``timeit`` advises: other processes only ever add time), and
+reported are items per second and the adapter's overhead ``t_adapter / t_direct - 1``
+(target: at most 5 %). On CPU torch runs one thread by default (``--threads``), which keeps
+timings stable on a shared machine; tiny models take about a millisecond a call, so use
+``--base-size`` or real checkpoints, ideally on a GPU, for numbers that mean throughput.
+
+Run me:
+    python scripts/bench_models.py                       # tiny random models, CPU
+    python scripts/bench_models.py --base-size --device cuda --batch-size 64
+    python scripts/bench_models.py --models clip --checkpoint clip=openai/clip-vit-base-patch32
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import sys
+import time
+
+import torch
+
+from vlbias.models import Capability, list_models, load
+from vlbias.models.inference import measuring
+from vlbias.models.registry import adapter_class
+
+# ViT-B / BERT-base sizes, passed to each adapter's ``tiny()`` where it takes that keyword.
+BASE_SIZE = {"hidden_size": 768, "num_layers": 12, "image_size": 224, "patch_size": 32, "projection_dim": 512}
+TEXTS = ("a photo of a man repairing.", "the woman is cooking.", "a person who is driving in a picture.", "someone.")
+
+
+def name_and_path(item: str) -> tuple[str, str]:
+    name, sep, path = item.partition("=")
+    if not sep or name not in list_models():
+        known = ", ".join(list_models())
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH with NAME one of {known} but got {item!r}")
+    return name, path
+
+
+def build(name: str, checkpoint: str | None, sizes: dict[str, int], device: str):
+    """The adapter, and a note on its weights: the checkpoint, or the sizes its ``tiny()`` took."""
+    if checkpoint is not None:
+        return load(name, checkpoint=checkpoint, device=device), checkpoint
+    cls = adapter_class(name)
+    accepted = inspect.signature(cls.tiny).parameters
+    applied = {key: value for key, value in sizes.items() if key in accepted}
+    note = "random " + (",".join(f"{key}={value}" for key, value in applied.items()) or "tiny")
+    return cls.tiny(**applied).to(device).eval(), note
+
+
+def batch_for(model, capability: Capability, batch_size: int):
+    """Pre-tokenised inputs: random images (or none for a text-only model) and captions."""
+    texts = [TEXTS[i % len(TEXTS)] for i in range(batch_size)]
+    if capability is Capability.FILL_MASK:
+        mask = model.tokenizer.mask_token
+        texts = [text.replace(" is ", f" {mask} ", 1) if " is " in text else f"{mask} {text}" for text in texts]
+    tokens = model.prepare_texts(texts)
+    if model.text_only:
+        return None, tokens
+    generator = torch.Generator().manual_seed(0)
+    return model.prepare_images(torch.rand(batch_size, 3, 64, 64, generator=generator)), tokens
+
+
+def timed(call, device: torch.device) -> float:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    call()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - start
+
+
+def bench(model, weights: str, capability: Capability, batch_size: int, repeats: int, warmup: int) -> dict:
+    pixel_values, tokens = batch_for(model, capability, batch_size)
+    calls = {
+        "adapter": lambda: model.run_capability(capability, pixel_values, tokens),
+        "direct": lambda: model.direct_call(capability, pixel_values, tokens),
+    }
+    times: dict[str, list[float]] = {"adapter": [], "direct": []}
+    with measuring(model.device):
+        for _ in range(warmup):
+            for call in calls.values():
+                call()
+        for repeat in range(repeats):  # alternate which goes first, so drift hits both alike
+            order = ("adapter", "direct") if repeat % 2 == 0 else ("direct", "adapter")
+            for label in order:
+                times[label].append(timed(calls[label], model.device))
+    adapter, direct = min(times["adapter"]), min(times["direct"])
+    return {
+        "model": model.name,
+        "weights": weights,
+        "capability": capability.value,
+        "batch_size": batch_size,
+        "adapter_items_per_s": batch_size / adapter,
+        "direct_items_per_s": batch_size / direct,
+        "overhead": adapter / direct - 1.0,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", nargs="+", default=list_models(), choices=list_models())
+    parser.add_argument("--checkpoint", nargs="+", default=[], metavar="NAME=PATH", type=name_and_path,
+                        help="real weights for some models (hub id or local directory); others stay tiny")
+    parser.add_argument("--base-size", action="store_true", help="random models at ViT-B/BERT-base sizes")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--max-overhead", type=float, default=None,
+                        help="exit with status 1 if any overhead exceeds this fraction (e.g. 0.05)")
+    parser.add_argument("--json", action="store_true", help="print one JSON list instead of a table")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="CPU threads for torch (default 1: on a shared CPU, a pool of several threads "
+                             "stalls for ~100 ms whenever one of them is descheduled)")
+    args = parser.parse_args(argv)
+    if torch.device(args.device).type == "cpu":
+        torch.set_num_threads(args.threads)
+    checkpoints = dict(args.checkpoint)
+    sizes = BASE_SIZE if args.base_size else {}
+
+    rows = []
+    for name in args.models:
+        model, weights = build(name, checkpoints.get(name), sizes, args.device)
+        for capability in sorted(model.capabilities):
+            rows.append(bench(model, weights, capability, args.batch_size, args.repeats, args.warmup))
+        del model
+
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        threads = f" threads={torch.get_num_threads()}" if torch.device(args.device).type == "cpu" else ""
+        print(f"device={args.device}{threads} batch={args.batch_size} repeats={args.repeats} torch={torch.__version__}")
+        print(f"{'model':<11} {'capability':<13} {'adapter it/s':>13} {'direct it/s':>12} {'overhead':>9}  weights")
+        for row in rows:
+            print(f"{row['model']:<11} {row['capability']:<13} {row['adapter_items_per_s']:>13.1f} "
+                  f"{row['direct_items_per_s']:>12.1f} {row['overhead']:>+9.1%}  {row['weights']}")
+    worst = max(rows, key=lambda row: row["overhead"])
+    if args.max_overhead is not None and worst["overhead"] > args.max_overhead:
+        print(f"overhead {worst['overhead']:.1%} of {worst['model']}/{worst['capability']} exceeds "
+              f"{args.max_overhead:.1%}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

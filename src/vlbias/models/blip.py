@@ -1,0 +1,174 @@
+"""BLIP (Li et al., 2022) through transformers' ``BlipForImageTextRetrieval``: EMBED from the
+image-text contrastive (ITC) projections, MATCH from the image-text matching (ITM) head."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from transformers import AutoTokenizer, BlipConfig, BlipForImageTextRetrieval
+
+from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.loading import from_pretrained_strict
+from vlbias.models.preprocess import CLIP_MEAN, CLIP_STD, ImageTransform
+from vlbias.models.vocab import word_tokenizer
+
+PREPROCESSOR_FILE = "preprocessor_config.json"
+
+
+class BLIPAdapter(ModelAdapter):
+    """ITC embeddings and ITM logits of a ``BlipForImageTextRetrieval``.
+
+    EMBED: the unimodal encoders' first-token states through ``vision_proj``/``text_proj``,
+    L2-normalised (BLIP's ITC features; their dot product is the model's own
+    ``use_itm_head=False`` score). MATCH: the ITM head on the first token of the text encoder
+    run with cross-attention to the image; the logit is the log-odds of the "match" class,
+    ``itm[:, 1] - itm[:, 0]``, so ``sigmoid(logit)`` is the model's match probability.
+
+    The text is encoded as the tokenizer gives it (first token ``[CLS]``), as transformers'
+    ``BlipProcessor`` does for this model. "No image" (:meth:`no_image`) is the all-zero
+    normalised image, i.e. a uniform picture of the normalisation mean colour: the ITM head
+    needs some image to attend to.
+
+    Images are resized straight to ``image_size`` x ``image_size`` (bicubic, no crop) and
+    normalised with CLIP's mean and std, as ``BlipImageProcessor`` does.
+
+    Example:
+        >>> model = BLIPAdapter.tiny()
+        >>> pixels = model.prepare_images(torch.rand(2, 3, 64, 64))
+        >>> tokens = model.prepare_texts(["a man is cooking.", "a woman is driving."])
+        >>> model.embed_images(pixels).shape, model.match_logits(pixels, tokens).shape
+        (torch.Size([2, 32]), torch.Size([2]))
+    """
+
+    name = "blip"
+    capabilities = frozenset({Capability.EMBED, Capability.MATCH})
+
+    def __init__(self, model: BlipForImageTextRetrieval, tokenizer, transform: ImageTransform) -> None:
+        super().__init__()
+        self.model = model
+        self.tokenizer = tokenizer
+        self.transform = transform
+        self.max_text_length = model.config.text_config.max_position_embeddings
+
+    def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
+        return self.transform(images).to(self.device)
+
+    def no_image(self, batch_size: int) -> Tensor:
+        """``(batch_size, 3, S, S)`` zeros: the normalisation mean colour everywhere."""
+        size = self.transform.image_size
+        return torch.zeros(batch_size, 3, size, size, device=self.device)
+
+    def embed_images(self, pixel_values: Tensor) -> Tensor:
+        image_states = self.model.vision_model(pixel_values=pixel_values).last_hidden_state  # (B, 1+N, Dv)
+        return F.normalize(self.model.vision_proj(image_states[:, 0]), dim=-1)  # (B, D)
+
+    def embed_texts(self, tokens: dict[str, Tensor]) -> Tensor:
+        text_states = self.model.text_encoder(
+            input_ids=tokens["input_ids"], attention_mask=tokens["attention_mask"]
+        ).last_hidden_state  # (B, T, Dt)
+        return F.normalize(self.model.text_proj(text_states[:, 0]), dim=-1)  # (B, D)
+
+    def match_logits(self, pixel_values: Tensor, tokens: dict[str, Tensor]) -> Tensor:
+        image_states = self.model.vision_model(pixel_values=pixel_values).last_hidden_state  # (B, 1+N, Dv)
+        image_mask = torch.ones(image_states.shape[:-1], dtype=torch.long, device=image_states.device)
+        fused = self.model.text_encoder(
+            input_ids=tokens["input_ids"],
+            attention_mask=tokens["attention_mask"],
+            encoder_hidden_states=image_states,
+            encoder_attention_mask=image_mask,
+        ).last_hidden_state  # (B, T, Dt)
+        itm = self.model.itm_head(fused[:, 0])  # (B, 2): (no match, match)
+        return itm[:, 1] - itm[:, 0]  # (B,)
+
+    def direct_call(
+        self, capability: Capability, pixel_values: Tensor, tokens: dict[str, Tensor]
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """``BlipForImageTextRetrieval.forward``: with ``use_itm_head=False`` its unimodal outputs
+        through the projections for EMBED; with ``use_itm_head=True`` the ITM log-odds for MATCH."""
+        if capability not in self.capabilities:
+            raise self._lacks(capability)
+        use_itm_head = capability is Capability.MATCH
+        out = self.model(
+            input_ids=tokens["input_ids"],
+            pixel_values=pixel_values,
+            attention_mask=tokens["attention_mask"],
+            use_itm_head=use_itm_head,
+        )
+        if use_itm_head:
+            return out.itm_score[:, 1] - out.itm_score[:, 0]
+        image = F.normalize(self.model.vision_proj(out.last_hidden_state[:, 0]), dim=-1)
+        text = F.normalize(self.model.text_proj(out.question_embeds[:, 0]), dim=-1)
+        return image, text
+
+    def save_pretrained(self, directory: str | Path) -> None:
+        directory = Path(directory)
+        self.model.save_pretrained(directory)
+        self.tokenizer.save_pretrained(directory)
+        preprocessor = {
+            "size": {"height": self.transform.image_size, "width": self.transform.image_size},
+            "image_mean": list(self.transform.mean),
+            "image_std": list(self.transform.std),
+        }
+        (directory / PREPROCESSOR_FILE).write_text(json.dumps(preprocessor, indent=2))
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | Path) -> BLIPAdapter:
+        """Load a hub id (e.g. ``Salesforce/blip-itm-base-coco``) or a local ``save_pretrained``
+        directory (weights, tokenizer and ``preprocessor_config.json``; missing preprocessing
+        fields take BLIP's defaults: the vision config's image size, CLIP's mean and std)."""
+        model = from_pretrained_strict(BlipForImageTextRetrieval, name_or_path, cls.name)
+        tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
+        preprocessor_file = Path(name_or_path) / PREPROCESSOR_FILE
+        preprocessor = json.loads(preprocessor_file.read_text()) if preprocessor_file.is_file() else {}
+        transform = ImageTransform(
+            image_size=preprocessor.get("size", {}).get("height", model.config.vision_config.image_size),
+            mean=tuple(preprocessor.get("image_mean", CLIP_MEAN)),
+            std=tuple(preprocessor.get("image_std", CLIP_STD)),
+            center_crop=False,
+        )
+        return cls(model, tokenizer, transform)
+
+    @classmethod
+    def tiny(
+        cls,
+        seed: int = 0,
+        tokenizer: object | None = None,
+        hidden_size: int = 32,
+        num_layers: int = 2,
+        image_size: int = 32,
+        patch_size: int = 8,
+        projection_dim: int = 32,
+    ) -> BLIPAdapter:
+        """A small random BLIP (BiasWorld's word-level tokenizer unless ``tokenizer`` is given)."""
+        if tokenizer is None:
+            from vlbias.data.biasworld import vocabulary
+
+            tokenizer = word_tokenizer(vocabulary())
+        shared = dict(
+            hidden_size=hidden_size,
+            num_hidden_layers=num_layers,
+            num_attention_heads=4,
+            intermediate_size=2 * hidden_size,
+        )
+        config = BlipConfig(
+            text_config=dict(
+                **shared,
+                vocab_size=len(tokenizer),
+                encoder_hidden_size=hidden_size,
+                max_position_embeddings=64,
+                pad_token_id=tokenizer.pad_token_id,
+                bos_token_id=tokenizer.cls_token_id,
+                eos_token_id=tokenizer.sep_token_id,
+                sep_token_id=tokenizer.sep_token_id,
+            ),
+            vision_config=dict(**shared, image_size=image_size, patch_size=patch_size, initializer_range=0.02),
+            image_text_hidden_size=projection_dim,
+        )
+        torch.manual_seed(seed)
+        transform = ImageTransform(image_size=image_size, center_crop=False)
+        return cls(BlipForImageTextRetrieval(config), tokenizer, transform)

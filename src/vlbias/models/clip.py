@@ -1,0 +1,135 @@
+"""CLIP (Radford et al., 2021) through transformers' ``CLIPModel``: a dual encoder (EMBED)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from transformers import AutoTokenizer, CLIPConfig, CLIPModel
+
+from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.loading import from_pretrained_strict
+from vlbias.models.preprocess import CLIP_MEAN, CLIP_STD, ImageTransform
+from vlbias.models.vocab import word_tokenizer
+
+PREPROCESSOR_FILE = "preprocessor_config.json"
+
+
+class CLIPAdapter(ModelAdapter):
+    """Normalised image and text embeddings from a ``CLIPModel``.
+
+    The text tower pools at the tokenizer's end-of-text token, so any tokenizer works as long as
+    ``text_config.eos_token_id`` names its end token (set by :meth:`tiny` from the tokenizer).
+    "No image" is not defined for a dual encoder; EMBED never needs one.
+
+    Example:
+        >>> model = CLIPAdapter.tiny()
+        >>> model.embed_texts(model.prepare_texts(["a man is cooking"])).shape
+        torch.Size([1, 64])
+    """
+
+    name = "clip"
+    capabilities = frozenset({Capability.EMBED})
+
+    def __init__(self, model: CLIPModel, tokenizer, transform: ImageTransform) -> None:
+        super().__init__()
+        self.model = model
+        self.tokenizer = tokenizer
+        self.transform = transform
+        self.max_text_length = model.config.text_config.max_position_embeddings
+
+    def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
+        return self.transform(images).to(self.device)
+
+    def embed_images(self, pixel_values: Tensor) -> Tensor:
+        features = self.model.get_image_features(pixel_values=pixel_values).pooler_output
+        return F.normalize(features, dim=-1)  # (B, D)
+
+    def embed_texts(self, tokens: dict[str, Tensor]) -> Tensor:
+        features = self.model.get_text_features(
+            input_ids=tokens["input_ids"], attention_mask=tokens.get("attention_mask")
+        ).pooler_output
+        return F.normalize(features, dim=-1)  # (B, D)
+
+    def direct_call(
+        self, capability: Capability, pixel_values: Tensor, tokens: dict[str, Tensor]
+    ) -> tuple[Tensor, Tensor]:
+        """``CLIPModel.forward``'s ``image_embeds`` and ``text_embeds`` (already normalised) for EMBED."""
+        if capability not in self.capabilities:
+            raise self._lacks(capability)
+        out = self.model(
+            input_ids=tokens["input_ids"], pixel_values=pixel_values, attention_mask=tokens.get("attention_mask")
+        )
+        return out.image_embeds, out.text_embeds
+
+    @property
+    def logit_scale(self) -> Tensor:
+        return self.model.logit_scale
+
+    def save_pretrained(self, directory: str | Path) -> None:
+        directory = Path(directory)
+        self.model.save_pretrained(directory)
+        self.tokenizer.save_pretrained(directory)
+        preprocessor = {
+            "crop_size": {"height": self.transform.image_size, "width": self.transform.image_size},
+            "image_mean": list(self.transform.mean),
+            "image_std": list(self.transform.std),
+        }
+        (directory / PREPROCESSOR_FILE).write_text(json.dumps(preprocessor, indent=2))
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | Path) -> CLIPAdapter:
+        """Load a hub id or a local ``save_pretrained`` directory (weights, tokenizer and
+        ``preprocessor_config.json``; missing preprocessing fields take CLIP's defaults)."""
+        model = from_pretrained_strict(CLIPModel, name_or_path, cls.name)
+        tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
+        preprocessor_file = Path(name_or_path) / PREPROCESSOR_FILE
+        preprocessor = json.loads(preprocessor_file.read_text()) if preprocessor_file.is_file() else {}
+        image_size = preprocessor.get("crop_size", {}).get("height", model.config.vision_config.image_size)
+        transform = ImageTransform(
+            image_size=image_size,
+            mean=tuple(preprocessor.get("image_mean", CLIP_MEAN)),
+            std=tuple(preprocessor.get("image_std", CLIP_STD)),
+        )
+        return cls(model, tokenizer, transform)
+
+    @classmethod
+    def tiny(
+        cls,
+        seed: int = 0,
+        tokenizer: object | None = None,
+        hidden_size: int = 64,
+        num_layers: int = 2,
+        image_size: int = 64,
+        patch_size: int = 8,
+        projection_dim: int = 64,
+    ) -> CLIPAdapter:
+        """A small random CLIP (BiasWorld's word-level tokenizer unless ``tokenizer`` is given)."""
+        if tokenizer is None:
+            from vlbias.data.biasworld import vocabulary
+
+            tokenizer = word_tokenizer(vocabulary())
+        shared = dict(
+            hidden_size=hidden_size,
+            num_hidden_layers=num_layers,
+            num_attention_heads=4,
+            intermediate_size=2 * hidden_size,
+        )
+        config = CLIPConfig(
+            text_config=dict(
+                **shared,
+                vocab_size=len(tokenizer),
+                max_position_embeddings=32,
+                pad_token_id=tokenizer.pad_token_id,
+                bos_token_id=tokenizer.cls_token_id,
+                eos_token_id=tokenizer.sep_token_id,
+            ),
+            vision_config=dict(**shared, image_size=image_size, patch_size=patch_size),
+            projection_dim=projection_dim,
+        )
+        torch.manual_seed(seed)
+        return cls(CLIPModel(config), tokenizer, ImageTransform(image_size=image_size))

@@ -1,0 +1,59 @@
+"""Image preprocessing shared by the adapters: decode, resize, centre-crop, normalise.
+
+Done with torch ops so that one code path serves PIL images, image files and already
+decoded ``(B, 3, H, W)`` float tensors in ``[0, 1]`` (BiasWorld's fast path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+from torchvision.transforms.v2 import functional as TF
+
+from vlbias.errors import InputError
+from vlbias.models.base import ImageInput, load_image
+
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+@dataclass(frozen=True)
+class ImageTransform:
+    """Resize the shorter side to ``image_size`` (bicubic, antialiased), centre-crop to
+    ``image_size`` x ``image_size`` and normalise with ``mean``/``std``. With
+    ``center_crop=False`` the image is instead resized straight to ``image_size`` x
+    ``image_size``, ignoring its aspect ratio (BLIP's preprocessing).
+
+    Example:
+        >>> transform = ImageTransform(image_size=8)
+        >>> transform(torch.rand(2, 3, 16, 12)).shape
+        torch.Size([2, 3, 8, 8])
+    """
+
+    image_size: int
+    mean: tuple[float, float, float] = CLIP_MEAN
+    std: tuple[float, float, float] = CLIP_STD
+    center_crop: bool = True
+
+    def __call__(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
+        if isinstance(images, Tensor):
+            if images.ndim != 4 or images.shape[1] != 3:
+                raise InputError(f"Expected image tensor of shape (B, 3, H, W) but got {tuple(images.shape)}.")
+            batch = [self._resize_crop(image) for image in images.float()]
+        else:
+            batch = [self._resize_crop(TF.to_dtype(TF.pil_to_tensor(load_image(i)), torch.float32, scale=True)) for i in images]
+        pixels = torch.stack(batch).clamp_(0.0, 1.0)
+        return TF.normalize(pixels, list(self.mean), list(self.std))
+
+    def _resize_crop(self, image: Tensor) -> Tensor:
+        square = [self.image_size, self.image_size]
+        if list(image.shape[-2:]) == square:
+            return image
+        bicubic = TF.InterpolationMode.BICUBIC
+        if not self.center_crop:
+            return TF.resize(image, square, interpolation=bicubic, antialias=True)
+        image = TF.resize(image, [self.image_size], interpolation=bicubic, antialias=True)
+        return TF.center_crop(image, square)
