@@ -1,0 +1,249 @@
+"""ViLT (Kim et al., 2021) through transformers: one single-stream transformer over word
+embeddings and linearly embedded image patches (FILL_MASK, TOKEN_STATES, MATCH).
+
+The public ViLT checkpoints split the heads we need over two models with *different* backbones:
+
+* ``dandelin/vilt-b32-mlm`` -> :class:`~transformers.ViltForMaskedLM`: the pretrained backbone
+  and its masked-language-modelling head. transformers does not port the pretraining ITM head
+  (``itm_score``), so this checkpoint has no matching logit.
+* ``dandelin/vilt-b32-finetuned-coco`` -> :class:`~transformers.ViltForImageAndTextRetrieval`:
+  the backbone fine-tuned for COCO retrieval and ``rank_output``, a linear layer on the pooled
+  ``[CLS]`` state giving one score per pair.
+
+Sharing one backbone would pair a head with weights it was not trained with, so the adapter holds
+both models: FILL_MASK and TOKEN_STATES come from the MLM model, MATCH from the retrieval model.
+
+The MATCH score is the retrieval head's raw output. ViLT initialises ``rank_output`` from the
+"match" row of the pretraining ITM classifier and fine-tunes it with a softmax over one positive
+and several negative captions, so it ranks captions for an image (and differences between two
+captions' scores are log-odds within that softmax) but it is not a calibrated log-odds of a
+match in isolation.
+
+Sequence layout inside ViLT: ``[text tokens (T)] [image CLS] [patches]``; the text positions come
+first, so the text stream is ``last_hidden_state[:, :T]``.
+
+Images: ViLT's own processor resizes the shorter side to 384 with the longer side at most 640
+(multiples of 32) and pads a batch with a ``pixel_mask``. Here every image is resized and centre-
+cropped to a fixed square (``image_size``, 384 for the public checkpoints, read from the
+checkpoint's ``preprocessor_config.json``) and the ``pixel_mask`` is all ones, so a batch never
+holds padding and outputs do not depend on what else is in the batch. ViLT's position embeddings
+are interpolated to the patch grid, so any square size works.
+
+ViLT visits the patches in an order drawn with ``torch.multinomial`` from the global CPU RNG.
+The transformer is invariant to that order up to float rounding (~1e-7: position embeddings are
+added to each patch before the shuffle), but not bit for bit, and the draw advances the caller's
+RNG. The adapter therefore draws the order from a fixed seed inside ``torch.random.fork_rng``:
+its outputs are bitwise reproducible and the caller's random stream is left untouched.
+
+Example:
+    >>> model = ViLTAdapter.tiny()
+    >>> tokens = model.prepare_texts(["a man is [MASK] ."])
+    >>> model.fill_mask_logits(None, tokens).shape[:2]
+    torch.Size([1, 7])
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import torch
+from torch import Tensor
+from transformers import (
+    AutoTokenizer,
+    ViltConfig,
+    ViltForImageAndTextRetrieval,
+    ViltForMaskedLM,
+    ViltImageProcessor,
+)
+
+from vlbias.errors import ConfigError, InputError
+from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.loading import from_pretrained_strict
+from vlbias.models.preprocess import ImageTransform
+from vlbias.models.vocab import word_tokenizer
+
+DEFAULT_ITM_CHECKPOINT = "dandelin/vilt-b32-finetuned-coco"
+MLM_SUBFOLDER = "mlm"
+ITM_SUBFOLDER = "itm"
+VILT_MEAN = (0.5, 0.5, 0.5)  # ViltImageProcessor's defaults (IMAGENET_STANDARD_MEAN/STD)
+VILT_STD = (0.5, 0.5, 0.5)
+PATCH_ORDER_SEED = 0
+
+
+@contextlib.contextmanager
+def fixed_patch_order() -> Iterator[None]:
+    """Seed the CPU RNG that ViLT's patch shuffle draws from, and restore it afterwards."""
+    with torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(PATCH_ORDER_SEED)
+        yield
+
+
+class ViLTAdapter(ModelAdapter):
+    """Masked-word logits, text-token states and image-text matching scores from ViLT.
+
+    "No image" (``pixel_values=None``): ViLT cannot run without an image, so it gets a completely
+    white image, the blank image I' of VLStereoSet (Zhou et al., 2022, §3.5, Eq. 3).
+    """
+
+    name = "vilt"
+    capabilities = frozenset({Capability.FILL_MASK, Capability.MATCH, Capability.TOKEN_STATES})
+
+    def __init__(
+        self,
+        mlm: ViltForMaskedLM,
+        retrieval: ViltForImageAndTextRetrieval,
+        tokenizer,
+        transform: ImageTransform,
+    ) -> None:
+        super().__init__()
+        if mlm.config.vocab_size != retrieval.config.vocab_size:
+            raise ConfigError(
+                f"ViLT MLM and retrieval models must share a vocabulary, but have vocab_size "
+                f"{mlm.config.vocab_size} and {retrieval.config.vocab_size}."
+            )
+        self.mlm = mlm
+        self.retrieval = retrieval
+        self.tokenizer = tokenizer
+        self.transform = transform
+        self.max_text_length = mlm.config.max_position_embeddings
+
+    # -- preprocessing ---------------------------------------------------------------
+    def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
+        return self.transform(images).to(self.device)
+
+    def no_image(self, batch_size: int) -> Tensor:
+        """A completely white image per item, normalised like any other image: ``(B, 3, S, S)``."""
+        size = self.transform.image_size
+        return self.transform(torch.ones(batch_size, 3, size, size)).to(self.device)
+
+    # -- capabilities ----------------------------------------------------------------
+    def fill_mask_logits(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
+        """MLM logits ``(B, T, V)`` of ``ViltForMaskedLM`` over the text positions."""
+        with fixed_patch_order():
+            return self.mlm(**self._inputs(pixel_values, tokens)).logits
+
+    def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
+        """Last-layer states of the MLM backbone (after its final LayerNorm) at the text
+        positions, ``last_hidden_state[:, :T]``: ``(B, T, H)``."""
+        length = tokens["input_ids"].shape[1]
+        with fixed_patch_order():
+            return self.mlm.vilt(**self._inputs(pixel_values, tokens)).last_hidden_state[:, :length]
+
+    def match_logits(self, pixel_values: Tensor, tokens: dict[str, Tensor]) -> Tensor:
+        """The retrieval head's score ``rank_output(pooler(h_CLS))`` per pair: ``(B,)``
+        (a ranking score, see the module docstring)."""
+        with fixed_patch_order():
+            return self.retrieval(**self._inputs(pixel_values, tokens)).logits[:, 0]
+
+    def direct_call(self, capability: Capability, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
+        """The documented calls, with the model's default ``pixel_mask``:
+        ``ViltForMaskedLM(...).logits`` (FILL_MASK), ``ViltModel(...).last_hidden_state[:, :T]``
+        (TOKEN_STATES), ``ViltForImageAndTextRetrieval(...).logits[:, 0]`` (MATCH), with the
+        patch order drawn from the global RNG as usual. ``None`` pixels are the white image of
+        :meth:`no_image`."""
+        if pixel_values is None:
+            pixel_values = self.no_image(tokens["input_ids"].shape[0])
+        if capability is Capability.FILL_MASK:
+            return self.mlm(**tokens, pixel_values=pixel_values).logits
+        if capability is Capability.TOKEN_STATES:
+            states = self.mlm.vilt(**tokens, pixel_values=pixel_values).last_hidden_state
+            return states[:, : tokens["input_ids"].shape[1]]
+        if capability is Capability.MATCH:
+            return self.retrieval(**tokens, pixel_values=pixel_values).logits[:, 0]
+        raise self._lacks(capability)
+
+    def _inputs(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> dict[str, Tensor]:
+        """Keyword arguments for a ViLT forward: tokens, pixels (white when ``None``) and an
+        all-ones ``pixel_mask`` ``(B, H, W)``."""
+        batch_size = tokens["input_ids"].shape[0]
+        if pixel_values is None:
+            pixel_values = self.no_image(batch_size)
+        if pixel_values.shape[0] != batch_size:
+            raise InputError(
+                f"Expected one image per text, but got {pixel_values.shape[0]} images and {batch_size} texts."
+            )
+        pixel_mask = torch.ones(
+            batch_size, *pixel_values.shape[-2:], dtype=torch.long, device=pixel_values.device
+        )
+        return {**tokens, "pixel_values": pixel_values, "pixel_mask": pixel_mask}
+
+    # -- persistence -----------------------------------------------------------------
+    def save_pretrained(self, directory: str | Path) -> None:
+        """Write ``directory/mlm`` and ``directory/itm``, each a complete transformers checkpoint
+        (weights, config, tokenizer, ``preprocessor_config.json``)."""
+        processor = ViltImageProcessor(
+            size={"shortest_edge": self.transform.image_size},
+            image_mean=list(self.transform.mean),
+            image_std=list(self.transform.std),
+        )
+        for subfolder, model in ((MLM_SUBFOLDER, self.mlm), (ITM_SUBFOLDER, self.retrieval)):
+            target = Path(directory) / subfolder
+            model.save_pretrained(target)
+            self.tokenizer.save_pretrained(target)
+            processor.save_pretrained(target)
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | Path, itm_checkpoint: str | Path | None = None) -> ViLTAdapter:
+        """Load both ViLT models.
+
+        * A local directory with ``mlm/`` and ``itm/`` subfolders (what :meth:`save_pretrained`
+          writes) loads both from there.
+        * Otherwise ``name_or_path`` (hub id or directory) is the MLM checkpoint and
+          ``itm_checkpoint`` the retrieval one (default ``dandelin/vilt-b32-finetuned-coco``).
+
+        Tokenizer and image preprocessing come from the MLM checkpoint. Either checkpoint with
+        missing or unexpected keys is refused (:func:`~vlbias.models.loading.from_pretrained_strict`).
+        """
+        root = Path(name_or_path)
+        if (root / MLM_SUBFOLDER).is_dir() and (root / ITM_SUBFOLDER).is_dir():
+            if itm_checkpoint is not None:
+                raise ConfigError(
+                    f"{str(root)!r} already holds an `{ITM_SUBFOLDER}/` checkpoint; "
+                    f"do not also pass `itm_checkpoint` ({str(itm_checkpoint)!r})."
+                )
+            mlm_source, itm_source = root / MLM_SUBFOLDER, root / ITM_SUBFOLDER
+        else:
+            mlm_source, itm_source = name_or_path, itm_checkpoint or DEFAULT_ITM_CHECKPOINT
+        mlm = from_pretrained_strict(ViltForMaskedLM, mlm_source, cls.name)
+        retrieval = from_pretrained_strict(ViltForImageAndTextRetrieval, itm_source, cls.name)
+        tokenizer = AutoTokenizer.from_pretrained(str(mlm_source))
+        processor = ViltImageProcessor.from_pretrained(str(mlm_source))
+        transform = ImageTransform(
+            image_size=processor.size["shortest_edge"],
+            mean=tuple(processor.image_mean),
+            std=tuple(processor.image_std),
+        )
+        return cls(mlm, retrieval, tokenizer, transform)
+
+    @classmethod
+    def tiny(
+        cls,
+        seed: int = 0,
+        tokenizer: object | None = None,
+        hidden_size: int = 32,
+        num_layers: int = 2,
+        image_size: int = 32,
+        patch_size: int = 8,
+    ) -> ViLTAdapter:
+        """Two small random ViLT models (BiasWorld's word-level tokenizer unless ``tokenizer`` is
+        given); the retrieval model's weights are drawn after the MLM model's, from the same seed."""
+        if tokenizer is None:
+            from vlbias.data.biasworld import vocabulary
+
+            tokenizer = word_tokenizer(vocabulary())
+        config = ViltConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=hidden_size,
+            num_hidden_layers=num_layers,
+            num_attention_heads=4,
+            intermediate_size=4 * hidden_size,
+            image_size=image_size,
+            patch_size=patch_size,
+            max_position_embeddings=40,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        torch.manual_seed(seed)
+        mlm, retrieval = ViltForMaskedLM(config), ViltForImageAndTextRetrieval(config)
+        return cls(mlm, retrieval, tokenizer, ImageTransform(image_size=image_size, mean=VILT_MEAN, std=VILT_STD))
