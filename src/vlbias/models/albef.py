@@ -1,0 +1,276 @@
+"""ALBEF (Li et al., 2021) and TCL (Yang et al., 2022), which shares ALBEF's architecture and
+checkpoint format: EMBED (ITC), MATCH (ITM), FILL_MASK (MLM) and TOKEN_STATES.
+
+The modules and the official checkpoint format are in :mod:`vlbias.models.albef_modeling`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from transformers import AutoTokenizer
+
+from vlbias.errors import InputError
+from vlbias.models.albef_modeling import (
+    ALBEF,
+    ALBEFConfig,
+    LoadReport,
+    load_official_state_dict,
+    official_layout,
+    read_checkpoint,
+)
+from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.preprocess import ImageTransform
+from vlbias.models.vocab import word_tokenizer
+
+logger = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.pth"
+DEFAULT_TOKENIZER = "bert-base-uncased"  # the official models' vocabulary
+
+
+class ALBEFAdapter(ModelAdapter):
+    """ALBEF/TCL through :class:`~vlbias.models.albef_modeling.ALBEF`.
+
+    * EMBED: ``normalize(vision_proj(image CLS))`` and ``normalize(text_proj(text CLS))``, the text
+      read after the text-only layers (ALBEF eq. 1; the image-text similarity is their dot product
+      divided by ``temp``, so :attr:`logit_scale` is ``log(1 / temp)``).
+    * MATCH: ``l[:, 1] - l[:, 0]`` of ``itm_head`` on the fused CLS state, i.e. the log-odds of
+      "match" under ALBEF's 2-way ITM softmax (ALBEF eq. 3).
+    * FILL_MASK: the MLM head on the fused states of image + (masked) text, as in ALBEF's MLM
+      pre-training (eq. 4). Retrieval checkpoints have no MLM head; an adapter loaded from one
+      lacks FILL_MASK and says so.
+    * TOKEN_STATES: fused text states of the last layer ``(B, T, H)``; positions at padding are
+      computed but meaningless (mask them with ``attention_mask``).
+
+    "No image": ALBEF's fusion layers always cross-attend to an image, so ``no_image`` is a
+    completely white image (the neutral image of Zhou et al., 2022, VLStereoSet's *vlss*).
+    FILL_MASK and TOKEN_STATES use it when ``pixel_values`` is ``None``.
+
+    Preprocessing differs from the official test transform in one way: images are resized on
+    the shorter side and centre-cropped (:class:`ImageTransform`) instead of squashed to a square;
+    square images are treated identically. Captions are not passed through ALBEF's
+    ``pre_caption`` (which strips punctuation, including ``[MASK]``'s brackets).
+
+    Example:
+        >>> model = ALBEFAdapter.tiny()
+        >>> images = model.prepare_images(torch.rand(2, 3, 32, 32))
+        >>> model.match_logits(images, model.prepare_texts(["a man is cooking", "a woman is sewing"])).shape
+        torch.Size([2])
+    """
+
+    name = "albef"
+    capabilities = frozenset({Capability.EMBED, Capability.MATCH, Capability.FILL_MASK, Capability.TOKEN_STATES})
+
+    def __init__(self, model: ALBEF, tokenizer, loading_report: LoadReport | None = None) -> None:
+        super().__init__()
+        config = model.config
+        if len(tokenizer) > config.vocab_size:
+            raise InputError(f"Tokenizer has {len(tokenizer)} tokens but the ALBEF model's vocabulary has {config.vocab_size}.")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.transform = ImageTransform(image_size=config.image_size, mean=config.image_mean, std=config.image_std)
+        self.max_text_length = config.max_position_embeddings
+        self.loading_report = loading_report
+        if not config.mlm_head:
+            self.capabilities = type(self).capabilities - {Capability.FILL_MASK}
+
+    # -- preprocessing ---------------------------------------------------------------
+    def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
+        return self.transform(images).to(device=self.device, dtype=self.dtype)
+
+    def no_image(self, batch_size: int) -> Tensor:
+        """A batch of completely white images ``(B, 3, S, S)``, normalised."""
+        size = self.transform.image_size
+        return self.prepare_images(torch.ones(batch_size, 3, size, size))
+
+    # -- capabilities ----------------------------------------------------------------
+    def embed_images(self, pixel_values: Tensor) -> Tensor:
+        return self.model.image_features(self.model.image_embeds(pixel_values))  # (B, E)
+
+    def embed_texts(self, tokens: dict[str, Tensor]) -> Tensor:
+        return self.model.text_features(self.model.text_embeds(tokens["input_ids"], tokens.get("attention_mask")))  # (B, E)
+
+    def match_logits(self, pixel_values: Tensor, tokens: dict[str, Tensor]) -> Tensor:
+        logits = self.model.itm_logits(self._fused(pixel_values, tokens))  # (B, 2)
+        return logits[:, 1] - logits[:, 0]  # (B,)
+
+    def fill_mask_logits(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
+        if Capability.FILL_MASK not in self.capabilities:
+            raise self._lacks(Capability.FILL_MASK)
+        return self.model.mlm_logits(self._fused(pixel_values, tokens))  # (B, T, V)
+
+    def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
+        return self._fused(pixel_values, tokens)  # (B, T, H)
+
+    def direct_call(
+        self, capability: Capability, pixel_values: Tensor | None, tokens: dict[str, Tensor]
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """The official code's calls (``model_pretrain.py``/``model_retrieval.py``) on ``self.model``'s
+        submodules: the ViT's token sequence; ``bert(mode="text")`` then ``bert(mode="fusion")`` for
+        ITC/ITM; one ``bert(mode="multi_modal")`` call for MLM and token states."""
+        model, input_ids, attention_mask = self.model, tokens["input_ids"], tokens.get("attention_mask")
+        if pixel_values is None:
+            pixel_values = self.no_image(input_ids.shape[0])
+        image_embeds = model.visual_encoder.forward_features(pixel_values)
+        if capability in (Capability.EMBED, Capability.MATCH):
+            text_embeds = model.text_encoder.bert(input_ids, attention_mask=attention_mask, mode="text")
+            if capability is Capability.EMBED:
+                image_feat = F.normalize(model.vision_proj(image_embeds[:, 0, :]), dim=-1)
+                text_feat = F.normalize(model.text_proj(text_embeds[:, 0, :]), dim=-1)
+                return image_feat, text_feat
+            output = model.text_encoder.bert(
+                encoder_embeds=text_embeds, attention_mask=attention_mask, encoder_hidden_states=image_embeds, mode="fusion"
+            )
+            log_probs = model.itm_head(output[:, 0, :]).log_softmax(dim=-1)
+            return log_probs[:, 1] - log_probs[:, 0]
+        output = model.text_encoder.bert(
+            input_ids, attention_mask=attention_mask, encoder_hidden_states=image_embeds, mode="multi_modal"
+        )
+        return model.text_encoder.cls(output) if capability is Capability.FILL_MASK else output
+
+    @property
+    def logit_scale(self) -> Tensor:
+        """``log(1 / temp)``: image-text similarities are scaled by ``1 / temp`` (ALBEF eq. 1)."""
+        return -torch.log(self.model.temp)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.model.vision_proj.weight.dtype
+
+    # -- internals -------------------------------------------------------------------
+    def _fused(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
+        input_ids, attention_mask = tokens["input_ids"], tokens.get("attention_mask")
+        if pixel_values is None:
+            pixel_values = self.no_image(input_ids.shape[0])
+        if pixel_values.shape[0] != input_ids.shape[0]:
+            raise InputError(
+                f"Expected as many images as texts but got {pixel_values.shape[0]} images and {input_ids.shape[0]} texts."
+            )
+        text_embeds = self.model.text_embeds(input_ids, attention_mask)
+        return self.model.fuse(text_embeds, self.model.image_embeds(pixel_values), attention_mask)  # (B, T, H)
+
+    # -- persistence -----------------------------------------------------------------
+    def save_pretrained(self, directory: str | Path) -> None:
+        """Write ``config.json`` (:class:`ALBEFConfig`), ``model.pth`` (``{"model": state_dict}`` with
+        the official key names) and the tokenizer files."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / CONFIG_FILE).write_text(json.dumps(self.model.config.to_dict(), indent=2))
+        torch.save({"model": self.model.state_dict()}, directory / WEIGHTS_FILE)
+        self.tokenizer.save_pretrained(directory)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        name_or_path: str | Path,
+        tokenizer: object | str | Path | None = None,
+        image_size: int | None = None,
+        config: ALBEFConfig | None = None,
+    ) -> ALBEFAdapter:
+        """Load an official ALBEF/TCL checkpoint (a ``.pth`` file or its URL, e.g.
+        ``https://storage.googleapis.com/sfr-pcl-data-research/ALBEF/ALBEF.pth``) or a directory
+        written by :meth:`save_pretrained`.
+
+        Args:
+            name_or_path: the ``.pth`` file, its URL, or a ``save_pretrained`` directory.
+            tokenizer: a tokenizer, or a hub id / directory to load one from; default: the
+                directory's own tokenizer, else ``bert-base-uncased`` (the official vocabulary).
+            image_size: resolution to run at; default: the checkpoint's own (pre-training 256,
+                retrieval 384). Another size interpolates the position embeddings.
+            config: architecture of a ``.pth`` file; default: the released base models'
+                (:class:`ALBEFConfig`). A directory's ``config.json`` takes precedence.
+        """
+        path = Path(name_or_path)
+        if path.is_dir():
+            missing = [name for name in (CONFIG_FILE, WEIGHTS_FILE) if not (path / name).is_file()]
+            if missing:
+                raise InputError(
+                    f"ALBEF directory {str(path)!r} lacks {', '.join(missing)}; expected a save_pretrained directory."
+                )
+            config = ALBEFConfig.from_dict(json.loads((path / CONFIG_FILE).read_text()))
+            state_dict = read_checkpoint(path / WEIGHTS_FILE)
+            tokenizer = str(path) if tokenizer is None else tokenizer
+        else:
+            state_dict = read_checkpoint(name_or_path)
+            config = config or ALBEFConfig()
+            tokenizer = DEFAULT_TOKENIZER if tokenizer is None else tokenizer
+        if isinstance(tokenizer, str | Path):
+            tokenizer = _load_tokenizer(tokenizer)
+        if image_size is None and "visual_encoder.pos_embed" in state_dict:
+            image_size = round((state_dict["visual_encoder.pos_embed"].shape[1] - 1) ** 0.5) * config.patch_size
+        config = dataclasses.replace(
+            config, image_size=image_size or config.image_size, mlm_head=official_layout(state_dict) == "pretrain"
+        )
+        model = ALBEF(config)
+        report = load_official_state_dict(model, state_dict, name_or_path)
+        _log_report(report, name_or_path)
+        return cls(model, tokenizer, report)
+
+    @classmethod
+    def tiny(
+        cls,
+        seed: int = 0,
+        tokenizer: object | None = None,
+        image_size: int = 32,
+        patch_size: int = 8,
+        hidden_size: int = 32,
+        vision_layers: int = 2,
+        num_layers: int = 4,
+        fusion_layer: int | None = None,
+        num_heads: int = 4,
+        intermediate_size: int = 37,
+        embed_dim: int = 16,
+    ) -> ALBEFAdapter:
+        """A small random ALBEF (BiasWorld's word-level tokenizer unless ``tokenizer`` is given);
+        ``fusion_layer`` defaults to half of ``num_layers``, as in ALBEF (6 of 12)."""
+        if tokenizer is None:
+            from vlbias.data.biasworld import vocabulary
+
+            tokenizer = word_tokenizer(vocabulary())
+        config = ALBEFConfig(
+            image_size=image_size,
+            patch_size=patch_size,
+            vision_width=hidden_size,  # cross-attention needs equal widths
+            vision_layers=vision_layers,
+            vision_heads=num_heads,
+            vocab_size=len(tokenizer),
+            hidden_size=hidden_size,
+            num_layers=num_layers,
+            fusion_layer=num_layers // 2 if fusion_layer is None else fusion_layer,
+            num_heads=num_heads,
+            intermediate_size=intermediate_size,
+            max_position_embeddings=64,
+            embed_dim=embed_dim,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        torch.manual_seed(seed)
+        return cls(ALBEF(config), tokenizer)
+
+
+def _load_tokenizer(name_or_path: str | Path):
+    try:
+        return AutoTokenizer.from_pretrained(str(name_or_path))
+    except OSError as err:
+        raise InputError(
+            f"Tokenizer {str(name_or_path)!r} could not be loaded ({' '.join(str(err).split())}); pass `tokenizer=` a directory "
+            f"holding bert-base-uncased's vocab.txt or a tokenizer object."
+        ) from err
+
+
+def _log_report(report: LoadReport, source: str | Path) -> None:
+    # momentum copies (visual_encoder_m.*, ...) counted per module, the other ignored keys by name
+    groups = Counter(key.split(".")[0] if key.split(".")[0].endswith("_m") else key for key in report.ignored)
+    ignored = ", ".join(f"{prefix} ({n})" for prefix, n in sorted(groups.items())) or "none"
+    old, new = report.pos_embed_grid
+    resized = f"; position embeddings interpolated from {old}x{old} to {new}x{new} patches" if old != new else ""
+    logger.info("Loaded ALBEF %s checkpoint %s; ignored entries: %s%s.", report.layout, source, ignored, resized)
