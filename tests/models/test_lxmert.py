@@ -1,0 +1,147 @@
+"""LXMERT adapter: the protocol checks (``adapter_checks``, see conftest) plus LXMERT
+specifics: boxes are read, the match logit's sign, no image, region sources, bad checkpoints."""
+
+import base64
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+
+from vlbias.errors import ConfigError, InputError
+from vlbias.models import Capability, load
+from vlbias.models.lxmert import LXMERTAdapter
+from vlbias.models.regions import GridFeatures, RegionFeatures
+
+NAME = "lxmert"
+CAPABILITIES = sorted(LXMERTAdapter.capabilities)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load(NAME, tiny=True, device="cpu")
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES)
+def test_shapes_and_dtypes(model, capability, adapter_checks):
+    adapter_checks.shapes_and_dtypes(model, capability)
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES)
+def test_deterministic(model, capability, adapter_checks):
+    adapter_checks.deterministic(model, capability)
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES)
+def test_batch_invariant(model, capability, adapter_checks):
+    adapter_checks.batch_invariant(model, capability)
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES)
+def test_equals_direct_call(model, capability, adapter_checks):
+    adapter_checks.equals_direct_call(model, capability)
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES)
+def test_save_load_round_trip(model, capability, adapter_checks, tmp_path):
+    adapter_checks.save_load_round_trip(model, capability, tmp_path)
+
+
+def test_match_logit_is_log_odds_of_the_matching_label(model):
+    """The library's matching loss with label 1 ("matches") is softplus(-logit)."""
+    regions = model.prepare_images(torch.rand(2, 3, 64, 64, generator=torch.Generator().manual_seed(0)))
+    tokens = model.prepare_texts(["a man is cooking.", "someone."])
+    with torch.no_grad():
+        logits = model.match_logits(regions, tokens)
+        output = model.model(**tokens, visual_feats=regions.features, visual_pos=regions.boxes,
+                             visual_attention_mask=regions.mask, matched_label=torch.ones(2, dtype=torch.long))
+    torch.testing.assert_close(output.loss, F.softplus(-logits).mean())
+
+
+def test_boxes_are_read(model):
+    regions = model.prepare_images(torch.rand(1, 3, 64, 64))
+    moved = RegionFeatures(regions.features, regions.boxes.flip(-1), regions.mask, regions.object_ids)
+    tokens = model.prepare_texts(["a woman sewing."])
+    with torch.no_grad():
+        assert not torch.allclose(model.token_states(moved, tokens), model.token_states(regions, tokens))
+
+
+def test_no_image_is_one_whole_image_zero_region(model):
+    blank = model.no_image(2)
+    assert blank.features.shape == (2, 1, model.visual_dim) and blank.features.abs().sum() == 0
+    assert blank.boxes.tolist() == [[[0.0, 0.0, 1.0, 1.0]]] * 2
+    tokens = model.prepare_texts(["the man is [MASK].", "a [MASK] is cooking."])
+    with torch.no_grad():
+        assert model.fill_mask_logits(blank, tokens).shape[:2] == tokens["input_ids"].shape
+
+
+def test_precomputed_regions_from_lxmert_tsv(tmp_path):
+    """A line of LXMERT's obj36 TSV, written field by field."""
+    rng = np.random.default_rng(0)
+    count = 4
+    boxes = np.array([[0, 0, 320, 240], [10, 20, 30, 40], [0, 0, 640, 480], [5, 5, 6, 6]], dtype=np.float32)
+    arrays = [rng.integers(0, 1600, count), rng.uniform(size=count).astype(np.float32),
+              rng.integers(0, 400, count), rng.uniform(size=count).astype(np.float32)]
+    features = rng.normal(size=(count, 16)).astype(np.float32)
+    fields = ["COCO_val2014_000000000042", "480", "640", *[base64.b64encode(a.tobytes()).decode() for a in arrays],
+              str(count), base64.b64encode(boxes.tobytes()).decode(), base64.b64encode(features.tobytes()).decode()]
+    path = tmp_path / "val2014_obj36.tsv"
+    path.write_text("\t".join(fields) + "\n")
+    model = LXMERTAdapter.tiny(region_features=path).eval()
+    regions = model.prepare_images(["/coco/val2014/COCO_val2014_000000000042.jpg"])
+    torch.testing.assert_close(regions.features[0], torch.from_numpy(features))
+    torch.testing.assert_close(regions.boxes[0, 0], torch.tensor([0.0, 0.0, 0.5, 0.5]))
+    assert regions.object_ids[0].tolist() == arrays[0].tolist()
+    with pytest.raises(InputError, match=r"'COCO_val2014_000000000073' has no region features in '.*val2014_obj36\.tsv'"):
+        model.prepare_images(["COCO_val2014_000000000073.jpg"])
+
+
+def test_wrong_region_dimension_is_refused(model):
+    with pytest.raises(InputError, match=r"given RegionFeatures hold 2048-d region features but model 'lxmert' expects 16-d \(visual_feat_dim\)"):
+        model.prepare_images(RegionFeatures.blank(1, 2048))
+    grid = GridFeatures.create("resnet10t", pretrained=False, grid_size=2, image_size=64)  # 512 channels
+    with pytest.raises(ConfigError, match=r"gives 512-d features but model 'lxmert' expects 16-d"):
+        LXMERTAdapter(model.model, model.tokenizer, grid=grid)
+
+
+def test_checkpoint_with_missing_and_unexpected_keys_is_refused(model, tmp_path):
+    model.save_pretrained(tmp_path)
+    weights = load_file(str(tmp_path / "model.safetensors"))
+    weights.pop("lxmert.encoder.visn_fc.box_fc.weight")
+    weights["lxmert.encoder.extra.weight"] = torch.zeros(1)
+    save_file(weights, str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(InputError, match=r"missing key\(s\): lxmert\.encoder\.visn_fc\.box_fc\.weight.*"
+                                         r"unexpected key\(s\): lxmert\.encoder\.extra\.weight"):
+        load(NAME, checkpoint=tmp_path, device="cpu")
+
+
+def test_capabilities_and_registry(model):
+    assert {Capability.FILL_MASK, Capability.MATCH, Capability.TOKEN_STATES} == set(LXMERTAdapter.capabilities)
+    assert type(model) is LXMERTAdapter
+
+
+def test_padded_regions_change_nothing(tmp_path):
+    """Images with 3 and 5 regions batched together (the first padded to 5) give what each gives
+    alone, and what the padding holds does not matter."""
+    rng = np.random.default_rng(0)
+    for image_id, count in (("img_a", 3), ("img_b", 5)):
+        np.savez(tmp_path / f"{image_id}.npz", features=rng.normal(size=(count, 16)).astype(np.float32),
+                 boxes=np.tile(np.array([[2, 4, 20, 16]], np.float32), (count, 1)), image_h=20, image_w=40)
+    model = LXMERTAdapter.tiny(region_features=tmp_path).eval()
+    texts = ["a man is cooking.", "someone."]
+    tokens = model.prepare_texts(texts)
+    regions = model.prepare_images(["img_a", "img_b"])
+    assert regions.mask.tolist() == [[1, 1, 1, 0, 0], [1] * 5]
+    noisy = RegionFeatures(regions.features.masked_fill(regions.mask[..., None] == 0, 100.0), regions.boxes,
+                           regions.mask, regions.object_ids)
+    with torch.no_grad():
+        logits, states = model.match_logits(regions, tokens), model.token_states(regions, tokens)
+        torch.testing.assert_close(model.token_states(noisy, tokens), states, rtol=0, atol=1e-5)
+        for b, image_id in enumerate(("img_a", "img_b")):
+            alone_regions, alone_tokens = model.prepare_images([image_id]), model.prepare_texts([texts[b]])
+            length = alone_tokens["input_ids"].shape[1]
+            torch.testing.assert_close(logits[b : b + 1], model.match_logits(alone_regions, alone_tokens), rtol=0, atol=1e-5)
+            torch.testing.assert_close(
+                states[b : b + 1, :length], model.token_states(alone_regions, alone_tokens), rtol=0, atol=1e-5
+            )
