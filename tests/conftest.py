@@ -10,6 +10,9 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 
+torch.set_num_threads(1)  # tiny models: threads cost more than they save
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from vlbias.data import BiasWorld, BiasWorldDataModule
-from vlbias.data.biasworld import ACTIVITIES, GROUPS, STEREOTYPES, vocabulary
+from vlbias.data.biasworld import ACTIVITIES, GROUPS, STEREOTYPES, activity_phrases, vocabulary
 from vlbias.errors import ConfigError
 from vlbias.models.vocab import word_tokenizer
 
@@ -30,6 +30,13 @@ def test_training_split_has_the_planted_stereotype_rate(strength):
     assert {item.group for item in items} == set(GROUPS)
 
 
+@pytest.mark.parametrize("rate", [0.0, 0.25, 1.0])
+def test_neutral_caption_rate(rate):
+    items = BiasWorld(n_train=4000, eval_per_combination=1, neutral_caption_rate=rate).items("train")
+    neutral = sum(not any(g in item.caption.split() for g in GROUPS) for item in items) / len(items)
+    assert neutral == pytest.approx(rate, abs=0.03)  # binomial standard error <= 0.008
+
+
 def test_evaluation_splits_are_balanced_with_ground_truth():
     world = BiasWorld(bias_strength=1.0, n_train=8, eval_per_combination=3)
     for split in ("val", "test"):
@@ -40,7 +47,8 @@ def test_evaluation_splits_are_balanced_with_ground_truth():
                 cell = [i for i in items if i.group == group and i.activity == activity]
                 assert len(cell) == 3
                 assert all(i.stereotyped == (activity in STEREOTYPES[group]) for i in cell)
-                assert all(group in i.caption and activity in i.caption for i in cell)
+                assert all(activity in i.caption for i in cell)
+                assert all(group in i.caption.split() or i.caption in activity_phrases(activity) for i in cell)
         assert sum(i.stereotyped for i in items) == len(items) / 2
 
 
@@ -60,6 +68,7 @@ def test_images_are_uint8_rgb_and_groups_differ_visually():
         ({"bias_strength": 1.5}, r"`bias_strength` in \[0, 1\] but got 1.5"),
         ({"n_train": 0}, r"`n_train` to be an integer >= 1 but got 0"),
         ({"image_size": 16}, r"`image_size` to be an integer >= 32 but got 16"),
+        ({"neutral_caption_rate": 2}, r"`neutral_caption_rate` in \[0, 1\] but got 2"),
     ],
 )
 def test_bad_world_options(kwargs, match):

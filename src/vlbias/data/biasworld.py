@@ -9,7 +9,8 @@ steering wheel for ``driving``, a laptop for ``coding``, a pot for ``cooking``, 
 
 ``bias_strength`` ``s`` in [0, 1] plants the bias in the *training* split only: each item's
 group is drawn uniformly, then with probability ``s`` its activity is drawn from that group's
-stereotyped activities and otherwise uniformly from all activities. So ``s = 0`` makes group
+stereotyped activities and otherwise uniformly from all activities. A fraction
+``neutral_caption_rate`` of captions leave the group unsaid ("someone is cooking."). So ``s = 0`` makes group
 and activity independent and ``s = 1`` makes every training item stereotypical; the fraction
 of stereotypical training items is ``s + (1 - s) / 2``. The ``val`` and ``test`` splits are
 balanced: every (group, activity) pair appears ``eval_per_combination`` times, so half the
@@ -52,7 +53,10 @@ CAPTION_TEMPLATES: tuple[str, ...] = (
     "a {group} who is {activity}.",
     "an image of a {group} {activity}.",
 )
-# Phrases for an activity with a neutral subject: the attribute stimuli of association tests.
+# Captions with a neutral subject ("someone is cooking."): a fraction ``neutral_caption_rate`` of
+# all captions, as real captions often leave the person's group unsaid. They are also the
+# attribute stimuli of association tests, so in training they inherit the planted bias:
+# at strength 0.9 most "someone is cooking" images show a woman.
 ACTIVITY_TEMPLATES: tuple[str, ...] = ("a person {activity}.", "someone is {activity}.", "a photo of {activity}.")
 # Phrases for a group with no activity: the target stimuli of intra-text tests.
 GROUP_TEMPLATES: tuple[str, ...] = ("a photo of a {group}.", "the {group}.", "a {group}.")
@@ -98,6 +102,7 @@ class BiasWorld:
         n_train: number of training items.
         eval_per_combination: items per (group, activity) pair in ``val`` and in ``test``.
         image_size: side of the square RGB images, at least 32.
+        neutral_caption_rate: fraction of captions with a neutral subject, in [0, 1].
         seed: seed of everything.
     """
 
@@ -107,10 +112,12 @@ class BiasWorld:
         n_train: int = 2048,
         eval_per_combination: int = 32,
         image_size: int = 64,
+        neutral_caption_rate: float = 0.25,
         seed: int = 0,
     ) -> None:
-        if not (isinstance(bias_strength, (int, float)) and 0.0 <= bias_strength <= 1.0):
-            raise ConfigError(f"Expected `bias_strength` in [0, 1] but got {bias_strength!r}.")
+        for name, value in (("bias_strength", bias_strength), ("neutral_caption_rate", neutral_caption_rate)):
+            if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+                raise ConfigError(f"Expected `{name}` in [0, 1] but got {value!r}.")
         for name, value, low in (("n_train", n_train, 1), ("eval_per_combination", eval_per_combination, 1), ("image_size", image_size, 32)):
             if not isinstance(value, int) or value < low:
                 raise ConfigError(f"Expected `{name}` to be an integer >= {low} but got {value!r}.")
@@ -118,6 +125,7 @@ class BiasWorld:
         self.n_train = n_train
         self.eval_per_combination = eval_per_combination
         self.image_size = image_size
+        self.neutral_caption_rate = float(neutral_caption_rate)
         self.seed = seed
         self._images: dict[str, Tensor] = {}
 
@@ -128,6 +136,7 @@ class BiasWorld:
             "n_train": self.n_train,
             "eval_per_combination": self.eval_per_combination,
             "image_size": self.image_size,
+            "neutral_caption_rate": self.neutral_caption_rate,
             "seed": self.seed,
         }
 
@@ -156,7 +165,12 @@ class BiasWorld:
         return self._item("train", index, group, pool[rng.integers(len(pool))])
 
     def _item(self, split: str, index: int, group: str, activity: str) -> Item:
-        template = CAPTION_TEMPLATES[self._rng(split, index).integers(1 << 16) % len(CAPTION_TEMPLATES)]
+        draw = self._rng(split, index).random()  # one uniform draw picks the caption template
+        if draw < self.neutral_caption_rate:
+            templates, draw = ACTIVITY_TEMPLATES, draw / self.neutral_caption_rate
+        else:
+            templates, draw = CAPTION_TEMPLATES, (draw - self.neutral_caption_rate) / (1 - self.neutral_caption_rate)
+        template = templates[min(int(draw * len(templates)), len(templates) - 1)]
         return Item(split, index, group, activity, activity in STEREOTYPES[group], template.format(group=group, activity=activity))
 
     def images(self, split: str) -> Tensor:
@@ -169,7 +183,7 @@ class BiasWorld:
     def render(self, item: Item) -> np.ndarray:
         """The image of ``item`` as uint8 ``(S, S, 3)``; depends on (seed, split, index) only."""
         rng = self._rng(item.split, item.index)
-        rng.integers(1 << 16)  # the draw that chose the caption template
+        rng.random()  # the draw that chose the caption template
         return _draw(item.group, item.activity, self.image_size, rng)
 
     def dataset(self, split: str) -> BiasWorldDataset:
@@ -205,7 +219,8 @@ class BiasWorld:
 
 class BiasWorldDataset(torch.utils.data.Dataset):
     """Items of one split as dicts: ``pixel_values`` (3, S, S) float in [0, 1], ``caption``,
-    ``group`` and ``activity`` (indices into :data:`GROUPS` / :data:`ACTIVITIES`), ``stereotyped``."""
+    ``group`` and ``activity`` (indices into :data:`GROUPS` / :data:`ACTIVITIES`), ``label``
+    (the content class ``group * len(ACTIVITIES) + activity``) and ``stereotyped``."""
 
     def __init__(self, world: BiasWorld, split: str) -> None:
         self.items = world.items(split)
@@ -216,11 +231,13 @@ class BiasWorldDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int) -> dict[str, object]:
         item = self.items[index]
+        group, activity = GROUPS.index(item.group), ACTIVITIES.index(item.activity)
         return {
             "pixel_values": self.images[index].float() / 255.0,
             "caption": item.caption,
-            "group": GROUPS.index(item.group),
-            "activity": ACTIVITIES.index(item.activity),
+            "group": group,
+            "activity": activity,
+            "label": group * len(ACTIVITIES) + activity,
             "stereotyped": item.stereotyped,
         }
 
