@@ -1,0 +1,145 @@
+"""The ``vlbias`` console script.
+
+``vlbias fit|validate|test|predict`` are LightningCLI subcommands (``--config`` YAML files from
+``configs/``, the last one wins); ``vlbias measure`` runs one suite on one model;
+``vlbias models`` lists the model adapters. Bad input ends with one ``vlbias: error: ...`` line
+and exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+
+from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentParser
+
+from vlbias.errors import VlbiasError
+
+USAGE = """usage: vlbias {fit,validate,test,predict,measure,models} ...
+
+Measure and mitigate social bias in vision-language models.
+
+subcommands:
+  fit, validate, test, predict   LightningCLI: train or evaluate from YAML configs
+                                 (vlbias fit --config configs/experiment/quickstart.yaml)
+  measure                        run one bias suite on one model and write results
+  models                         list the model adapters and their capabilities
+
+Run `vlbias <subcommand> --help` for the options of each."""
+
+LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
+
+
+def measure_parser() -> ArgumentParser:
+    from vlbias.data.biasworld import BiasWorld
+
+    parser = ArgumentParser(prog="vlbias measure", description="Run one bias suite on one model; write <out>/<suite>.json and <out>/<suite>.items.parquet.", exit_on_error=True)
+    parser.add_argument("--config", action=ActionConfigFile, help="YAML with any of these options.")
+    parser.add_argument("--suite", type=str, required=True, help="Suite name (see the README).")
+    parser.add_argument("--model", type=str, required=True, help="Model adapter name (vlbias models).")
+    parser.add_argument("--checkpoint", type=str | None, default=None, help="Hub id or local path of the weights.")
+    parser.add_argument("--model_options", type=dict, default={}, help="The adapter's own loading options, e.g. '{region_features: feats.tsv}'.")
+    parser.add_argument("--tiny", action=ActionYesNo, default=False, help="Use a tiny random model instead of weights.")
+    parser.add_argument("--data", type=str, default="biasworld", help="Data directory, or 'biasworld' for the synthetic world.")
+    parser.add_argument("--out", type=str, required=True, help="Output directory.")
+    parser.add_argument("--seed", type=int, default=0, help="Seed of everything random (recorded in the results).")
+    parser.add_argument("--device", type=str | None, default=None, help="Torch device; default CUDA if present, else CPU.")
+    parser.add_argument("--suite_options", type=dict, default={}, help="Suite keyword options, e.g. '{n_permutations: 2000}'.")
+    parser.add_method_arguments(BiasWorld, "__init__", "biasworld", as_group=True, skip={"n_train"})
+    return parser
+
+
+def _measure(argv: Sequence[str]) -> None:
+    from vlbias.measure import measure
+
+    args = measure_parser().parse_args(list(argv))
+    path = measure(
+        suite=args.suite,
+        model=args.model,
+        data=args.data,
+        out=args.out,
+        checkpoint=args.checkpoint,
+        tiny=args.tiny,
+        model_options=args.model_options,
+        seed=args.seed,
+        device=args.device,
+        suite_options=args.suite_options,
+        biasworld=dict(vars(args.biasworld)),
+    )
+    results = json.loads(path.read_text())
+    for metric, value in results["metrics"].items():
+        extra = ""
+        if metric in results["intervals"]:
+            extra += " [{:+.3f}, {:+.3f}]".format(*results["intervals"][metric])
+        if metric in results["p_values"]:
+            extra += f" p={results['p_values'][metric]:.4f}"
+        print(f"{results['suite']}/{metric} = {value:+.3f}{extra}")
+    print(f"wrote {path}")
+
+
+def _models(argv: Sequence[str]) -> None:
+    from vlbias.models import describe_models
+
+    parser = ArgumentParser(prog="vlbias models", description="List the model adapters and their capabilities.")
+    parser.add_argument("--json", action=ActionYesNo, default=False, help="Print JSON instead of a table.")
+    args = parser.parse_args(list(argv))
+    models = describe_models()
+    if args.json:
+        print(json.dumps(models))
+        return
+    for model in models:
+        print(f"{model['name']:<12} {', '.join(model['capabilities'])}")
+
+
+def _lightning(argv: Sequence[str]) -> None:
+    from lightning.pytorch import LightningDataModule, LightningModule
+    from lightning.pytorch.cli import LightningCLI
+
+    LightningCLI(
+        LightningModule,
+        LightningDataModule,
+        subclass_mode_model=True,
+        subclass_mode_data=True,
+        args=list(argv),
+        save_config_kwargs={"overwrite": True},
+    )
+
+
+def _vlbias_cause(error: BaseException) -> VlbiasError | None:
+    """The :class:`VlbiasError` behind ``error``, if any: jsonargparse wraps exceptions raised
+    while it instantiates classes from a config (e.g. a ``ConfigError`` from a datamodule)."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, VlbiasError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv else None
+    try:
+        if command == "measure":
+            _measure(argv[1:])
+        elif command == "models":
+            _models(argv[1:])
+        elif command in LIGHTNING_SUBCOMMANDS:
+            _lightning(argv)
+        elif command in (None, "-h", "--help"):
+            print(USAGE)
+        else:
+            print(f"{USAGE}\n\nvlbias: error: unknown subcommand {command!r}.", file=sys.stderr)
+            sys.exit(2)
+    except Exception as err:
+        cause = _vlbias_cause(err)
+        if cause is None:
+            raise
+        print(f"vlbias: error: {cause}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

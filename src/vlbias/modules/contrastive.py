@@ -1,0 +1,92 @@
+"""Contrastive image-text pre-training (CLIP's objective) of any EMBED adapter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from lightning.pytorch import LightningModule
+from lightning.pytorch.utilities import rank_zero_only
+from torch import Tensor
+
+from vlbias.models.base import Capability, require_capability
+from vlbias.models.registry import adapter_class
+
+
+def contrastive_loss(
+    image_embeddings: Tensor, text_embeddings: Tensor, logit_scale: Tensor, labels: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
+    """Symmetric InfoNCE over a batch of matching pairs (Radford et al., 2021, Fig. 3).
+
+    ``logits = exp(t) * I @ T^T`` with normalised ``I``, ``T`` (B, D); the loss is the mean of the
+    image->text and text->image cross-entropies with the diagonal as targets. Returns the loss and
+    the image->text top-1 accuracy: the top caption is correct if it is the image's own, or, when
+    ``labels`` (B,) give each pair's content class, any caption of the image's class (synthetic
+    data repeats the same content in one batch, and which paraphrase wins is arbitrary).
+    """
+    logits = logit_scale.exp().clamp(max=100) * image_embeddings @ text_embeddings.T  # (B, B)
+    targets = torch.arange(len(logits), device=logits.device)
+    loss = (F.cross_entropy(logits, targets) + F.cross_entropy(logits.T, targets)) / 2
+    best = logits.argmax(dim=1)
+    correct = best == targets if labels is None else labels[best] == labels
+    return loss, correct.float().mean()
+
+
+class ContrastivePretraining(LightningModule):
+    """Train a dual encoder on image-caption batches (``pixel_values``, ``caption``).
+
+    At the end of ``fit`` the adapter is exported with ``save_pretrained`` to
+    ``<log_dir>/model``, loadable with ``vlbias measure --model <name> --checkpoint <log_dir>/model``.
+
+    Args:
+        model: registered adapter name with the EMBED capability.
+        checkpoint: hub id or local path of pretrained weights; ``None`` with ``tiny=True``.
+        tiny: build a small random instance (``tiny_sizes`` are passed to the adapter's ``tiny``).
+        tiny_sizes: keyword sizes for ``tiny`` (e.g. ``hidden_size``, ``num_layers``).
+        learning_rate: AdamW learning rate.
+        weight_decay: AdamW weight decay.
+        seed: seed for the random initialisation of a tiny model.
+    """
+
+    def __init__(
+        self,
+        model: str = "clip",
+        checkpoint: str | None = None,
+        tiny: bool = True,
+        tiny_sizes: dict[str, int] | None = None,
+        learning_rate: float = 1e-3,
+        weight_decay: float = 0.01,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        cls = adapter_class(model)
+        self.adapter = cls.tiny(seed=seed, **(tiny_sizes or {})) if tiny else cls.from_pretrained(checkpoint)
+        require_capability(self.adapter, Capability.EMBED, suite="contrastive pre-training")
+
+    def _step(self, batch: dict[str, object], stage: str) -> Tensor:
+        images = self.adapter.embed_images(self.adapter.prepare_images(batch["pixel_values"]))
+        texts = self.adapter.embed_texts(self.adapter.prepare_texts(batch["caption"]))
+        loss, accuracy = contrastive_loss(images, texts, self.adapter.logit_scale, batch.get("label"))
+        batch_size = len(batch["caption"])
+        self.log(f"{stage}/loss", loss, prog_bar=True, batch_size=batch_size)
+        self.log(f"{stage}/i2t_accuracy", accuracy, prog_bar=stage == "val", batch_size=batch_size)
+        return loss
+
+    def training_step(self, batch: dict[str, object], batch_idx: int) -> Tensor:
+        return self._step(batch, "train")
+
+    def validation_step(self, batch: dict[str, object], batch_idx: int) -> None:
+        self._step(batch, "val")
+
+    def test_step(self, batch: dict[str, object], batch_idx: int) -> None:
+        self._step(batch, "test")
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.AdamW(self.parameters(), lr=self.hparams.learning_rate, weight_decay=self.hparams.weight_decay)
+
+    @rank_zero_only
+    def on_fit_end(self) -> None:
+        if self.trainer.log_dir is not None and not self.trainer.fast_dev_run:
+            self.adapter.save_pretrained(Path(self.trainer.log_dir) / "model")

@@ -1,0 +1,123 @@
+"""The console script: subcommands, the measure contract, and one-line errors for bad input."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vlbias.cli import main
+from vlbias.results import read_items, read_results
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICKSTART = ROOT / "configs" / "experiment" / "quickstart.yaml"
+SMALL_WORLD = ["--biasworld.eval_per_combination", "2", "--suite_options", "{n_permutations: 200, n_bootstrap: 50}"]
+
+
+def run_cli(argv, capsys):
+    """Run ``vlbias argv``; return (exit code, stdout, stderr)."""
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def run_subprocess(argv):
+    """Run ``vlbias argv`` as a user would, in a fresh process (Lightning's logging handlers
+    outlive in-process runs); return (exit code, stdout, stderr)."""
+    done = subprocess.run([sys.executable, "-m", "vlbias.cli", *argv], capture_output=True, text=True, timeout=300)
+    return done.returncode, done.stdout, done.stderr
+
+
+def assert_one_line_error(result, *fragments):
+    code, _, err = result
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if "error" in line.lower()]
+    assert lines, err
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+def test_top_level_help_lists_every_subcommand(capsys):
+    code, out, _ = run_cli(["--help"], capsys)
+    assert code == 0
+    for subcommand in ("fit", "validate", "test", "predict", "measure", "models"):
+        assert subcommand in out
+
+
+def test_models_json_lists_clip_with_embed(capsys):
+    code, out, _ = run_cli(["models", "--json"], capsys)
+    assert code == 0
+    models = {m["name"]: m["capabilities"] for m in json.loads(out)}
+    assert "embed" in models["clip"]
+
+
+def test_measure_writes_the_results_schema(tmp_path, capsys):
+    argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--data", "biasworld", "--out", str(tmp_path), "--seed", "7"]
+    code, out, err = run_cli(argv + SMALL_WORLD, capsys)
+    assert code == 0, err
+    results = read_results(tmp_path / "mmbias.json")
+    assert results.suite == "mmbias" and results.model == "clip" and results.seed == 7
+    (metric,) = results.metrics
+    assert metric == "man_vs_woman/stereotyped_activities/effect_size"
+    assert -2 <= results.metrics[metric] <= 2
+    low, high = results.intervals[metric]
+    assert low <= high and 0 <= results.p_values[metric] <= 1
+    assert results.config["biasworld"]["eval_per_combination"] == 2
+    items = read_items(tmp_path / "mmbias.json")
+    assert items.loc[0, "n_x"] == 12 and items.loc[0, "n_a"] == 9
+    assert metric in out and "wrote" in out
+
+
+def test_measure_is_deterministic(tmp_path, capsys):
+    argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--data", "biasworld"]
+    for name in ("a", "b"):
+        assert run_cli(argv + ["--out", str(tmp_path / name)] + SMALL_WORLD, capsys)[0] == 0
+    first, second = (read_results(tmp_path / name / "mmbias.json") for name in ("a", "b"))
+    assert (first.metrics, first.intervals, first.p_values) == (second.metrics, second.intervals, second.p_values)
+
+
+def test_measure_missing_data_path(tmp_path, capsys):
+    argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]
+    assert_one_line_error(run_cli(argv, capsys), "Data path", "nowhere' does not exist")
+
+
+def test_measure_negative_bias_strength(tmp_path, capsys):
+    argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--out", str(tmp_path), "--biasworld.bias_strength", "-0.5"]
+    assert_one_line_error(run_cli(argv, capsys), "`bias_strength` in [0, 1] but got -0.5")
+
+
+def test_measure_unwritable_output(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--out", str(blocker / "out")]
+    assert_one_line_error(run_cli(argv, capsys), "Output directory", "is not writable")
+
+
+def test_measure_unknown_suite_and_model(tmp_path, capsys):
+    base = ["measure", "--tiny", "--out", str(tmp_path)]
+    assert_one_line_error(run_cli(base + ["--suite", "nope", "--model", "clip"], capsys), "Unknown suite 'nope'", "mmbias")
+    assert_one_line_error(run_cli(base + ["--suite", "mmbias", "--model", "nope"], capsys), "Unknown model 'nope'", "clip")
+
+
+def test_fit_config_with_unknown_key(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text(QUICKSTART.read_text().replace("  max_epochs: 6", "  max_epochs: 6\n  max_epoks: 3"))
+    assert_one_line_error(run_subprocess(["fit", "--config", str(config)]), "max_epoks")
+
+
+def test_fit_negative_bias_strength():
+    argv = ["fit", "--config", str(QUICKSTART), "--data.init_args.bias_strength", "-1", "--trainer.fast_dev_run", "true"]
+    assert_one_line_error(run_subprocess(argv), "`bias_strength` in [0, 1] but got -1")
+
+
+def test_subcommand_help_is_short_and_useful(capsys):
+    code, out, _ = run_cli(["measure", "--help"], capsys)
+    assert code == 0
+    for option in ("--suite", "--model", "--checkpoint", "--tiny", "--data", "--out", "--biasworld.bias_strength"):
+        assert option in out
