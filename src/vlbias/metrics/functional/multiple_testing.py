@@ -1,0 +1,75 @@
+r"""Adjusted p-values for a family of tests (e.g. all WEAT tests of one model).
+
+With the p-values sorted ascending, :math:`p_{(1)} \le \dots \le p_{(m)}`:
+
+.. math::
+    \text{Holm (1979), FWER:}\quad \tilde p_{(i)} = \max_{j \le i} \min\{1, (m - j + 1)\, p_{(j)}\}
+
+    \text{Benjamini–Hochberg (1995), FDR:}\quad \tilde p_{(i)} = \min_{j \ge i} \min\{1, \tfrac{m}{j}\, p_{(j)}\}
+
+Both are monotone in the sorted order and clipped to 1; results come back in the input order. Reject
+hypothesis i at level :math:`\alpha` when :math:`\tilde p_i \le \alpha`.
+
+Example:
+    >>> holm_bonferroni(torch.tensor([0.01, 0.04, 0.03]))
+    tensor([0.0300, 0.0600, 0.0600])
+    >>> benjamini_hochberg(torch.tensor([0.01, 0.04, 0.03]))
+    tensor([0.0300, 0.0400, 0.0400])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from vlbias.errors import InputError
+
+
+def _check_p_values(p_values: Tensor | Sequence[float]) -> Tensor:
+    p_values = torch.as_tensor(p_values)
+    if p_values.ndim != 1:
+        raise InputError(f"Expected argument `p_values` to be a 1-D sequence but got shape {tuple(p_values.shape)}")
+    if not p_values.is_floating_point():
+        p_values = p_values.to(torch.float64)
+    outside = int((~((p_values >= 0) & (p_values <= 1))).sum())  # also catches NaN
+    if outside:
+        raise InputError(f"Expected p-values in [0, 1] but {outside} of {p_values.numel()} are outside it or NaN")
+    return p_values
+
+
+def holm_bonferroni(p_values: Tensor | Sequence[float]) -> Tensor:
+    """Holm's step-down adjusted p-values (controls the family-wise error rate).
+
+    Args:
+        p_values: ``(m,)`` p-values in [0, 1]; a list is accepted.
+
+    Returns:
+        ``(m,)`` adjusted p-values in the input order (floating dtype of the input, float64 for other input).
+    """
+    p_values = _check_p_values(p_values)
+    m = p_values.numel()
+    order = p_values.argsort()
+    multipliers = torch.arange(m, 0, -1, dtype=p_values.dtype)  # m, m-1, ..., 1
+    adjusted_sorted = torch.cummax(multipliers * p_values[order], dim=0).values.clamp(max=1)
+    return torch.empty_like(p_values).scatter_(0, order, adjusted_sorted)
+
+
+def benjamini_hochberg(p_values: Tensor | Sequence[float]) -> Tensor:
+    """Benjamini–Hochberg step-up adjusted p-values (controls the false discovery rate under independence or
+    positive dependence).
+
+    Args:
+        p_values: ``(m,)`` p-values in [0, 1]; a list is accepted.
+
+    Returns:
+        ``(m,)`` adjusted p-values in the input order (floating dtype of the input, float64 for other input).
+    """
+    p_values = _check_p_values(p_values)
+    m = p_values.numel()
+    order = p_values.argsort()
+    ranks = torch.arange(1, m + 1, dtype=p_values.dtype)
+    scaled = p_values[order] * m / ranks
+    adjusted_sorted = scaled.flip(0).cummin(dim=0).values.flip(0).clamp(max=1)
+    return torch.empty_like(p_values).scatter_(0, order, adjusted_sorted)

@@ -1,0 +1,554 @@
+r"""Association tests of the WEAT family: effect size, permutation p-value, bootstrap interval.
+
+Caliskan et al. (2017) measure bias with target sets :math:`X, Y` and attribute sets :math:`A, B`.
+Ross et al. (2021) write the per-target association, the test statistic and the effect size as
+
+.. math::
+    s(w, A, B) = \operatorname{mean}_{a \in A} \cos(w, a) - \operatorname{mean}_{b \in B} \cos(w, b)
+    \qquad \text{(Ross Eq. 1; MMBias Eq. 1, } \phi\text{)}
+
+    s(X, Y, A, B) = \sum_{x \in X} s(x, A, B) - \sum_{y \in Y} s(y, A, B)  \qquad \text{(Ross Eq. 2)}
+
+    d = \frac{\operatorname{mean}_{x \in X} s(x, A, B) - \operatorname{mean}_{y \in Y} s(y, A, B)}
+             {\operatorname{std}_{w \in X \cup Y} s(w, A, B)}  \qquad \text{(Ross Eq. 3; MMBias Eq. 1)}
+
+MMBias (Janghorbani & de Melo, 2023, Eq. 1, last row) replaces the cosine by the image-text matching
+probability of fusion models: :math:`\sigma(w, A, B) = \operatorname{mean}_{a} \sigma(w, a) -
+\operatorname{mean}_{b} \sigma(w, b)`.
+
+Every statistic depends on the embeddings only through the per-target association scores, so the
+statistics are written once on scores (``*_from_associations``); ``weat_*`` (cosine) and ``itm_*``
+(matching probabilities) are thin wrappers that compute the scores first. The ``*_from_associations``
+functions sort their inputs before use, so results do not depend on the order of the items (the
+same on 1 or N processes), and compute and return float64.
+
+Example:
+    >>> x = torch.tensor([[1.0, 0.0], [0.9, 0.1]]); y = torch.tensor([[0.0, 1.0], [0.1, 0.9]])
+    >>> a = torch.tensor([[1.0, 0.0]]); b = torch.tensor([[0.0, 1.0]])
+    >>> round(weat_effect_size(x, y, a, b).item(), 4)
+    1.7287
+    >>> weat_p_value(x, y, a, b).item()  # exact: 1 of the C(4, 2) = 6 partitions is as extreme
+    0.16666666666666666
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from vlbias.errors import ConfigError, InputError
+
+#: Random re-partitions drawn when the test is not exact. With the observed partition (counted once,
+#: see :func:`p_value_from_associations`) this is the 100,000 samples of May et al.'s ``--n_samples``.
+DEFAULT_PERMUTATIONS = 99_999
+#: The test is exact when C(|X|+|Y|, |X|) is at most this (up to 16 items per target set, where the exact
+#: count costs about as much as sampling DEFAULT_PERMUTATIONS partitions).
+DEFAULT_EXACT_LIMIT = 10**9
+#: The exact count builds tables of 2^|X| subset sums; beyond this many items per set it samples.
+MAX_EXACT_SET_SIZE = 24
+DEFAULT_BOOTSTRAP = 10_000
+# Rows per chunk are chosen so that a chunk holds about this many numbers (~4 MiB of float64).
+# Chunk sizes depend only on the set sizes, so results do not depend on the machine.
+_CHUNK_NUMBERS = 2**19
+# Random partitions decoded at once, and items per block of the decoding (tables of 2^13 subset sums).
+_SAMPLE_CHUNK = 2**15
+_BLOCK_SIZE = 13
+
+
+# ----------------------------------------------------------------------------- input checks
+def _check_embeddings(name: str, embeddings: Tensor) -> Tensor:
+    if not isinstance(embeddings, Tensor) or embeddings.ndim != 2:
+        shape = tuple(embeddings.shape) if isinstance(embeddings, Tensor) else type(embeddings).__name__
+        raise InputError(f"Expected argument `{name}` to be a 2-D tensor (items, dim) but got {shape}")
+    if embeddings.shape[0] == 0:
+        raise InputError(f"Expected argument `{name}` to hold at least one embedding but the set `{name}` is empty")
+    if not embeddings.is_floating_point():
+        raise InputError(f"Expected argument `{name}` to be a floating-point tensor but got {embeddings.dtype}")
+    bad_rows = int((~torch.isfinite(embeddings)).any(dim=1).sum())
+    if bad_rows:
+        raise InputError(
+            f"Expected finite embeddings in `{name}` but {bad_rows} of its {embeddings.shape[0]} rows hold NaN or inf"
+        )
+    zero_rows = int((torch.linalg.vector_norm(embeddings, dim=1) == 0).sum())
+    if zero_rows:
+        raise InputError(
+            f"Expected nonzero embeddings in `{name}` (cosine needs a direction) but {zero_rows} of its "
+            f"{embeddings.shape[0]} rows are all zeros"
+        )
+    return embeddings
+
+
+def _check_same_dim(**sets: Tensor) -> None:
+    dims = {name: embeddings.shape[1] for name, embeddings in sets.items()}
+    if len(set(dims.values())) > 1:
+        listed = ", ".join(f"`{name}`: {dim}" for name, dim in dims.items())
+        raise InputError(f"Expected all embeddings to have the same dimension but got {listed}")
+
+
+def _check_scores(name: str, scores: Tensor) -> Tensor:
+    """1-D, non-empty, finite association scores, sorted, as float64."""
+    if not isinstance(scores, Tensor) or scores.ndim != 1:
+        shape = tuple(scores.shape) if isinstance(scores, Tensor) else type(scores).__name__
+        raise InputError(f"Expected argument `{name}` to be a 1-D tensor of association scores but got {shape}")
+    if scores.numel() == 0:
+        raise InputError(f"Expected argument `{name}` to hold at least one association score but it is empty")
+    bad = int((~torch.isfinite(scores)).sum())
+    if bad:
+        raise InputError(f"Expected finite association scores in `{name}` but {bad} of {scores.numel()} are NaN or inf")
+    return scores.to(torch.float64).sort().values
+
+
+def _check_probabilities(name: str, probabilities: Tensor) -> Tensor:
+    if not isinstance(probabilities, Tensor) or probabilities.ndim != 2:
+        shape = tuple(probabilities.shape) if isinstance(probabilities, Tensor) else type(probabilities).__name__
+        raise InputError(
+            f"Expected argument `{name}` to be a 2-D tensor (targets, attributes) of match probabilities "
+            f"but got {shape}"
+        )
+    if 0 in probabilities.shape:
+        raise InputError(f"Expected argument `{name}` to be non-empty but got shape {tuple(probabilities.shape)}")
+    outside = int((~((probabilities >= 0) & (probabilities <= 1))).sum())  # also catches NaN
+    if outside:
+        raise InputError(
+            f"Expected match probabilities in [0, 1] in `{name}` but {outside} of {probabilities.numel()} values are "
+            "outside it or NaN (pass probabilities, e.g. softmax(itm_logits)[:, 1], not logits)"
+        )
+    return probabilities
+
+
+def _check_equal_sizes(n_x: int, n_y: int) -> None:
+    if n_x != n_y:
+        raise InputError(
+            f"Expected target sets of equal size for the permutation test but got |X| = {n_x} and |Y| = {n_y}: "
+            "May et al.'s test compares s(X, Y, A, B) with its value over re-partitions of X ∪ Y into equal halves, "
+            "where it reduces to sum_X s(x, A, B). The effect size is still defined; use it alone, or "
+            "equalise the sets"
+        )
+
+
+# ----------------------------------------------------------------------------- association scores
+def _cosine(w: Tensor, attributes: Tensor) -> Tensor:
+    return F.normalize(w, dim=1) @ F.normalize(attributes, dim=1).T  # (n_w, n_attr)
+
+
+def weat_association(w: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    r"""Per-target association :math:`s(w, A, B) = \operatorname{mean}_{a} \cos(w, a) -
+    \operatorname{mean}_{b} \cos(w, b)` (Ross Eq. 1, MMBias Eq. 1 :math:`\phi`).
+
+    Args:
+        w: target embeddings, ``(n_w, d)``; need not be normalised.
+        a: attribute set A, ``(n_a, d)``.
+        b: attribute set B, ``(n_b, d)``.
+
+    Returns:
+        ``(n_w,)`` scores in the promoted floating dtype of the inputs.
+    """
+    w, a, b = _check_embeddings("w", w), _check_embeddings("a", a), _check_embeddings("b", b)
+    _check_same_dim(w=w, a=a, b=b)
+    return _cosine(w, a).mean(dim=1) - _cosine(w, b).mean(dim=1)
+
+
+def itm_association(match_a: Tensor, match_b: Tensor, top_k: int | None = None) -> Tensor:
+    r"""MMBias's matching-probability association :math:`\sigma(w, A, B) = \operatorname{mean}_{a \in A}
+    \sigma(w, a) - \operatorname{mean}_{b \in B} \sigma(w, b)` (MMBias Eq. 1, last row).
+
+    MMBias (Sec. 5, ALBEF and ViLT) adds: "In order to reduce irrelevant noise only the top 15 most
+    significant matches are considered", without saying over what. Our reading, applied with
+    ``top_k = k``: for each target, the means run over its ``k`` highest match probabilities within A
+    and, separately, its ``k`` highest within B, so both sets keep the same weight and the score is
+    still a difference of mean probabilities. (Ranking A ∪ B together and counting the share of
+    pleasant words, as in MMBias's zero-shot experiment, is another reading we do not implement.)
+
+    Args:
+        match_a: ``(n_w, |A|)`` probabilities that target ``w`` matches attribute ``a``.
+        match_b: ``(n_w, |B|)`` the same for attribute set B.
+        top_k: keep only the ``top_k`` largest probabilities per target in each set; ``None`` keeps all.
+
+    Returns:
+        ``(n_w,)`` scores.
+
+    Example:
+        >>> match_a = torch.tensor([[0.9, 0.1, 0.2]]); match_b = torch.tensor([[0.3, 0.4, 0.5]])
+        >>> itm_association(match_a, match_b)  # (0.9 + 0.1 + 0.2) / 3 - (0.3 + 0.4 + 0.5) / 3
+        tensor([0.])
+        >>> itm_association(match_a, match_b, top_k=1)  # 0.9 - 0.5
+        tensor([0.4000])
+    """
+    return _itm_association(match_a, match_b, top_k, names=("match_a", "match_b"))
+
+
+def _itm_association(match_a: Tensor, match_b: Tensor, top_k: int | None, names: tuple[str, str]) -> Tensor:
+    match_a, match_b = _check_probabilities(names[0], match_a), _check_probabilities(names[1], match_b)
+    if match_a.shape[0] != match_b.shape[0]:
+        raise InputError(
+            f"Expected `{names[0]}` and `{names[1]}` to have one row per target each but got {match_a.shape[0]} "
+            f"and {match_b.shape[0]} rows"
+        )
+    if top_k is None:
+        return match_a.mean(dim=1) - match_b.mean(dim=1)
+    smallest = min(match_a.shape[1], match_b.shape[1])
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= smallest:
+        raise ConfigError(
+            f"Expected argument `top_k` to be None or an integer in [1, {smallest}] (the smaller attribute set: "
+            f"|A| = {match_a.shape[1]}, |B| = {match_b.shape[1]}) but got {top_k!r}"
+        )
+    return match_a.topk(top_k, dim=1).values.mean(dim=1) - match_b.topk(top_k, dim=1).values.mean(dim=1)
+
+
+# ----------------------------------------------------------------------------- statistics on scores
+def statistic_from_associations(s_x: Tensor, s_y: Tensor) -> Tensor:
+    r""":math:`s(X, Y, A, B) = \sum_{x} s(x, A, B) - \sum_{y} s(y, A, B)` (Ross Eq. 2), float64 scalar."""
+    s_x, s_y = _check_scores("s_x", s_x), _check_scores("s_y", s_y)
+    return s_x.sum() - s_y.sum()
+
+
+def mean_difference_from_associations(s_x: Tensor, s_y: Tensor) -> Tensor:
+    r"""Numerator of the effect size, :math:`\operatorname{mean}_x s - \operatorname{mean}_y s`; with ITM scores
+    this is the "probabilistic difference" MMBias reports for ALBEF and ViLT (Table 2), float64 scalar."""
+    s_x, s_y = _check_scores("s_x", s_x), _check_scores("s_y", s_y)
+    return s_x.mean() - s_y.mean()
+
+
+def effect_size_from_associations(s_x: Tensor, s_y: Tensor) -> Tensor:
+    r"""Effect size :math:`d` (Ross Eq. 3, MMBias Eq. 1) from per-target association scores.
+
+    The denominator is the *sample* standard deviation (divisor :math:`n - 1`) of the scores pooled over
+    :math:`X \cup Y`, as in May et al.'s SEAT reference code (``sentbias/weat.py``:
+    ``np.std(..., ddof=1)`` over ``X + Y``), so our numbers compare with the published SEAT and
+    Grounded-WEAT tables. It is undefined (NaN) when all pooled scores are equal.
+
+    Args:
+        s_x: ``(n_x,)`` scores of the targets in X.
+        s_y: ``(n_y,)`` scores of the targets in Y; ``n_x + n_y >= 2``.
+
+    Returns:
+        float64 scalar.
+    """
+    s_x, s_y = _check_scores("s_x", s_x), _check_scores("s_y", s_y)
+    return _effect_size(s_x.unsqueeze(0), s_y.unsqueeze(0))[0]
+
+
+def _effect_size(s_x: Tensor, s_y: Tensor) -> Tensor:
+    """Row-wise effect size of ``(R, n_x)`` and ``(R, n_y)`` score matrices."""
+    pooled_std = torch.cat([s_x, s_y], dim=1).std(dim=1, correction=1)
+    return (s_x.mean(dim=1) - s_y.mean(dim=1)) / pooled_std
+
+
+def _chunk_rows(n_items: int) -> int:
+    return max(1, _CHUNK_NUMBERS // n_items)
+
+
+def _tie_tolerance(pooled: Tensor) -> Tensor:
+    # Partition sums are float64 sums of at most N scores; their rounding error is below
+    # N * eps * sum|s| (Higham's bound), so sums this close to the observed one count as ties (>=). The
+    # observed partition then always counts itself, whatever order its terms are added in.
+    return 2 * pooled.numel() * torch.finfo(torch.float64).eps * pooled.abs().sum()
+
+
+def _subset_sums_by_size(values: Tensor) -> list[Tensor]:
+    """Sums of all 2^n subsets of ``values`` grouped by size: entry k holds the C(n, k) sums of k-subsets.
+
+    Dynamic programme over the items (a loop over items and sizes, not over subsets): adding an item
+    keeps every k-subset and extends every (k−1)-subset by it.
+    """
+    groups = [values.new_zeros(1)] + [values.new_zeros(0) for _ in values]
+    for count, value in enumerate(values, start=1):
+        groups = (
+            [groups[0]]
+            + [torch.cat([groups[k], groups[k - 1] + value]) for k in range(1, count + 1)]
+            + groups[count + 1 :]
+        )
+    return groups
+
+
+def _count_exact(s_x: Tensor, s_y: Tensor, threshold: Tensor) -> int:
+    r"""Number of size-n subsets :math:`X_i` of :math:`X \cup Y` with :math:`\sum_{X_i} s \ge` threshold.
+
+    Every such subset is a size-k subset of X together with a size-(n−k) subset of Y, so the count over all
+    C(2n, n) partitions is, for each k, the number of pairs (sum over a k-subset of X, sum over an
+    (n−k)-subset of Y) whose total reaches the threshold: one ``searchsorted`` per k into tables of 2^n
+    subset sums (meet in the middle), instead of C(2n, n) sums.
+    """
+    n = s_x.numel()
+    sums_x, sums_y = _subset_sums_by_size(s_x), _subset_sums_by_size(s_y)
+    count = 0
+    for k in range(n + 1):
+        from_y = sums_y[n - k].sort().values
+        below = torch.searchsorted(from_y, threshold - sums_x[k], side="left")
+        count += int((from_y.numel() - below).sum())
+    return count
+
+
+def _uniform_below(bound: int, size: int, generator: torch.Generator) -> Tensor:
+    """``size`` independent integers, each uniform on [0, bound) for ``bound <= 2**62``: 62 random bits cut to
+    the bit length of ``bound - 1``, redrawing those >= ``bound`` (each round keeps more than half)."""
+    mask = (1 << max(1, (bound - 1).bit_length())) - 1
+    out = torch.empty(size, dtype=torch.int64)
+    pending = torch.arange(size)
+    while pending.numel():
+        high = torch.randint(0, 2**30, (pending.numel(),), generator=generator, dtype=torch.int64)
+        low = torch.randint(0, 2**32, (pending.numel(),), generator=generator, dtype=torch.int64)
+        draws = ((high << 32) | low) & mask
+        accepted = draws < bound
+        out[pending[accepted]] = draws[accepted]
+        pending = pending[~accepted]
+    return out
+
+
+def _block_tables(block: Tensor, n_after: int, n: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Look-up tables to decode one block of the combinatorial number system (see ``_sampled_half_sums``).
+
+    For ``need`` items still to pick, of which k come from this block (b items) and ``need - k`` from the
+    ``n_after`` items after it, there are C(b, k) * C(n_after, need - k) ways. Row ``need`` of ``first`` holds
+    the rank of the first way with k = 0, 1, ..., b + 1 from the block (impossible k add nothing);
+    ``ways_after`` holds C(n_after, need - k) (1 where impossible). Both are flattened (need, k) row-major.
+    ``sums`` lists the block's subset sums by size, the size-k ones from ``start[k]``.
+    """
+    b = block.numel()
+    sums = torch.cat(_subset_sums_by_size(block))
+    start = [0]
+    for k in range(b):
+        start.append(start[-1] + math.comb(b, k))
+    first, ways_after = [], []
+    for need in range(n + 1):
+        rank = 0
+        for k in range(b + 2):
+            possible = k <= b and 0 <= need - k <= n_after
+            first.append(rank)
+            ways_after.append(math.comb(n_after, need - k) if possible else 1)
+            rank += math.comb(b, k) * ways_after[-1] if possible else 0
+    return sums, torch.tensor(start), torch.tensor(first), torch.tensor(ways_after)
+
+
+def _unranking_fits(total: int, n: int) -> bool:
+    return math.comb(total, n).bit_length() + n.bit_length() <= 62
+
+
+def _sampled_half_sums(pooled: Tensor, n: int, n_permutations: int, generator: torch.Generator) -> Tensor:
+    r"""Sums over ``n_permutations`` uniformly random n-subsets of ``pooled``, exactly uniform.
+
+    Each subset is one integer drawn uniformly from [0, C(N, n)) and decoded through the combinatorial
+    number system, one block of :data:`_BLOCK_SIZE` items at a time (a loop over blocks, vectorised over
+    the subsets): the rank picks how many items k come from the block, then which of the block's
+    k-subsets (its sum is read from a table of the block's subset sums) and passes the remaining rank on.
+    One random number per subset and a few integer operations per block (in our measurements half the
+    time of a vectorised partial Fisher–Yates shuffle). When C(N, n) does not fit the int64 arithmetic (N above about
+    60) it falls back to ``_sampled_half_sums_by_keys``.
+    """
+    total = pooled.numel()
+    if not _unranking_fits(total, n):
+        return _sampled_half_sums_by_keys(pooled, n, n_permutations, generator)
+    n_subsets = math.comb(total, n)
+    shift = n_subsets.bit_length()  # (need << shift) + rank orders by need first, then rank
+    tables, n_after = [], total
+    for block in pooled.split(_BLOCK_SIZE):
+        n_after -= block.numel()
+        sums, start_of_size, first, ways_after = _block_tables(block, n_after, n)
+        keys = (torch.arange(n + 1).repeat_interleave(block.numel() + 2) << shift) + first  # ascending
+        tables.append((block.numel() + 2, keys, sums, start_of_size, first, ways_after))
+    half_sums = []
+    for start in range(0, n_permutations, _SAMPLE_CHUNK):
+        rows = min(_SAMPLE_CHUNK, n_permutations - start)
+        rank = _uniform_below(n_subsets, rows, generator)
+        need = torch.full((rows,), n, dtype=torch.int64)
+        half_sum = torch.zeros(rows, dtype=pooled.dtype)
+        for width, keys, sums, start_of_size, first, ways_after in tables:
+            cell = torch.searchsorted(keys, (need << shift) + rank, right=True) - 1  # flattened (need, k)
+            from_block = cell - need * width
+            rank = rank - first[cell]
+            ways = ways_after[cell]
+            which = torch.div(rank, ways, rounding_mode="floor")  # which of the block's k-subsets
+            rank = torch.remainder(rank, ways)
+            half_sum += sums[start_of_size[from_block] + which]
+            need = need - from_block
+        half_sums.append(half_sum)
+    return torch.cat(half_sums)
+
+
+def _sampled_half_sums_by_keys(pooled: Tensor, n: int, n_permutations: int, generator: torch.Generator) -> Tensor:
+    """Sums over uniformly random n-subsets of ``pooled``: the n largest of N iid float64 uniform keys per row
+    (ties, chance about N^2 2^-54 per row, are broken by position)."""
+    total = pooled.numel()
+    half_sums = []
+    for start in range(0, n_permutations, _chunk_rows(total)):
+        rows = min(_chunk_rows(total), n_permutations - start)
+        keys = torch.rand(rows, total, generator=generator, dtype=torch.float64)
+        half_sums.append(pooled[keys.topk(n, dim=1, sorted=False).indices].sum(dim=1))
+    return torch.cat(half_sums)
+
+
+def p_value_from_associations(
+    s_x: Tensor,
+    s_y: Tensor,
+    n_permutations: int | None = None,
+    seed: int = 0,
+    exact_limit: int = DEFAULT_EXACT_LIMIT,
+) -> Tensor:
+    r"""One-sided permutation p-value of May et al. (2019), used by Ross et al. (Sec. 5):
+    :math:`P[s(X_i, Y_i, A, B) \ge s(X, Y, A, B)]` over the partitions of :math:`X \cup Y` into halves
+    :math:`X_i, Y_i` of equal size. Since :math:`s(X_i, Y_i) = 2 \sum_{X_i} s - \sum_{X \cup Y} s`, only the
+    sum over :math:`X_i` is compared. Ties count as "at least as extreme" (May et al.'s conservative ``>=``).
+
+    * **Exact** when :math:`C(2n, n) \le` ``exact_limit`` (default :data:`DEFAULT_EXACT_LIMIT` = 1e9,
+      i.e. up to 16 items per set) and :math:`n \le` :data:`MAX_EXACT_SET_SIZE`: the p-value is
+      (number of partitions as extreme, the observed one included) / :math:`C(2n, n)`, counted over all
+      partitions by a meet-in-the-middle count (see ``_count_exact``).
+    * **Sampled** otherwise: ``n_permutations`` = P uniformly random partitions (default
+      :data:`DEFAULT_PERMUTATIONS` = 99,999) and :math:`p = (1 + \#\{\ge\}) / (1 + P)`. Counting the observed
+      partition once keeps p > 0 and makes the test valid at every level (Phipson & Smyth, 2010); it is
+      May et al.'s estimator ("hallucinate a positive observation") with their 100,000 samples = P + 1.
+      Its Monte-Carlo standard error is about :math:`\sqrt{p(1-p)/P}`.
+
+    Deterministic for a given ``seed`` (a private ``torch.Generator``) and independent of the order of
+    the items. Set ``exact_limit=0`` to force sampling.
+
+    Args:
+        s_x: ``(n,)`` association scores of X.
+        s_y: ``(n,)`` association scores of Y; the sizes must be equal.
+        n_permutations: random partitions when sampling; ``None`` means :data:`DEFAULT_PERMUTATIONS`.
+        seed: seed of the generator used when sampling.
+        exact_limit: largest number of partitions tested exactly.
+
+    Returns:
+        float64 scalar in (0, 1].
+    """
+    s_x, s_y = _check_scores("s_x", s_x), _check_scores("s_y", s_y)
+    _check_equal_sizes(s_x.numel(), s_y.numel())
+    n_permutations = DEFAULT_PERMUTATIONS if n_permutations is None else n_permutations
+    if isinstance(n_permutations, bool) or not isinstance(n_permutations, int) or n_permutations < 1:
+        raise ConfigError(
+            f"Expected argument `n_permutations` to be a positive integer or None but got {n_permutations!r}"
+        )
+    n = s_x.numel()
+    pooled = torch.cat([s_x, s_y]).sort().values
+    threshold = s_x.sum() - _tie_tolerance(pooled)
+    n_partitions = math.comb(2 * n, n)
+    if n_partitions <= exact_limit and n <= MAX_EXACT_SET_SIZE:
+        return torch.tensor(_count_exact(s_x, s_y, threshold) / n_partitions, dtype=torch.float64)
+    generator = torch.Generator().manual_seed(seed)
+    as_extreme = int((_sampled_half_sums(pooled, n, n_permutations, generator) >= threshold).sum())
+    return torch.tensor((1 + as_extreme) / (1 + n_permutations), dtype=torch.float64)
+
+
+def interval_from_associations(
+    s_x: Tensor,
+    s_y: Tensor,
+    n_bootstrap: int = DEFAULT_BOOTSTRAP,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Tensor:
+    r"""Percentile bootstrap interval of the effect size (Efron & Tibshirani, 1993, ch. 13).
+
+    Each replicate resamples X's scores (with replacement, :math:`n_x` of them) and Y's scores
+    (:math:`n_y`) separately, keeping the two groups' sizes as in the design, and recomputes :math:`d`
+    with the same pooled sample standard deviation. The interval is the
+    :math:`(1-c)/2` and :math:`(1+c)/2` quantiles (linear interpolation) of the replicates. Replicates whose
+    pooled scores are all equal have no effect size and are left out (NaN if all are). The attribute sets
+    are held fixed: the interval reflects the choice of target items only.
+
+    Args:
+        s_x: ``(n_x,)`` association scores of X.
+        s_y: ``(n_y,)`` association scores of Y.
+        n_bootstrap: number of replicates.
+        confidence: coverage ``c`` in (0, 1).
+        seed: seed of the private ``torch.Generator``.
+
+    Returns:
+        float64 tensor ``[low, high]``.
+    """
+    s_x, s_y = _check_scores("s_x", s_x), _check_scores("s_y", s_y)
+    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 1:
+        raise ConfigError(f"Expected argument `n_bootstrap` to be a positive integer but got {n_bootstrap!r}")
+    if not 0 < confidence < 1:
+        raise ConfigError(f"Expected argument `confidence` to be in (0, 1) but got {confidence!r}")
+    generator = torch.Generator().manual_seed(seed)
+    n_x, n_y = s_x.numel(), s_y.numel()
+    rows_per_chunk = _chunk_rows(n_x + n_y)
+    replicates = []
+    for start in range(0, n_bootstrap, rows_per_chunk):
+        rows = min(rows_per_chunk, n_bootstrap - start)
+        resampled_x = s_x[torch.randint(n_x, (rows, n_x), generator=generator)]  # (rows, n_x)
+        resampled_y = s_y[torch.randint(n_y, (rows, n_y), generator=generator)]  # (rows, n_y)
+        replicates.append(_effect_size(resampled_x, resampled_y))
+    levels = torch.tensor([(1 - confidence) / 2, (1 + confidence) / 2], dtype=torch.float64)
+    return torch.nanquantile(torch.cat(replicates), levels)
+
+
+# ----------------------------------------------------------------------------- cosine (WEAT/SEAT) wrappers
+def _target_associations(x: Tensor, y: Tensor, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    x, y = _check_embeddings("x", x), _check_embeddings("y", y)
+    a, b = _check_embeddings("a", a), _check_embeddings("b", b)
+    _check_same_dim(x=x, y=y, a=a, b=b)
+    return weat_association(x, a, b), weat_association(y, a, b)
+
+
+def weat_test_statistic(x: Tensor, y: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """Test statistic s(X, Y, A, B) (Ross Eq. 2) of embeddings ``(n, d)``; see :func:`statistic_from_associations`."""
+    return statistic_from_associations(*_target_associations(x, y, a, b))
+
+
+def weat_effect_size(x: Tensor, y: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """Effect size d (Ross Eq. 3) of embeddings ``(n, d)``; see :func:`effect_size_from_associations`
+    (sample standard deviation, n − 1, over X ∪ Y, as in May et al.'s code)."""
+    return effect_size_from_associations(*_target_associations(x, y, a, b))
+
+
+def weat_p_value(
+    x: Tensor,
+    y: Tensor,
+    a: Tensor,
+    b: Tensor,
+    n_permutations: int | None = None,
+    seed: int = 0,
+    exact_limit: int = DEFAULT_EXACT_LIMIT,
+) -> Tensor:
+    """Permutation p-value of May et al. for embeddings ``(n, d)``, ``|X| = |Y|``; the scores s(w, A, B) are
+    computed once and only they are re-partitioned. See :func:`p_value_from_associations`."""
+    s_x, s_y = _target_associations(x, y, a, b)
+    return p_value_from_associations(s_x, s_y, n_permutations=n_permutations, seed=seed, exact_limit=exact_limit)
+
+
+def weat_effect_size_interval(
+    x: Tensor,
+    y: Tensor,
+    a: Tensor,
+    b: Tensor,
+    n_bootstrap: int = DEFAULT_BOOTSTRAP,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Tensor:
+    """Stratified percentile bootstrap interval ``[low, high]`` of the effect size of embeddings ``(n, d)``;
+    see :func:`interval_from_associations`."""
+    s_x, s_y = _target_associations(x, y, a, b)
+    return interval_from_associations(s_x, s_y, n_bootstrap=n_bootstrap, confidence=confidence, seed=seed)
+
+
+# ----------------------------------------------------------------------------- matching-probability wrappers
+def itm_effect_size(
+    x_match_a: Tensor, x_match_b: Tensor, y_match_a: Tensor, y_match_b: Tensor, top_k: int | None = None
+) -> Tensor:
+    r"""Effect size of MMBias Eq. 1 with :math:`\sigma(w, A, B)` scores of fusion models (ALBEF, ViLT);
+    see :func:`itm_association` (``top_k``) and :func:`effect_size_from_associations`.
+
+    Args:
+        x_match_a: ``(n_x, |A|)`` match probabilities of the targets in X with the attributes in A.
+        x_match_b: ``(n_x, |B|)`` the same with B.
+        y_match_a: ``(n_y, |A|)`` match probabilities of the targets in Y with A.
+        y_match_b: ``(n_y, |B|)`` the same with B.
+        top_k: keep each target's ``top_k`` largest probabilities per attribute set.
+    """
+    s_x = _itm_association(x_match_a, x_match_b, top_k, names=("x_match_a", "x_match_b"))
+    s_y = _itm_association(y_match_a, y_match_b, top_k, names=("y_match_a", "y_match_b"))
+    for name, x_cols, y_cols in (
+        ("A", x_match_a.shape[1], y_match_a.shape[1]),
+        ("B", x_match_b.shape[1], y_match_b.shape[1]),
+    ):
+        if x_cols != y_cols:
+            raise InputError(
+                f"Expected X and Y to be matched against the same attribute set {name} but got {x_cols} and "
+                f"{y_cols} columns"
+            )
+    return effect_size_from_associations(s_x, s_y)

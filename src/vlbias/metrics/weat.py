@@ -1,0 +1,299 @@
+r"""WEAT/SEAT (cosine) and MMBias ITM association tests as ``torchmetrics`` metrics.
+
+The formulas live in :mod:`vlbias.metrics.functional.weat`; these classes only accumulate what they need
+across batches and processes:
+
+* :class:`WEATEffectSize`, :class:`WEATTest` keep the embeddings of the four sets X, Y, A, B (the scores
+  :math:`s(w, A, B)` need all of A and B, which may be spread over ranks).
+* :class:`ITMEffectSize`, :class:`ITMTest` keep one score :math:`\sigma(w, A, B)` per target, since each
+  target's match probabilities against all of A and B arrive together.
+
+All states are list states reduced with ``"cat"``; the statistics sort the scores before use and draw
+their randomness from a generator seeded with ``seed`` after the sync, so 1 and N processes give the same
+numbers. Call ``update`` and then ``compute``: a single batch rarely holds all four sets, so ``forward``'s
+per-batch value is not meaningful here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+from torchmetrics.utilities.data import dim_zero_cat
+
+from vlbias.errors import ConfigError, InputError
+from vlbias.metrics.functional.weat import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_EXACT_LIMIT,
+    _check_embeddings,
+    _itm_association,
+    _target_associations,
+    effect_size_from_associations,
+    interval_from_associations,
+    mean_difference_from_associations,
+    p_value_from_associations,
+    statistic_from_associations,
+)
+
+_ROLES = ("x", "y", "a", "b")
+
+
+def _joined(state: list[Tensor] | Tensor) -> Tensor:
+    """A list state as one tensor (an empty list as an empty tensor); after a sync it already is one."""
+    if isinstance(state, Tensor):
+        return state
+    return dim_zero_cat(state) if state else torch.empty(0)
+
+
+def _test_results(s_x: Tensor, s_y: Tensor, metric: _TestOptions) -> dict[str, Tensor]:
+    return {
+        "effect_size": effect_size_from_associations(s_x, s_y),
+        "statistic": statistic_from_associations(s_x, s_y),
+        "mean_difference": mean_difference_from_associations(s_x, s_y),
+        "p_value": p_value_from_associations(
+            s_x, s_y, n_permutations=metric.n_permutations, seed=metric.seed, exact_limit=metric.exact_limit
+        ),
+        "interval": interval_from_associations(
+            s_x, s_y, n_bootstrap=metric.n_bootstrap, confidence=metric.confidence, seed=metric.seed
+        ),
+    }
+
+
+class _TestOptions:
+    """Options of the permutation test and the bootstrap interval, shared by :class:`WEATTest` and
+    :class:`ITMTest`."""
+
+    n_permutations: int | None
+    exact_limit: int
+    n_bootstrap: int
+    confidence: float
+    seed: int
+
+    def _set_test_options(
+        self, n_permutations: int | None, exact_limit: int, n_bootstrap: int, confidence: float, seed: int
+    ) -> None:
+        if n_permutations is not None and (not isinstance(n_permutations, int) or n_permutations < 1):
+            raise ConfigError(
+                f"Expected argument `n_permutations` to be a positive integer or None but got {n_permutations!r}"
+            )
+        if not isinstance(n_bootstrap, int) or n_bootstrap < 1:
+            raise ConfigError(f"Expected argument `n_bootstrap` to be a positive integer but got {n_bootstrap!r}")
+        if not 0 < confidence < 1:
+            raise ConfigError(f"Expected argument `confidence` to be in (0, 1) but got {confidence!r}")
+        self.n_permutations, self.exact_limit = n_permutations, exact_limit
+        self.n_bootstrap, self.confidence, self.seed = n_bootstrap, confidence, seed
+
+
+class WEATEffectSize(Metric):
+    r"""WEAT/SEAT effect size :math:`d` of cosine associations (Ross et al. 2021, Eq. 1 and 3; MMBias Eq. 1).
+
+    .. math::
+        d = \frac{\operatorname{mean}_{x \in X} s(x, A, B) - \operatorname{mean}_{y \in Y} s(y, A, B)}
+                 {\operatorname{std}_{w \in X \cup Y} s(w, A, B)}, \quad
+        s(w, A, B) = \operatorname{mean}_{a} \cos(w, a) - \operatorname{mean}_{b} \cos(w, b)
+
+    with the sample standard deviation (n − 1), as in May et al.'s SEAT code.
+
+    As input to ``update`` (keywords; any subset of the four per call):
+
+    - ``x``, ``y`` (:class:`~torch.Tensor`): target embeddings ``(n, d)``
+    - ``a``, ``b`` (:class:`~torch.Tensor`): attribute embeddings ``(n, d)``
+
+    As output of ``compute``: a float64 scalar tensor.
+
+    Embeddings are stored flattened in the metric's dtype (``set_dtype`` changes it) with their width in a
+    ``"max"``-reduced state: a rank that saw no item of a set then still joins the gather.
+
+    Args:
+        kwargs: passed to :class:`torchmetrics.Metric`.
+
+    Example:
+        >>> metric = WEATEffectSize()
+        >>> metric.update(a=torch.tensor([[1.0, 0.0]]), b=torch.tensor([[0.0, 1.0]]))
+        >>> metric.update(x=torch.tensor([[1.0, 0.0], [0.9, 0.1]]), y=torch.tensor([[0.0, 1.0], [0.1, 0.9]]))
+        >>> metric.compute().round(decimals=4)
+        tensor(1.7287, dtype=torch.float64)
+    """
+
+    is_differentiable: bool = True
+    higher_is_better: bool | None = None  # signed: the sign says which target set leans to A
+    full_state_update: bool = False
+
+    x: list[Tensor]
+    y: list[Tensor]
+    a: list[Tensor]
+    b: list[Tensor]
+    embedding_dim: Tensor
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        for role in _ROLES:
+            self.add_state(role, default=[], dist_reduce_fx="cat")
+        self.add_state("embedding_dim", default=torch.tensor(0), dist_reduce_fx="max")
+
+    def update(
+        self, x: Tensor | None = None, y: Tensor | None = None, a: Tensor | None = None, b: Tensor | None = None
+    ) -> None:
+        """Add embeddings ``(n, d)`` to any of the target sets ``x``, ``y`` and attribute sets ``a``, ``b``."""
+        given = {
+            role: embeddings for role, embeddings in zip(_ROLES, (x, y, a, b), strict=True) if embeddings is not None
+        }
+        if not given:
+            raise InputError("Expected at least one of the arguments `x`, `y`, `a`, `b` to be given but got none")
+        for role, embeddings in given.items():
+            _check_embeddings(role, embeddings)
+            dim = int(self.embedding_dim)
+            if dim and embeddings.shape[1] != dim:
+                raise InputError(
+                    f"Expected argument `{role}` to have embedding dimension {dim} like the earlier updates but got "
+                    f"{embeddings.shape[1]}"
+                )
+            self.embedding_dim = torch.tensor(embeddings.shape[1], device=self.device)
+            getattr(self, role).append(embeddings.to(self.dtype).flatten())
+
+    def _associations(self) -> tuple[Tensor, Tensor]:
+        dim = int(self.embedding_dim)
+        if not dim:
+            raise InputError(
+                "Expected `update` to have been called with embeddings before `compute` but none were given"
+            )
+        return _target_associations(*(_joined(getattr(self, role)).reshape(-1, dim) for role in _ROLES))
+
+    def compute(self) -> Tensor:
+        """Effect size over everything seen since the last ``reset``."""
+        return effect_size_from_associations(*self._associations())
+
+
+class WEATTest(_TestOptions, WEATEffectSize):
+    r"""The full WEAT/SEAT test of :class:`WEATEffectSize`'s inputs: effect size, statistic, permutation
+    p-value (May et al. 2019) and bootstrap interval of the effect size.
+
+    As output of ``compute``, a dict of float64 tensors:
+
+    - ``effect_size``: :math:`d` (Ross Eq. 3)
+    - ``statistic``: :math:`s(X, Y, A, B)` (Ross Eq. 2)
+    - ``mean_difference``: the numerator of :math:`d`
+    - ``p_value``: one-sided permutation p-value; needs :math:`|X| = |Y|`
+      (:func:`~vlbias.metrics.functional.weat.p_value_from_associations`)
+    - ``interval``: ``[low, high]`` percentile bootstrap interval of :math:`d`
+      (:func:`~vlbias.metrics.functional.weat.interval_from_associations`)
+
+    Args:
+        n_permutations: random partitions when the test is not exact (``None``: 99,999).
+        exact_limit: test exactly when there are at most this many partitions.
+        n_bootstrap: bootstrap replicates for the interval.
+        confidence: coverage of the interval.
+        seed: seed of the generators of the permutation test and the bootstrap.
+        kwargs: passed to :class:`torchmetrics.Metric`.
+    """
+
+    is_differentiable: bool = False
+
+    def __init__(
+        self,
+        n_permutations: int | None = None,
+        exact_limit: int = DEFAULT_EXACT_LIMIT,
+        n_bootstrap: int = DEFAULT_BOOTSTRAP,
+        confidence: float = 0.95,
+        seed: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._set_test_options(n_permutations, exact_limit, n_bootstrap, confidence, seed)
+
+    def compute(self) -> dict[str, Tensor]:  # type: ignore[override]
+        """Effect size, statistic, mean difference, p-value and interval over everything seen."""
+        return _test_results(*self._associations(), self)
+
+
+class ITMEffectSize(Metric):
+    r"""Effect size of MMBias Eq. 1 with image-text matching scores :math:`\sigma(w, A, B) =
+    \operatorname{mean}_{a} \sigma(w, a) - \operatorname{mean}_{b} \sigma(w, b)` (fusion models: ALBEF, ViLT).
+
+    As input to ``update``:
+
+    - ``match_a`` (:class:`~torch.Tensor`): ``(n, |A|)`` match probabilities of ``n`` targets with every attribute in A
+    - ``match_b`` (:class:`~torch.Tensor`): ``(n, |B|)`` the same for B
+    - ``target`` (str): ``"x"`` or ``"y"``, the target set the ``n`` targets belong to
+
+    As output of ``compute``: a float64 scalar tensor.
+
+    Args:
+        top_k: score each target on its ``top_k`` largest probabilities in A and in B (MMBias uses 15; see
+            :func:`~vlbias.metrics.functional.weat.itm_association`); ``None`` uses all.
+        kwargs: passed to :class:`torchmetrics.Metric`.
+
+    Example:
+        >>> metric = ITMEffectSize()
+        >>> metric.update(torch.tensor([[0.9, 0.8], [0.7, 0.9]]), torch.tensor([[0.1, 0.2], [0.3, 0.1]]), target="x")
+        >>> metric.update(torch.tensor([[0.2, 0.1], [0.3, 0.4]]), torch.tensor([[0.8, 0.6], [0.5, 0.7]]), target="y")
+        >>> metric.compute().round(decimals=4)
+        tensor(1.6941, dtype=torch.float64)
+    """
+
+    is_differentiable: bool = True
+    higher_is_better: bool | None = None
+    full_state_update: bool = False
+
+    x_scores: list[Tensor]
+    y_scores: list[Tensor]
+
+    def __init__(self, top_k: int | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+            raise ConfigError(f"Expected argument `top_k` to be None or a positive integer but got {top_k!r}")
+        self.top_k = top_k
+        self.add_state("x_scores", default=[], dist_reduce_fx="cat")
+        self.add_state("y_scores", default=[], dist_reduce_fx="cat")
+
+    def update(self, match_a: Tensor, match_b: Tensor, target: Literal["x", "y"]) -> None:
+        """Add the scores of ``n`` targets of set ``target`` from their match probabilities with A and B."""
+        if target not in ("x", "y"):
+            raise InputError(f"Expected argument `target` to be one of ('x', 'y') but got {target!r}")
+        scores = _itm_association(match_a, match_b, self.top_k, names=("match_a", "match_b"))
+        getattr(self, f"{target}_scores").append(scores.to(self.dtype))
+
+    def _associations(self) -> tuple[Tensor, Tensor]:
+        scores = {"x": _joined(self.x_scores), "y": _joined(self.y_scores)}
+        for target, values in scores.items():
+            if values.numel() == 0:
+                raise InputError(
+                    f"Expected `update` to have been called with target='{target}' before `compute` but it was not"
+                )
+        return scores["x"], scores["y"]
+
+    def compute(self) -> Tensor:
+        """Effect size over everything seen since the last ``reset``."""
+        return effect_size_from_associations(*self._associations())
+
+
+class ITMTest(_TestOptions, ITMEffectSize):
+    """The full test of :class:`ITMEffectSize`'s inputs; ``compute`` returns the dict of :class:`WEATTest`
+    (``mean_difference`` is the "probabilistic difference" of MMBias Table 2).
+
+    Args:
+        top_k: see :class:`ITMEffectSize`.
+        n_permutations, exact_limit, n_bootstrap, confidence, seed: see :class:`WEATTest`.
+        kwargs: passed to :class:`torchmetrics.Metric`.
+    """
+
+    is_differentiable: bool = False
+
+    def __init__(
+        self,
+        top_k: int | None = None,
+        n_permutations: int | None = None,
+        exact_limit: int = DEFAULT_EXACT_LIMIT,
+        n_bootstrap: int = DEFAULT_BOOTSTRAP,
+        confidence: float = 0.95,
+        seed: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(top_k=top_k, **kwargs)
+        self._set_test_options(n_permutations, exact_limit, n_bootstrap, confidence, seed)
+
+    def compute(self) -> dict[str, Tensor]:  # type: ignore[override]
+        """Effect size, statistic, mean difference, p-value and interval over everything seen."""
+        return _test_results(*self._associations(), self)
