@@ -107,7 +107,7 @@ def test_measure_unknown_suite_and_model(tmp_path, capsys):
 
 def test_fit_config_with_unknown_key(tmp_path):
     config = tmp_path / "bad.yaml"
-    config.write_text(QUICKSTART.read_text().replace("  max_epochs: 6", "  max_epochs: 6\n  max_epoks: 3"))
+    config.write_text(QUICKSTART.read_text().replace("  max_epochs: 12", "  max_epochs: 12\n  max_epoks: 3"))
     assert_one_line_error(run_subprocess(["fit", "--config", str(config)]), "max_epoks")
 
 

@@ -40,3 +40,25 @@ def test_quickstart_logs_and_writes_the_effect_size_every_epoch(tmp_path, caplog
     # the exported model loads through the real loading path
     adapter = load("clip", checkpoint=str(run / "model"), device="cpu")
     assert adapter.name == "clip"
+
+
+def test_quickstart_logs_to_offline_wandb_without_an_account(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    main(
+        [
+            "fit",
+            "--config", str(ROOT / "configs/experiment/quickstart.yaml"),
+            "--config", str(ROOT / "configs/logger/wandb.yaml"),
+            "--trainer.max_epochs", "1",
+            "--trainer.logger.init_args.save_dir", str(tmp_path),
+            "--trainer.enable_progress_bar", "false",
+            "--trainer.enable_checkpointing", "false",
+            "--data.init_args.n_train", "16",
+            "--data.init_args.eval_per_combination", "1",
+        ]
+    )  # fmt: skip
+    (run,) = (tmp_path / "wandb").glob("offline-run-*")
+    history = next(run.glob("run-*.wandb"))
+    assert history.stat().st_size > 0

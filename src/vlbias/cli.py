@@ -52,6 +52,7 @@ def measure_parser() -> ArgumentParser:
 
 def _measure(argv: Sequence[str]) -> None:
     from vlbias.measure import measure
+    from vlbias.results import read_results
 
     args = measure_parser().parse_args(list(argv))
     path = measure(
@@ -67,15 +68,22 @@ def _measure(argv: Sequence[str]) -> None:
         suite_options=args.suite_options,
         biasworld=dict(vars(args.biasworld)),
     )
-    results = json.loads(path.read_text())
-    for metric, value in results["metrics"].items():
+    results = read_results(path)
+    for metric, value in results.metrics.items():
         extra = ""
-        if metric in results["intervals"]:
-            extra += " [{:+.3f}, {:+.3f}]".format(*results["intervals"][metric])
-        if metric in results["p_values"]:
-            extra += f" p={results['p_values'][metric]:.4f}"
-        print(f"{results['suite']}/{metric} = {value:+.3f}{extra}")
+        if metric in results.intervals:
+            low, high = results.intervals[metric]
+            extra += f" [{_number(low)}, {_number(high)}]"
+        if metric in results.p_values:
+            extra += f" p={_number(results.p_values[metric], '.4f')}"
+        print(f"{results.suite}/{metric} = {_number(value)}{extra}")
+    print(f"{results.n_items} items measured, {len(results.skipped)} skipped (reasons in {path.name})")
     print(f"wrote {path}")
+
+
+def _number(value: float | None, spec: str = "+.3f") -> str:
+    """A result number for the console; ``None`` (a non-finite value in the JSON) prints as nan."""
+    return "nan" if value is None else format(value, spec)
 
 
 def _models(argv: Sequence[str]) -> None:

@@ -39,7 +39,7 @@ def minilm_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def minilm_tokenizer(minilm_dir):
-    """The real 30,522-token uncased WordPiece tokenizer (splits e.g. ``briefcase``)."""
+    """The real 30,522-token uncased WordPiece tokenizer (splits e.g. ``hairdresser`` into three pieces)."""
     return AutoTokenizer.from_pretrained(str(minilm_dir))
 
 

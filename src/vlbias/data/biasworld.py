@@ -112,7 +112,7 @@ class BiasWorld:
         n_train: int = 2048,
         eval_per_combination: int = 32,
         image_size: int = 64,
-        neutral_caption_rate: float = 0.25,
+        neutral_caption_rate: float = 0.5,
         seed: int = 0,
     ) -> None:
         for name, value in (("bias_strength", bias_strength), ("neutral_caption_rate", neutral_caption_rate)):

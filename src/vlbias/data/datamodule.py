@@ -29,7 +29,7 @@ class BiasWorldDataModule(LightningDataModule):
         n_train: int = 2048,
         eval_per_combination: int = 32,
         image_size: int = 64,
-        neutral_caption_rate: float = 0.25,
+        neutral_caption_rate: float = 0.5,
         seed: int = 0,
         batch_size: int = 64,
         num_workers: int = 0,

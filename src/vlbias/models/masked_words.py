@@ -90,7 +90,7 @@ def word_log_probs(
     tokenizer = adapter.tokenizer
     mask = tokenizer.mask_token
     templates = [template] if isinstance(template, str) else list(template)
-    batch = len(templates) if pixel_values is None else pixel_values.shape[0]
+    batch = len(templates) if pixel_values is None else len(pixel_values)  # RegionFeatures have a len, no shape
     if len(templates) == 1:
         templates = templates * batch
     if len(templates) != batch:

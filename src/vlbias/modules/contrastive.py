@@ -55,7 +55,7 @@ class ContrastivePretraining(LightningModule):
         checkpoint: str | None = None,
         tiny: bool = True,
         tiny_sizes: dict[str, int] | None = None,
-        learning_rate: float = 1e-3,
+        learning_rate: float = 3e-3,
         weight_decay: float = 0.01,
         seed: int = 0,
     ) -> None:
