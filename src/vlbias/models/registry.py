@@ -26,6 +26,7 @@ _ADAPTERS: dict[str, str] = {
     "flava": "vlbias.models.flava:FLAVAAdapter",
     "visualbert": "vlbias.models.visualbert:VisualBERTAdapter",
     "lxmert": "vlbias.models.lxmert:LXMERTAdapter",
+    "sentence_bert": "vlbias.models.sentence:SentenceBertAdapter",
 }
 
 

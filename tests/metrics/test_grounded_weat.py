@@ -1,0 +1,74 @@
+"""Grounded-WEAT/SEAT Experiment 3 (congruence): hand-computed values, order independence, the metric class."""
+
+import pytest
+import torch
+
+from vlbias.errors import InputError
+from vlbias.metrics.functional.grounded_weat import (
+    congruence_effect_size,
+    congruence_interval,
+    congruence_p_value,
+    congruence_statistic,
+)
+from vlbias.metrics.grounded_weat import GroundedCongruenceTest
+
+X_OWN, X_OTHER = torch.tensor([0.3, 0.2, 0.4]), torch.tensor([0.1, 0.1, 0.1])
+Y_OWN, Y_OTHER = torch.tensor([0.0, 0.1]), torch.tensor([0.2, 0.2])
+SCORES = (X_OWN, X_OTHER, Y_OWN, Y_OTHER)
+
+
+def test_hand_computed():
+    # delta_x = (.2, .1, .3), delta_y = (-.2, -.1): s3 = (|.6| + |-.3|) / 2
+    assert congruence_statistic(*SCORES).item() == pytest.approx(0.45)
+    # d_X = .2 / std(.3,.2,.4,.1,.1,.1) = .2 / sqrt(.08 / 5); d_Y = -.15 / sqrt(.0275 / 3)
+    d_x, d_y = 0.2 / (0.08 / 5) ** 0.5, -0.15 / (0.0275 / 3) ** 0.5
+    assert congruence_effect_size(*SCORES).item() == pytest.approx((abs(d_x) + abs(d_y)) / 2)
+    # of the 2^5 sign vectors only those with equal signs within X and within Y reach .45: 4 / 32
+    assert congruence_p_value(*SCORES).item() == 0.125
+
+
+def test_order_of_targets_does_not_matter():
+    generator = torch.Generator().manual_seed(0)
+    x_own, x_other, y_own, y_other = (torch.rand(30, generator=generator) for _ in range(4))
+    order_x, order_y = (
+        torch.randperm(30, generator=generator),
+        torch.randperm(30, generator=generator),
+    )
+    first = (x_own, x_other, y_own, y_other)
+    shuffled = (x_own[order_x], x_other[order_x], y_own[order_y], y_other[order_y])
+    assert congruence_p_value(*first, n_permutations=999, seed=4) == congruence_p_value(
+        *shuffled, n_permutations=999, seed=4
+    )
+    torch.testing.assert_close(
+        congruence_interval(*first, n_bootstrap=200),
+        congruence_interval(*shuffled, n_bootstrap=200),
+        rtol=0,
+        atol=0,
+    )
+
+
+def test_sampled_p_value_is_close_to_the_exact_one():
+    generator = torch.Generator().manual_seed(1)
+    scores = [torch.rand(8, generator=generator) for _ in range(4)]
+    exact = congruence_p_value(*scores).item()
+    sampled = congruence_p_value(*scores, n_permutations=20_000, exact_limit=0).item()
+    assert abs(exact - sampled) < 4 * (exact * (1 - exact) / 20_000) ** 0.5 + 1e-4
+
+
+def test_metric_accumulates_batches_like_the_functional():
+    metric = GroundedCongruenceTest(n_bootstrap=100)
+    metric.update(x_own=X_OWN[:2], x_other=X_OTHER[:2], y_own=Y_OWN, y_other=Y_OTHER)
+    metric.update(x_own=X_OWN[2:], x_other=X_OTHER[2:])
+    result = metric.compute()
+    assert result["p_value"] == congruence_p_value(*SCORES)
+    assert result["effect_size"] == congruence_effect_size(*SCORES)
+    torch.testing.assert_close(result["interval"], congruence_interval(*SCORES, n_bootstrap=100))
+
+
+def test_errors():
+    with pytest.raises(InputError, match="score the same targets"):
+        congruence_statistic(X_OWN, X_OTHER[:2], Y_OWN, Y_OTHER)
+    with pytest.raises(InputError, match="non-empty"):
+        congruence_effect_size(torch.tensor([]), torch.tensor([]), Y_OWN, Y_OTHER)
+    with pytest.raises(InputError, match="together"):
+        GroundedCongruenceTest().update(x_own=X_OWN)

