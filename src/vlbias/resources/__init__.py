@@ -1,0 +1,1 @@
+"""Data files shipped with vlbias (read with ``importlib.resources``)."""
