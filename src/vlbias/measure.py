@@ -32,7 +32,7 @@ def build_suite(name: str, data: str | Path | BiasWorld, options: dict | None = 
 def run_suite(suite: Suite, adapter: ModelAdapter, *, model: str, checkpoint: str | None, seed: int, config: dict) -> tuple[Results, list[dict]]:
     """Run ``suite`` on ``adapter`` (refusing a model without the suite's capability before any
     compute) and wrap its output in :class:`Results`."""
-    require_capability(adapter, suite.capability, suite.name)
+    require_capability(adapter, suite.capability, suite.name, suite.capability_hint)
     output = suite.run(adapter, seed=seed)
     results = Results(
         suite=suite.name,
@@ -66,7 +66,7 @@ def measure(
     table; return the JSON path. Bad arguments fail before the model is loaded."""
     out = ensure_writable(out)
     built = build_suite(suite, data, suite_options, biasworld)
-    require_capability(adapter_class(model), built.capability, built.name)  # before loading weights
+    require_capability(adapter_class(model), built.capability, built.name, built.capability_hint)  # before loading weights
     seed_everything(seed, verbose=False)
     adapter = load(model, checkpoint=checkpoint, tiny=tiny, device=device, options=model_options)
     config = {

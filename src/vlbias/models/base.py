@@ -201,8 +201,9 @@ class ModelAdapter(nn.Module):
         )
 
 
-def require_capability(adapter: ModelAdapter, capability: Capability, suite: str) -> None:
-    """Refuse, before any compute, a model that lacks ``capability``."""
+def require_capability(adapter: ModelAdapter, capability: Capability, suite: str, hint: str = "") -> None:
+    """Refuse, before any compute, a model that lacks ``capability``; ``hint`` (e.g. an option
+    that makes the suite use another capability) ends the message."""
     if capability in adapter.capabilities:
         return
     from vlbias.models.registry import models_with
@@ -211,5 +212,5 @@ def require_capability(adapter: ModelAdapter, capability: Capability, suite: str
     raise CapabilityError(
         f"Suite {suite!r} needs capability {capability.value!r}, which model {adapter.name!r} lacks "
         f"(it has: {', '.join(sorted(c.value for c in adapter.capabilities))}). "
-        f"Models with {capability.value!r}: {have}."
+        f"Models with {capability.value!r}: {have}." + (f" {hint}" if hint else "")
     )

@@ -32,10 +32,16 @@ class SuiteOutput:
 
 
 class Suite(abc.ABC):
-    """A measurement suite. Subclasses set ``name`` and ``capability`` and implement ``run``."""
+    """A measurement suite. Subclasses set ``name`` and ``capability`` and implement ``run``.
+
+    ``capability`` is what a model needs for this suite; an instance may override it when an
+    option picks the probe (e.g. mmbias with ``probe="match"``). ``capability_hint`` is added to
+    the refusal of a model that lacks it (e.g. which option selects another probe).
+    """
 
     name: ClassVar[str]
-    capability: ClassVar[Capability]
+    capability: Capability
+    capability_hint: ClassVar[str] = ""
 
     @classmethod
     def from_biasworld(cls, world, **options) -> Suite:
