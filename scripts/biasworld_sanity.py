@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,9 +26,10 @@ QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "q
 METRIC = "man_vs_woman/stereotyped_activities/effect_size"
 
 
-def train_and_measure(strength: float, seed: int) -> dict[str, float]:
+def train_and_measure(strength: float, seed: int, run_dir: str) -> dict[str, float]:
     cli = LightningCLI(
         args=[
+            "--trainer.default_root_dir", run_dir,
             "--config", str(QUICKSTART),
             "--seed_everything", str(seed),
             "--model.init_args.seed", str(seed),
@@ -40,6 +42,7 @@ def train_and_measure(strength: float, seed: int) -> dict[str, float]:
             "--trainer.enable_model_summary", "false",
         ],
         run=False,
+        save_config_callback=None,
     )  # fmt: skip
     start = time.perf_counter()
     cli.trainer.fit(cli.model, cli.datamodule)
@@ -63,7 +66,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
 
-    rows = [(strength, seed, train_and_measure(strength, seed)) for strength in args.strengths for seed in args.seeds]
+    with tempfile.TemporaryDirectory() as run_dir:  # the trained models are exported here, then dropped
+        rows = [(s, seed, train_and_measure(s, seed, run_dir)) for s in args.strengths for seed in args.seeds]
     print("\n| bias_strength | seed | effect size d | 95% CI | p (one-sided) | val accuracy | train s |")
     print("|---:|---:|---:|---|---:|---:|---:|")
     for strength, seed, r in rows:

@@ -116,6 +116,13 @@ def test_fit_negative_bias_strength():
     assert_one_line_error(run_subprocess(argv), "`bias_strength` in [0, 1] but got -1")
 
 
+def test_fit_unwritable_output_directory(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    argv = ["fit", "--config", str(QUICKSTART), "--trainer.logger.init_args.save_dir", str(blocker / "runs"), "--trainer.max_epochs", "1"]
+    assert_one_line_error(run_subprocess(argv), "cannot write or read", "file/runs", "Not a directory")
+
+
 def test_subcommand_help_is_short_and_useful(capsys):
     code, out, _ = run_cli(["measure", "--help"], capsys)
     assert code == 0

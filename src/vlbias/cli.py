@@ -141,6 +141,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             print(f"{USAGE}\n\nvlbias: error: unknown subcommand {command!r}.", file=sys.stderr)
             sys.exit(2)
+    except OSError as err:
+        if err.filename is None:
+            raise
+        print(f"vlbias: error: cannot write or read {str(err.filename)!r}: {err.strerror}.", file=sys.stderr)
+        sys.exit(2)
     except Exception as err:
         cause = _vlbias_cause(err)
         if cause is None:
