@@ -1,0 +1,360 @@
+"""VLStereoSet caption-selection probe (Zhou et al., 2022, Sec. 3.3–3.5).
+
+Each item is an image with three candidate captions ``(S_s, S_a, S_i)``; the model scores the three
+(image, caption) pairs and the argmax is the caption it selects:
+
+* ``probe="match"`` (MATCH models): the image–text matching logits ``l_s, l_a, l_i``;
+* ``probe="embed"`` (EMBED models): the cosine similarities ``c_s, c_a, c_i`` of the image and caption
+  embeddings.
+
+The paper normalises both with a softmax. Selection (vlrs, vlbs, ivlas) uses only the argmax, which
+no positive temperature changes. The probabilities saved per item and lmss/vlss use
+``softmax(scores / temperature)``: temperature 1 for ITM logits (already log-odds), and by default
+0.01 for cosines, i.e. CLIP's learned logit scale of 100 (the value it is clamped to in training), so
+that a contrastive model's probabilities are the ones it was trained to produce; the paper's literal
+softmax over raw cosines in [-1, 1] (temperature 1) makes every distribution nearly uniform and
+every lmss/vlss nearly 0. The sign of lmss and vlss, and so their "fraction above zero", does not
+depend on the temperature.
+
+lmss (Eq. 2) and vlss (Eq. 3) are computed for the anti-stereotypical items whose captions the
+neutral lexicon (:mod:`vlbias.counterfactual.neutralise`) can neutralise, with a completely white
+``blank_size`` x ``blank_size`` image as ``I'``; they are summarised over all such items and over the
+subset where the model picked the stereotypical caption (the paper's Sec. 4.3 analysis).
+
+The paper's hypothetical reference models IDM, BIM and RAM (Sec. 4.1) are scored by the same metric
+code on the same measured items (``reference/<model>/<score>``).
+
+Stimuli: ``from_path`` reads the public CSV and images from a local folder (see
+:mod:`vlbias.data.vlstereoset`); ``from_biasworld`` builds the same item structure from BiasWorld
+(:func:`biasworld_items`). An item whose CSV row, image file or image content is unusable is skipped
+with its reason (``scope: "all"``); an anti-stereotypical item that cannot be neutralised is measured
+but left out of lmss/vlss with its reason (``scope: "lmss_vlss"``). Every such entry is counted in
+the metrics (``n_skipped``, ``n_not_neutralised``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from torch import Tensor
+
+from vlbias.counterfactual.neutralise import NeutralLexicon
+from vlbias.data.biasworld import ACTIVITIES, STEREOTYPES, BiasWorld
+from vlbias.data.vlstereoset import BIAS_TYPES, CSV_NAME, read_vlstereoset
+from vlbias.errors import ConfigError, InputError
+from vlbias.metrics.functional.vlstereoset import (
+    CAPTIONS,
+    REFERENCE_MODELS,
+    caption_probabilities,
+    reference_scores,
+    shift_scores,
+)
+from vlbias.metrics.vlstereoset import VLStereoSetScores, VLStereoSetShift
+from vlbias.models.base import Capability, ImageInput, ModelAdapter, load_image
+from vlbias.models.inference import measuring
+from vlbias.suites.base import Suite, SuiteOutput
+
+DEFAULT_TEMPERATURE = {Capability.MATCH: 1.0, Capability.EMBED: 0.01}
+
+
+@dataclass(frozen=True)
+class ProbeItem:
+    """One item ``(I, S_s, S_a, S_i, y)``: an image (path or PIL image), its captions in the order
+    ``(S_s, S_a, S_i)``, whether the image is anti-stereotypical, its category and target term."""
+
+    key: str
+    category: str
+    target: str
+    image: ImageInput
+    captions: tuple[str, str, str]
+    anti_stereotypical: bool
+
+
+def csv_items(csv_path: Path, image_dir: Path) -> tuple[list[ProbeItem], list[dict[str, str]]]:
+    """Probe items of a VLStereoSet CSV with images looked up in ``image_dir`` by their stable name,
+    and the rows skipped while reading."""
+    rows, skipped = read_vlstereoset(csv_path)
+    items = [
+        ProbeItem(row.key, row.bias_type, row.target, image_dir / row.image_name, row.captions, row.anti_stereotypical)
+        for row in rows
+    ]
+    return items, [{**entry, "scope": "all"} for entry in skipped]
+
+
+def biasworld_items(world: BiasWorld, split: str = "test", template: str = "the {group} is {activity}.", unrelated: str = "picture") -> list[ProbeItem]:
+    """VLStereoSet-style items from BiasWorld's ``split`` (balanced: half the images are counter-stereotypical).
+
+    The target term is the image's group ``g`` and the attribute its activity, so a caption is
+    ``template`` filled with ``g`` and an activity, as StereoSet fills a context sentence about a
+    target term with an attribute. For an image of ``g`` doing ``a``:
+
+    * ``a`` counter-stereotypical for ``g`` (a man cooking): ``y = a``; ``S_a`` is the true caption
+      (the man is cooking), ``S_s`` puts in the stereotyped activity of ``g`` paired with ``a``;
+    * ``a`` stereotypical (a man repairing): ``y = s``; ``S_s`` is the true caption, ``S_a`` puts in the
+      counter-stereotypical activity paired with ``a``;
+    * ``S_i`` always puts in ``unrelated``, a word that is no activity (StereoSet's "My sister is hi").
+
+    The pairing is by position: the i-th of ``STEREOTYPES[g]`` with the i-th of the other activities in
+    ``ACTIVITIES`` order (man: repairing-cooking, driving-cleaning, coding-sewing), so each image has
+    one fixed stereotype/anti-stereotype pair, like a StereoSet triplet. Category: ``gender``.
+    """
+    items = []
+    for item, pixels in zip(world.items(split), world.images(split)):
+        stereotyped = list(STEREOTYPES[item.group])
+        counter = [activity for activity in ACTIVITIES if activity not in stereotyped]
+        if len(stereotyped) != len(counter):
+            raise ConfigError(f"BiasWorld group {item.group!r} has {len(stereotyped)} stereotyped and {len(counter)} other activities; pairing needs equal numbers.")
+        if item.stereotyped:
+            stereotype, anti = item.activity, counter[stereotyped.index(item.activity)]
+        else:
+            stereotype, anti = stereotyped[counter.index(item.activity)], item.activity
+        image = Image.fromarray(pixels.permute(1, 2, 0).numpy())
+        key = f"{split}/{item.index}: {item.group} {item.activity}"
+        items.append(ProbeItem(key, "gender", item.group, image, tuple(template.format(group=item.group, activity=attribute) for attribute in (stereotype, anti, unrelated)), not item.stereotyped))
+    return items
+
+
+def _caption_scores(adapter: ModelAdapter, probe: Capability, pixel_values: Tensor, captions: list[list[str]]) -> Tensor:
+    """Scores ``(B, k)`` of image b with each of its k captions: ITM logits or cosine similarities."""
+    k = len(captions[0])
+    tokens = adapter.prepare_texts([caption for group in captions for caption in group])
+    if probe is Capability.EMBED:
+        images = F.normalize(adapter.embed_images(pixel_values).float(), dim=-1)  # (B, D)
+        texts = F.normalize(adapter.embed_texts(tokens).float(), dim=-1).view(len(captions), k, -1)  # (B, k, D)
+        return torch.einsum("bd,bkd->bk", images, texts).double().cpu()
+    logits = adapter.match_logits(pixel_values.repeat_interleave(k, dim=0), tokens)  # (B k,)
+    return logits.float().view(len(captions), k).double().cpu()
+
+
+class VLStereoSetSuite(Suite):
+    """vlrs, vlbs, ivlas (overall and per category), lmss and vlss of one model (Zhou et al., 2022).
+
+    Metrics: ``vlrs``, ``vlbs``, ``ivlas`` and ``<score>/<category>`` with intervals of the same
+    names; counts ``n_items``, ``n_anti``, ``n_items/<category>``, ``n_anti/<category>``,
+    ``n_skipped`` and ``n_skipped/<reason kind>``; ``lmss/mean``, ``lmss/fraction_positive`` (interval
+    ``lmss/mean``), the same for vlss, and both again under ``.../picked_stereotype/...``, with
+    ``n_shift_items`` and ``n_not_neutralised``; ``reference/<IDM|BIM|RAM>/<score>``.
+    Per-item table: key, category, target, label, the three scores and probabilities, the selected
+    caption, lmss and vlss (nan where not computed) and the neutralised captions. A score undefined on
+    the measured items (vlbs without anti-stereotypical images, lmss without neutralisable items) is
+    left out rather than reported as nan; a run that measures no item at all raises
+    :class:`~vlbias.errors.InputError` naming the counts of each skip reason.
+
+    Args:
+        items: the probe items.
+        data_config: how the stimuli were made (recorded in results).
+        skipped: items already skipped while reading the data.
+        probe: ``"embed"`` (cosine similarities) or ``"match"`` (ITM logits); the model capability used.
+        temperature: softmax temperature of the saved probabilities and of lmss/vlss; default 1 for
+            ``match`` and 0.01 for ``embed`` (see the module docstring).
+        lexicon: path of a neutral lexicon YAML; default the one shipped with the package.
+        shift: compute lmss and vlss.
+        blank_size: side of the white image ``I'``.
+        n_bootstrap: bootstrap resamples per interval.
+        confidence: interval coverage.
+        batch_size: images per forward pass.
+    """
+
+    name = "vlstereoset"
+    capability = Capability.EMBED  # per instance: the ``probe`` option
+
+    def __init__(
+        self,
+        items: list[ProbeItem],
+        data_config: dict[str, object],
+        skipped: list[dict[str, str]] | None = None,
+        probe: str = "embed",
+        temperature: float | None = None,
+        lexicon: str | None = None,
+        shift: bool = True,
+        blank_size: int = 224,
+        n_bootstrap: int = 1000,
+        confidence: float = 0.95,
+        batch_size: int = 32,
+    ) -> None:
+        if probe not in ("embed", "match"):
+            raise ConfigError(f"Expected suite option `probe` to be 'embed' or 'match' but got {probe!r}.")
+        self.capability = Capability(probe)
+        self.temperature = DEFAULT_TEMPERATURE[self.capability] if temperature is None else temperature
+        if not (isinstance(self.temperature, (int, float)) and self.temperature > 0):
+            raise ConfigError(f"Expected suite option `temperature` to be a positive number but got {temperature!r}.")
+        for option, value in (("blank_size", blank_size), ("batch_size", batch_size)):
+            if not (isinstance(value, int) and value >= 1):
+                raise ConfigError(f"Expected suite option `{option}` to be an integer >= 1 but got {value!r}.")
+        self.items, self.data_config, self.skipped = items, data_config, list(skipped or [])
+        self.lexicon_path, self.lexicon = lexicon, NeutralLexicon.load(lexicon)
+        self.shift, self.blank_size = shift, blank_size
+        self.n_bootstrap, self.confidence, self.batch_size = n_bootstrap, confidence, batch_size
+        VLStereoSetScores(n_bootstrap=n_bootstrap, confidence=confidence)  # checks the options before any compute
+
+    @classmethod
+    def from_path(cls, path: Path, image_dir: str | None = None, **options) -> VLStereoSetSuite:
+        """Items of ``path`` (a directory holding ``VLStereoSet.csv``, or the CSV itself) with images in
+        ``image_dir`` (default: ``images/`` beside the CSV), named by :func:`~vlbias.data.vlstereoset.image_name`."""
+        path = Path(path)
+        csv_path = path / CSV_NAME if path.is_dir() else path
+        images = Path(image_dir) if image_dir is not None else csv_path.parent / "images"
+        if not images.is_dir():
+            raise InputError(f"VLStereoSet image folder {str(images)!r} does not exist; fetch the images with scripts/fetch_vlstereoset_images.py or pass the suite option `image_dir`.")
+        items, skipped = csv_items(csv_path, images)
+        return cls(items, {"data": "csv", "csv": str(csv_path), "image_dir": str(images)}, skipped=skipped, **options)
+
+    @classmethod
+    def from_biasworld(cls, world: BiasWorld, split: str = "test", template: str = "the {group} is {activity}.", unrelated: str = "picture", **options) -> VLStereoSetSuite:
+        """Items of BiasWorld's ``split`` built by :func:`biasworld_items`."""
+        items = biasworld_items(world, split, template, unrelated)
+        config = {"data": "biasworld", "split": split, "template": template, "unrelated": unrelated, **world.config}
+        return cls(items, config, **options)
+
+    @property
+    def config(self) -> dict[str, object]:
+        return {
+            "data": self.data_config,
+            "probe": self.capability.value,
+            "temperature": self.temperature,
+            "lexicon": self.lexicon_path or self.lexicon.source,
+            "shift": self.shift,
+            "blank_size": self.blank_size,
+            "n_bootstrap": self.n_bootstrap,
+            "confidence": self.confidence,
+        }
+
+    def run(self, adapter: ModelAdapter, seed: int = 0) -> SuiteOutput:
+        options = {"n_bootstrap": self.n_bootstrap, "confidence": self.confidence, "seed": seed}
+        scores_metric = VLStereoSetScores(categories=BIAS_TYPES, **options)
+        shift_all, shift_picked = (VLStereoSetShift(temperature=self.temperature, **options) for _ in range(2))
+        output = SuiteOutput(metrics={}, skipped=list(self.skipped))
+        measured_anti: list[bool] = []
+        measured_categories: list[int] = []
+        blank = adapter.prepare_images([Image.new("RGB", (self.blank_size, self.blank_size), "white")]) if self.shift else None
+        for start in range(0, len(self.items), self.batch_size):
+            batch, images = [], []
+            for item in self.items[start : start + self.batch_size]:
+                try:
+                    images.append(load_image(item.image))
+                    batch.append(item)
+                except InputError as err:
+                    output.skipped.append({"item": item.key, "reason": str(err), "scope": "all"})
+            if not batch:
+                continue
+            rows, pairs = self._measure(adapter, batch, images, blank, output.skipped)
+            anti = torch.tensor([item.anti_stereotypical for item in batch])
+            category = torch.tensor([BIAS_TYPES.index(item.category) for item in batch])
+            scores_metric.update(torch.tensor([row["scores"] for row in rows], dtype=torch.float64), anti, category)
+            if pairs is not None:
+                original, neutral, blank_pair, picked = pairs
+                shift_all.update(original, neutral, blank_pair)
+                shift_picked.update(original[picked], neutral[picked], blank_pair[picked])
+            output.items += [self._item_row(row) for row in rows]
+            measured_anti += anti.tolist()
+            measured_categories += category.tolist()
+        if not measured_anti:
+            kinds = Counter(_reason_kind(entry) for entry in output.skipped)
+            raise InputError(f"No VLStereoSet item could be measured: all {len(output.skipped)} were skipped ({dict(kinds)}); check the data path and the image folder {self.data_config.get('image_dir')!r}.")
+        self._fill_metrics(output, scores_metric, shift_all, shift_picked, measured_anti, measured_categories, seed)
+        return output
+
+    def _measure(self, adapter: ModelAdapter, batch: list[ProbeItem], images: list, blank: Tensor | None, skipped: list[dict]) -> tuple[list[dict], tuple | None]:
+        """Scores of one batch: per item a row (3 caption scores, probabilities, selection, lmss,
+        vlss), and for the neutralisable anti-stereotypical items the ``(N', 2)`` score pairs
+        (original captions with I, neutralised with I, neutralised with I') plus a mask of those
+        where the model picked S_s; ``None`` when there are none."""
+        neutral: dict[int, list[str]] = {}
+        if self.shift:
+            for index, item in enumerate(batch):
+                if not item.anti_stereotypical:
+                    continue
+                captions, reason = self.lexicon.neutralise_item(item.target, item.captions[:2])
+                if captions is None:
+                    skipped.append({"item": item.key, "reason": f"not neutralised, left out of lmss/vlss: {reason}", "scope": "lmss_vlss"})
+                else:
+                    neutral[index] = captions
+        chosen = list(neutral)
+        with measuring(adapter.device):
+            pixel_values = adapter.prepare_images(images)
+            scores = _caption_scores(adapter, self.capability, pixel_values, [list(item.captions) for item in batch])
+            if chosen:
+                texts = [neutral[index] for index in chosen]
+                with_image = _caption_scores(adapter, self.capability, pixel_values[chosen], texts)
+                with_blank = _caption_scores(adapter, self.capability, blank.expand(len(chosen), *blank.shape[1:]), texts)
+        probabilities = caption_probabilities(scores, self.temperature)
+        top = scores == scores.max(dim=1, keepdim=True).values
+        selected = [CAPTIONS[int(hits.nonzero()[0])] if int(hits.sum()) == 1 else "tie" for hits in top]
+        rows = [
+            {"item": item, "scores": scores[i].tolist(), "probabilities": probabilities[i].tolist(), "selected": selected[i], "neutral": neutral.get(i), "lmss": float("nan"), "vlss": float("nan")}
+            for i, item in enumerate(batch)
+        ]
+        if not chosen:
+            return rows, None
+        original = scores[chosen, :2]
+        lmss = shift_scores(original, with_image, self.temperature)  # Eq. 2
+        vlss = shift_scores(with_image, with_blank, self.temperature)  # Eq. 3
+        for at, index in enumerate(chosen):
+            rows[index]["lmss"], rows[index]["vlss"] = float(lmss[at]), float(vlss[at])
+        picked = torch.tensor([selected[index] == CAPTIONS[0] for index in chosen])
+        return rows, (original, with_image, with_blank, picked)
+
+    def _item_row(self, row: dict) -> dict[str, object]:
+        item: ProbeItem = row["item"]
+        return {
+            "item": item.key,
+            "category": item.category,
+            "target": item.target,
+            "label": "anti-stereotypical" if item.anti_stereotypical else "stereotypical",
+            **{f"score_{name}": value for name, value in zip(CAPTIONS, row["scores"])},
+            **{f"p_{name}": value for name, value in zip(CAPTIONS, row["probabilities"])},
+            "selected": row["selected"],
+            "lmss": row["lmss"],
+            "vlss": row["vlss"],
+            "neutral_stereotype": row["neutral"][0] if row["neutral"] else None,
+            "neutral_anti_stereotype": row["neutral"][1] if row["neutral"] else None,
+        }
+
+    def _fill_metrics(self, output, scores_metric, shift_all, shift_picked, anti: list[bool], categories: list[int], seed: int) -> None:
+        for key, value in scores_metric.compute().items():
+            if key.endswith("/interval"):
+                output.intervals[key.removesuffix("/interval")] = [float(v) for v in value]
+            else:
+                output.metrics[key] = float(value)
+        anti_flags = torch.tensor(anti)
+        for model in REFERENCE_MODELS:
+            reference = VLStereoSetScores(categories=BIAS_TYPES, n_bootstrap=self.n_bootstrap, confidence=self.confidence, seed=seed)
+            reference.update(reference_scores(model, anti_flags), anti_flags, torch.tensor(categories))
+            for name, value in reference.compute().items():
+                if name in ("vlrs", "vlbs", "ivlas"):
+                    output.metrics[f"reference/{model}/{name}"] = float(value)
+        if self.shift:
+            for prefix, metric in (("", shift_all), ("picked_stereotype/", shift_picked)):
+                summary = metric.compute()
+                for name in ("lmss", "vlss"):
+                    output.metrics[f"{name}/{prefix}mean"] = float(summary[f"{name}/mean"])
+                    output.metrics[f"{name}/{prefix}fraction_positive"] = float(summary[f"{name}/fraction_positive"])
+                    output.intervals[f"{name}/{prefix}mean"] = [float(v) for v in summary[f"{name}/interval"]]
+                output.metrics[f"n_shift_items{'/' + prefix.rstrip('/') if prefix else ''}"] = float(summary["n_items"])
+        output.metrics = {key: value for key, value in output.metrics.items() if math.isfinite(value)}  # nan: undefined, e.g. vlbs without anti-stereotypical items
+        output.intervals = {key: value for key, value in output.intervals.items() if all(map(math.isfinite, value))}
+        kinds = Counter(_reason_kind(entry) for entry in output.skipped)
+        output.metrics["n_skipped"] = float(sum(count for kind, count in kinds.items() if kind != "not_neutralised"))
+        output.metrics["n_not_neutralised"] = float(kinds.pop("not_neutralised", 0))
+        output.metrics.update({f"n_skipped/{kind}": float(count) for kind, count in sorted(kinds.items())})
+        output.n_items = len(anti)
+
+
+def _reason_kind(entry: dict[str, str]) -> str:
+    """A short name for why an item was skipped, for the counts."""
+    reason = entry["reason"]
+    if entry.get("scope") == "lmss_vlss":
+        return "not_neutralised"
+    if "does not exist" in reason:
+        return "image_missing"
+    if "could not be decoded" in reason:
+        return "image_unreadable"
+    if "duplicate" in reason:
+        return "duplicate_row"
+    return "bad_row"
