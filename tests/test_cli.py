@@ -5,7 +5,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from vlbias.cli import main
 from vlbias.results import read_items, read_results

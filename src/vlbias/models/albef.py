@@ -29,7 +29,7 @@ from vlbias.models.albef_modeling import (
 )
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
 from vlbias.models.preprocess import ImageTransform
-from vlbias.models.vocab import word_tokenizer
+from vlbias.models.vocab import tiny_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -233,10 +233,7 @@ class ALBEFAdapter(ModelAdapter):
     ) -> ALBEFAdapter:
         """A small random ALBEF (BiasWorld's word-level tokenizer unless ``tokenizer`` is given);
         ``fusion_layer`` defaults to half of ``num_layers``, as in ALBEF (6 of 12)."""
-        if tokenizer is None:
-            from vlbias.data.biasworld import vocabulary
-
-            tokenizer = word_tokenizer(vocabulary())
+        tokenizer = tiny_tokenizer(tokenizer)
         config = ALBEFConfig(
             image_size=image_size,
             patch_size=patch_size,

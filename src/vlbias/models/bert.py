@@ -13,7 +13,7 @@ from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 from vlbias.errors import InputError
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.loading import from_pretrained_strict
-from vlbias.models.vocab import word_tokenizer
+from vlbias.models.vocab import tiny_tokenizer
 
 
 class BertAdapter(ModelAdapter):
@@ -95,10 +95,7 @@ class BertAdapter(ModelAdapter):
         max_text_length: int = 64,
     ) -> BertAdapter:
         """A small random BERT (BiasWorld's word-level tokenizer unless ``tokenizer`` is given)."""
-        if tokenizer is None:
-            from vlbias.data.biasworld import vocabulary
-
-            tokenizer = word_tokenizer(vocabulary())
+        tokenizer = tiny_tokenizer(tokenizer)
         config = BertConfig(
             vocab_size=len(tokenizer),
             hidden_size=hidden_size,

@@ -14,7 +14,7 @@ from transformers import AutoTokenizer, CLIPConfig, CLIPModel
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
 from vlbias.models.loading import from_pretrained_strict
 from vlbias.models.preprocess import CLIP_MEAN, CLIP_STD, ImageTransform
-from vlbias.models.vocab import word_tokenizer
+from vlbias.models.vocab import tiny_tokenizer
 
 PREPROCESSOR_FILE = "preprocessor_config.json"
 
@@ -109,10 +109,7 @@ class CLIPAdapter(ModelAdapter):
         projection_dim: int = 64,
     ) -> CLIPAdapter:
         """A small random CLIP (BiasWorld's word-level tokenizer unless ``tokenizer`` is given)."""
-        if tokenizer is None:
-            from vlbias.data.biasworld import vocabulary
-
-            tokenizer = word_tokenizer(vocabulary())
+        tokenizer = tiny_tokenizer(tokenizer)
         shared = dict(
             hidden_size=hidden_size,
             num_hidden_layers=num_layers,

@@ -53,7 +53,7 @@ from vlbias.errors import InputError
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
 from vlbias.models.loading import check_keys
 from vlbias.models.preprocess import CLIP_MEAN, CLIP_STD, ImageTransform
-from vlbias.models.vocab import word_tokenizer
+from vlbias.models.vocab import tiny_tokenizer
 
 CODEBOOK_PREFIX = "image_codebook."
 
@@ -191,10 +191,7 @@ class FLAVAAdapter(ModelAdapter):
     ) -> FLAVAAdapter:
         """A small random FLAVA without image codebook (BiasWorld's word-level tokenizer unless
         ``tokenizer`` is given)."""
-        if tokenizer is None:
-            from vlbias.data.biasworld import vocabulary
-
-            tokenizer = word_tokenizer(vocabulary())
+        tokenizer = tiny_tokenizer(tokenizer)
         shared = dict(
             hidden_size=hidden_size,
             num_hidden_layers=num_layers,

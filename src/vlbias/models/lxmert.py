@@ -11,7 +11,7 @@ from transformers import LxmertConfig, LxmertForPreTraining
 
 from vlbias.models.base import Capability
 from vlbias.models.regions import RegionAdapter, RegionFeatures
-from vlbias.models.vocab import word_tokenizer
+from vlbias.models.vocab import tiny_tokenizer
 
 
 class LXMERTAdapter(RegionAdapter):
@@ -94,10 +94,7 @@ class LXMERTAdapter(RegionAdapter):
         given) reading ``visual_dim``-d regions from ``region_features`` or a tiny random grid.
         Its unused pre-training heads (object, attribute and answer prediction) are kept, with
         a few classes each, so the module tree is the real one."""
-        if tokenizer is None:
-            from vlbias.data.biasworld import vocabulary
-
-            tokenizer = word_tokenizer(vocabulary())
+        tokenizer = tiny_tokenizer(tokenizer)
         config = LxmertConfig(
             vocab_size=len(tokenizer),
             hidden_size=hidden_size,

@@ -20,7 +20,7 @@ from transformers import AutoTokenizer, BertConfig, BertModel
 from vlbias.errors import InputError
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.loading import from_pretrained_strict
-from vlbias.models.vocab import word_tokenizer
+from vlbias.models.vocab import tiny_tokenizer
 
 
 class SentenceBertAdapter(ModelAdapter):
@@ -96,10 +96,7 @@ class SentenceBertAdapter(ModelAdapter):
         max_text_length: int = 64,
     ) -> SentenceBertAdapter:
         """A small random ``BertModel`` (BiasWorld's word-level tokenizer unless ``tokenizer`` is given)."""
-        if tokenizer is None:
-            from vlbias.data.biasworld import vocabulary
-
-            tokenizer = word_tokenizer(vocabulary())
+        tokenizer = tiny_tokenizer(tokenizer)
         config = BertConfig(
             vocab_size=len(tokenizer),
             hidden_size=hidden_size,

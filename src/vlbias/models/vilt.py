@@ -62,7 +62,7 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
 from vlbias.models.loading import from_pretrained_strict
 from vlbias.models.preprocess import ImageTransform
-from vlbias.models.vocab import word_tokenizer
+from vlbias.models.vocab import tiny_tokenizer
 
 DEFAULT_ITM_CHECKPOINT = "dandelin/vilt-b32-finetuned-coco"
 MLM_SUBFOLDER = "mlm"
@@ -229,10 +229,7 @@ class ViLTAdapter(ModelAdapter):
     ) -> ViLTAdapter:
         """Two small random ViLT models (BiasWorld's word-level tokenizer unless ``tokenizer`` is
         given); the retrieval model's weights are drawn after the MLM model's, from the same seed."""
-        if tokenizer is None:
-            from vlbias.data.biasworld import vocabulary
-
-            tokenizer = word_tokenizer(vocabulary())
+        tokenizer = tiny_tokenizer(tokenizer)
         config = ViltConfig(
             vocab_size=len(tokenizer),
             hidden_size=hidden_size,

@@ -10,7 +10,7 @@ from transformers import VisualBertConfig, VisualBertForPreTraining
 
 from vlbias.models.base import Capability
 from vlbias.models.regions import RegionAdapter, RegionFeatures
-from vlbias.models.vocab import word_tokenizer
+from vlbias.models.vocab import tiny_tokenizer
 
 
 class VisualBERTAdapter(RegionAdapter):
@@ -98,10 +98,7 @@ class VisualBERTAdapter(RegionAdapter):
     ) -> VisualBERTAdapter:
         """A small random VisualBERT (BiasWorld's word-level tokenizer unless ``tokenizer`` is
         given) reading ``visual_dim``-d regions from ``region_features`` or a tiny random grid."""
-        if tokenizer is None:
-            from vlbias.data.biasworld import vocabulary
-
-            tokenizer = word_tokenizer(vocabulary())
+        tokenizer = tiny_tokenizer(tokenizer)
         config = VisualBertConfig(
             vocab_size=len(tokenizer),
             hidden_size=hidden_size,

@@ -21,3 +21,13 @@ def word_tokenizer(words: Iterable[str]) -> BertTokenizer:
     """
     vocabulary = list(SPECIAL_TOKENS) + sorted(set(PUNCTUATION) | {w.lower() for w in words} - set(SPECIAL_TOKENS))
     return BertTokenizer(vocab={token: index for index, token in enumerate(vocabulary)}, do_lower_case=True)
+
+
+def tiny_tokenizer(tokenizer: BertTokenizer | None = None) -> BertTokenizer:
+    """``tokenizer``, or, when it is None, the tiny models' default: a word tokenizer over
+    BiasWorld's vocabulary (every word of its captions and probe phrases)."""
+    if tokenizer is not None:
+        return tokenizer
+    from vlbias.data.biasworld import vocabulary
+
+    return word_tokenizer(vocabulary())
