@@ -1,7 +1,7 @@
 """Planted bias is recovered: train the quickstart model at several bias strengths and seeds
 and print the MMBias cross-modal effect size measured on BiasWorld's balanced test split.
 
-    python scripts/biasworld_sanity.py                      # strengths 0.0 0.5 0.9, seeds 0 1 2
+    python scripts/biasworld_sanity.py                      # strengths 0.0 0.5 0.9, seeds 0-4
     python scripts/biasworld_sanity.py --strengths 0 0.9 --seeds 0
 
 Each run is ``vlbias fit --config configs/experiment/quickstart.yaml`` with
@@ -63,7 +63,7 @@ def train_and_measure(strength: float, seed: int, run_dir: str) -> dict[str, flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--strengths", type=float, nargs="+", default=[0.0, 0.5, 0.9])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as run_dir:  # the trained models are exported here, then dropped
@@ -72,14 +72,14 @@ def main() -> None:
     print("|---:|---:|---:|---|---:|---:|---:|")
     for strength, seed, r in rows:
         print(
-            f"| {strength:.1f} | {seed} | {r['effect_size']:+.3f} | [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] "
+            f"| {strength:.2f} | {seed} | {r['effect_size']:+.3f} | [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] "
             f"| {r['p_value']:.4f} | {r['val_accuracy']:.3f} | {r['seconds']:.0f} |"
         )
     print("\n| bias_strength | mean d over seeds | min d | max d |")
     print("|---:|---:|---:|---:|")
     for strength in args.strengths:
         ds = [r["effect_size"] for s, _, r in rows if s == strength]
-        print(f"| {strength:.1f} | {statistics.mean(ds):+.3f} | {min(ds):+.3f} | {max(ds):+.3f} |")
+        print(f"| {strength:.2f} | {statistics.mean(ds):+.3f} | {min(ds):+.3f} | {max(ds):+.3f} |")
 
 
 if __name__ == "__main__":
