@@ -6,8 +6,9 @@ and print the MMBias cross-modal effect size measured on BiasWorld's balanced te
 
 Each run is ``vlbias fit --config configs/experiment/quickstart.yaml`` with
 ``--data.init_args.bias_strength`` and ``--seed_everything`` overridden (no logger, no
-checkpoints); the effect size is then measured on the test split (the quickstart logs the same
-measure on the validation split every epoch).
+checkpoints); the effect size is then measured on the test split, the same measure the
+quickstart's BiasSuiteCallback logs after every epoch (so the last epoch's number there equals
+this table's row for the same strength and seed).
 """
 
 from __future__ import annotations
