@@ -10,6 +10,7 @@ from vlbias.suites.base import Suite
 # name -> "module:Class"; one line per suite.
 _SUITES: dict[str, str] = {
     "mmbias": "vlbias.suites.mmbias:MMBiasSuite",
+    "counterbias": "vlbias.suites.counterbias:CounterBiasSuite",
     "vlstereoset": "vlbias.suites.vlstereoset:VLStereoSetSuite",
     "weat": "vlbias.suites.weat:WEATSuite",
     "entity_association": "vlbias.suites.entity_association:EntityAssociationSuite",

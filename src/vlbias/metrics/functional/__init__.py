@@ -1,6 +1,40 @@
 """Functional metrics: the formulas, on tensors, with no state (the classes in ``vlbias.metrics`` wrap them)."""
 
+from vlbias.metrics.functional.counterbias import (
+    bias_concept_vl,
+    dataset_bias,
+    instance_bias,
+    language_bias,
+    log_language_bias,
+    mean_absolute_bias,
+    multimodal_bias,
+    visual_bias,
+)
+from vlbias.metrics.functional.entity_association import (
+    bias_score,
+    language_association,
+    language_bias_interval,
+    pretraining_association,
+    visual_association,
+    visual_bias_interval,
+)
+from vlbias.metrics.functional.grounded_weat import (
+    congruence_effect_size,
+    congruence_interval,
+    congruence_p_value,
+    congruence_statistic,
+)
 from vlbias.metrics.functional.multiple_testing import benjamini_hochberg, holm_bonferroni
+from vlbias.metrics.functional.vlstereoset import (
+    caption_probabilities,
+    caption_selection,
+    ivlas,
+    reference_scores,
+    shift_scores,
+    shift_summary,
+    vlstereoset_intervals,
+    vlstereoset_scores,
+)
 from vlbias.metrics.functional.weat import (
     effect_size_from_associations,
     interval_from_associations,
@@ -15,20 +49,50 @@ from vlbias.metrics.functional.weat import (
     weat_p_value,
     weat_test_statistic,
 )
+from vlbias.metrics.functional.zero_shot import pleasant_share, ranking_from_mean_scores, zero_shot_ranking
 
 __all__ = [
     "benjamini_hochberg",
+    "bias_concept_vl",
+    "bias_score",
+    "caption_probabilities",
+    "caption_selection",
+    "congruence_effect_size",
+    "congruence_interval",
+    "congruence_p_value",
+    "congruence_statistic",
+    "dataset_bias",
     "effect_size_from_associations",
     "holm_bonferroni",
+    "instance_bias",
     "interval_from_associations",
     "itm_association",
     "itm_effect_size",
+    "ivlas",
+    "language_association",
+    "language_bias",
+    "language_bias_interval",
+    "log_language_bias",
+    "mean_absolute_bias",
     "mean_difference_from_associations",
+    "multimodal_bias",
     "p_value_from_associations",
+    "pleasant_share",
+    "pretraining_association",
+    "ranking_from_mean_scores",
+    "reference_scores",
+    "shift_scores",
+    "shift_summary",
     "statistic_from_associations",
+    "visual_association",
+    "visual_bias",
+    "visual_bias_interval",
+    "vlstereoset_intervals",
+    "vlstereoset_scores",
     "weat_association",
     "weat_effect_size",
     "weat_effect_size_interval",
     "weat_p_value",
     "weat_test_statistic",
+    "zero_shot_ranking",
 ]

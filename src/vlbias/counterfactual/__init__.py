@@ -1,0 +1,1 @@
+"""Counterfactual generators: text (lexicon swaps) and images (model-specific targeted attacks)."""

@@ -1,0 +1,427 @@
+"""CounterBias (Zhang, Wang & Sang, 2022, Sec. 3-4): counterfactual bias of FILL_MASK models.
+
+For each image with a target concept T (an activity or occupation) and a bias concept B
+(``man``/``woman``) and each caption template of Table 1 ("The woman is [MASK]", ...):
+
+* ``V_cf``: the image attacked toward the counterfactual concept B' under the bias prompt
+  "a [MASK] is in the picture" (Eq. 2-3, :mod:`vlbias.counterfactual.image`, cached on disk);
+* ``L_cf``: the caption with its bias words swapped (:mod:`vlbias.counterfactual.text`);
+* the masked-word probabilities P(T | V, L) of the four (V, L) combinations and P(B | V) of
+  V_f and V_cf, then bias_V-L (Eq. 6), bias_V (Eq. 9), bias_L (Eq. 11) per item and, with no
+  image, the log-probability language bias of Eq. 12-13 (Table 3), optionally also for a
+  text-only baseline model (BERT);
+* per concept group (activity, occupation), template and measure: bias(T) per target (Eq. 7,
+  positive toward B0) and the mean absolute bias in percent (Table 2), through
+  :class:`~vlbias.metrics.counterbias.CounterBiasScore`.
+
+Metrics: ``<group>/<measure>/<template>`` and ``<group>/<measure>/avg`` (Table 2; Table 3 for
+``B@L_log``, not in percent), ``<group>/<target>/<measure>`` (bias(T) averaged over
+templates), ``n_excluded/<measure>`` (item-template pairs whose bias-probability change was
+below ``min_bias_change``), ``attack_success_rate`` (attacked images whose most likely bias
+concept became B'), ``n_attack_failed``, ``n_skipped``. Measures: ``B@V-L``, ``B@V``, ``B@L``,
+``B@L_log`` and ``B@L_log/<baseline>``.
+
+Skipped items (reason recorded): no gender annotation, a bias concept outside
+``bias_concepts``, a bias/target word outside the model's vocabulary, a missing or corrupt
+image, and (with ``require_attack_success``) a failed attack.
+
+Target probabilities are normalised over the group's target concepts (``"concepts"``, what
+the authors' released code does) or are the masked-word probability over the whole vocabulary
+(``"vocabulary"``); likewise for the bias concepts. Both choices are recorded in the results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from vlbias.counterfactual.image import (
+    AttackConfig,
+    CounterfactualImages,
+    normalise,
+    pixel_transform,
+    unit_pixels,
+)
+from vlbias.counterfactual.text import CAPTION_TEMPLATES, SwapLexicon, fill_template
+from vlbias.data.biasworld import BiasWorld
+from vlbias.data.vl_bias import image_path, read_vl_bias
+from vlbias.errors import ConfigError, InputError
+from vlbias.metrics.counterbias import CounterBiasScore
+from vlbias.metrics.functional.counterbias import (
+    DEFAULT_MIN_BIAS_CHANGE,
+    language_bias,
+    log_language_bias,
+    multimodal_bias,
+    visual_bias,
+)
+from vlbias.models.base import Capability, ModelAdapter, load_image
+from vlbias.models.inference import measuring
+from vlbias.models.masked_words import word_log_probs, word_pieces
+from vlbias.suites.base import Suite, SuiteOutput
+
+NORMALISATIONS = ("concepts", "vocabulary")
+MEASURES = ("B@V-L", "B@V", "B@L", "B@L_log")
+
+
+@dataclass(frozen=True)
+class CounterBiasItem:
+    """One image: its target concept, concept group and annotated bias concept (None: unannotated)."""
+
+    id: str
+    image: Path | Tensor  # a file, or (3, H, W) float pixels in [0, 1]
+    target: str
+    group: str
+    bias: str | None
+
+
+@dataclass
+class _Measured:
+    """A batch of items whose counterfactual image is ready: ``[0, 1]`` pixels ``(n, 3, S, S)``
+    and P(B | V) of the factual bias concept in V_f and V_cf ``(n,)``."""
+
+    items: list[CounterBiasItem]
+    pixels: Tensor
+    cf_pixels: Tensor
+    cache_hit: Tensor
+    p_bias_f: Tensor
+    p_bias_cf: Tensor
+
+
+class CounterBiasSuite(Suite):
+    """CounterBias measurement (module docstring) for FILL_MASK models that read pixels.
+
+    Args:
+        items: the images and their annotations.
+        data_config: how the items were made (recorded in results).
+        bias_concepts: the bias concept words; each one's lexicon counterpart must be among them.
+        b0: the bias concept of positive sign in Eq. 7 (the other is B1).
+        templates: names of the Table 1 templates to use (default all four).
+        attack: :class:`~vlbias.counterfactual.image.AttackConfig` options (``method``, ``eps``,
+            ``alpha``, ``steps``, ``random_start``); its seed is the run's seed.
+        require_attack_success: skip items whose attack did not make B' the most likely concept.
+        min_bias_change: smallest |ΔP(B)| for an item to enter a measure (else excluded, counted).
+        target_normalisation: ``"concepts"`` or ``"vocabulary"`` (module docstring).
+        bias_normalisation: ``"concepts"`` or ``"vocabulary"`` for P(B | V).
+        language_baseline: a text-only model for Table 3, ``{"model": "bert", "checkpoint": ...}``
+            or ``{"model": "bert", "tiny": true}``; ``None`` for none.
+        lexicon: a swap lexicon YAML file (default: the gender lexicon shipped with vlbias).
+        cache_dir: directory of cached counterfactual images (``None``: no cache).
+        batch_size: images attacked and measured together.
+        max_rows: most (image, text) rows in one forward pass.
+        strategy: multi-piece word strategy of :mod:`vlbias.models.masked_words`.
+    """
+
+    name = "counterbias"
+    capability = Capability.FILL_MASK
+
+    def __init__(
+        self,
+        items: Sequence[CounterBiasItem],
+        data_config: dict[str, object],
+        bias_concepts: Sequence[str] = ("man", "woman"),
+        b0: str = "man",
+        templates: Sequence[str] | None = None,
+        attack: dict | None = None,
+        require_attack_success: bool = True,
+        min_bias_change: float = DEFAULT_MIN_BIAS_CHANGE,
+        target_normalisation: str = "concepts",
+        bias_normalisation: str = "concepts",
+        language_baseline: dict | None = None,
+        lexicon: str | None = None,
+        cache_dir: str | None = None,
+        batch_size: int = 32,
+        max_rows: int = 512,
+        strategy: str = "mean_all_masked",
+    ) -> None:
+        if not items:
+            raise InputError("CounterBias needs at least one item.")
+        self.items, self.data_config = list(items), data_config
+        self.bias_concepts = [word.lower() for word in bias_concepts]
+        self.lexicon_path = lexicon
+        self.lexicon = SwapLexicon.from_yaml(lexicon) if lexicon else SwapLexicon.default()
+        for word in self.bias_concepts:
+            if word not in self.lexicon.mapping or self.lexicon.mapping[word] not in self.bias_concepts:
+                raise ConfigError(
+                    f"Bias concept {word!r} must swap to another bias concept ({', '.join(self.bias_concepts)}) "
+                    f"in the lexicon, but swaps to {self.lexicon.mapping.get(word)!r}."
+                )
+        if b0 not in self.bias_concepts:
+            raise ConfigError(f"Expected `b0` to be one of {', '.join(self.bias_concepts)} but got {b0!r}.")
+        self.b0 = b0
+        self.templates = list(templates) if templates is not None else list(CAPTION_TEMPLATES)
+        unknown = [t for t in self.templates if t not in CAPTION_TEMPLATES]
+        if unknown or not self.templates:
+            raise ConfigError(f"Expected `templates` from {', '.join(CAPTION_TEMPLATES)} but got {self.templates}.")
+        self.attack_options = dict(attack or {})
+        if "seed" in self.attack_options:
+            raise ConfigError("The attack's seed is the run's `--seed`; do not set `attack.seed`.")
+        AttackConfig(**self.attack_options)  # refuse bad options before any model is loaded
+        for name, value in (("target_normalisation", target_normalisation), ("bias_normalisation", bias_normalisation)):
+            if value not in NORMALISATIONS:
+                raise ConfigError(f"Expected `{name}` to be one of {', '.join(NORMALISATIONS)} but got {value!r}.")
+        if not min_bias_change > 0:
+            raise ConfigError(f"Expected `min_bias_change` to be positive but got {min_bias_change!r}.")
+        if language_baseline is not None and "model" not in language_baseline:
+            raise ConfigError(f"Expected `language_baseline` to name a `model` but got {language_baseline!r}.")
+        for name, value in (("batch_size", batch_size), ("max_rows", max_rows)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"Expected `{name}` to be a positive integer but got {value!r}.")
+        self.require_attack_success = require_attack_success
+        self.min_bias_change = min_bias_change
+        self.target_normalisation, self.bias_normalisation = target_normalisation, bias_normalisation
+        self.language_baseline = language_baseline
+        self.cache_dir = cache_dir
+        self.batch_size, self.max_rows, self.strategy = batch_size, max_rows, strategy
+        self.groups: dict[str, list[str]] = {}
+        for item in self.items:
+            targets = self.groups.setdefault(item.group, [])
+            if item.target not in targets:
+                targets.append(item.target)
+        self.groups = {group: sorted(targets) for group, targets in sorted(self.groups.items())}
+
+    @classmethod
+    def from_biasworld(cls, world: BiasWorld, split: str = "test", **options) -> CounterBiasSuite:
+        """BiasWorld's ``split`` images: targets = activities, bias concepts = its groups."""
+        images = world.images(split).float() / 255.0
+        items = [
+            CounterBiasItem(f"{split}/{item.index}", images[i], item.activity, "activity", item.group)
+            for i, item in enumerate(world.items(split))
+        ]
+        return cls(items, {"data": "biasworld", "split": split, **world.config}, **options)
+
+    @classmethod
+    def from_path(cls, path: Path, **options) -> CounterBiasSuite:
+        """A VL-Bias folder in the layout of :mod:`vlbias.data.vl_bias`."""
+        items = [
+            CounterBiasItem(f"{item.image}@row{item.row}", image_path(path, item), item.concept, item.concept_type, item.gender)
+            for item in read_vl_bias(path)
+        ]
+        return cls(items, {"data": "vl_bias", "root": str(path), "layout": "vlbias-local-v1"}, **options)
+
+    @property
+    def config(self) -> dict[str, object]:
+        return {
+            "data": self.data_config,
+            "bias_concepts": self.bias_concepts,
+            "b0": self.b0,
+            "templates": {name: CAPTION_TEMPLATES[name] for name in self.templates},
+            "attack": AttackConfig(**self.attack_options).key(),
+            "require_attack_success": self.require_attack_success,
+            "min_bias_change": self.min_bias_change,
+            "target_normalisation": self.target_normalisation,
+            "bias_normalisation": self.bias_normalisation,
+            "language_baseline": self.language_baseline,
+            "lexicon": self.lexicon_path or "vlbias/resources/gender_swap_lexicon.yaml",
+            "cache_dir": self.cache_dir,
+            "batch_size": self.batch_size,
+            "strategy": self.strategy,
+            "groups": {group: len(targets) for group, targets in self.groups.items()},
+        }
+
+    # -- scoring ---------------------------------------------------------------------------
+    def _target_log_probs(self, adapter: ModelAdapter, pixel_values: Tensor | None, texts: list[str], words: list[str], group_columns: list[list[int]]) -> Tensor:
+        """``(R, n_words)`` log P(T | V, L) of every target word for ``R`` (image, text) rows,
+        normalised per the option (over each group's columns, or the whole vocabulary)."""
+        chunks = []
+        for start in range(0, len(texts), self.max_rows):
+            pixels = None if pixel_values is None else pixel_values[start : start + self.max_rows]
+            chunks.append(word_log_probs(adapter, pixels, texts[start : start + self.max_rows], words, self.strategy).float().cpu())
+        scores = torch.cat(chunks)
+        if self.target_normalisation == "vocabulary":
+            return scores
+        normalised = torch.empty_like(scores)
+        for columns in group_columns:
+            normalised[:, columns] = scores[:, columns].log_softmax(dim=-1)
+        return normalised
+
+    def _bias_probs(self, generator: CounterfactualImages, pixels: Tensor) -> Tensor:
+        """``(B, n_bias)`` P(B | V) at the bias prompt (Eq. 2)."""
+        with measuring(generator.logits.adapter.device):
+            scores = torch.cat([generator.logits(chunk).cpu() for chunk in pixels.split(self.max_rows)])
+        return scores.softmax(dim=-1) if self.bias_normalisation == "concepts" else scores.exp()
+
+    def _vocabulary_problems(self, tokenizer, words: list[str]) -> dict[str, str]:
+        problems = {}
+        for word in words:
+            try:
+                word_pieces(tokenizer, [word], self.strategy)
+            except InputError as err:
+                problems[word] = str(err)
+        return problems
+
+    def _text_only_log_probs(self, adapter: ModelAdapter, words: list[str], columns: list[list[int]]) -> dict[tuple[str, str], Tensor]:
+        """log P(T | L) with no image (Eq. 12) of every target word, per (template, bias word):
+        captions depend on nothing else. Words outside ``adapter``'s vocabulary get NaN."""
+        problems = self._vocabulary_problems(adapter.tokenizer, words)
+        usable = [w for w in words if w not in problems]
+        keys = [(name, b) for name in self.templates for b in self.bias_concepts]
+        table = torch.full((len(keys), len(words)), torch.nan)
+        if usable:
+            texts = [fill_template(CAPTION_TEMPLATES[name], adapter.tokenizer.mask_token, gender=b) for name, b in keys]
+            local = [[usable.index(words[c]) for c in cols if words[c] in usable] for cols in columns]
+            with measuring(adapter.device):
+                scores = self._target_log_probs(adapter, adapter.no_image(len(texts)), texts, usable, [c for c in local if c])
+            table[:, [words.index(w) for w in usable]] = scores
+        return dict(zip(keys, table))
+
+    # -- the run ---------------------------------------------------------------------------
+    def run(self, adapter: ModelAdapter, seed: int = 0) -> SuiteOutput:
+        pixel_transform(adapter)  # refuse region-feature models before any compute
+        output = SuiteOutput(metrics={})
+        problems = self._vocabulary_problems(adapter.tokenizer, sorted({t for ts in self.groups.values() for t in ts} | set(self.bias_concepts)))
+        valid = [item for item in self.items if self._usable(item, problems, output)]
+        # Target words the model can score; P(T) is normalised over each group's columns.
+        words = [t for ts in self.groups.values() for t in ts if t not in problems]
+        columns = [[words.index(t) for t in ts if t not in problems] for ts in self.groups.values()]
+        columns = [c for c in columns if c]
+        text_only = self._text_only_log_probs(adapter, words, columns) if valid else {}
+        baselines = {}
+        if valid and self.language_baseline:
+            name, baseline = self._baseline(adapter)
+            baselines[f"B@L_log/{name}"] = self._text_only_log_probs(baseline, words, columns)
+        measures = list(MEASURES) + list(baselines)
+        scores = {
+            (group, measure, template): CounterBiasScore(len(targets), percent=not measure.startswith("B@L_log"))
+            for group, targets in self.groups.items()
+            for measure in measures
+            for template in self.templates
+        }
+        generator = CounterfactualImages(
+            adapter, self.bias_concepts, AttackConfig(**self.attack_options, seed=seed), self.cache_dir, strategy=self.strategy
+        )
+        attacked = succeeded = 0
+        for start in range(0, len(valid), self.batch_size):
+            batch, pixels = self._load(adapter, valid[start : start + self.batch_size], output)
+            if not batch:
+                continue
+            factual = torch.tensor([self.bias_concepts.index(item.bias) for item in batch])
+            counter = torch.tensor([self.bias_concepts.index(self.lexicon.mapping[item.bias]) for item in batch])
+            result = generator.generate(pixels, counter)
+            p_bias_f, p_bias_cf = self._bias_probs(generator, pixels), self._bias_probs(generator, result.pixels)
+            success = p_bias_cf.argmax(dim=-1) == counter
+            attacked, succeeded = attacked + len(batch), succeeded + int(success.sum())
+            keep = success if self.require_attack_success else torch.ones_like(success)
+            for b in (~keep).nonzero().flatten().tolist():
+                output.skipped.append({
+                    "item": batch[b].id,
+                    "reason": f"attack failed: P({self.bias_concepts[counter[b]]} | V_cf) = {p_bias_cf[b, counter[b]]:.3f}, "
+                    f"{self.bias_concepts[int(p_bias_cf[b].argmax())]!r} is still the most likely bias concept",
+                })
+            rows = keep.nonzero().flatten()
+            if len(rows):
+                measured = _Measured(
+                    [batch[i] for i in rows.tolist()], pixels[rows], result.pixels[rows], result.cache_hit[rows],
+                    p_bias_f[rows, factual[rows]], p_bias_cf[rows, factual[rows]],
+                )
+                self._measure_batch(adapter, measured, words, columns, {"B@L_log": text_only, **baselines}, scores, output)
+        self._summarise(scores, measures, output, attacked, succeeded)
+        return output
+
+    def _usable(self, item: CounterBiasItem, problems: dict[str, str], output: SuiteOutput) -> bool:
+        """Whether ``item`` can be measured; if not, it is recorded as skipped with the reason."""
+        counterpart = self.lexicon.mapping.get(item.bias or "")
+        if item.bias is None:
+            reason = "no gender annotation"
+        elif item.bias not in self.bias_concepts:
+            reason = f"bias concept {item.bias!r} is not one of {', '.join(self.bias_concepts)}"
+        elif item.bias in problems or counterpart in problems:
+            word = item.bias if item.bias in problems else counterpart
+            reason = f"bias word {word!r} is not usable: {problems[word]}"
+        elif item.target in problems:
+            reason = f"target word {item.target!r} is not usable: {problems[item.target]}"
+        else:
+            return True
+        output.skipped.append({"item": item.id, "reason": reason})
+        return False
+
+    def _baseline(self, adapter: ModelAdapter) -> tuple[str, ModelAdapter]:
+        from vlbias.models import load
+
+        options = dict(self.language_baseline)
+        name = options.pop("model")
+        return name, load(name, device=adapter.device, **options)
+
+    def _load(self, adapter: ModelAdapter, batch: list[CounterBiasItem], output: SuiteOutput) -> tuple[list[CounterBiasItem], Tensor]:
+        """The batch's images as ``[0, 1]`` pixels the way ``adapter`` sees them; unreadable ones skipped."""
+        loaded, images = [], []
+        for item in batch:
+            try:
+                picture = item.image if isinstance(item.image, Tensor) else load_image(item.image)
+            except InputError as err:
+                output.skipped.append({"item": item.id, "reason": f"image: {err}"})
+                continue
+            loaded.append(item)
+            images.append(picture)
+        if not loaded:
+            return [], torch.empty(0)
+        if all(isinstance(image, Tensor) for image in images):
+            images = torch.stack(images)
+        return loaded, unit_pixels(adapter, images).cpu()
+
+    def _measure_batch(self, adapter, measured: _Measured, words, columns, text_only, scores, output: SuiteOutput) -> None:
+        """P(T | V, L) of the four (V, L) combinations for every template, then Eq. 6, 9, 11, 13."""
+        batch, n, mask = measured.items, len(measured.items), adapter.tokenizer.mask_token
+        target = torch.tensor([words.index(item.target) for item in batch])
+        direction = torch.tensor([1 if item.bias == self.b0 else -1 for item in batch])
+        counterpart = [self.lexicon.mapping[item.bias] for item in batch]
+        # Rows: per template, (V_f, L_f), (V_cf, L_cf), (V_cf, L_f), (V_f, L_cf), n each.
+        sources = torch.cat([measured.pixels, measured.cf_pixels])
+        pick, texts = [], []
+        for name in self.templates:
+            factual = [fill_template(CAPTION_TEMPLATES[name], mask, gender=item.bias) for item in batch]
+            swapped = [self.lexicon.swap(text) for text in factual]
+            for offset, captions in ((0, factual), (n, swapped), (n, factual), (0, swapped)):
+                pick.extend(range(offset, offset + n))
+                texts.extend(captions)
+        with measuring(adapter.device):
+            log_probs = self._target_log_probs(adapter, normalise(adapter, sources[pick].to(adapter.device)), texts, words, columns)
+        at_target = log_probs[torch.arange(len(texts)), target.repeat(4 * len(self.templates))].exp()
+        at_target = at_target.view(len(self.templates), 4, n)
+        items = torch.arange(n)
+        local = {group: torch.tensor([item.group == group for item in batch]) for group in self.groups}
+        local_target = torch.tensor([self.groups[item.group].index(item.target) for item in batch])
+        for t, name in enumerate(self.templates):
+            p_f, p_vl, p_v, p_l = at_target[t]
+            values = {
+                "B@V-L": multimodal_bias(p_f, p_vl, measured.p_bias_f, measured.p_bias_cf, self.min_bias_change),
+                "B@V": visual_bias(p_f, p_v, measured.p_bias_f, measured.p_bias_cf, self.min_bias_change),
+                "B@L": language_bias(p_f, p_l),
+            }
+            for measure, table in text_only.items():  # Eq. 13, the model's own and the baselines'
+                log_f = torch.stack([table[(name, item.bias)] for item in batch])[items, target]
+                log_cf = torch.stack([table[(name, b)] for b in counterpart])[items, target]
+                values[measure] = log_language_bias(log_f, log_cf)
+            for group, in_group in local.items():
+                if in_group.any():
+                    for measure, bias in values.items():
+                        scores[(group, measure, name)].update(bias[in_group], local_target[in_group], direction[in_group])
+            for b, item in enumerate(batch):
+                output.items.append({
+                    "item": item.id, "group": item.group, "target": item.target, "bias": item.bias,
+                    "counterfactual_bias": counterpart[b], "template": name,
+                    "p_target_f": float(p_f[b]), "p_target_vcf_lcf": float(p_vl[b]), "p_target_vcf_lf": float(p_v[b]),
+                    "p_target_vf_lcf": float(p_l[b]), "p_bias_vf": float(measured.p_bias_f[b]),
+                    "p_bias_vcf": float(measured.p_bias_cf[b]), "cache_hit": bool(measured.cache_hit[b]),
+                    "linf_delta": float((measured.cf_pixels[b] - measured.pixels[b]).abs().max()),
+                    **{f"bias_{measure}": float(bias[b]) for measure, bias in values.items()},
+                })
+        output.n_items += n
+
+    def _summarise(self, scores, measures, output: SuiteOutput, attacked: int, succeeded: int) -> None:
+        for group, targets in self.groups.items():
+            for measure in measures:
+                results = [scores[(group, measure, name)].compute() for name in self.templates]
+                for name, result in zip(self.templates, results):
+                    output.metrics[f"{group}/{measure}/{name}"] = float(result["mean_absolute"])
+                output.metrics[f"{group}/{measure}/avg"] = float(torch.stack([r["mean_absolute"] for r in results]).nanmean())
+                per_target = torch.stack([r["per_target"] for r in results]).nanmean(dim=0)
+                for target, value in zip(targets, per_target.tolist()):
+                    output.metrics[f"{group}/{target}/{measure}"] = value
+                output.metrics[f"n_excluded/{measure}"] = output.metrics.get(f"n_excluded/{measure}", 0.0) + float(sum(r["n_excluded"] for r in results))
+        output.metrics["attack_success_rate"] = succeeded / attacked if attacked else float("nan")
+        output.metrics["n_attack_failed"] = float(attacked - succeeded)
+        output.metrics["n_skipped"] = float(len(output.skipped))

@@ -1,0 +1,156 @@
+"""CounterBias suite: end to end through the CLI on a local VL-Bias folder, BiasWorld, bad input."""
+
+import json
+
+import pytest
+import torch
+from PIL import Image
+
+from vlbias.cli import main
+from vlbias.data.biasworld import BiasWorld
+from vlbias.data.vl_bias import read_vl_bias
+from vlbias.errors import ConfigError, InputError
+from vlbias.measure import build_suite
+from vlbias.models import load
+from vlbias.results import read_items, read_results
+from vlbias.suites.counterbias import CounterBiasSuite
+
+ATTACK = {"eps": 0.05, "alpha": 0.0125, "steps": 5}
+ROWS = [  # image, concept, concept_type, gender
+    ("a.png", "cooking", "activity", "woman"),
+    ("b.png", "driving", "activity", "male"),
+    ("c.png", "sewing", "activity", "female"),
+    ("d.png", "repairing", "activity", "man"),
+    ("missing.png", "cooking", "activity", "man"),
+    ("corrupt.png", "coding", "activity", "woman"),
+    ("e.png", "cleaning", "activity", ""),
+    ("f.png", "shopping", "activity", "woman"),
+]
+
+
+@pytest.fixture
+def vl_bias_folder(tmp_path):
+    root = tmp_path / "vl_bias"
+    (root / "images").mkdir(parents=True)
+    generator = torch.Generator().manual_seed(0)
+    for name in ("a.png", "b.png", "c.png", "d.png", "e.png", "f.png"):
+        pixels = (torch.rand(40, 48, 3, generator=generator) * 255).byte().numpy()
+        Image.fromarray(pixels).save(root / "images" / name)
+    (root / "images" / "corrupt.png").write_bytes(b"not an image")
+    lines = ["image,concept,concept_type,gender"] + [",".join(row) for row in ROWS]
+    (root / "annotations.csv").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def run_cli(argv, capsys):
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_measure_vl_bias_folder_reports_bad_items(vl_bias_folder, tmp_path, capsys):
+    options = {"attack": ATTACK, "require_attack_success": False, "language_baseline": {"model": "bert", "tiny": True}}
+    argv = ["measure", "--suite", "counterbias", "--model", "albef", "--tiny", "--data", str(vl_bias_folder),
+            "--out", str(tmp_path / "out"), "--suite_options", json.dumps(options)]
+    code, out, err = run_cli(argv, capsys)
+    assert code == 0, err
+    results = read_results(tmp_path / "out" / "counterbias.json")
+    reasons = {entry["item"].split("@")[0]: entry["reason"] for entry in results.skipped}
+    assert set(reasons) == {"missing.png", "corrupt.png", "e.png", "f.png"}
+    assert "does not exist" in reasons["missing.png"]
+    assert "could not be decoded" in reasons["corrupt.png"]
+    assert reasons["e.png"] == "no gender annotation"
+    assert "target word 'shopping'" in reasons["f.png"] and "vocabulary" in reasons["f.png"]
+    assert results.n_items == 4
+    assert results.metrics["n_skipped"] == 4
+    for measure in ("B@V-L", "B@V", "B@L", "B@L_log", "B@L_log/bert"):
+        for template in ("Sw/O", "Sw/", "Pw/O", "Pw/", "avg"):
+            assert f"activity/{measure}/{template}" in results.metrics
+    assert 0 <= results.metrics["attack_success_rate"] <= 1
+    suite_config = results.config["suite_config"]
+    assert suite_config["target_normalisation"] == "concepts"
+    assert suite_config["data"]["layout"] == "vlbias-local-v1"
+    items = read_items(tmp_path / "out" / "counterbias.json")
+    assert len(items) == 4 * 4  # items x templates
+    assert (items["linf_delta"] <= ATTACK["eps"] + 1e-6).all()
+    assert set(items["bias"]) == {"man", "woman"}
+    assert "counterbias/activity/B@V-L/avg" in out
+
+
+def test_biasworld_dataset_bias_matches_item_rows(tmp_path):
+    suite = build_suite("counterbias", BiasWorld(eval_per_combination=1), {"attack": ATTACK, "require_attack_success": False})
+    output = suite.run(load("albef", tiny=True, device="cpu"))
+    assert output.n_items == 12 and not output.skipped
+    rows = [row for row in output.items if row["template"] == "Sw/O" and row["target"] == "cooking"]
+    signed = [row["bias_B@L"] * (1 if row["bias"] == "man" else -1) for row in rows]
+    expected = sum(signed) / len(signed)  # Eq. 7 for "cooking" under one template
+    per_template = [
+        sum(r["bias_B@L"] * (1 if r["bias"] == "man" else -1) for r in output.items if r["template"] == t and r["target"] == "cooking") / 2
+        for t in ("Sw/O", "Sw/", "Pw/O", "Pw/")
+    ]
+    assert output.metrics["activity/cooking/B@L"] == pytest.approx(sum(per_template) / 4)
+    assert per_template[0] == pytest.approx(expected)
+
+
+def test_failed_attacks_are_skipped_with_reason():
+    suite = CounterBiasSuite.from_biasworld(BiasWorld(eval_per_combination=1), attack={"eps": 1e-4, "alpha": 1e-4, "steps": 1})
+    output = suite.run(load("vilt", tiny=True, device="cpu"))
+    failed = [entry for entry in output.skipped if entry["reason"].startswith("attack failed")]
+    assert failed and output.metrics["n_attack_failed"] == len(failed)
+    assert output.n_items + len(failed) == 12
+    assert output.metrics["attack_success_rate"] == pytest.approx(output.n_items / 12)
+
+
+def test_repeated_measurement_hits_the_cache(tmp_path):
+    world = BiasWorld(eval_per_combination=1)
+    adapter = load("albef", tiny=True, device="cpu")
+    options = {"attack": ATTACK, "require_attack_success": False, "cache_dir": str(tmp_path / "cache")}
+    first = CounterBiasSuite.from_biasworld(world, **options).run(adapter)
+    second = CounterBiasSuite.from_biasworld(world, **options).run(adapter)
+    assert not any(row["cache_hit"] for row in first.items)
+    assert all(row["cache_hit"] for row in second.items)
+    assert first.metrics == second.metrics
+
+
+def test_vocabulary_normalisation_is_an_option():
+    world, adapter = BiasWorld(eval_per_combination=1), load("albef", tiny=True, device="cpu")
+    suite = CounterBiasSuite.from_biasworld(world, attack=ATTACK, require_attack_success=False, target_normalisation="vocabulary", templates=["Sw/O"])
+    output = suite.run(adapter)
+    assert suite.config["target_normalisation"] == "vocabulary"
+    concepts = CounterBiasSuite.from_biasworld(world, attack=ATTACK, require_attack_success=False, templates=["Sw/O"]).run(adapter)
+    for vocab_row, concept_row in zip(output.items, concepts.items):
+        assert vocab_row["p_target_f"] < concept_row["p_target_f"]  # 6 concepts share less than the vocabulary
+
+
+def test_region_model_is_refused(tmp_path, capsys):
+    argv = ["measure", "--suite", "counterbias", "--model", "visualbert", "--tiny", "--out", str(tmp_path),
+            "--biasworld.eval_per_combination", "1"]
+    code, _, err = run_cli(argv, capsys)
+    assert code == 2 and "Traceback" not in err
+    assert "cannot be attacked in pixel space" in err
+
+
+def test_bad_options_and_files_are_refused(vl_bias_folder):
+    world = BiasWorld(eval_per_combination=1)
+    with pytest.raises(ConfigError, match="templates"):
+        CounterBiasSuite.from_biasworld(world, templates=["nope"])
+    with pytest.raises(ConfigError, match="eps"):
+        CounterBiasSuite.from_biasworld(world, attack={"eps": 2})
+    with pytest.raises(ConfigError, match="target_normalisation"):
+        CounterBiasSuite.from_biasworld(world, target_normalisation="softmax")
+    with pytest.raises(ConfigError, match="must swap to another bias concept"):
+        CounterBiasSuite.from_biasworld(world, bias_concepts=["man", "girl"], b0="man")
+    annotations = vl_bias_folder / "annotations.csv"
+    annotations.write_text("image,concept,gender\na.png,cooking,woman\n")
+    with pytest.raises(InputError, match="missing column"):
+        read_vl_bias(vl_bias_folder)
+    annotations.write_text("image,concept,concept_type,gender\na.png,cooking,hobby,woman\n")
+    with pytest.raises(InputError, match=r"row 2: `concept_type` is 'hobby'"):
+        read_vl_bias(vl_bias_folder)
+    annotations.unlink()
+    with pytest.raises(InputError, match="do not exist"):
+        read_vl_bias(vl_bias_folder)
