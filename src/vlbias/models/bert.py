@@ -96,15 +96,7 @@ class BertAdapter(ModelAdapter):
     ) -> BertAdapter:
         """A small random BERT (BiasWorld's word-level tokenizer unless ``tokenizer`` is given)."""
         tokenizer = tiny_tokenizer(tokenizer)
-        config = BertConfig(
-            vocab_size=len(tokenizer),
-            hidden_size=hidden_size,
-            num_hidden_layers=num_layers,
-            num_attention_heads=4,
-            intermediate_size=2 * hidden_size,
-            max_position_embeddings=max_text_length,
-            pad_token_id=tokenizer.pad_token_id,
-        )
+        config = tiny_bert_config(tokenizer, hidden_size, num_layers, max_text_length)
         torch.manual_seed(seed)
         return cls(BertForMaskedLM(config), tokenizer)
 
@@ -114,3 +106,17 @@ class BertAdapter(ModelAdapter):
                 f"Model {self.name!r} is text-only but got pixel_values of shape {tuple(pixel_values.shape)}; "
                 f"pass pixel_values=None (model.no_image(batch_size))."
             )
+
+
+def tiny_bert_config(tokenizer, hidden_size: int, num_layers: int, max_text_length: int) -> BertConfig:
+    """A small ``BertConfig`` sized to ``tokenizer`` (4 heads, feed-forward 2 x hidden) for the
+    tiny text-only BERT adapters."""
+    return BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=4,
+        intermediate_size=2 * hidden_size,
+        max_position_embeddings=max_text_length,
+        pad_token_id=tokenizer.pad_token_id,
+    )

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import torch
 from torch import Tensor
-from transformers import AutoTokenizer, BertConfig, BertModel
+from transformers import AutoTokenizer, BertModel
 
 from vlbias.errors import InputError
 from vlbias.models.base import Capability, ModelAdapter
+from vlbias.models.bert import tiny_bert_config
 from vlbias.models.loading import from_pretrained_strict
 from vlbias.models.vocab import tiny_tokenizer
 
@@ -97,14 +98,6 @@ class SentenceBertAdapter(ModelAdapter):
     ) -> SentenceBertAdapter:
         """A small random ``BertModel`` (BiasWorld's word-level tokenizer unless ``tokenizer`` is given)."""
         tokenizer = tiny_tokenizer(tokenizer)
-        config = BertConfig(
-            vocab_size=len(tokenizer),
-            hidden_size=hidden_size,
-            num_hidden_layers=num_layers,
-            num_attention_heads=4,
-            intermediate_size=2 * hidden_size,
-            max_position_embeddings=max_text_length,
-            pad_token_id=tokenizer.pad_token_id,
-        )
+        config = tiny_bert_config(tokenizer, hidden_size, num_layers, max_text_length)
         torch.manual_seed(seed)
         return cls(BertModel(config), tokenizer)
