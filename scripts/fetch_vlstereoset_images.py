@@ -22,9 +22,7 @@ import argparse
 import hashlib
 import io
 import json
-import os
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -34,6 +32,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from vlbias.atomic import atomic_write
 from vlbias.data.vlstereoset import image_name, read_vlstereoset
 
 MANIFEST = "manifest.jsonl"
@@ -94,10 +93,7 @@ def fetch_one(url: str, out_dir: Path, timeout: float, retries: int, backoff: fl
     except Exception as error:  # noqa: BLE001 (PIL raises several types for non-images)
         entry["error"] = f"not an image ({len(payload)} bytes): {type(error).__name__}: {error}"
         return entry
-    descriptor, temporary = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.", suffix=".tmp")
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(payload)
-    os.replace(temporary, out_dir / name)
+    atomic_write(out_dir / name, lambda handle: handle.write(payload))
     entry.update(sha256=hashlib.sha256(payload).hexdigest(), status="ok", error=None)
     return entry
 
@@ -121,10 +117,7 @@ def fetch(csv_path: Path, out_dir: Path, workers: int = 8, timeout: float = 20.0
             log.flush()
             report["ok" if entry["status"] == "ok" else "failed"].append(entry["url"] if entry["status"] == "ok" else entry)
     compacted = "".join(json.dumps(manifest[url]) + "\n" for url in urls if url in manifest)
-    descriptor, temporary = tempfile.mkstemp(dir=out_dir, prefix=f".{MANIFEST}.", suffix=".tmp")
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(compacted)
-    os.replace(temporary, out_dir / MANIFEST)
+    atomic_write(out_dir / MANIFEST, lambda handle: handle.write(compacted.encode("utf-8")))
     return report
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
@@ -26,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 import vlbias
+from vlbias.atomic import atomic_write
 from vlbias.errors import ConfigError, SchemaError
 
 SCHEMA_VERSION = 1
@@ -84,19 +84,6 @@ def ensure_writable(directory: str | Path) -> Path:
     return directory
 
 
-def _atomic_write(path: Path, write) -> None:
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def _json_ready(value):
     """Floats that JSON cannot hold (nan, inf) become ``None``; tensors/numpy scalars become floats."""
     if isinstance(value, dict):
@@ -116,10 +103,10 @@ def write_results(out_dir: str | Path, results: Results, items: pd.DataFrame | l
     """Write ``<out_dir>/<suite>.items.parquet`` then ``<out_dir>/<suite>.json``; returns the JSON path."""
     out_dir = ensure_writable(out_dir)
     table = items if isinstance(items, pd.DataFrame) else pd.DataFrame(items or [])
-    _atomic_write(out_dir / f"{results.suite}.items.parquet", lambda handle: table.to_parquet(handle, index=False))
+    atomic_write(out_dir / f"{results.suite}.items.parquet", lambda handle: table.to_parquet(handle, index=False))
     payload = json.dumps(_json_ready(asdict(results)), indent=2, allow_nan=False).encode()
     json_path = out_dir / f"{results.suite}.json"
-    _atomic_write(json_path, lambda handle: handle.write(payload))
+    atomic_write(json_path, lambda handle: handle.write(payload))
     return json_path
 
 

@@ -47,8 +47,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -57,6 +55,7 @@ import torch
 import torchattacks
 from torch import Tensor, nn
 
+from vlbias.atomic import atomic_write
 from vlbias.counterfactual.text import BIAS_PROMPT, fill_template
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.models.base import ModelAdapter
@@ -299,11 +298,4 @@ class CounterfactualImages:
     @staticmethod
     def _write(path: Path, pixels: Tensor) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(descriptor, "wb") as handle:
-                torch.save(pixels.clone(), handle)
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        atomic_write(path, lambda handle: torch.save(pixels.clone(), handle))
