@@ -23,7 +23,7 @@ Example:
     >>> world = BiasWorld(bias_strength=0.9, n_train=8, eval_per_combination=1)
     >>> item = world.items("test")[0]
     >>> item.group, item.activity, item.stereotyped, item.caption
-    ('man', 'repairing', True, 'a photo of a man repairing.')
+    ('man', 'repairing', True, 'a person repairing.')
     >>> world.images("test").shape
     torch.Size([12, 3, 64, 64])
 """
