@@ -97,7 +97,7 @@ def _models(argv: Sequence[str]) -> None:
         print(json.dumps(models))
         return
     for model in models:
-        print(f"{model['name']:<12} {', '.join(model['capabilities'])}")
+        print(f"{model['name']:<14} {', '.join(model['capabilities'])}")
 
 
 def _lightning(argv: Sequence[str]) -> None:
