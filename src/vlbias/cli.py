@@ -141,6 +141,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             print(f"{USAGE}\n\nvlbias: error: unknown subcommand {command!r}.", file=sys.stderr)
             sys.exit(2)
+    except BrokenPipeError:  # output piped into a reader that stopped early (e.g. `| head`)
+        sys.stderr.close()
+        sys.exit(0)
     except OSError as err:
         if err.filename is None:
             raise
