@@ -1,5 +1,6 @@
 """LightningModules."""
 
 from vlbias.modules.contrastive import ContrastivePretraining, contrastive_loss
+from vlbias.modules.masked_lm import MaskedLMPretraining, mask_tokens
 
-__all__ = ["ContrastivePretraining", "contrastive_loss"]
+__all__ = ["ContrastivePretraining", "MaskedLMPretraining", "contrastive_loss", "mask_tokens"]

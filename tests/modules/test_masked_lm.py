@@ -1,0 +1,110 @@
+"""Masked-LM (+ ITM) pre-training: the masking, a short fit through the CLI, the export."""
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from vlbias.cli import main
+from vlbias.data.biasworld import BiasWorld
+from vlbias.errors import CapabilityError
+from vlbias.models import load
+from vlbias.models.base import Capability
+from vlbias.modules.masked_lm import IGNORE_INDEX, MaskedLMPretraining, mask_tokens
+from vlbias.results import read_results
+
+ROOT = Path(__file__).resolve().parents[2]
+CLS, SEP, PAD, MASK = 2, 3, 0, 4
+
+
+def _ids(rows: int = 400) -> tuple[torch.Tensor, torch.Tensor]:
+    ids = torch.randint(10, 30, (rows, 8))
+    ids[:, 0], ids[:, 6], ids[:, 7] = CLS, SEP, PAD
+    return ids, torch.isin(ids, torch.tensor([CLS, SEP, PAD]))
+
+
+def test_mask_tokens_forces_exactly_one_key_word_per_text_that_has_one():
+    ids, special = _ids()
+    ids[:200, 1:6] = 10  # no key word in the first half
+    ids[200:, 2], ids[200:, 4] = 7, 8  # two key words in the second half
+    _, labels, forced = mask_tokens(ids, special, torch.tensor([7, 8]), MASK, 30, mask_rate=0.0)
+    assert forced[:200].sum() == 0
+    assert forced[200:].sum(dim=1).tolist() == [1] * 200
+    assert set(ids[forced].tolist()) == {7, 8}  # both key words get their turn
+    assert torch.equal(labels != IGNORE_INDEX, forced)  # nothing else is chosen at rate 0
+    assert torch.equal(labels[forced], ids[forced])
+
+
+def test_mask_tokens_never_touches_special_tokens_and_replaces_80_10_10():
+    ids, special = _ids(4000)
+    generator = torch.Generator().manual_seed(0)
+    masked, labels, _ = mask_tokens(ids, special, torch.tensor([], dtype=torch.long), MASK, 30, 1.0, generator)
+    assert torch.equal(masked[special], ids[special]) and (labels[special] == IGNORE_INDEX).all()
+    chosen = ~special  # rate 1: every other token is chosen
+    assert torch.equal(labels[chosen], ids[chosen])
+    became_mask = (masked[chosen] == MASK).float().mean().item()
+    unchanged = (masked[chosen] == ids[chosen]).float().mean().item()  # the kept 10% (+ random draws equal to it)
+    assert became_mask == pytest.approx(0.8, abs=0.01)
+    assert unchanged == pytest.approx(0.1 + 0.1 / 30, abs=0.01)
+
+
+def test_mask_tokens_rate_is_the_fraction_of_chosen_ordinary_tokens():
+    ids, special = _ids(4000)
+    _, labels, _ = mask_tokens(ids, special, torch.tensor([], dtype=torch.long), MASK, 30, 0.15, torch.Generator().manual_seed(1))
+    assert (labels[~special] != IGNORE_INDEX).float().mean().item() == pytest.approx(0.15, abs=0.01)
+
+
+def test_a_model_without_fill_mask_is_refused():
+    with pytest.raises(CapabilityError, match="FILL_MASK|fill_mask"):
+        MaskedLMPretraining(model="clip")
+
+
+@pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")
+@pytest.mark.parametrize("model", ["albef", "vilt"])
+def test_one_training_step_backpropagates_mlm_and_itm(model):
+    module = MaskedLMPretraining(model=model)
+    assert module.use_itm  # both have MATCH
+    dataset = BiasWorld(bias_strength=0.9, n_train=8, eval_per_combination=1).dataset("train")
+    batch = torch.utils.data.default_collate([dataset[i] for i in range(8)])
+    loss = module.training_step(batch, 0)
+    loss.backward()
+    assert math.isfinite(loss.item())
+    grads = [p.grad for p in module.parameters() if p.requires_grad]
+    assert sum(g is not None and bool(g.abs().sum() > 0) for g in grads) > len(grads) // 2
+
+
+def test_fit_logs_the_losses_runs_counterbias_and_exports_a_loadable_model(tmp_path):
+    main(
+        [
+            "fit",
+            "--config", str(ROOT / "configs/experiment/biasworld_mlm.yaml"),
+            "--trainer.max_epochs", "3",
+            "--trainer.log_every_n_steps", "1",
+            "--trainer.logger.init_args.save_dir", str(tmp_path),
+            "--trainer.enable_progress_bar", "false",
+            "--trainer.enable_checkpointing", "false",
+            "--trainer.callbacks.init_args.every_n_epochs", "3",
+            "--model.init_args.learning_rate", "0.003",
+            "--data.init_args.n_train", "256",
+            "--data.init_args.eval_per_combination", "2",
+            "--data.init_args.batch_size", "32",
+        ]
+    )  # fmt: skip
+    run = tmp_path / "biasworld_mlm" / "version_0"
+    metrics = pd.read_csv(run / "metrics.csv")
+    train = metrics["train/mlm_loss"].dropna()
+    val = metrics["val/mlm_loss"].dropna()  # fixed validation masks: comparable across epochs
+    assert len(train) == 3 * 8 and len(val) == 3
+    assert train.map(math.isfinite).all()
+    assert val.iloc[-1] < val.iloc[0], f"validation MLM loss did not decrease: {val.tolist()}"
+    assert metrics["val/mlm_accuracy"].dropna().between(0, 1).all()
+    assert metrics["train/itm_loss"].dropna().map(math.isfinite).all()
+    results = read_results(run / "bias" / "counterbias.json")  # the callback ran after epoch 3
+    assert results.config["trainer_epoch"] == 2
+    assert "activity/B@V-L/avg" in results.metrics
+    adapter = load("albef", checkpoint=str(run / "model"), device="cpu")
+    assert Capability.FILL_MASK in adapter.capabilities
+    tokens = adapter.prepare_texts(["the [MASK] is cooking."])
+    assert adapter.fill_mask_logits(adapter.no_image(1), tokens).shape == (1, 7, len(adapter.tokenizer))
