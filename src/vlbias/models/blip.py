@@ -3,7 +3,6 @@ image-text contrastive (ITC) projections, MATCH from the image-text matching (IT
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,10 +13,9 @@ from transformers import AutoTokenizer, BlipConfig, BlipForImageTextRetrieval
 
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
 from vlbias.models.loading import from_pretrained_strict
-from vlbias.models.preprocess import CLIP_MEAN, CLIP_STD, ImageTransform
+from vlbias.models.preprocess import ImageTransform
 from vlbias.models.vocab import tiny_tokenizer
 
-PREPROCESSOR_FILE = "preprocessor_config.json"
 
 
 class BLIPAdapter(ModelAdapter):
@@ -109,12 +107,7 @@ class BLIPAdapter(ModelAdapter):
         directory = Path(directory)
         self.model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
-        preprocessor = {
-            "size": {"height": self.transform.image_size, "width": self.transform.image_size},
-            "image_mean": list(self.transform.mean),
-            "image_std": list(self.transform.std),
-        }
-        (directory / PREPROCESSOR_FILE).write_text(json.dumps(preprocessor, indent=2))
+        self.transform.save(directory, size_key="size")
 
     @classmethod
     def from_pretrained(cls, name_or_path: str | Path) -> BLIPAdapter:
@@ -123,13 +116,8 @@ class BLIPAdapter(ModelAdapter):
         fields take BLIP's defaults: the vision config's image size, CLIP's mean and std)."""
         model = from_pretrained_strict(BlipForImageTextRetrieval, name_or_path, cls.name)
         tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
-        preprocessor_file = Path(name_or_path) / PREPROCESSOR_FILE
-        preprocessor = json.loads(preprocessor_file.read_text()) if preprocessor_file.is_file() else {}
-        transform = ImageTransform(
-            image_size=preprocessor.get("size", {}).get("height", model.config.vision_config.image_size),
-            mean=tuple(preprocessor.get("image_mean", CLIP_MEAN)),
-            std=tuple(preprocessor.get("image_std", CLIP_STD)),
-            center_crop=False,
+        transform = ImageTransform.load(
+            name_or_path, "size", model.config.vision_config.image_size, center_crop=False
         )
         return cls(model, tokenizer, transform)
 

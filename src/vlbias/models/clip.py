@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,10 +12,9 @@ from transformers import AutoTokenizer, CLIPConfig, CLIPModel
 
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
 from vlbias.models.loading import from_pretrained_strict
-from vlbias.models.preprocess import CLIP_MEAN, CLIP_STD, ImageTransform
+from vlbias.models.preprocess import ImageTransform
 from vlbias.models.vocab import tiny_tokenizer
 
-PREPROCESSOR_FILE = "preprocessor_config.json"
 
 
 class CLIPAdapter(ModelAdapter):
@@ -74,12 +72,7 @@ class CLIPAdapter(ModelAdapter):
         directory = Path(directory)
         self.model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
-        preprocessor = {
-            "crop_size": {"height": self.transform.image_size, "width": self.transform.image_size},
-            "image_mean": list(self.transform.mean),
-            "image_std": list(self.transform.std),
-        }
-        (directory / PREPROCESSOR_FILE).write_text(json.dumps(preprocessor, indent=2))
+        self.transform.save(directory, size_key="crop_size")
 
     @classmethod
     def from_pretrained(cls, name_or_path: str | Path) -> CLIPAdapter:
@@ -87,14 +80,7 @@ class CLIPAdapter(ModelAdapter):
         ``preprocessor_config.json``; missing preprocessing fields take CLIP's defaults)."""
         model = from_pretrained_strict(CLIPModel, name_or_path, cls.name)
         tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
-        preprocessor_file = Path(name_or_path) / PREPROCESSOR_FILE
-        preprocessor = json.loads(preprocessor_file.read_text()) if preprocessor_file.is_file() else {}
-        image_size = preprocessor.get("crop_size", {}).get("height", model.config.vision_config.image_size)
-        transform = ImageTransform(
-            image_size=image_size,
-            mean=tuple(preprocessor.get("image_mean", CLIP_MEAN)),
-            std=tuple(preprocessor.get("image_std", CLIP_STD)),
-        )
+        transform = ImageTransform.load(name_or_path, "crop_size", model.config.vision_config.image_size)
         return cls(model, tokenizer, transform)
 
     @classmethod

@@ -6,8 +6,10 @@ decoded ``(B, 3, H, W)`` float tensors in ``[0, 1]`` (BiasWorld's fast path).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import Tensor
@@ -16,6 +18,7 @@ from torchvision.transforms.v2 import functional as TF
 from vlbias.errors import InputError
 from vlbias.models.base import ImageInput, load_image
 
+PREPROCESSOR_FILE = "preprocessor_config.json"
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
@@ -57,3 +60,26 @@ class ImageTransform:
             return TF.resize(image, square, interpolation=bicubic, antialias=True)
         image = TF.resize(image, [self.image_size], interpolation=bicubic, antialias=True)
         return TF.center_crop(image, square)
+
+    def save(self, directory: str | Path, size_key: str) -> None:
+        """Write ``preprocessor_config.json`` in the fields of the model family's own image
+        processor (``size_key``: ``"crop_size"`` for CLIP, ``"size"`` for BLIP)."""
+        fields = {
+            size_key: {"height": self.image_size, "width": self.image_size},
+            "image_mean": list(self.mean),
+            "image_std": list(self.std),
+        }
+        (Path(directory) / PREPROCESSOR_FILE).write_text(json.dumps(fields, indent=2))
+
+    @classmethod
+    def load(cls, name_or_path: str | Path, size_key: str, default_size: int, center_crop: bool = True) -> ImageTransform:
+        """The transform of ``name_or_path/preprocessor_config.json``; fields it lacks (or a hub id
+        without a local file) take ``default_size`` and CLIP's mean and std."""
+        path = Path(name_or_path) / PREPROCESSOR_FILE
+        fields = json.loads(path.read_text()) if path.is_file() else {}
+        return cls(
+            image_size=fields.get(size_key, {}).get("height", default_size),
+            mean=tuple(fields.get("image_mean", CLIP_MEAN)),
+            std=tuple(fields.get("image_std", CLIP_STD)),
+            center_crop=center_crop,
+        )
