@@ -1,4 +1,4 @@
-"""Text-only BERT adapter: the protocol checks (``adapter_checks``, see conftest) plus BERT specifics."""
+"""Text-only BERT adapter: the protocol checks are in test_protocol.py; here BERT specifics."""
 
 import pytest
 import torch
@@ -8,37 +8,11 @@ from vlbias.models import load
 from vlbias.models.bert import BertAdapter
 
 NAME = "bert"
-CAPABILITIES = sorted(BertAdapter.capabilities)
 
 
 @pytest.fixture(scope="module")
 def model():
     return load(NAME, tiny=True, device="cpu")
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_shapes_and_dtypes(model, capability, adapter_checks):
-    adapter_checks.shapes_and_dtypes(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_deterministic(model, capability, adapter_checks):
-    adapter_checks.deterministic(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_batch_invariant(model, capability, adapter_checks):
-    adapter_checks.batch_invariant(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_equals_direct_call(model, capability, adapter_checks):
-    adapter_checks.equals_direct_call(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_save_load_round_trip(model, capability, adapter_checks, tmp_path):
-    adapter_checks.save_load_round_trip(model, capability, tmp_path)
 
 
 def test_an_image_is_refused_not_ignored(model):

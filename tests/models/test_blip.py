@@ -1,4 +1,4 @@
-"""BLIP adapter: the protocol checks (``adapter_checks``, see conftest) plus BLIP specifics."""
+"""BLIP adapter: the protocol checks are in test_protocol.py; here BLIP specifics."""
 
 import pytest
 import torch
@@ -7,40 +7,13 @@ from torchvision.transforms.v2 import functional as TF
 from vlbias.errors import CapabilityError
 from vlbias.models import load
 from vlbias.models.preprocess import CLIP_MEAN, CLIP_STD
-from vlbias.models.blip import BLIPAdapter
 
 NAME = "blip"
-CAPABILITIES = sorted(BLIPAdapter.capabilities)
 
 
 @pytest.fixture(scope="module")
 def model():
     return load(NAME, tiny=True, device="cpu")
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_shapes_and_dtypes(model, capability, adapter_checks):
-    adapter_checks.shapes_and_dtypes(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_deterministic(model, capability, adapter_checks):
-    adapter_checks.deterministic(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_batch_invariant(model, capability, adapter_checks):
-    adapter_checks.batch_invariant(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_equals_direct_call(model, capability, adapter_checks):
-    adapter_checks.equals_direct_call(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_save_load_round_trip(model, capability, adapter_checks, tmp_path):
-    adapter_checks.save_load_round_trip(model, capability, tmp_path)
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""FLAVA adapter: the protocol checks (``adapter_checks``, see conftest) plus FLAVA specifics: the
+"""FLAVA adapter: the protocol checks are in test_protocol.py; here FLAVA specifics: the
 text-only path, the ITM log-odds, the skipped image codebook, strict loading."""
 
 from pathlib import Path
@@ -15,7 +15,6 @@ from vlbias.models.flava import FLAVAAdapter
 from vlbias.models.masked_words import word_log_probs
 
 NAME = "flava"
-CAPABILITIES = sorted(FLAVAAdapter.capabilities)
 TEXT_CAPABILITIES = [Capability.FILL_MASK, Capability.TOKEN_STATES]
 CONFIG = Path(__file__).parents[2] / "configs" / "model" / "flava.yaml"
 WEIGHTS = "model.safetensors"
@@ -47,31 +46,6 @@ def rewrite_weights(directory: Path, drop: str | None = None, add: dict[str, tor
         del weights[drop]
     weights.update(add or {})
     save_file(weights, directory / WEIGHTS, metadata={"format": "pt"})
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_shapes_and_dtypes(model, capability, adapter_checks):
-    adapter_checks.shapes_and_dtypes(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_deterministic(model, capability, adapter_checks):
-    adapter_checks.deterministic(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_batch_invariant(model, capability, adapter_checks):
-    adapter_checks.batch_invariant(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_equals_direct_call(model, capability, adapter_checks):
-    adapter_checks.equals_direct_call(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_save_load_round_trip(model, capability, adapter_checks, tmp_path):
-    adapter_checks.save_load_round_trip(model, capability, tmp_path)
 
 
 @pytest.mark.parametrize("capability", TEXT_CAPABILITIES)

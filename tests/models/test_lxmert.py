@@ -1,4 +1,4 @@
-"""LXMERT adapter: the protocol checks (``adapter_checks``, see conftest) plus LXMERT
+"""LXMERT adapter: the protocol checks are in test_protocol.py; here LXMERT
 specifics: boxes are read, the match logit's sign, no image, region sources, bad checkpoints."""
 
 import base64
@@ -15,37 +15,11 @@ from vlbias.models.lxmert import LXMERTAdapter
 from vlbias.models.regions import GridFeatures, RegionFeatures
 
 NAME = "lxmert"
-CAPABILITIES = sorted(LXMERTAdapter.capabilities)
 
 
 @pytest.fixture(scope="module")
 def model():
     return load(NAME, tiny=True, device="cpu")
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_shapes_and_dtypes(model, capability, adapter_checks):
-    adapter_checks.shapes_and_dtypes(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_deterministic(model, capability, adapter_checks):
-    adapter_checks.deterministic(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_batch_invariant(model, capability, adapter_checks):
-    adapter_checks.batch_invariant(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_equals_direct_call(model, capability, adapter_checks):
-    adapter_checks.equals_direct_call(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_save_load_round_trip(model, capability, adapter_checks, tmp_path):
-    adapter_checks.save_load_round_trip(model, capability, tmp_path)
 
 
 def test_match_logit_is_log_odds_of_the_matching_label(model):

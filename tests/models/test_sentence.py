@@ -7,40 +7,13 @@ import torch
 from vlbias.errors import InputError
 from vlbias.models import load
 from vlbias.models.bert import BertAdapter
-from vlbias.models.sentence import SentenceBertAdapter
 
 NAME = "sentence_bert"
-CAPABILITIES = sorted(SentenceBertAdapter.capabilities)
 
 
 @pytest.fixture(scope="module")
 def model():
     return load(NAME, tiny=True, device="cpu")
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_shapes_and_dtypes(model, capability, adapter_checks):
-    adapter_checks.shapes_and_dtypes(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_deterministic(model, capability, adapter_checks):
-    adapter_checks.deterministic(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_batch_invariant(model, capability, adapter_checks):
-    adapter_checks.batch_invariant(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_equals_direct_call(model, capability, adapter_checks):
-    adapter_checks.equals_direct_call(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_save_load_round_trip(model, capability, adapter_checks, tmp_path):
-    adapter_checks.save_load_round_trip(model, capability, tmp_path)
 
 
 def test_refuses_an_image(model):

@@ -1,4 +1,4 @@
-"""ViLT adapter: the protocol checks (``adapter_checks``, see conftest) plus ViLT specifics: two
+"""ViLT adapter: the protocol checks are in test_protocol.py; here ViLT specifics: two
 checkpoints (MLM and retrieval), the white "no image", the patch shuffle's RNG, strict loading."""
 
 from pathlib import Path
@@ -43,31 +43,6 @@ def saved(model, tmp_path_factory):
 def pairs(model, n=2):
     pixels = model.prepare_images(torch.rand(n, 3, 48, 40, generator=torch.Generator().manual_seed(1)))
     return pixels, model.prepare_texts(["a man is [MASK].", "the woman who is driving in a picture."][:n])
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_shapes_and_dtypes(model, capability, adapter_checks):
-    adapter_checks.shapes_and_dtypes(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_deterministic(model, capability, adapter_checks):
-    adapter_checks.deterministic(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_batch_invariant(model, capability, adapter_checks):
-    adapter_checks.batch_invariant(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_equals_direct_call(model, capability, adapter_checks):
-    adapter_checks.equals_direct_call(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_save_load_round_trip(model, capability, adapter_checks, tmp_path):
-    adapter_checks.save_load_round_trip(model, capability, tmp_path)
 
 
 @pytest.mark.parametrize("capability", TEXT_CAPABILITIES)

@@ -1,4 +1,4 @@
-"""VisualBERT adapter: the protocol checks (``adapter_checks``, see conftest) plus VisualBERT
+"""VisualBERT adapter: the protocol checks are in test_protocol.py; here VisualBERT
 specifics: region sources, the match logit's sign, no image, bad checkpoints."""
 
 import numpy as np
@@ -14,37 +14,11 @@ from vlbias.models.regions import GridFeatures, RegionFeatures
 from vlbias.models.visualbert import VisualBERTAdapter
 
 NAME = "visualbert"
-CAPABILITIES = sorted(VisualBERTAdapter.capabilities)
 
 
 @pytest.fixture(scope="module")
 def model():
     return load(NAME, tiny=True, device="cpu")
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_shapes_and_dtypes(model, capability, adapter_checks):
-    adapter_checks.shapes_and_dtypes(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_deterministic(model, capability, adapter_checks):
-    adapter_checks.deterministic(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_batch_invariant(model, capability, adapter_checks):
-    adapter_checks.batch_invariant(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_equals_direct_call(model, capability, adapter_checks):
-    adapter_checks.equals_direct_call(model, capability)
-
-
-@pytest.mark.parametrize("capability", CAPABILITIES)
-def test_save_load_round_trip(model, capability, adapter_checks, tmp_path):
-    adapter_checks.save_load_round_trip(model, capability, tmp_path)
 
 
 def test_prepare_images_gives_grid_regions(model):
