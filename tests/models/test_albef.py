@@ -1,4 +1,4 @@
-"""ALBEF adapter: the protocol checks (``adapter_checks``, see conftest), the official checkpoint
+"""ALBEF adapter (protocol checks: test_protocol.py): the official checkpoint
 format (key names, momentum/queue entries, retrieval layout, position-embedding interpolation),
 and plumbing checks against transformers' own BERT."""
 

