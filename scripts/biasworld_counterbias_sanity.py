@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 
 import yaml
-from lightning.pytorch.cli import LightningCLI
-
 from vlbias.measure import build_suite, run_suite
+from vlbias.sanity import fit_on_biasworld
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "biasworld_mlm.yaml"
 MEASURES = ("B@V-L", "B@V", "B@L", "B@L_log")
@@ -39,28 +38,9 @@ def suite_options() -> dict:
 
 def train_and_measure(strength: float, seed: int, run_dir: str, epochs: int | None) -> dict[str, float]:
     overrides = ["--trainer.max_epochs", str(epochs)] if epochs else []
-    cli = LightningCLI(
-        args=[
-            "--trainer.default_root_dir", run_dir,
-            "--config", str(CONFIG),
-            "--seed_everything", str(seed),
-            "--model.init_args.seed", str(seed),
-            "--data.init_args.seed", str(seed),
-            "--data.init_args.bias_strength", str(strength),
-            "--trainer.logger", "false",
-            "--trainer.callbacks", "[]",
-            "--trainer.enable_checkpointing", "false",
-            "--trainer.enable_progress_bar", "false",
-            "--trainer.enable_model_summary", "false",
-            *overrides,
-        ],
-        run=False,
-        save_config_callback=None,
-    )  # fmt: skip
     start = time.perf_counter()
-    cli.trainer.fit(cli.model, cli.datamodule)
+    cli = fit_on_biasworld(CONFIG, strength, seed, run_dir, overrides)
     trained = time.perf_counter() - start
-    cli.model.adapter.eval()
     suite = build_suite("counterbias", cli.datamodule.world, suite_options())
     results, _ = run_suite(suite, cli.model.adapter, model="albef", checkpoint=None, seed=seed, config={})
     metrics = cli.trainer.callback_metrics

@@ -19,36 +19,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from lightning.pytorch.cli import LightningCLI
-
 from vlbias.measure import build_suite, run_suite
+from vlbias.sanity import fit_on_biasworld
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "quickstart.yaml"
 METRIC = "man_vs_woman/stereotyped_activities/effect_size"
 
 
 def train_and_measure(strength: float, seed: int, run_dir: str) -> dict[str, float]:
-    cli = LightningCLI(
-        args=[
-            "--trainer.default_root_dir", run_dir,
-            "--config", str(QUICKSTART),
-            "--seed_everything", str(seed),
-            "--model.init_args.seed", str(seed),
-            "--data.init_args.seed", str(seed),
-            "--data.init_args.bias_strength", str(strength),
-            "--trainer.logger", "false",
-            "--trainer.callbacks", "[]",
-            "--trainer.enable_checkpointing", "false",
-            "--trainer.enable_progress_bar", "false",
-            "--trainer.enable_model_summary", "false",
-        ],
-        run=False,
-        save_config_callback=None,
-    )  # fmt: skip
     start = time.perf_counter()
-    cli.trainer.fit(cli.model, cli.datamodule)
+    cli = fit_on_biasworld(QUICKSTART, strength, seed, run_dir)
     suite = build_suite("mmbias", cli.datamodule.world, {"n_permutations": 10_000, "n_bootstrap": 1_000})
-    cli.model.adapter.eval()
     results, _ = run_suite(suite, cli.model.adapter, model="clip", checkpoint=None, seed=seed, config={})
     low, high = results.intervals[METRIC]
     return {

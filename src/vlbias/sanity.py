@@ -1,0 +1,36 @@
+"""Train an experiment config on BiasWorld at a chosen bias strength and seed, quietly: the shared
+step of the planted-bias sanity scripts (``scripts/biasworld_*sanity.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from lightning.pytorch.cli import LightningCLI
+
+
+def fit_on_biasworld(config: str | Path, bias_strength: float, seed: int, run_dir: str | Path, extra_args: Sequence[str] = ()) -> LightningCLI:
+    """Fit the experiment ``config`` with BiasWorld's ``bias_strength`` and every seed set to
+    ``seed``, with no logger, callbacks, checkpoints or progress bar; the trained model is exported
+    under ``run_dir``. Returns the CLI (its ``model``, ``datamodule`` and ``trainer``)."""
+    cli = LightningCLI(
+        args=[
+            "--trainer.default_root_dir", str(run_dir),
+            "--config", str(config),
+            "--seed_everything", str(seed),
+            "--model.init_args.seed", str(seed),
+            "--data.init_args.seed", str(seed),
+            "--data.init_args.bias_strength", str(bias_strength),
+            "--trainer.logger", "false",
+            "--trainer.callbacks", "[]",
+            "--trainer.enable_checkpointing", "false",
+            "--trainer.enable_progress_bar", "false",
+            "--trainer.enable_model_summary", "false",
+            *extra_args,
+        ],
+        run=False,
+        save_config_callback=None,
+    )  # fmt: skip
+    cli.trainer.fit(cli.model, cli.datamodule)
+    cli.model.adapter.eval()
+    return cli
