@@ -94,23 +94,24 @@ class ModelAdapter(nn.Module):
     def prepare_texts(self, texts: Sequence[str]) -> dict[str, Tensor]:
         """Texts -> token tensors on this adapter's device; over-long texts are truncated
         with a warning that says by how many tokens."""
-        lengths = [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=True)["input_ids"]]
-        too_long = [(text, n) for text, n in zip(texts, lengths) if n > self.max_text_length]
-        if too_long:
-            worst_text, worst = max(too_long, key=lambda item: item[1])
+        tokens = self.tokenizer(list(texts), padding=True, return_tensors="pt")
+        lengths = tokens["attention_mask"].sum(dim=1)
+        if int(lengths.max()) > self.max_text_length:  # rare: tokenise again, truncated
+            too_long = lengths > self.max_text_length
+            worst = int(lengths.argmax())
             warnings.warn(
-                f"{len(too_long)} text(s) exceed {self.name}'s maximum of {self.max_text_length} tokens "
-                f"and were truncated, the longest by {worst - self.max_text_length} tokens "
-                f"({worst_text[:60]!r}...).",
+                f"{int(too_long.sum())} text(s) exceed {self.name}'s maximum of {self.max_text_length} tokens "
+                f"and were truncated, the longest by {int(lengths[worst]) - self.max_text_length} tokens "
+                f"({texts[worst][:60]!r}...).",
                 stacklevel=2,
             )
-        tokens = self.tokenizer(
-            list(texts),
-            padding=True,
-            truncation=True,
-            max_length=self.max_text_length,
-            return_tensors="pt",
-        )
+            tokens = self.tokenizer(
+                list(texts),
+                padding=True,
+                truncation=True,
+                max_length=self.max_text_length,
+                return_tensors="pt",
+            )
         return {key: value.to(self.device) for key, value in tokens.items()}
 
     def no_image(self, batch_size: int) -> Tensor | None:
