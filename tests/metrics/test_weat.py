@@ -139,12 +139,26 @@ def test_sampled_p_value_within_monte_carlo_error():
     assert abs(sampled - exact) < 4.5 * standard_error + 1 / n_permutations, (sampled, exact)
 
 
-@pytest.mark.parametrize("block_size", [2, 3, 13])
+def test_sampled_p_value_of_large_sets_within_monte_carlo_error():
+    # 20 per set: C(40, 20) ranks decode through three blocks and buckets spanning several size patterns
+    x, y, a, b = random_sets(9, 20, 20, shift=0.0)
+    s_x, s_y = weat_association(x, a, b), weat_association(y, a, b)
+    exact = p_value_from_associations(s_x, s_y, exact_limit=10**12).item()
+    assert 0.02 < exact < 0.98
+    n_permutations = 50_000
+    sampled = p_value_from_associations(s_x, s_y, n_permutations=n_permutations).item()
+    standard_error = math.sqrt(exact * (1 - exact) / n_permutations)
+    assert abs(sampled - exact) < 4.5 * standard_error + 1 / n_permutations, (sampled, exact)
+
+
+@pytest.mark.parametrize(("block_size", "lookup_bits"), [(2, 16), (3, 16), (13, 16), (2, 2), (3, 3)])
 @pytest.mark.parametrize("sampler", [weat_functional._sampled_half_sums, weat_functional._sampled_half_sums_by_keys])
-def test_sampled_partitions_are_uniform(monkeypatch, sampler, block_size):
+def test_sampled_partitions_are_uniform(monkeypatch, sampler, block_size, lookup_bits):
     # pooled 1, 2, 4, ..., 32: every 3-subset has its own sum (its bits), so counts per sum are counts per
-    # subset; all C(6, 3) = 20 must come up, each about draws / 20 times (block sizes below 6 decode in blocks)
+    # subset; all C(6, 3) = 20 must come up, each about draws / 20 times (block sizes below 6 decode in blocks;
+    # 2 or 3 look-up bits put ranks of several size patterns into one bucket, the path large sets take)
     monkeypatch.setattr(weat_functional, "_BLOCK_SIZE", block_size)
+    monkeypatch.setattr(weat_functional, "_LOOKUP_BITS", lookup_bits)
     draws = 40_000
     pooled = 2.0 ** torch.arange(6, dtype=torch.float64)
     sums, counts = sampler(pooled, 3, draws, torch.Generator().manual_seed(1)).unique(return_counts=True)

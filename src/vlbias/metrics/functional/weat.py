@@ -33,7 +33,10 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -53,9 +56,11 @@ DEFAULT_BOOTSTRAP = 10_000
 # Rows per chunk are chosen so that a chunk holds about this many numbers (~4 MiB of float64).
 # Chunk sizes depend only on the set sizes, so results do not depend on the machine.
 _CHUNK_NUMBERS = 2**19
-# Random partitions decoded at once, and items per block of the decoding (tables of 2^13 subset sums).
-_SAMPLE_CHUNK = 2**15
-_BLOCK_SIZE = 13
+# Random partitions decoded at once; items per block of the decoding (tables of 2^17 subset sums); top bits
+# of a rank that look up its size pattern (see ``_sampled_half_sums``).
+_SAMPLE_CHUNK = 2**14
+_BLOCK_SIZE = 17
+_LOOKUP_BITS = 16
 
 
 # ----------------------------------------------------------------------------- input checks
@@ -283,88 +288,104 @@ def _count_exact(s_x: Tensor, s_y: Tensor, threshold: Tensor) -> int:
 
 
 def _uniform_below(bound: int, size: int, generator: torch.Generator) -> Tensor:
-    """``size`` independent integers, each uniform on [0, bound) for ``bound <= 2**62``: 62 random bits cut to
-    the bit length of ``bound - 1``, redrawing those >= ``bound`` (each round keeps more than half)."""
-    mask = (1 << max(1, (bound - 1).bit_length())) - 1
-    out = torch.empty(size, dtype=torch.int64)
-    pending = torch.arange(size)
-    while pending.numel():
-        high = torch.randint(0, 2**30, (pending.numel(),), generator=generator, dtype=torch.int64)
-        low = torch.randint(0, 2**32, (pending.numel(),), generator=generator, dtype=torch.int64)
-        draws = ((high << 32) | low) & mask
-        accepted = draws < bound
-        out[pending[accepted]] = draws[accepted]
-        pending = pending[~accepted]
-    return out
+    """``size`` independent integers, each uniform on [0, bound) for ``bound <= 2**62``: uniform integers below
+    the next power of two (exact: torch reduces 64 random bits modulo it), keeping those below ``bound`` (more
+    than half of them)."""
+    power = 1 << max(1, (bound - 1).bit_length())
+    kept, n_kept = [], 0
+    while n_kept < size:
+        draws = torch.randint(0, power, (int((size - n_kept) * power / bound * 1.05) + 64,), generator=generator)
+        draws = draws.masked_select(draws < bound)
+        kept.append(draws)
+        n_kept += draws.numel()
+    return torch.cat(kept)[:size]
 
 
-def _block_tables(block: Tensor, n_after: int, n: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Look-up tables to decode one block of the combinatorial number system (see ``_sampled_half_sums``).
-
-    For ``need`` items still to pick, of which k come from this block (b items) and ``need - k`` from the
-    ``n_after`` items after it, there are C(b, k) * C(n_after, need - k) ways. Row ``need`` of ``first`` holds
-    the rank of the first way with k = 0, 1, ..., b + 1 from the block (impossible k add nothing);
-    ``ways_after`` holds C(n_after, need - k) (1 where impossible). Both are flattened (need, k) row-major.
-    ``sums`` lists the block's subset sums by size, the size-k ones from ``start[k]``.
-    """
-    b = block.numel()
-    sums = torch.cat(_subset_sums_by_size(block))
-    start = [0]
-    for k in range(b):
-        start.append(start[-1] + math.comb(b, k))
-    first, ways_after = [], []
-    for need in range(n + 1):
-        rank = 0
-        for k in range(b + 2):
-            possible = k <= b and 0 <= need - k <= n_after
-            first.append(rank)
-            ways_after.append(math.comb(n_after, need - k) if possible else 1)
-            rank += math.comb(b, k) * ways_after[-1] if possible else 0
-    return sums, torch.tensor(start), torch.tensor(first), torch.tensor(ways_after)
+@functools.lru_cache(maxsize=32)
+def _popcount_order(n_items: int) -> Tensor:
+    """The 2^n subset masks ordered by their number of items (stable), so a table indexed by mask becomes a table
+    grouped by subset size."""
+    masks = torch.arange(2**n_items)
+    sizes = sum((masks >> bit) & 1 for bit in range(n_items))
+    return sizes.sort(stable=True).indices
 
 
-def _unranking_fits(total: int, n: int) -> bool:
-    return math.comb(total, n).bit_length() + n.bit_length() <= 62
+def _block_sums_by_size(block: Tensor) -> Tensor:
+    """Sums of all 2^b subsets of ``block``, the size-k ones together and the sizes ascending."""
+    sums = block.new_zeros(2 ** block.numel())
+    for bit, value in enumerate(block):  # sums[mask] = sum of the items whose bits are set in mask
+        torch.add(sums[: 2**bit], value, out=sums[2**bit : 2 ** (bit + 1)])
+    return sums.index_select(0, _popcount_order(block.numel()))
+
+
+class _PartitionCode(NamedTuple):
+    """How an integer rank in [0, C(N, n)) names one n-subset of N items split into blocks (see
+    ``_sampled_half_sums``); depends only on N, n and the constants, so it is built once per shape."""
+
+    block_sizes: tuple[int, ...]
+    n_subsets: int
+    shift: int  # rank >> shift is the rank's bucket in the look-up of its size pattern
+    first: Tensor  # (patterns,) first rank of each size pattern (k_1, ..., k_B), ascending
+    bucket_pattern: Tensor  # (buckets,) the pattern of every rank in the bucket, or -1 if they differ
+    radix: Tensor  # (B - 1, patterns) C(b_j, k_j), the number of size-k_j subsets of block j, for j < B
+    offset: Tensor  # (B, patterns) where block j's size-k_j sums start in the concatenated tables
+
+
+@functools.lru_cache(maxsize=32)
+def _partition_code(total: int, n: int, block_size: int, lookup_bits: int) -> _PartitionCode:
+    n_blocks = -(-total // block_size)
+    sizes = tuple(total // n_blocks + (j < total % n_blocks) for j in range(n_blocks))
+    patterns = [ks for ks in itertools.product(*(range(b + 1) for b in sizes)) if sum(ks) == n]
+    counts = [math.prod(math.comb(b, k) for b, k in zip(sizes, ks)) for ks in patterns]
+    first = torch.tensor([0] + list(itertools.accumulate(counts))[:-1])
+    table_start = [0] + list(itertools.accumulate(2**b for b in sizes))[:-1]
+    size_start = [[sum(math.comb(b, i) for i in range(k)) for k in range(b + 1)] for b in sizes]
+    radix = torch.tensor([[math.comb(b, k) for b, k in zip(sizes[:-1], ks)] for ks in patterns]).reshape(
+        len(patterns), len(sizes) - 1
+    )
+    offset = torch.tensor([[table_start[j] + size_start[j][k] for j, k in enumerate(ks)] for ks in patterns])
+    n_subsets = math.comb(total, n)
+    shift = max(0, n_subsets.bit_length() - lookup_bits)
+    bucket_first = torch.arange(((n_subsets - 1) >> shift) + 1) << shift
+    bucket_last = ((bucket_first >> shift) + 1 << shift).clamp(max=n_subsets) - 1
+    bucket_pattern = torch.searchsorted(first, bucket_first, right=True) - 1
+    bucket_pattern[torch.searchsorted(first, bucket_last, right=True) - 1 != bucket_pattern] = -1
+    return _PartitionCode(
+        sizes, n_subsets, shift, first, bucket_pattern, radix.T.contiguous(), offset.T.contiguous()
+    )
 
 
 def _sampled_half_sums(pooled: Tensor, n: int, n_permutations: int, generator: torch.Generator) -> Tensor:
     r"""Sums over ``n_permutations`` uniformly random n-subsets of ``pooled``, exactly uniform.
 
-    Each subset is one integer drawn uniformly from [0, C(N, n)) and decoded through the combinatorial
-    number system, one block of :data:`_BLOCK_SIZE` items at a time (a loop over blocks, vectorised over
-    the subsets): the rank picks how many items k come from the block, then which of the block's
-    k-subsets (its sum is read from a table of the block's subset sums) and passes the remaining rank on.
-    One random number per subset and a few integer operations per block (in our measurements half the
-    time of a vectorised partial Fisher–Yates shuffle). When C(N, n) does not fit the int64 arithmetic (N above about
-    60) it falls back to ``_sampled_half_sums_by_keys``.
+    The N items are split into B blocks of at most :data:`_BLOCK_SIZE`; a subset takes :math:`k_j` items from
+    block j. Each subset is one integer (its rank) drawn uniformly from [0, C(N, n)) and decoded without a loop
+    over subsets: the ranks are grouped by size pattern :math:`(k_1, \dots, k_B)`, :math:`C(b_1, k_1) \cdots
+    C(b_B, k_B)` consecutive ranks per pattern (found by a table look-up on the rank's top bits); the rank within
+    the pattern is read as a mixed-radix number whose digit j picks one of block j's size-:math:`k_j` subsets,
+    whose sum is read from a table of the block's :math:`2^{b_j}` subset sums. The map from ranks to subsets is
+    a bijection, so uniform ranks give uniform subsets. Beyond 32 items per set (C(N, n) above 2^62) it falls
+    back to ``_sampled_half_sums_by_keys``.
     """
     total = pooled.numel()
-    if not _unranking_fits(total, n):
+    if math.comb(total, n) > 2**62:
         return _sampled_half_sums_by_keys(pooled, n, n_permutations, generator)
-    n_subsets = math.comb(total, n)
-    shift = n_subsets.bit_length()  # (need << shift) + rank orders by need first, then rank
-    tables, n_after = [], total
-    for block in pooled.split(_BLOCK_SIZE):
-        n_after -= block.numel()
-        sums, start_of_size, first, ways_after = _block_tables(block, n_after, n)
-        keys = (torch.arange(n + 1).repeat_interleave(block.numel() + 2) << shift) + first  # ascending
-        tables.append((block.numel() + 2, keys, sums, start_of_size, first, ways_after))
+    code = _partition_code(total, n, _BLOCK_SIZE, _LOOKUP_BITS)
+    sums = torch.cat([_block_sums_by_size(block) for block in pooled.split(code.block_sizes)])
     half_sums = []
     for start in range(0, n_permutations, _SAMPLE_CHUNK):
-        rows = min(_SAMPLE_CHUNK, n_permutations - start)
-        rank = _uniform_below(n_subsets, rows, generator)
-        need = torch.full((rows,), n, dtype=torch.int64)
-        half_sum = torch.zeros(rows, dtype=pooled.dtype)
-        for width, keys, sums, start_of_size, first, ways_after in tables:
-            cell = torch.searchsorted(keys, (need << shift) + rank, right=True) - 1  # flattened (need, k)
-            from_block = cell - need * width
-            rank = rank - first[cell]
-            ways = ways_after[cell]
-            which = torch.div(rank, ways, rounding_mode="floor")  # which of the block's k-subsets
-            rank = torch.remainder(rank, ways)
-            half_sum += sums[start_of_size[from_block] + which]
-            need = need - from_block
-        half_sums.append(half_sum)
+        rank = _uniform_below(code.n_subsets, min(_SAMPLE_CHUNK, n_permutations - start), generator)
+        pattern = code.bucket_pattern.index_select(0, rank >> code.shift)
+        mixed = (pattern < 0).nonzero().squeeze(1)
+        pattern[mixed] = torch.searchsorted(code.first, rank[mixed], right=True) - 1
+        rank = rank - code.first.index_select(0, pattern)
+        half_sum = torch.zeros(rank.numel(), dtype=pooled.dtype)
+        for radix, offset in zip(code.radix, code.offset[:-1]):
+            digit_base = radix.index_select(0, pattern)
+            which = torch.remainder(rank, digit_base)  # the digit: one of the block's size-k_j subsets
+            rank = torch.div(rank, digit_base, rounding_mode="floor")
+            half_sum += sums.index_select(0, offset.index_select(0, pattern) + which)
+        half_sums.append(half_sum + sums.index_select(0, code.offset[-1].index_select(0, pattern) + rank))
     return torch.cat(half_sums)
 
 
