@@ -60,6 +60,16 @@ def word_pieces(tokenizer, words: Sequence[str], strategy: str = "mean_all_maske
     return [tokenizer.convert_tokens_to_ids(p) for p in pieces]
 
 
+def _tokenised_once(adapter: ModelAdapter, texts: list[str]) -> dict[str, Tensor]:
+    """``adapter.prepare_texts(texts)``, tokenising each distinct text once (same padding: the longest text)."""
+    row_of = {text: row for row, text in enumerate(dict.fromkeys(texts))}
+    tokens = adapter.prepare_texts(list(row_of))
+    if len(row_of) == len(texts):
+        return tokens
+    rows = torch.tensor([row_of[text] for text in texts], device=adapter.device)
+    return {key: value.index_select(0, rows) for key, value in tokens.items()}
+
+
 def word_log_probs(
     adapter: ModelAdapter,
     pixel_values: Tensor | None,
@@ -78,7 +88,8 @@ def word_log_probs(
         words: candidate words; each is scored in every template.
         strategy: ``"mean_all_masked"`` or ``"refuse"`` (module docstring).
 
-    One forward pass per distinct piece count among ``words``.
+    One forward pass per distinct piece count among ``words``; each distinct text is tokenised once
+    (attacks and suites score many images with few templates).
 
     Example:
         >>> from vlbias.models import load
@@ -103,8 +114,7 @@ def word_log_probs(
     scores = torch.empty(batch, len(words), device=adapter.device)
     for n_pieces in sorted({len(p) for p in pieces}):
         columns = [i for i, p in enumerate(pieces) if len(p) == n_pieces]
-        texts = [text.replace(mask, " ".join([mask] * n_pieces)) for text in templates]
-        tokens = adapter.prepare_texts(texts)
+        tokens = _tokenised_once(adapter, [text.replace(mask, " ".join([mask] * n_pieces)) for text in templates])
         logits = adapter.fill_mask_logits(pixel_values, tokens)  # (B, T, V)
         is_mask = tokens["input_ids"] == tokenizer.mask_token_id  # (B, T)
         if (is_mask.sum(dim=1) != n_pieces).any():
