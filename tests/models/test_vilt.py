@@ -1,5 +1,6 @@
 """ViLT adapter: the protocol checks are in test_protocol.py; here ViLT specifics: two
-checkpoints (MLM and retrieval), the white "no image", the patch shuffle's RNG, strict loading."""
+checkpoints (MLM and retrieval), the white "no image", the adapter's own patch embedding and the
+patch shuffle's RNG, strict loading."""
 
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from vlbias.cli import measure_parser
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.models import Capability, load
 from vlbias.models.masked_words import word_log_probs
-from vlbias.models.vilt import ViLTAdapter
+from vlbias.models.vilt import ViLTAdapter, patch_embeddings
 
 NAME = "vilt"
 CAPABILITIES = sorted(ViLTAdapter.capabilities)
@@ -78,13 +79,46 @@ def test_match_uses_the_retrieval_backbone_not_the_mlm_one(model):
     torch.testing.assert_close(before, after, rtol=0, atol=0)
 
 
-def test_patch_shuffle_leaves_the_callers_random_stream_alone(model):
+@pytest.fixture
+def few_patches_kept(model):
+    """ViLT keeps a random 8 of the tiny model's 4 x 4 = 16 patches: the adapter leaves embedding to ViLT."""
+    configs = [model.mlm.config, model.retrieval.config]
+    for config in configs:
+        config.max_image_length = 8
+    yield
+    for config in configs:
+        config.max_image_length = 200
+
+
+@pytest.mark.parametrize("patches", ["all kept", "subset kept"])
+def test_patch_embedding_leaves_the_callers_random_stream_alone(model, patches, request):
+    if patches == "subset kept":
+        request.getfixturevalue("few_patches_kept")
     pixels, tokens = pairs(model)
     torch.manual_seed(7)
     expected = torch.rand(3)
     torch.manual_seed(7)
-    model.match_logits(pixels, tokens)
+    first = model.match_logits(pixels, tokens)
     torch.testing.assert_close(torch.rand(3), expected, rtol=0, atol=0)
+    torch.testing.assert_close(model.match_logits(pixels, tokens), first, rtol=0, atol=0)
+
+
+def test_own_patch_embedding_is_vilts_up_to_patch_order(model):
+    """All patches kept: the adapter's grid-order embedding gives ViLT's outputs (its loop and shuffle)."""
+    pixels, tokens = pairs(model)
+    for capability in CAPABILITIES:
+        torch.testing.assert_close(
+            model.run_capability(capability, pixels, tokens),
+            model.direct_call(capability, pixels, tokens),
+            rtol=0,
+            atol=1e-5,
+        )
+
+
+def test_subset_of_patches_is_left_to_vilt(model, few_patches_kept):
+    pixels, tokens = pairs(model)
+    assert patch_embeddings(model.mlm.vilt.embeddings, pixels) is None
+    assert model.fill_mask_logits(pixels, tokens).shape[:2] == tokens["input_ids"].shape
 
 
 def test_separate_mlm_and_itm_checkpoints_load_like_the_saved_pair(model, saved):

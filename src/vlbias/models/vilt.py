@@ -29,11 +29,16 @@ checkpoint's ``preprocessor_config.json``) and the ``pixel_mask`` is all ones, s
 holds padding and outputs do not depend on what else is in the batch. ViLT's position embeddings
 are interpolated to the patch grid, so any square size works.
 
-ViLT visits the patches in an order drawn with ``torch.multinomial`` from the global CPU RNG.
-The transformer is invariant to that order up to float rounding (~1e-7: position embeddings are
-added to each patch before the shuffle), but not bit for bit, and the draw advances the caller's
-RNG. The adapter therefore draws the order from a fixed seed inside ``torch.random.fork_rng``:
-its outputs are bitwise reproducible and the caller's random stream is left untouched.
+Patch embedding: ViLT's own ``visual_embed`` handles padded images of different sizes with a
+Python loop over the batch and visits the patches in an order drawn with ``torch.multinomial``
+from the global CPU RNG. Our images are never padded, so when every patch is used (the patch grid
+has at most ``max_image_length`` cells: 144 <= 200 for the public checkpoints) the adapter embeds
+the patches itself (:func:`patch_embeddings`), vectorised and in grid order, and passes them as
+``image_embeds``. The transformer is invariant to the patch order (position embeddings are added
+to each patch before it is placed), so outputs equal ViLT's own up to float rounding (~1e-7), are
+bitwise reproducible and leave the caller's RNG untouched. Larger grids make ViLT keep a random
+subset of the patches; the adapter then leaves embedding to ViLT and draws its patch order from
+a fixed seed inside ``torch.random.fork_rng`` (:func:`fixed_patch_order`).
 
 Example:
     >>> model = ViLTAdapter.tiny()
@@ -49,7 +54,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import torch
-from torch import Tensor
+import torch.nn.functional as F
+from torch import Tensor, nn
 from transformers import (
     AutoTokenizer,
     ViltConfig,
@@ -78,6 +84,42 @@ def fixed_patch_order() -> Iterator[None]:
     with torch.random.fork_rng(devices=[]):
         torch.default_generator.manual_seed(PATCH_ORDER_SEED)
         yield
+
+
+def _project_patches(projection: nn.Conv2d, pixel_values: Tensor) -> Tensor:
+    """``projection(pixel_values)``; a convolution whose stride is its kernel reads non-overlapping
+    patches, so it is computed as one matrix product over the flattened patches (the same sums, in
+    another order; its backward, which attacks need, is several times faster than the convolution's
+    on CPU)."""
+    (p, q), (s, t) = projection.kernel_size, projection.stride
+    if (p, q) != (s, t) or projection.padding != (0, 0) or projection.dilation != (1, 1) or projection.groups != 1:
+        return projection(pixel_values)
+    batch_size, channels, height, width = pixel_values.shape
+    h, w = height // p, width // q
+    patches = pixel_values[:, :, : h * p, : w * q].reshape(batch_size, channels, h, p, w, q)
+    patches = patches.permute(0, 2, 4, 1, 3, 5).reshape(batch_size, h, w, channels * p * q)
+    projected = F.linear(patches, projection.weight.flatten(1), projection.bias)  # (B, h, w, H)
+    return projected.permute(0, 3, 1, 2)
+
+
+def patch_embeddings(embeddings: nn.Module, pixel_values: Tensor) -> Tensor | None:
+    """``ViltEmbeddings.visual_embed`` for un-padded images when it keeps every patch, without its
+    loop over the batch and in grid order: ``(B, 1 + N, H)`` = [image CLS, patches], each plus its
+    (interpolated) position embedding, then dropout. ``None`` when ViLT would keep a random subset."""
+    config = embeddings.config
+    projection = embeddings.patch_embeddings.projection  # Conv2d, kernel = stride = patch size
+    height, width = (size // stride for size, stride in zip(pixel_values.shape[-2:], projection.stride))
+    limit = config.max_image_length
+    if isinstance(limit, int) and limit >= 0 and height * width > limit:
+        return None
+    patches = _project_patches(projection, pixel_values.to(projection.weight.dtype))  # (B, H, h, w)
+    batch_size, hidden = patches.shape[:2]
+    grid = config.image_size // config.patch_size
+    spatial = embeddings.position_embeddings[:, 1:, :].transpose(1, 2).view(1, hidden, grid, grid)
+    position = F.interpolate(spatial, size=(height, width), mode="bilinear", align_corners=True)
+    patches = patches.flatten(2).transpose(1, 2) + position.flatten(2).transpose(1, 2)
+    cls = (embeddings.cls_token + embeddings.position_embeddings[:, :1, :]).expand(batch_size, -1, -1)
+    return embeddings.dropout(torch.cat([cls, patches], dim=1))
 
 
 class ViLTAdapter(ModelAdapter):
@@ -122,20 +164,20 @@ class ViLTAdapter(ModelAdapter):
     def fill_mask_logits(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         """MLM logits ``(B, T, V)`` of ``ViltForMaskedLM`` over the text positions."""
         with fixed_patch_order():
-            return self.mlm(**self._inputs(pixel_values, tokens)).logits
+            return self.mlm(**self._inputs(self.mlm.vilt, pixel_values, tokens)).logits
 
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         """Last-layer states of the MLM backbone (after its final LayerNorm) at the text
         positions, ``last_hidden_state[:, :T]``: ``(B, T, H)``."""
         length = tokens["input_ids"].shape[1]
         with fixed_patch_order():
-            return self.mlm.vilt(**self._inputs(pixel_values, tokens)).last_hidden_state[:, :length]
+            return self.mlm.vilt(**self._inputs(self.mlm.vilt, pixel_values, tokens)).last_hidden_state[:, :length]
 
     def match_logits(self, pixel_values: Tensor, tokens: dict[str, Tensor]) -> Tensor:
         """The retrieval head's score ``rank_output(pooler(h_CLS))`` per pair: ``(B,)``
         (a ranking score, see the module docstring)."""
         with fixed_patch_order():
-            return self.retrieval(**self._inputs(pixel_values, tokens)).logits[:, 0]
+            return self.retrieval(**self._inputs(self.retrieval.vilt, pixel_values, tokens)).logits[:, 0]
 
     def direct_call(self, capability: Capability, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         """The documented calls, with the model's default ``pixel_mask``:
@@ -154,9 +196,10 @@ class ViLTAdapter(ModelAdapter):
             return self.retrieval(**tokens, pixel_values=pixel_values).logits[:, 0]
         raise self._lacks(capability)
 
-    def _inputs(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> dict[str, Tensor]:
-        """Keyword arguments for a ViLT forward: tokens, pixels (white when ``None``) and an
-        all-ones ``pixel_mask`` ``(B, H, W)``."""
+    def _inputs(self, vilt: nn.Module, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> dict[str, Tensor]:
+        """Keyword arguments for a forward of the model around ``vilt``: tokens and either the
+        patches embedded by :func:`patch_embeddings` with an all-ones mask ``(B, 1 + N)``, or the
+        pixels (white when ``None``) with an all-ones ``pixel_mask`` ``(B, H, W)``."""
         batch_size = tokens["input_ids"].shape[0]
         if pixel_values is None:
             pixel_values = self.no_image(batch_size)
@@ -164,9 +207,11 @@ class ViLTAdapter(ModelAdapter):
             raise InputError(
                 f"Expected one image per text, but got {pixel_values.shape[0]} images and {batch_size} texts."
             )
-        pixel_mask = torch.ones(
-            batch_size, *pixel_values.shape[-2:], dtype=torch.long, device=pixel_values.device
-        )
+        image_embeds = patch_embeddings(vilt.embeddings, pixel_values)
+        if image_embeds is not None:
+            mask = torch.ones(image_embeds.shape[:2], dtype=torch.long, device=pixel_values.device)
+            return {**tokens, "image_embeds": image_embeds, "pixel_mask": mask}
+        pixel_mask = torch.ones(batch_size, *pixel_values.shape[-2:], dtype=torch.long, device=pixel_values.device)
         return {**tokens, "pixel_values": pixel_values, "pixel_mask": pixel_mask}
 
     # -- persistence -----------------------------------------------------------------
