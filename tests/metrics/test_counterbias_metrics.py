@@ -1,9 +1,14 @@
 """CounterBias Eq. 4-13 and Table 2 on fixed probabilities computed by hand."""
 
 import math
+import os
+import socket
+import tempfile
 
 import pytest
 import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.counterbias import CounterBiasScore
@@ -111,3 +116,79 @@ def test_bad_inputs_are_refused():
         dataset_bias(torch.ones(2), torch.tensor([0, 2]), torch.tensor([1, 1]), 2)
     with pytest.raises(ConfigError, match="n_targets"):
         CounterBiasScore(n_targets=0)
+
+
+# ----------------------------------------------------------------------------- DDP
+NUM_BATCHES, WORLD_SIZE, N_TARGETS = 6, 2, 5
+CUTS = [0, 9, 11, 18, 19, 23, 30]  # batch sizes 9, 2, 7, 1, 4, 7: rank 0 holds 17 items, rank 1 holds 13
+
+
+def ddp_items():
+    """30 items with NaN (excluded) biases; target 3 only on rank 0, target 4 never seen."""
+    generator = torch.Generator().manual_seed(21)
+    bias = torch.randn(30, generator=generator, dtype=torch.float64)
+    bias[[1, 5, 9, 20, 27]] = float("nan")  # 3 excluded on rank 0 (batches 0, 4), 2 on rank 1 (batches 1, 5)
+    target = torch.randint(0, 3, (30,), generator=generator)
+    target[[0, 12, 21]] = 3  # batches 0, 2, 4
+    direction = torch.randint(0, 2, (30,), generator=generator) * 2 - 1
+    return bias, target, direction
+
+
+def run_counterbias(batches):
+    """compute() of CounterBiasScore (percent and plain) fed with the given batches."""
+    bias, target, direction = ddp_items()
+    metrics = {
+        "percent": CounterBiasScore(n_targets=N_TARGETS),
+        "plain": CounterBiasScore(n_targets=N_TARGETS, percent=False),
+    }
+    for i in batches:
+        rows = slice(CUTS[i], CUTS[i + 1])
+        for metric in metrics.values():
+            metric.update(bias[rows], target[rows], direction[rows])
+    return {name: metric.compute() for name, metric in metrics.items()}
+
+
+def ddp_worker(rank: int, port: int, out_dir: str) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE)
+    try:
+        torch.save(run_counterbias(range(rank, NUM_BATCHES, WORLD_SIZE)), os.path.join(out_dir, f"rank{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_results_do_not_depend_on_batch_order():
+    # what a 2-process gather hands to `compute`: rank 0's batches, then rank 1's
+    in_order, gathered_order = run_counterbias(range(NUM_BATCHES)), run_counterbias([0, 2, 4, 1, 3, 5])
+    for family, result in in_order.items():
+        for key, value in result.items():
+            torch.testing.assert_close(
+                gathered_order[family][key], value, atol=1e-12, rtol=0, equal_nan=True, msg=f"{family}/{key}"
+            )
+
+
+def test_ddp_two_processes_match_single_process():
+    expected = run_counterbias(range(NUM_BATCHES))
+    bias, target, direction = ddp_items()
+    per_target, counts = dataset_bias(bias, target, direction, N_TARGETS)  # one process, the functional form
+    torch.testing.assert_close(expected["percent"]["per_target"], per_target, atol=1e-12, rtol=0, equal_nan=True)
+    assert expected["percent"]["count"].tolist() == counts.tolist() and counts[3] == 3 and counts[4] == 0
+    assert int(expected["percent"]["n_excluded"]) == 5
+    with tempfile.TemporaryDirectory() as out_dir:
+        mp.spawn(ddp_worker, args=(free_port(), out_dir), nprocs=WORLD_SIZE, join=True)
+        results = [torch.load(os.path.join(out_dir, f"rank{rank}.pt")) for rank in range(WORLD_SIZE)]
+    for result in results:  # every rank computes the same numbers as one process did
+        for family in ("percent", "plain"):
+            assert result[family].keys() == {"per_target", "count", "mean_absolute", "n_excluded"}
+            for key, value in expected[family].items():
+                torch.testing.assert_close(
+                    result[family][key], value, atol=1e-12, rtol=0, equal_nan=True, msg=f"{family}/{key}"
+                )
+            assert result[family]["count"].tolist() == expected[family]["count"].tolist()
+            assert int(result[family]["n_excluded"]) == 5

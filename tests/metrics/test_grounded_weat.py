@@ -1,7 +1,13 @@
 """Grounded-WEAT/SEAT Experiment 3 (congruence): hand-computed values, order independence, the metric class."""
 
+import os
+import socket
+import tempfile
+
 import pytest
 import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
 
 from vlbias.errors import InputError
 from vlbias.metrics.functional.grounded_weat import (
@@ -72,3 +78,72 @@ def test_errors():
         congruence_effect_size(torch.tensor([]), torch.tensor([]), Y_OWN, Y_OTHER)
     with pytest.raises(InputError, match="together"):
         GroundedCongruenceTest().update(x_own=X_OWN)
+
+
+# ----------------------------------------------------------------------------- DDP
+NUM_BATCHES, WORLD_SIZE = 6, 2
+
+
+def ddp_batches():
+    """Six batches of (own, other) score pairs; rank 1 (batches 1, 3, 5) never sees a target of Y."""
+    generator = torch.Generator().manual_seed(11)
+    x_own, x_other = torch.rand(9, generator=generator) + 0.1, torch.rand(9, generator=generator)
+    y_own, y_other = torch.rand(6, generator=generator), torch.rand(6, generator=generator) + 0.05
+    return [
+        {"x_own": x_own[:2], "x_other": x_other[:2], "y_own": y_own[:4], "y_other": y_other[:4]},
+        {"x_own": x_own[2:5], "x_other": x_other[2:5]},
+        {"y_own": y_own[4:], "y_other": y_other[4:]},
+        {"x_own": x_own[5:6], "x_other": x_other[5:6]},
+        {"x_own": x_own[6:7], "x_other": x_other[6:7]},
+        {"x_own": x_own[7:], "x_other": x_other[7:]},
+    ]
+
+
+def run_metrics(batches):
+    """Sampled (all batches) and exact (even batches only: rank 1 never updates it) congruence tests."""
+    parts = ddp_batches()
+    sampled = GroundedCongruenceTest(n_permutations=3000, exact_limit=0, n_bootstrap=300, seed=7)
+    exact = GroundedCongruenceTest(n_bootstrap=300, seed=7)
+    for i in batches:
+        sampled.update(**parts[i])
+        if i % 2 == 0:
+            exact.update(**parts[i])
+    return {"sampled": sampled.compute(), "exact": exact.compute()}
+
+
+def ddp_worker(rank: int, port: int, out_dir: str) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE)
+    try:
+        torch.save(run_metrics(range(rank, NUM_BATCHES, WORLD_SIZE)), os.path.join(out_dir, f"rank{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_results_do_not_depend_on_batch_order():
+    # what a 2-process gather hands to `compute`: rank 0's batches, then rank 1's
+    in_order, gathered_order = run_metrics(range(NUM_BATCHES)), run_metrics([0, 2, 4, 1, 3, 5])
+    for family in ("sampled", "exact"):
+        for key, value in in_order[family].items():
+            torch.testing.assert_close(gathered_order[family][key], value, atol=0, rtol=0, msg=f"{family}/{key}")
+
+
+def test_ddp_two_processes_match_single_process():
+    expected = run_metrics(range(NUM_BATCHES))
+    assert 1 / 3001 < expected["sampled"]["p_value"].item() < 1  # sampled, not trivially at an end
+    assert expected["exact"]["p_value"].item() * 2**9 % 1 == 0  # all 2^(3 + 6) sign vectors enumerated
+    with tempfile.TemporaryDirectory() as out_dir:
+        mp.spawn(ddp_worker, args=(free_port(), out_dir), nprocs=WORLD_SIZE, join=True)
+        results = [torch.load(os.path.join(out_dir, f"rank{rank}.pt")) for rank in range(WORLD_SIZE)]
+    for result in results:  # every rank computes the same numbers as one process did
+        for family in ("sampled", "exact"):
+            assert result[family].keys() == {"effect_size", "statistic", "p_value", "interval"}
+            for key, value in expected[family].items():
+                torch.testing.assert_close(result[family][key], value, atol=1e-12, rtol=0, msg=f"{family}/{key}")
+            assert result[family]["p_value"].item() == expected[family]["p_value"].item()

@@ -1,7 +1,13 @@
 """Zero-shot attribute ranking (MMBias Fig. 5): functional form, the metric class, bad input."""
 
+import os
+import socket
+import tempfile
+
 import pytest
 import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional.zero_shot import pleasant_share, zero_shot_ranking
@@ -51,3 +57,57 @@ def test_bad_input():
         metric.compute()
     with pytest.raises(InputError, match="3 columns"):
         metric.update(torch.zeros(2, 4))
+
+
+# ----------------------------------------------------------------------------- DDP
+NUM_BATCHES, WORLD_SIZE, N_WORDS, TOP_K = 6, 2, 12, 8
+CUTS = [0, 5, 7, 14, 15, 18, 22]  # batch sizes 5, 2, 7, 1, 3, 4: rank 0 holds 15 images, rank 1 holds 7
+
+
+def ddp_scores():
+    return torch.rand(22, N_WORDS, generator=torch.Generator().manual_seed(31))
+
+
+def run_ranking(batches):
+    """compute() of ZeroShotRanking fed with the given batches of image rows."""
+    scores, metric = ddp_scores(), ZeroShotRanking(n_words=N_WORDS, top_k=TOP_K)
+    for i in batches:
+        metric.update(scores[CUTS[i] : CUTS[i + 1]])
+    values, indices = metric.compute()
+    return {"values": values, "indices": indices}
+
+
+def ddp_worker(rank: int, port: int, out_dir: str) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE)
+    try:
+        torch.save(run_ranking(range(rank, NUM_BATCHES, WORLD_SIZE)), os.path.join(out_dir, f"rank{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_results_do_not_depend_on_batch_order():
+    # what a 2-process gather hands to `compute`: rank 0's batches, then rank 1's
+    in_order, gathered_order = run_ranking(range(NUM_BATCHES)), run_ranking([0, 2, 4, 1, 3, 5])
+    torch.testing.assert_close(gathered_order["values"], in_order["values"], atol=1e-12, rtol=0)
+    assert gathered_order["indices"].tolist() == in_order["indices"].tolist()
+
+
+def test_ddp_two_processes_match_single_process():
+    expected = run_ranking(range(NUM_BATCHES))
+    functional = zero_shot_ranking(ddp_scores().double(), top_k=TOP_K)  # one process, all 22 images at once
+    torch.testing.assert_close(expected["values"], functional[0], atol=1e-12, rtol=0)
+    assert expected["indices"].tolist() == functional[1].tolist()
+    assert expected["values"].diff().max() < -1e-3  # no near-ties: the order is decided by the scores
+    with tempfile.TemporaryDirectory() as out_dir:
+        mp.spawn(ddp_worker, args=(free_port(), out_dir), nprocs=WORLD_SIZE, join=True)
+        results = [torch.load(os.path.join(out_dir, f"rank{rank}.pt")) for rank in range(WORLD_SIZE)]
+    for result in results:  # every rank ranks the words as one process did
+        torch.testing.assert_close(result["values"], expected["values"], atol=1e-12, rtol=0)
+        assert result["indices"].tolist() == expected["indices"].tolist()

@@ -91,6 +91,15 @@ class GroundedCongruenceTest(Metric):
             getattr(self, f"{group}_own").append(own.detach().to(torch.float64))
             getattr(self, f"{group}_other").append(other.detach().to(torch.float64))
 
+    def sync(self, *args: Any, **kwargs: Any) -> None:
+        # torchmetrics gathers an empty "cat" state as an empty tensor of the metric dtype (float32 by
+        # default), which cannot be gathered with another rank's float64 scores: a rank that saw no
+        # target of X or of Y (or no update at all) sends an empty float64 tensor instead
+        for name in _STATES:
+            if isinstance(getattr(self, name), list) and not getattr(self, name):
+                setattr(self, name, [torch.empty(0, dtype=torch.float64, device=self.device)])
+        super().sync(*args, **kwargs)
+
     def compute(self) -> dict[str, Tensor]:
         scores = [dim_zero_cat(s) if isinstance(s, list) and s else s for s in (getattr(self, n) for n in _STATES)]
         scores = [torch.empty(0, dtype=torch.float64) if isinstance(s, list) else s for s in scores]
