@@ -105,13 +105,17 @@ def batches():
 
 
 def run_metrics(order):
+    """Both metrics over the given batches, and ``even_`` twins over the even batches only: in DDP rank 1
+    never updates those, so its empty int64 and float64 list states are gathered with rank 0's."""
     parts, _ = batches()
-    language, visual = LanguageAssociation(num_entities=3), VisualAssociation(num_entities=3)
+    metrics = {name: cls(num_entities=3) for name, cls in (("language", LanguageAssociation), ("visual", VisualAssociation))}
+    metrics.update({f"even_{name}": type(metric)(num_entities=3) for name, metric in metrics.items()})
     for i in order:
         entity, agent, neutral, no_image = parts[i]
-        language.update(entity, agent, neutral)
-        visual.update(entity, neutral, no_image)
-    return {"language": language.compute(), "visual": visual.compute()}
+        for prefix in ("", "even_") if i % 2 == 0 else ("",):
+            metrics[f"{prefix}language"].update(entity, agent, neutral)
+            metrics[f"{prefix}visual"].update(entity, neutral, no_image)
+    return {name: metric.compute() for name, metric in metrics.items()}
 
 
 def test_metrics_equal_the_functional_scores():
@@ -162,9 +166,12 @@ def free_port() -> int:
 @pytest.mark.slow  # two spawned processes: ~40 s on the loaded 2-core machine
 def test_ddp_two_processes_match_single_process():
     expected = run_metrics(range(4))
+    assert not expected["even_visual"][:2].isnan().any()  # batches 0 and 2 hold both entities 0 and 1
+    assert not torch.equal(expected["even_visual"][:2], expected["visual"][:2])  # (entity 2 is nan in both)
     with tempfile.TemporaryDirectory() as out_dir:
         mp.spawn(ddp_worker, args=(free_port(), out_dir), nprocs=2, join=True)
         results = [torch.load(os.path.join(out_dir, f"rank{rank}.pt")) for rank in range(2)]
     for result in results:
+        assert result.keys() == expected.keys()
         for key, value in expected.items():
             assert_close(result[key], value, atol=1e-12, rtol=0, equal_nan=True, msg=key)

@@ -197,15 +197,26 @@ NUM_BATCHES, WORLD_SIZE = 6, 2
 
 
 def run_metrics(batches):
+    """Scores and shifts of all given batches, and of only the even ones: in DDP rank 1 never updates the
+    ``even/`` twins, so its empty (N, 3) float64, bool and int64 list states are gathered with rank 0's."""
     scores, anti, category = random_items(90, seed=5)
     generator = torch.Generator().manual_seed(6)
     pairs = [torch.randn(90, 2, generator=generator, dtype=torch.float64) for _ in range(3)]
-    scores_metric, shift_metric = VLStereoSetScores(n_bootstrap=300, seed=2), VLStereoSetShift(n_bootstrap=300, seed=2)
+    metrics = {
+        name: (VLStereoSetScores(n_bootstrap=300, seed=2), VLStereoSetShift(n_bootstrap=300, seed=2))
+        for name in ("all", "even")
+    }
     for i in batches:
         rows = slice(15 * i, 15 * (i + 1))
-        scores_metric.update(scores[rows], anti[rows], category[rows])
-        shift_metric.update(*(p[rows] for p in pairs))
-    return {**scores_metric.compute(), **shift_metric.compute()}
+        for name in ("all", "even") if i % 2 == 0 else ("all",):
+            metrics[name][0].update(scores[rows], anti[rows], category[rows])
+            metrics[name][1].update(*(p[rows] for p in pairs))
+    return {
+        f"{name}/{kind}/{key}": value
+        for name, pair in metrics.items()
+        for kind, metric in zip(("scores", "shift"), pair)
+        for key, value in metric.compute().items()
+    }
 
 
 def ddp_worker(rank: int, port: int, out_dir: str) -> None:
@@ -231,6 +242,8 @@ def test_results_do_not_depend_on_batch_order():
 
 def test_ddp_two_processes_match_single_process():
     expected = run_metrics(range(NUM_BATCHES))
+    assert expected["all/scores/n_items"].item() == 90 and expected["even/shift/n_items"].item() == 45
+    assert expected["even/scores/vlbs"].item() != expected["all/scores/vlbs"].item()
     with tempfile.TemporaryDirectory() as out_dir:
         mp.spawn(ddp_worker, args=(free_port(), out_dir), nprocs=WORLD_SIZE, join=True)
         results = [torch.load(os.path.join(out_dir, f"rank{rank}.pt")) for rank in range(WORLD_SIZE)]

@@ -22,6 +22,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
 from vlbias.errors import ConfigError
+from vlbias.metrics._list_states import TypedListStates
 from vlbias.metrics.functional.entity_association import (
     _check_entity_batch,
     _language_compute,
@@ -70,7 +71,7 @@ class LanguageAssociation(Metric):
         return _language_compute(self.total, self.count)
 
 
-class VisualAssociation(Metric):
+class VisualAssociation(TypedListStates, Metric):
     r""":math:`S_V(E, g) = \ln \frac{1}{|I_g|} \sum_{I \in I_g} P_{VL}(E|p, I) - \ln P_{VL}(E|p)`
     (Eq. 4 with Eq. 2) per entity.
 
@@ -89,6 +90,7 @@ class VisualAssociation(Metric):
     is_differentiable = False
     higher_is_better = None
     full_state_update = False
+    list_state_specs = (("entity", torch.int64, ()), ("log_p_image", torch.float64, ()), ("log_p_no_image", torch.float64, ()))
 
     def __init__(self, num_entities: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)

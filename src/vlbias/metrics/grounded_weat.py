@@ -16,6 +16,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
 from vlbias.errors import InputError
+from vlbias.metrics._list_states import TypedListStates
 from vlbias.metrics.functional.grounded_weat import (
     DEFAULT_EXACT_LIMIT,
     congruence_effect_size,
@@ -28,7 +29,7 @@ from vlbias.metrics.functional.weat import DEFAULT_BOOTSTRAP
 _STATES = ("x_own", "x_other", "y_own", "y_other")
 
 
-class GroundedCongruenceTest(Metric):
+class GroundedCongruenceTest(TypedListStates, Metric):
     r"""Ross et al. (2021, Sec. 4.3) Experiment 3: :math:`s_3 = \frac12(|\sum_x \delta_x| + |\sum_y \delta_y|)`,
     its effect size :math:`d_3 = \frac12(|d_X| + |d_Y|)`, paired sign-flip p-value and bootstrap interval.
 
@@ -57,6 +58,7 @@ class GroundedCongruenceTest(Metric):
     is_differentiable = False
     higher_is_better = None
     full_state_update = False
+    list_state_specs = tuple((name, torch.float64, ()) for name in _STATES)  # a rank may see no target of X or Y
 
     def __init__(
         self,
@@ -90,15 +92,6 @@ class GroundedCongruenceTest(Metric):
                 )
             getattr(self, f"{group}_own").append(own.detach().to(torch.float64))
             getattr(self, f"{group}_other").append(other.detach().to(torch.float64))
-
-    def sync(self, *args: Any, **kwargs: Any) -> None:
-        # torchmetrics gathers an empty "cat" state as an empty tensor of the metric dtype (float32 by
-        # default), which cannot be gathered with another rank's float64 scores: a rank that saw no
-        # target of X or of Y (or no update at all) sends an empty float64 tensor instead
-        for name in _STATES:
-            if isinstance(getattr(self, name), list) and not getattr(self, name):
-                setattr(self, name, [torch.empty(0, dtype=torch.float64, device=self.device)])
-        super().sync(*args, **kwargs)
 
     def compute(self) -> dict[str, Tensor]:
         scores = [dim_zero_cat(s) if isinstance(s, list) and s else s for s in (getattr(self, n) for n in _STATES)]

@@ -22,6 +22,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
 from vlbias.errors import ConfigError, InputError
+from vlbias.metrics._list_states import TypedListStates
 from vlbias.metrics.functional.vlstereoset import (
     SCORES,
     _check_bootstrap,
@@ -42,7 +43,7 @@ def _joined(state: list[Tensor] | Tensor, *shape: int, dtype: torch.dtype = torc
     return dim_zero_cat(state) if state else torch.empty(0, *shape, dtype=dtype)
 
 
-class VLStereoSetScores(Metric):
+class VLStereoSetScores(TypedListStates, Metric):
     r"""vlrs, vlbs and ivlas (Sec. 3.4, Eq. 1 with ``vlrb`` read as ``vlbs``), overall and per category.
 
     ``update(scores, anti, category)`` takes per-item caption scores ``(N, 3)`` in the order
@@ -73,6 +74,7 @@ class VLStereoSetScores(Metric):
     is_differentiable = False
     higher_is_better = None  # vlrs and ivlas: higher is better; vlbs: lower is better
     full_state_update = False
+    list_state_specs = (("selection", torch.float64, (3,)), ("anti", torch.bool, ()), ("category", torch.int64, ()))
 
     def __init__(
         self,
@@ -126,7 +128,7 @@ class VLStereoSetScores(Metric):
         return results
 
 
-class VLStereoSetShift(Metric):
+class VLStereoSetShift(TypedListStates, Metric):
     r"""lmss (Eq. 2) and vlss (Eq. 3) of anti-stereotypical items.
 
     ``update(original, neutral, neutral_blank)`` takes three ``(N, 2)`` score pairs
@@ -155,6 +157,7 @@ class VLStereoSetShift(Metric):
     is_differentiable = False
     higher_is_better = None
     full_state_update = False
+    list_state_specs = (("lmss", torch.float64, ()), ("vlss", torch.float64, ()))
 
     def __init__(self, temperature: float = 1.0, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
