@@ -37,6 +37,20 @@ def test_neutral_caption_rate(rate):
     assert neutral == pytest.approx(rate, abs=0.03)  # binomial standard error <= 0.008
 
 
+def test_hidden_objects_leave_only_the_object_out():
+    shown = BiasWorld(n_train=400, eval_per_combination=2)
+    hiding = BiasWorld(n_train=400, eval_per_combination=2, hidden_object_rate=0.5)
+    for split in ("train", "test"):
+        items, images, reference = hiding.items(split), hiding.images(split), shown.images(split)
+        assert [(i.group, i.activity, i.caption) for i in items] == [(i.group, i.activity, i.caption) for i in shown.items(split)]
+        hidden = torch.tensor([not item.object_visible for item in items])
+        assert all(item.object_visible for item in shown.items(split))
+        assert hidden.float().mean().item() == pytest.approx(0.5, abs=0.1)
+        assert torch.equal(images[~hidden], reference[~hidden])  # the same world where objects are shown
+        differs = (images[hidden].int() - reference[hidden].int()).abs().sum(dim=(0, 1)) > 0  # (H, W)
+        assert differs.any() and not differs[:, :26].any()  # only where objects are drawn (x >= 26)
+
+
 def test_evaluation_splits_are_balanced_with_ground_truth():
     world = BiasWorld(bias_strength=1.0, n_train=8, eval_per_combination=3)
     for split in ("val", "test"):
@@ -69,6 +83,7 @@ def test_images_are_uint8_rgb_and_groups_differ_visually():
         ({"n_train": 0}, r"`n_train` to be an integer >= 1 but got 0"),
         ({"image_size": 16}, r"`image_size` to be an integer >= 32 but got 16"),
         ({"neutral_caption_rate": 2}, r"`neutral_caption_rate` in \[0, 1\] but got 2"),
+        ({"hidden_object_rate": -1}, r"`hidden_object_rate` in \[0, 1\] but got -1"),
     ],
 )
 def test_bad_world_options(kwargs, match):
@@ -96,6 +111,7 @@ def test_hugging_face_dataset_carries_images_and_ground_truth():
     assert row["image"].size == (64, 64) and row["image"].mode == "RGB"
     assert dataset.features["group"].int2str(row["group"]) == world.items("test")[0].group
     assert row["caption"] == world.items("test")[0].caption
+    assert row["object_visible"] is True
 
 
 def test_datamodule_batches():

@@ -16,6 +16,11 @@ of stereotypical training items is ``s + (1 - s) / 2``. The ``val`` and ``test``
 balanced: every (group, activity) pair appears ``eval_per_combination`` times, so half the
 items are counter-stereotypical. Every item carries its ground truth.
 
+``hidden_object_rate`` (default 0) is the fraction of images, in every split, drawn without their
+activity object while the caption still names the activity, as real captions name what a photo
+barely shows. A model trained on biased data can then only guess those activities from the
+group, which is where a planted bias shows in caption selection (VLStereoSet's vlbs).
+
 Everything is a pure function of ``seed``: item ``i`` of a split is drawn from its own
 random stream ``(seed, split, i)``.
 
@@ -91,6 +96,7 @@ class Item:
     activity: str
     stereotyped: bool  # the activity is one of the group's stereotyped activities
     caption: str
+    object_visible: bool = True  # the activity's object is drawn (see ``hidden_object_rate``)
 
 
 class BiasWorld:
@@ -104,6 +110,7 @@ class BiasWorld:
         image_size: side of the square RGB images, at least 32.
         neutral_caption_rate: fraction of captions with a neutral subject, in [0, 1].
         seed: seed of everything.
+        hidden_object_rate: fraction of images drawn without their activity object, in [0, 1].
     """
 
     def __init__(
@@ -114,8 +121,14 @@ class BiasWorld:
         image_size: int = 64,
         neutral_caption_rate: float = 0.5,
         seed: int = 0,
+        hidden_object_rate: float = 0.0,
     ) -> None:
-        for name, value in (("bias_strength", bias_strength), ("neutral_caption_rate", neutral_caption_rate)):
+        rates = (
+            ("bias_strength", bias_strength),
+            ("neutral_caption_rate", neutral_caption_rate),
+            ("hidden_object_rate", hidden_object_rate),
+        )
+        for name, value in rates:
             if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
                 raise ConfigError(f"Expected `{name}` in [0, 1] but got {value!r}.")
         for name, value, low in (("n_train", n_train, 1), ("eval_per_combination", eval_per_combination, 1), ("image_size", image_size, 32)):
@@ -127,6 +140,7 @@ class BiasWorld:
         self.image_size = image_size
         self.neutral_caption_rate = float(neutral_caption_rate)
         self.seed = seed
+        self.hidden_object_rate = float(hidden_object_rate)
         self._images: dict[str, Tensor] = {}
 
     @property
@@ -138,6 +152,7 @@ class BiasWorld:
             "image_size": self.image_size,
             "neutral_caption_rate": self.neutral_caption_rate,
             "seed": self.seed,
+            "hidden_object_rate": self.hidden_object_rate,
         }
 
     def _rng(self, split: str, index: int) -> np.random.Generator:
@@ -171,7 +186,10 @@ class BiasWorld:
         else:
             templates, draw = CAPTION_TEMPLATES, (draw - self.neutral_caption_rate) / (1 - self.neutral_caption_rate)
         template = templates[min(int(draw * len(templates)), len(templates) - 1)]
-        return Item(split, index, group, activity, activity in STEREOTYPES[group], template.format(group=group, activity=activity))
+        # a stream of its own, so that the images of a world without hidden objects do not depend on the rate
+        visible = np.random.default_rng([self.seed, SPLITS.index(split), index, 1]).random() >= self.hidden_object_rate
+        caption = template.format(group=group, activity=activity)
+        return Item(split, index, group, activity, activity in STEREOTYPES[group], caption, bool(visible))
 
     def images(self, split: str) -> Tensor:
         """All images of ``split`` as uint8 ``(N, 3, S, S)``, rendered once and cached."""
@@ -184,7 +202,7 @@ class BiasWorld:
         """The image of ``item`` as uint8 ``(S, S, 3)``; depends on (seed, split, index) only."""
         rng = self._rng(item.split, item.index)
         rng.random()  # the draw that chose the caption template
-        return _draw(item.group, item.activity, self.image_size, rng)
+        return _draw(item.group, item.activity, self.image_size, rng, item.object_visible)
 
     def dataset(self, split: str) -> BiasWorldDataset:
         """A torch dataset of ``split`` (images as float in [0, 1])."""
@@ -204,6 +222,7 @@ class BiasWorld:
                 "activity": datasets.ClassLabel(names=list(ACTIVITIES)),
                 "stereotyped": datasets.Value("bool"),
                 "caption": datasets.Value("string"),
+                "object_visible": datasets.Value("bool"),
             }
         )
         images = self.images(split).permute(0, 2, 3, 1).numpy()
@@ -253,7 +272,7 @@ _OBJECT_COLOURS = {
 }
 
 
-def _draw(group: str, activity: str, size: int, rng: np.random.Generator) -> np.ndarray:
+def _draw(group: str, activity: str, size: int, rng: np.random.Generator, object_visible: bool = True) -> np.ndarray:
     unit = size / 64.0
     background = tuple(int(v) for v in rng.integers(170, 256, size=3))
     image = Image.new("RGB", (size, size), background)
@@ -264,7 +283,9 @@ def _draw(group: str, activity: str, size: int, rng: np.random.Generator) -> np.
     y = (10 + rng.uniform(-2, 2)) * unit  # top of the head
     _draw_figure(draw, group, x, y, unit * rng.uniform(0.9, 1.1), clothes, skin)
     ox, oy = (46 + rng.uniform(-4, 4)) * unit, (34 + rng.uniform(-8, 8)) * unit
-    _draw_object(draw, activity, ox, oy, unit * rng.uniform(0.85, 1.15))
+    scale = unit * rng.uniform(0.85, 1.15)
+    if object_visible:
+        _draw_object(draw, activity, ox, oy, scale)
     pixels = np.asarray(image, dtype=np.int16) + rng.integers(-12, 13, size=(size, size, 3))
     return pixels.clip(0, 255).astype(np.uint8)
 

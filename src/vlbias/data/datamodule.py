@@ -17,8 +17,8 @@ class BiasWorldDataModule(LightningDataModule):
     is ``self.world`` (bias suites read their stimuli from it).
 
     Args:
-        bias_strength, n_train, eval_per_combination, image_size, neutral_caption_rate, seed:
-            see :class:`BiasWorld`.
+        bias_strength, n_train, eval_per_combination, image_size, neutral_caption_rate, seed,
+        hidden_object_rate: see :class:`BiasWorld`.
         batch_size: items per batch.
         num_workers: dataloader worker processes.
     """
@@ -31,12 +31,15 @@ class BiasWorldDataModule(LightningDataModule):
         image_size: int = 64,
         neutral_caption_rate: float = 0.5,
         seed: int = 0,
+        hidden_object_rate: float = 0.0,
         batch_size: int = 64,
         num_workers: int = 0,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.world = BiasWorld(bias_strength, n_train, eval_per_combination, image_size, neutral_caption_rate, seed)
+        self.world = BiasWorld(
+            bias_strength, n_train, eval_per_combination, image_size, neutral_caption_rate, seed, hidden_object_rate
+        )
 
     def train_dataloader(self) -> DataLoader:
         generator = torch.Generator().manual_seed(self.hparams.seed)
