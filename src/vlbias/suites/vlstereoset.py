@@ -87,7 +87,7 @@ def csv_items(csv_path: Path, image_dir: Path) -> tuple[list[ProbeItem], list[di
     return items, [{**entry, "scope": "all"} for entry in skipped]
 
 
-def biasworld_items(world: BiasWorld, split: str = "test", template: str = "the {group} is {activity}.", unrelated: str = "picture") -> list[ProbeItem]:
+def biasworld_items(world: BiasWorld, split: str = "test", template: str = "the {group} is {activity}.", unrelated: str = "photo") -> list[ProbeItem]:
     """VLStereoSet-style items from BiasWorld's ``split`` (balanced: half the images are counter-stereotypical).
 
     The target term is the image's group ``g`` and the attribute its activity, so a caption is
@@ -99,6 +99,9 @@ def biasworld_items(world: BiasWorld, split: str = "test", template: str = "the 
     * ``a`` stereotypical (a man repairing): ``y = s``; ``S_s`` is the true caption, ``S_a`` puts in the
       counter-stereotypical activity paired with ``a``;
     * ``S_i`` always puts in ``unrelated``, a word that is no activity (StereoSet's "My sister is hi").
+      The default, "photo", is in captions of every activity ("a photo of a man cooking."), so a model
+      trained on BiasWorld has learned it and it says nothing about any activity; a word in no caption
+      (such as "picture") would leave S_i's score to that word's random initial embedding.
 
     The pairing is by position: the i-th of ``STEREOTYPES[g]`` with the i-th of the other activities in
     ``ACTIVITIES`` order (man: repairing-cooking, driving-cleaning, coding-sewing), so each image has
@@ -206,7 +209,7 @@ class VLStereoSetSuite(Suite):
         return cls(items, {"data": "csv", "csv": str(csv_path), "image_dir": str(images)}, skipped=skipped, **options)
 
     @classmethod
-    def from_biasworld(cls, world: BiasWorld, split: str = "test", template: str = "the {group} is {activity}.", unrelated: str = "picture", **options) -> VLStereoSetSuite:
+    def from_biasworld(cls, world: BiasWorld, split: str = "test", template: str = "the {group} is {activity}.", unrelated: str = "photo", **options) -> VLStereoSetSuite:
         """Items of BiasWorld's ``split`` built by :func:`biasworld_items`."""
         items = biasworld_items(world, split, template, unrelated)
         config = {"data": "biasworld", "split": split, "template": template, "unrelated": unrelated, **world.config}
