@@ -68,6 +68,7 @@ def main() -> None:
     parser.add_argument("--n_images", type=int, default=64)
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each side; the fastest is reported")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     adapter = load(args.model, tiny=True, device="cpu")
@@ -80,12 +81,14 @@ def main() -> None:
     suite.run(adapter)  # warm-up of both paths (first calls build caches in torch and tokenizers)
     per_image_loop(adapter, world, 4)
     suite.items = items
-    start = time.perf_counter()
-    output = suite.run(adapter)
-    batched = time.perf_counter() - start
-    start = time.perf_counter()
-    looped = per_image_loop(adapter, world, args.n_images)
-    loop = time.perf_counter() - start
+    batched = loop = float("inf")
+    for _ in range(args.repeats):  # fastest of the repeats: the least disturbed by other work
+        start = time.perf_counter()
+        output = suite.run(adapter)
+        batched = min(batched, time.perf_counter() - start)
+        start = time.perf_counter()
+        looped = per_image_loop(adapter, world, args.n_images)
+        loop = min(loop, time.perf_counter() - start)
 
     suite_factual = [row["p_target_f"] for row in output.items]
     by_item = {row["item"]: [] for row in output.items}
@@ -94,7 +97,7 @@ def main() -> None:
     max_diff = max(abs(a - b) for a, b in zip([p for ps in by_item.values() for p in ps], looped))
     n = len(by_item)
     print(f"model={args.model} (tiny, CPU, {args.threads} thread(s)), {n} images x {len(CAPTION_TEMPLATES)} templates, "
-          f"PGD {ATTACK['steps']} steps, eps={ATTACK['eps']:.4f}")
+          f"PGD {ATTACK['steps']} steps, eps={ATTACK['eps']:.4f}, fastest of {args.repeats} runs")
     print(f"{'implementation':<28}{'seconds':>10}{'items/s':>10}")
     print(f"{'vlbias batched (' + str(args.batch_size) + ')':<28}{batched:>10.2f}{n / batched:>10.1f}")
     print(f"{'per-image loop':<28}{loop:>10.2f}{n / loop:>10.1f}")
