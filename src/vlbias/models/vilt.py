@@ -91,9 +91,10 @@ def _project_patches(projection: nn.Conv2d, pixel_values: Tensor) -> Tensor:
     patches, so it is computed as one matrix product over the flattened patches (the same sums, in
     another order; its backward, which attacks need, is several times faster than the convolution's
     on CPU)."""
-    (p, q), (s, t) = projection.kernel_size, projection.stride
-    if (p, q) != (s, t) or projection.padding != (0, 0) or projection.dilation != (1, 1) or projection.groups != 1:
+    kernel, stride = projection.kernel_size, projection.stride
+    if kernel != stride or projection.padding != (0, 0) or projection.dilation != (1, 1) or projection.groups != 1:
         return projection(pixel_values)
+    p, q = kernel
     batch_size, channels, height, width = pixel_values.shape
     h, w = height // p, width // q
     patches = pixel_values[:, :, : h * p, : w * q].reshape(batch_size, channels, h, p, w, q)
@@ -108,12 +109,11 @@ def patch_embeddings(embeddings: nn.Module, pixel_values: Tensor) -> Tensor | No
     (interpolated) position embedding, then dropout. ``None`` when ViLT would keep a random subset."""
     config = embeddings.config
     projection = embeddings.patch_embeddings.projection  # Conv2d, kernel = stride = patch size
-    height, width = (size // stride for size, stride in zip(pixel_values.shape[-2:], projection.stride))
+    patches = _project_patches(projection, pixel_values.to(projection.weight.dtype))  # (B, H, h, w)
+    batch_size, hidden, height, width = patches.shape
     limit = config.max_image_length
     if isinstance(limit, int) and limit >= 0 and height * width > limit:
         return None
-    patches = _project_patches(projection, pixel_values.to(projection.weight.dtype))  # (B, H, h, w)
-    batch_size, hidden = patches.shape[:2]
     grid = config.image_size // config.patch_size
     spatial = embeddings.position_embeddings[:, 1:, :].transpose(1, 2).view(1, hidden, grid, grid)
     position = F.interpolate(spatial, size=(height, width), mode="bilinear", align_corners=True)
