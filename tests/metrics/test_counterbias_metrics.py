@@ -1,15 +1,11 @@
 """CounterBias Eq. 4-13 and Table 2 on fixed probabilities computed by hand."""
 
 import math
-import os
-import socket
-import tempfile
 
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 
+from tests.metrics.ddp import results_per_rank
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.counterbias import CounterBiasScore
 from vlbias.metrics.functional.counterbias import (
@@ -119,7 +115,7 @@ def test_bad_inputs_are_refused():
 
 
 # ----------------------------------------------------------------------------- DDP
-NUM_BATCHES, WORLD_SIZE, N_TARGETS = 6, 2, 5
+NUM_BATCHES, N_TARGETS = 6, 5
 CUTS = [0, 9, 11, 18, 19, 23, 30]  # batch sizes 9, 2, 7, 1, 4, 7: rank 0 holds 17 items, rank 1 holds 13
 
 
@@ -148,21 +144,6 @@ def run_counterbias(batches):
     return {name: metric.compute() for name, metric in metrics.items()}
 
 
-def ddp_worker(rank: int, port: int, out_dir: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE)
-    try:
-        torch.save(run_counterbias(range(rank, NUM_BATCHES, WORLD_SIZE)), os.path.join(out_dir, f"rank{rank}.pt"))
-    finally:
-        dist.destroy_process_group()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_results_do_not_depend_on_batch_order():
     # what a 2-process gather hands to `compute`: rank 0's batches, then rank 1's
     in_order, gathered_order = run_counterbias(range(NUM_BATCHES)), run_counterbias([0, 2, 4, 1, 3, 5])
@@ -180,9 +161,7 @@ def test_ddp_two_processes_match_single_process():
     torch.testing.assert_close(expected["percent"]["per_target"], per_target, atol=1e-12, rtol=0, equal_nan=True)
     assert expected["percent"]["count"].tolist() == counts.tolist() and counts[3] == 3 and counts[4] == 0
     assert int(expected["percent"]["n_excluded"]) == 5
-    with tempfile.TemporaryDirectory() as out_dir:
-        mp.spawn(ddp_worker, args=(free_port(), out_dir), nprocs=WORLD_SIZE, join=True)
-        results = [torch.load(os.path.join(out_dir, f"rank{rank}.pt")) for rank in range(WORLD_SIZE)]
+    results = results_per_rank(run_counterbias, NUM_BATCHES)
     for result in results:  # every rank computes the same numbers as one process did
         for family in ("percent", "plain"):
             assert result[family].keys() == {"per_target", "count", "mean_absolute", "n_excluded"}

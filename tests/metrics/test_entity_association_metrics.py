@@ -1,17 +1,13 @@
 """Srinivasan & Bisk association scores: hand-computed values, the metric twins, DDP."""
 
 import math
-import os
-import socket
-import tempfile
 
 import numpy as np
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch.testing import assert_close
 
+from tests.metrics.ddp import results_per_rank
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.entity_association import LanguageAssociation, VisualAssociation
 from vlbias.metrics.functional.entity_association import (
@@ -148,29 +144,12 @@ def test_metric_errors():
 
 
 # ----------------------------------------------------------------------------- DDP
-def ddp_worker(rank: int, port: int, out_dir: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=2)
-    try:
-        torch.save(run_metrics(range(rank, 4, 2)), os.path.join(out_dir, f"rank{rank}.pt"))
-    finally:
-        dist.destroy_process_group()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.slow  # two spawned processes: ~40 s on the loaded 2-core machine
 def test_ddp_two_processes_match_single_process():
     expected = run_metrics(range(4))
     assert not expected["even_visual"][:2].isnan().any()  # batches 0 and 2 hold both entities 0 and 1
     assert not torch.equal(expected["even_visual"][:2], expected["visual"][:2])  # (entity 2 is nan in both)
-    with tempfile.TemporaryDirectory() as out_dir:
-        mp.spawn(ddp_worker, args=(free_port(), out_dir), nprocs=2, join=True)
-        results = [torch.load(os.path.join(out_dir, f"rank{rank}.pt")) for rank in range(2)]
+    results = results_per_rank(run_metrics, 4)
     for result in results:
         assert result.keys() == expected.keys()
         for key, value in expected.items():

@@ -1,14 +1,10 @@
 """Grounded-WEAT/SEAT Experiment 3 (congruence): hand-computed values, order independence, the metric class."""
 
-import os
-import socket
-import tempfile
 
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 
+from tests.metrics.ddp import results_per_rank
 from vlbias.errors import InputError
 from vlbias.metrics.functional.grounded_weat import (
     congruence_effect_size,
@@ -81,7 +77,7 @@ def test_errors():
 
 
 # ----------------------------------------------------------------------------- DDP
-NUM_BATCHES, WORLD_SIZE = 6, 2
+NUM_BATCHES = 6
 
 
 def ddp_batches():
@@ -111,21 +107,6 @@ def run_metrics(batches):
     return {"sampled": sampled.compute(), "exact": exact.compute()}
 
 
-def ddp_worker(rank: int, port: int, out_dir: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE)
-    try:
-        torch.save(run_metrics(range(rank, NUM_BATCHES, WORLD_SIZE)), os.path.join(out_dir, f"rank{rank}.pt"))
-    finally:
-        dist.destroy_process_group()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_results_do_not_depend_on_batch_order():
     # what a 2-process gather hands to `compute`: rank 0's batches, then rank 1's
     in_order, gathered_order = run_metrics(range(NUM_BATCHES)), run_metrics([0, 2, 4, 1, 3, 5])
@@ -138,9 +119,7 @@ def test_ddp_two_processes_match_single_process():
     expected = run_metrics(range(NUM_BATCHES))
     assert 1 / 3001 < expected["sampled"]["p_value"].item() < 1  # sampled, not trivially at an end
     assert expected["exact"]["p_value"].item() * 2**9 % 1 == 0  # all 2^(3 + 6) sign vectors enumerated
-    with tempfile.TemporaryDirectory() as out_dir:
-        mp.spawn(ddp_worker, args=(free_port(), out_dir), nprocs=WORLD_SIZE, join=True)
-        results = [torch.load(os.path.join(out_dir, f"rank{rank}.pt")) for rank in range(WORLD_SIZE)]
+    results = results_per_rank(run_metrics, NUM_BATCHES)
     for result in results:  # every rank computes the same numbers as one process did
         for family in ("sampled", "exact"):
             assert result[family].keys() == {"effect_size", "statistic", "p_value", "interval"}

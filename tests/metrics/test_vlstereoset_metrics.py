@@ -1,16 +1,12 @@
 """VLStereoSet metrics: hand-computed values, the paper's reference models, categories adding up, DDP."""
 
 import math
-import os
-import socket
-import tempfile
 
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch.testing import assert_close
 
+from tests.metrics.ddp import results_per_rank
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional.vlstereoset import (
     caption_probabilities,
@@ -193,7 +189,7 @@ def test_errors_name_the_argument():
 
 
 # ----------------------------------------------------------------------------- DDP
-NUM_BATCHES, WORLD_SIZE = 6, 2
+NUM_BATCHES = 6
 
 
 def run_metrics(batches):
@@ -219,21 +215,6 @@ def run_metrics(batches):
     }
 
 
-def ddp_worker(rank: int, port: int, out_dir: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE)
-    try:
-        torch.save(run_metrics(range(rank, NUM_BATCHES, WORLD_SIZE)), os.path.join(out_dir, f"rank{rank}.pt"))
-    finally:
-        dist.destroy_process_group()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_results_do_not_depend_on_batch_order():
     in_order, gathered_order = run_metrics(range(NUM_BATCHES)), run_metrics([0, 2, 4, 1, 3, 5])
     for key, value in in_order.items():
@@ -244,9 +225,7 @@ def test_ddp_two_processes_match_single_process():
     expected = run_metrics(range(NUM_BATCHES))
     assert expected["all/scores/n_items"].item() == 90 and expected["even/shift/n_items"].item() == 45
     assert expected["even/scores/vlbs"].item() != expected["all/scores/vlbs"].item()
-    with tempfile.TemporaryDirectory() as out_dir:
-        mp.spawn(ddp_worker, args=(free_port(), out_dir), nprocs=WORLD_SIZE, join=True)
-        results = [torch.load(os.path.join(out_dir, f"rank{rank}.pt")) for rank in range(WORLD_SIZE)]
+    results = results_per_rank(run_metrics, NUM_BATCHES)
     for result in results:
         assert result.keys() == expected.keys()
         for key, value in expected.items():

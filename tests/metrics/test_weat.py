@@ -2,18 +2,14 @@
 
 import itertools
 import math
-import os
-import socket
-import tempfile
 
 import numpy as np
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch.testing import assert_close
 
 import vlbias.metrics.functional.weat as weat_functional
+from tests.metrics.ddp import results_per_rank
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics import ITMEffectSize, ITMTest, WEATEffectSize, WEATTest
 from vlbias.metrics.functional import (
@@ -308,7 +304,7 @@ def test_effect_size_metric_is_differentiable():
 
 
 # ----------------------------------------------------------------------------- DDP
-NUM_BATCHES, WORLD_SIZE = 6, 2
+NUM_BATCHES = 6
 
 
 def ddp_batches():
@@ -349,21 +345,6 @@ def run_metrics(rank_batches):
     return {"weat": weat.compute(), "itm": itm.compute()}
 
 
-def ddp_worker(rank: int, port: int, out_dir: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE)
-    try:
-        torch.save(run_metrics(range(rank, NUM_BATCHES, WORLD_SIZE)), os.path.join(out_dir, f"rank{rank}.pt"))
-    finally:
-        dist.destroy_process_group()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_results_do_not_depend_on_batch_order():
     # what a 2-process gather hands to `compute`: rank 0's batches, then rank 1's
     in_order, gathered_order = run_metrics(range(NUM_BATCHES)), run_metrics([0, 2, 4, 1, 3, 5])
@@ -375,9 +356,7 @@ def test_results_do_not_depend_on_batch_order():
 def test_ddp_two_processes_match_single_process():
     expected = run_metrics(range(NUM_BATCHES))
     assert expected["weat"]["p_value"].item() > 1 / 3001  # sampled, not trivially at its floor
-    with tempfile.TemporaryDirectory() as out_dir:
-        mp.spawn(ddp_worker, args=(free_port(), out_dir), nprocs=WORLD_SIZE, join=True)
-        results = [torch.load(os.path.join(out_dir, f"rank{rank}.pt")) for rank in range(WORLD_SIZE)]
+    results = results_per_rank(run_metrics, NUM_BATCHES)
     for result in results:  # every rank computes the same numbers as one process did
         for family in ("weat", "itm"):
             for key, value in expected[family].items():

@@ -1,14 +1,10 @@
 """Zero-shot attribute ranking (MMBias Fig. 5): functional form, the metric class, bad input."""
 
-import os
-import socket
-import tempfile
 
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 
+from tests.metrics.ddp import results_per_rank
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional.zero_shot import pleasant_share, zero_shot_ranking
 from vlbias.metrics.zero_shot import ZeroShotRanking
@@ -60,7 +56,7 @@ def test_bad_input():
 
 
 # ----------------------------------------------------------------------------- DDP
-NUM_BATCHES, WORLD_SIZE, N_WORDS, TOP_K = 6, 2, 12, 8
+NUM_BATCHES, N_WORDS, TOP_K = 6, 12, 8
 CUTS = [0, 5, 7, 14, 15, 18, 22]  # batch sizes 5, 2, 7, 1, 3, 4: rank 0 holds 15 images, rank 1 holds 7
 
 
@@ -77,21 +73,6 @@ def run_ranking(batches):
     return {"values": values, "indices": indices}
 
 
-def ddp_worker(rank: int, port: int, out_dir: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE)
-    try:
-        torch.save(run_ranking(range(rank, NUM_BATCHES, WORLD_SIZE)), os.path.join(out_dir, f"rank{rank}.pt"))
-    finally:
-        dist.destroy_process_group()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_results_do_not_depend_on_batch_order():
     # what a 2-process gather hands to `compute`: rank 0's batches, then rank 1's
     in_order, gathered_order = run_ranking(range(NUM_BATCHES)), run_ranking([0, 2, 4, 1, 3, 5])
@@ -105,9 +86,7 @@ def test_ddp_two_processes_match_single_process():
     torch.testing.assert_close(expected["values"], functional[0], atol=1e-12, rtol=0)
     assert expected["indices"].tolist() == functional[1].tolist()
     assert expected["values"].diff().max() < -1e-3  # no near-ties: the order is decided by the scores
-    with tempfile.TemporaryDirectory() as out_dir:
-        mp.spawn(ddp_worker, args=(free_port(), out_dir), nprocs=WORLD_SIZE, join=True)
-        results = [torch.load(os.path.join(out_dir, f"rank{rank}.pt")) for rank in range(WORLD_SIZE)]
+    results = results_per_rank(run_ranking, NUM_BATCHES)
     for result in results:  # every rank ranks the words as one process did
         torch.testing.assert_close(result["values"], expected["values"], atol=1e-12, rtol=0)
         assert result["indices"].tolist() == expected["indices"].tolist()
