@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from tests.metrics.ddp import results_per_rank
-from vlbias.errors import InputError
+from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional.grounded_weat import (
     congruence_effect_size,
     congruence_interval,
@@ -74,6 +74,10 @@ def test_errors():
         congruence_effect_size(torch.tensor([]), torch.tensor([]), Y_OWN, Y_OTHER)
     with pytest.raises(InputError, match="together"):
         GroundedCongruenceTest().update(x_own=X_OWN)
+    with pytest.raises(ConfigError, match=r"`confidence` to be in \(0, 1\) but got 95"):
+        GroundedCongruenceTest(confidence=95)
+    with pytest.raises(ConfigError, match="`n_bootstrap` to be a positive integer but got 0"):
+        GroundedCongruenceTest(n_bootstrap=0)
 
 
 # ----------------------------------------------------------------------------- DDP

@@ -25,11 +25,12 @@ from vlbias.metrics.functional.grounded_weat import (
     congruence_statistic,
 )
 from vlbias.metrics.functional.weat import DEFAULT_BOOTSTRAP
+from vlbias.metrics.weat import _TestOptions
 
 _STATES = ("x_own", "x_other", "y_own", "y_other")
 
 
-class GroundedCongruenceTest(TypedListStates, Metric):
+class GroundedCongruenceTest(_TestOptions, TypedListStates, Metric):
     r"""Ross et al. (2021, Sec. 4.3) Experiment 3: :math:`s_3 = \frac12(|\sum_x \delta_x| + |\sum_y \delta_y|)`,
     its effect size :math:`d_3 = \frac12(|d_X| + |d_Y|)`, paired sign-flip p-value and bootstrap interval.
 
@@ -70,8 +71,7 @@ class GroundedCongruenceTest(TypedListStates, Metric):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.n_permutations, self.exact_limit = n_permutations, exact_limit
-        self.n_bootstrap, self.confidence, self.seed = n_bootstrap, confidence, seed
+        self._set_test_options(n_permutations, exact_limit, n_bootstrap, confidence, seed)
         for name in _STATES:
             self.add_state(name, default=[], dist_reduce_fx="cat")
 

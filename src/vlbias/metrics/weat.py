@@ -62,8 +62,8 @@ def _test_results(s_x: Tensor, s_y: Tensor, metric: _TestOptions) -> dict[str, T
 
 
 class _TestOptions:
-    """Options of the permutation test and the bootstrap interval, shared by :class:`WEATTest` and
-    :class:`ITMTest`."""
+    """Options of the permutation test and the bootstrap interval, checked when set; shared by
+    :class:`WEATTest`, :class:`ITMTest` and :class:`~vlbias.metrics.grounded_weat.GroundedCongruenceTest`."""
 
     n_permutations: int | None
     exact_limit: int
