@@ -20,16 +20,6 @@ CONFIG = Path(__file__).parents[2] / "configs" / "model" / "flava.yaml"
 WEIGHTS = "model.safetensors"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run faster on one thread: no thread synchronisation per op, which costs
-    ~20 ms an op on a loaded 2-core machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def model():
     return load(NAME, tiny=True, device="cpu")

@@ -144,29 +144,3 @@ def test_grid_backbone_stays_in_eval_mode(model):
 def test_capabilities_and_registry():
     assert {Capability.FILL_MASK, Capability.MATCH, Capability.TOKEN_STATES} == set(VisualBERTAdapter.capabilities)
     assert type(load(NAME, tiny=True, device="cpu")) is VisualBERTAdapter
-
-
-def test_padded_regions_change_nothing(tmp_path):
-    """Images with 3 and 5 regions batched together (the first padded to 5) give what each gives
-    alone, and what the padding holds does not matter."""
-    rng = np.random.default_rng(0)
-    for image_id, count in (("img_a", 3), ("img_b", 5)):
-        np.savez(tmp_path / f"{image_id}.npz", features=rng.normal(size=(count, 16)).astype(np.float32),
-                 boxes=np.tile(np.array([[2, 4, 20, 16]], np.float32), (count, 1)), image_h=20, image_w=40)
-    model = VisualBERTAdapter.tiny(region_features=tmp_path).eval()
-    texts = ["a man is cooking.", "someone."]
-    tokens = model.prepare_texts(texts)
-    regions = model.prepare_images(["img_a", "img_b"])
-    assert regions.mask.tolist() == [[1, 1, 1, 0, 0], [1] * 5]
-    noisy = RegionFeatures(regions.features.masked_fill(regions.mask[..., None] == 0, 100.0), regions.boxes,
-                           regions.mask, regions.object_ids)
-    with torch.no_grad():
-        logits, states = model.match_logits(regions, tokens), model.token_states(regions, tokens)
-        torch.testing.assert_close(model.token_states(noisy, tokens), states, rtol=0, atol=1e-5)
-        for b, image_id in enumerate(("img_a", "img_b")):
-            alone_regions, alone_tokens = model.prepare_images([image_id]), model.prepare_texts([texts[b]])
-            length = alone_tokens["input_ids"].shape[1]
-            torch.testing.assert_close(logits[b : b + 1], model.match_logits(alone_regions, alone_tokens), rtol=0, atol=1e-5)
-            torch.testing.assert_close(
-                states[b : b + 1, :length], model.token_states(alone_regions, alone_tokens), rtol=0, atol=1e-5
-            )
