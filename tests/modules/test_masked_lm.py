@@ -9,9 +9,10 @@ import torch
 
 from vlbias.cli import main
 from vlbias.data.biasworld import BiasWorld
-from vlbias.errors import CapabilityError
+from vlbias.errors import CapabilityError, ConfigError
 from vlbias.models import load
 from vlbias.models.base import Capability
+from vlbias.modules.contrastive import ContrastivePretraining
 from vlbias.modules.masked_lm import IGNORE_INDEX, MaskedLMPretraining, mask_tokens
 from vlbias.results import read_results
 
@@ -59,6 +60,18 @@ def test_mask_tokens_rate_is_the_fraction_of_chosen_ordinary_tokens():
 def test_a_model_without_fill_mask_is_refused():
     with pytest.raises(CapabilityError, match="FILL_MASK|fill_mask"):
         MaskedLMPretraining(model="clip")
+
+
+@pytest.mark.parametrize("module_class", [MaskedLMPretraining, ContrastivePretraining])
+def test_adapter_options_are_checked_by_the_registry(module_class):
+    with pytest.raises(ConfigError, match="needs a `checkpoint`"):
+        module_class(tiny=False)
+    with pytest.raises(ConfigError, match=r"does not take option\(s\) \['hidden_sise'\] in tiny"):
+        module_class(tiny_sizes={"hidden_sise": 16})
+
+
+def test_modules_train_the_adapter_in_training_mode():
+    assert MaskedLMPretraining().adapter.training and ContrastivePretraining().adapter.training
 
 
 @pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from lightning.pytorch import LightningModule
-from lightning.pytorch.utilities import rank_zero_only
 from torch import Tensor
 
-from vlbias.models.base import Capability, require_capability
-from vlbias.models.registry import adapter_class
+from vlbias.models.base import Capability
+from vlbias.modules.adapter_module import AdapterModule
 
 
 def contrastive_loss(
@@ -33,7 +30,7 @@ def contrastive_loss(
     return loss, correct.float().mean()
 
 
-class ContrastivePretraining(LightningModule):
+class ContrastivePretraining(AdapterModule):
     """Train a dual encoder on image-caption batches (``pixel_values``, ``caption``).
 
     At the end of ``fit`` the adapter is exported with ``save_pretrained`` to
@@ -61,9 +58,7 @@ class ContrastivePretraining(LightningModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
-        cls = adapter_class(model)
-        self.adapter = cls.tiny(seed=seed, **(tiny_sizes or {})) if tiny else cls.from_pretrained(checkpoint)
-        require_capability(self.adapter, Capability.EMBED, suite="contrastive pre-training")
+        self.build_adapter(model, checkpoint, tiny, tiny_sizes, seed, Capability.EMBED, "contrastive pre-training")
 
     def _step(self, batch: dict[str, object], stage: str) -> Tensor:
         images = self.adapter.embed_images(self.adapter.prepare_images(batch["pixel_values"]))
@@ -82,11 +77,3 @@ class ContrastivePretraining(LightningModule):
 
     def test_step(self, batch: dict[str, object], batch_idx: int) -> None:
         self._step(batch, "test")
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.AdamW(self.parameters(), lr=self.hparams.learning_rate, weight_decay=self.hparams.weight_decay)
-
-    @rank_zero_only
-    def on_fit_end(self) -> None:
-        if self.trainer.log_dir is not None and not self.trainer.fast_dev_run:
-            self.adapter.save_pretrained(Path(self.trainer.log_dir) / "model")

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from lightning.pytorch import LightningModule
-from lightning.pytorch.utilities import rank_zero_only
 from torch import Tensor
 
 from vlbias.data.biasworld import ACTIVITIES, GROUPS
 from vlbias.errors import ConfigError
-from vlbias.models.base import Capability, require_capability
-from vlbias.models.registry import adapter_class
+from vlbias.models.base import Capability
+from vlbias.modules.adapter_module import AdapterModule
 
 IGNORE_INDEX = -100  # label of positions that carry no MLM loss (F.cross_entropy's default)
 
@@ -73,7 +70,7 @@ def mask_tokens(
     return masked, labels, forced
 
 
-class MaskedLMPretraining(LightningModule):
+class MaskedLMPretraining(AdapterModule):
     """Train a FILL_MASK adapter on image-caption batches (``pixel_values``, ``caption``).
 
     Loss: the masked-word cross-entropy given the image (:func:`mask_tokens`; ALBEF eq. 4) plus,
@@ -119,9 +116,7 @@ class MaskedLMPretraining(LightningModule):
         self.save_hyperparameters()
         if not 0.0 <= mask_rate <= 1.0:
             raise ConfigError(f"Expected `mask_rate` in [0, 1] but got {mask_rate!r}.")
-        cls = adapter_class(model)
-        self.adapter = cls.tiny(seed=seed, **(tiny_sizes or {})) if tiny else cls.from_pretrained(checkpoint)
-        require_capability(self.adapter, Capability.FILL_MASK, suite="masked-LM pre-training")
+        self.build_adapter(model, checkpoint, tiny, tiny_sizes, seed, Capability.FILL_MASK, "masked-LM pre-training")
         self.use_itm = itm_weight > 0 and Capability.MATCH in self.adapter.capabilities
         tokenizer = self.adapter.tokenizer
         words = list(key_words) if key_words is not None else list(GROUPS) + list(ACTIVITIES)
@@ -190,11 +185,3 @@ class MaskedLMPretraining(LightningModule):
 
     def test_step(self, batch: dict[str, object], batch_idx: int) -> None:
         self._step(batch, "test", torch.Generator().manual_seed(batch_idx))
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.AdamW(self.parameters(), lr=self.hparams.learning_rate, weight_decay=self.hparams.weight_decay)
-
-    @rank_zero_only
-    def on_fit_end(self) -> None:
-        if self.trainer.log_dir is not None and not self.trainer.fast_dev_run:
-            self.adapter.save_pretrained(Path(self.trainer.log_dir) / "model")
