@@ -17,3 +17,19 @@ torch.set_num_threads(1)  # tiny models: threads cost more than they save
 def _seed():
     torch.manual_seed(0)
     yield
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """``run_cli(argv)`` runs ``vlbias argv`` in this process and returns (exit code, stdout, stderr)."""
+    from vlbias.cli import main
+
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        try:
+            code = main(argv)
+        except SystemExit as exit_:
+            code = exit_.code
+        out, err = capsys.readouterr()
+        return code or 0, out, err
+
+    return run

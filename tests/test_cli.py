@@ -5,24 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-
-from vlbias.cli import main
 from vlbias.results import read_items, read_results
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "configs" / "experiment" / "quickstart.yaml"
 SMALL_WORLD = ["--biasworld.eval_per_combination", "2", "--suite_options", "{n_permutations: 200, n_bootstrap: 50}"]
-
-
-def run_cli(argv, capsys):
-    """Run ``vlbias argv``; return (exit code, stdout, stderr)."""
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def run_subprocess(argv):
@@ -42,23 +29,23 @@ def assert_one_line_error(result, *fragments):
         assert fragment in err, err
 
 
-def test_top_level_help_lists_every_subcommand(capsys):
-    code, out, _ = run_cli(["--help"], capsys)
+def test_top_level_help_lists_every_subcommand(run_cli):
+    code, out, _ = run_cli(["--help"])
     assert code == 0
     for subcommand in ("fit", "validate", "test", "predict", "measure", "models"):
         assert subcommand in out
 
 
-def test_models_json_lists_clip_with_embed(capsys):
-    code, out, _ = run_cli(["models", "--json"], capsys)
+def test_models_json_lists_clip_with_embed(run_cli):
+    code, out, _ = run_cli(["models", "--json"])
     assert code == 0
     models = {m["name"]: m["capabilities"] for m in json.loads(out)}
     assert "embed" in models["clip"]
 
 
-def test_measure_writes_the_results_schema(tmp_path, capsys):
+def test_measure_writes_the_results_schema(tmp_path, run_cli):
     argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--data", "biasworld", "--out", str(tmp_path), "--seed", "7"]
-    code, out, err = run_cli(argv + SMALL_WORLD, capsys)
+    code, out, err = run_cli(argv + SMALL_WORLD)
     assert code == 0, err
     results = read_results(tmp_path / "mmbias.json")
     assert results.suite == "mmbias" and results.model == "clip" and results.seed == 7
@@ -73,35 +60,35 @@ def test_measure_writes_the_results_schema(tmp_path, capsys):
     assert metric in out and "wrote" in out
 
 
-def test_measure_is_deterministic(tmp_path, capsys):
+def test_measure_is_deterministic(tmp_path, run_cli):
     argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--data", "biasworld"]
     for name in ("a", "b"):
-        assert run_cli(argv + ["--out", str(tmp_path / name)] + SMALL_WORLD, capsys)[0] == 0
+        assert run_cli(argv + ["--out", str(tmp_path / name)] + SMALL_WORLD)[0] == 0
     first, second = (read_results(tmp_path / name / "mmbias.json") for name in ("a", "b"))
     assert (first.metrics, first.intervals, first.p_values) == (second.metrics, second.intervals, second.p_values)
 
 
-def test_measure_missing_data_path(tmp_path, capsys):
+def test_measure_missing_data_path(tmp_path, run_cli):
     argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]
-    assert_one_line_error(run_cli(argv, capsys), "Data path", "nowhere' does not exist")
+    assert_one_line_error(run_cli(argv), "Data path", "nowhere' does not exist")
 
 
-def test_measure_negative_bias_strength(tmp_path, capsys):
+def test_measure_negative_bias_strength(tmp_path, run_cli):
     argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--out", str(tmp_path), "--biasworld.bias_strength", "-0.5"]
-    assert_one_line_error(run_cli(argv, capsys), "`bias_strength` in [0, 1] but got -0.5")
+    assert_one_line_error(run_cli(argv), "`bias_strength` in [0, 1] but got -0.5")
 
 
-def test_measure_unwritable_output(tmp_path, capsys):
+def test_measure_unwritable_output(tmp_path, run_cli):
     blocker = tmp_path / "file"
     blocker.write_text("")
     argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--out", str(blocker / "out")]
-    assert_one_line_error(run_cli(argv, capsys), "Output directory", "is not writable")
+    assert_one_line_error(run_cli(argv), "Output directory", "is not writable")
 
 
-def test_measure_unknown_suite_and_model(tmp_path, capsys):
+def test_measure_unknown_suite_and_model(tmp_path, run_cli):
     base = ["measure", "--tiny", "--out", str(tmp_path)]
-    assert_one_line_error(run_cli(base + ["--suite", "nope", "--model", "clip"], capsys), "Unknown suite 'nope'", "mmbias")
-    assert_one_line_error(run_cli(base + ["--suite", "mmbias", "--model", "nope"], capsys), "Unknown model 'nope'", "clip")
+    assert_one_line_error(run_cli(base + ["--suite", "nope", "--model", "clip"]), "Unknown suite 'nope'", "mmbias")
+    assert_one_line_error(run_cli(base + ["--suite", "mmbias", "--model", "nope"]), "Unknown model 'nope'", "clip")
 
 
 def test_fit_config_with_unknown_key(tmp_path):
@@ -122,8 +109,8 @@ def test_fit_unwritable_output_directory(tmp_path):
     assert_one_line_error(run_subprocess(argv), "cannot write or read", "file/runs", "Not a directory")
 
 
-def test_subcommand_help_is_short_and_useful(capsys):
-    code, out, _ = run_cli(["measure", "--help"], capsys)
+def test_subcommand_help_is_short_and_useful(run_cli):
+    code, out, _ = run_cli(["measure", "--help"])
     assert code == 0
     for option in ("--suite", "--model", "--checkpoint", "--tiny", "--data", "--out", "--biasworld.bias_strength"):
         assert option in out

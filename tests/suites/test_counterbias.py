@@ -6,7 +6,6 @@ import pytest
 import torch
 from PIL import Image
 
-from vlbias.cli import main
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.vl_bias import read_vl_bias
 from vlbias.errors import ConfigError, InputError
@@ -42,21 +41,11 @@ def vl_bias_folder(tmp_path):
     return root
 
 
-def run_cli(argv, capsys):
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def test_measure_vl_bias_folder_reports_bad_items(vl_bias_folder, tmp_path, capsys):
+def test_measure_vl_bias_folder_reports_bad_items(vl_bias_folder, tmp_path, run_cli):
     options = {"attack": ATTACK, "require_attack_success": False, "language_baseline": {"model": "bert", "tiny": True}}
     argv = ["measure", "--suite", "counterbias", "--model", "albef", "--tiny", "--data", str(vl_bias_folder),
             "--out", str(tmp_path / "out"), "--suite_options", json.dumps(options)]
-    code, out, err = run_cli(argv, capsys)
+    code, out, err = run_cli(argv)
     assert code == 0, err
     results = read_results(tmp_path / "out" / "counterbias.json")
     reasons = {entry["item"].split("@")[0]: entry["reason"] for entry in results.skipped}
@@ -126,10 +115,10 @@ def test_vocabulary_normalisation_is_an_option():
         assert vocab_row["p_target_f"] < concept_row["p_target_f"]  # 6 concepts share less than the vocabulary
 
 
-def test_region_model_is_refused(tmp_path, capsys):
+def test_region_model_is_refused(tmp_path, run_cli):
     argv = ["measure", "--suite", "counterbias", "--model", "visualbert", "--tiny", "--out", str(tmp_path),
             "--biasworld.eval_per_combination", "1"]
-    code, _, err = run_cli(argv, capsys)
+    code, _, err = run_cli(argv)
     assert code == 2 and "Traceback" not in err
     assert "cannot be attacked in pixel space" in err
 

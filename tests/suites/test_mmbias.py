@@ -11,7 +11,6 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from vlbias.cli import main
 from vlbias.data.biasworld import BiasWorld
 from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability, ModelAdapter, load_image
@@ -241,22 +240,13 @@ def tiny_data(tmp_path) -> Path:
     return root
 
 
-def run_cli(argv, capsys):
-    try:
-        code = main(argv)
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code or 0, out, err
-
-
 def measure_argv(model: str, data: Path, out: Path, options: str) -> list[str]:
     return ["measure", "--suite", "mmbias", "--model", model, "--tiny", "--data", str(data), "--out", str(out), "--suite_options", options]
 
 
-def test_measure_clip_writes_one_row_per_test_and_the_ranking_table(tiny_data, tmp_path, capsys):
+def test_measure_clip_writes_one_row_per_test_and_the_ranking_table(tiny_data, tmp_path, run_cli):
     options = "{pairs: [[muslim, christian]], experiments: [cross_modal, textual, zero_shot], top_k: 4, n_permutations: 100, n_bootstrap: 50}"
-    code, out, err = run_cli(measure_argv("clip", tiny_data, tmp_path / "out", options), capsys)
+    code, out, err = run_cli(measure_argv("clip", tiny_data, tmp_path / "out", options))
     assert code == 0, err
     results = read_results(tmp_path / "out" / "mmbias.json")
     items = read_items(tmp_path / "out" / "mmbias.json")
@@ -280,9 +270,9 @@ def test_measure_clip_writes_one_row_per_test_and_the_ranking_table(tiny_data, t
     assert "muslim_vs_christian/cross_modal/effect_size" in out
 
 
-def test_measure_match_only_model_uses_itm_probabilities(tiny_data, tmp_path, capsys):
+def test_measure_match_only_model_uses_itm_probabilities(tiny_data, tmp_path, run_cli):
     options = "{probe: match, pairs: [[muslim, christian]], n_permutations: 100, n_bootstrap: 50}"
-    code, _, err = run_cli(measure_argv("vilt", tiny_data, tmp_path / "out", options), capsys)
+    code, _, err = run_cli(measure_argv("vilt", tiny_data, tmp_path / "out", options))
     assert code == 0, err
     items = read_items(tmp_path / "out" / "mmbias.json").set_index("test")
     row = items.loc["muslim_vs_christian/itm"]
@@ -290,30 +280,30 @@ def test_measure_match_only_model_uses_itm_probabilities(tiny_data, tmp_path, ca
     assert (items.loc["zero_shot/muslim", "score"].between(0, 1)).all()
 
 
-def test_measure_refuses_a_match_only_model_with_the_embed_probe_and_stops_on_missing_images(tiny_data, tmp_path, capsys):
-    code, _, err = run_cli(measure_argv("vilt", tiny_data, tmp_path / "a", "{}"), capsys)
+def test_measure_refuses_a_match_only_model_with_the_embed_probe_and_stops_on_missing_images(tiny_data, tmp_path, run_cli):
+    code, _, err = run_cli(measure_argv("vilt", tiny_data, tmp_path / "a", "{}"))
     assert code == 2 and "needs capability 'embed'" in err and "probe: match" in err
-    code, _, err = run_cli(measure_argv("clip", tiny_data, tmp_path / "b", "{on_missing_images: stop}"), capsys)
+    code, _, err = run_cli(measure_argv("clip", tiny_data, tmp_path / "b", "{on_missing_images: stop}"))
     assert code == 2 and "bad.jpg: could not be decoded" in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="shared MMBias data not beside the repository")
-def test_intra_visual_test_on_the_real_valence_images(tiny_data, tmp_path, capsys):
+def test_intra_visual_test_on_the_real_valence_images(tiny_data, tmp_path, run_cli):
     options = json.dumps(
         {"pairs": [["muslim", "christian"]], "experiments": ["visual"], "valence_images": str(SHARED / "valence_images"), "n_permutations": 100, "n_bootstrap": 50}
     )
     with pytest.warns(UserWarning, match="converted to RGB"):  # one valence image is greyscale
-        code, _, err = run_cli(measure_argv("clip", tiny_data, tmp_path / "out", options), capsys)
+        code, _, err = run_cli(measure_argv("clip", tiny_data, tmp_path / "out", options))
     assert code == 0, err
     row = read_items(tmp_path / "out" / "mmbias.json").iloc[0]
     assert (row["test"], row["n_a"], row["n_b"], row["n_x"]) == ("muslim_vs_christian/visual", 50, 50, 3)
     assert math.isfinite(row["effect_size"])
 
 
-def test_the_suite_config_runs_table2_on_what_the_data_holds(tiny_data, tmp_path, capsys):
+def test_the_suite_config_runs_table2_on_what_the_data_holds(tiny_data, tmp_path, run_cli):
     config = Path(__file__).resolve().parents[2] / "configs" / "suite" / "mmbias.yaml"
     argv = ["measure", "--config", str(config), "--model", "clip", "--tiny", "--data", str(tiny_data), "--out", str(tmp_path / "out")]
-    code, _, err = run_cli(argv, capsys)
+    code, _, err = run_cli(argv)
     assert code == 0, err
     results = read_results(tmp_path / "out" / "mmbias.json")
     assert results.config["suite_config"]["probe"] == "embed" and len(results.config["suite_config"]["data"]["pairs"]) == 19

@@ -8,7 +8,6 @@ import pytest
 import torch
 from PIL import Image
 
-from vlbias.cli import main
 from vlbias.counterfactual.neutralise import NeutralLexicon
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.vlstereoset import image_name
@@ -177,21 +176,11 @@ def write_data(root: Path) -> dict[str, int]:
     return {"measured": 4, "bad_rows": 3, "duplicates": 1, "missing": 2, "corrupt": 1}
 
 
-def run_cli(argv, capsys):
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def test_cli_on_a_folder_with_bad_rows_and_missing_or_corrupt_images(tmp_path, capsys):
+def test_cli_on_a_folder_with_bad_rows_and_missing_or_corrupt_images(tmp_path, run_cli):
     counts = write_data(tmp_path / "data")
     out = tmp_path / "out"
     argv = ["measure", "--suite", "vlstereoset", "--model", "clip", "--tiny", "--data", str(tmp_path / "data"), "--out", str(out), "--suite_options", "{n_bootstrap: 50, batch_size: 3}"]
-    code, stdout, err = run_cli(argv, capsys)
+    code, stdout, err = run_cli(argv)
     assert code == 0, err
     assert "vlstereoset/vlbs" in stdout
     results = read_results(out / "vlstereoset.json")
@@ -218,9 +207,9 @@ def test_cli_on_a_folder_with_bad_rows_and_missing_or_corrupt_images(tmp_path, c
     assert config["probe"] == "embed" and config["temperature"] == 0.01
 
 
-def test_cli_match_probe_on_biasworld_with_a_tiny_albef(tmp_path, capsys):
+def test_cli_match_probe_on_biasworld_with_a_tiny_albef(tmp_path, run_cli):
     argv = ["measure", "--suite", "vlstereoset", "--model", "albef", "--tiny", "--data", "biasworld", "--biasworld.eval_per_combination", "1", "--out", str(tmp_path), "--suite_options", "{probe: match, n_bootstrap: 20}"]
-    code, _, err = run_cli(argv, capsys)
+    code, _, err = run_cli(argv)
     assert code == 0, err
     results = read_results(tmp_path / "vlstereoset.json")
     assert results.n_items == 12 and results.metrics["n_anti"] == 6 and results.metrics["n_shift_items"] == 6
@@ -228,9 +217,9 @@ def test_cli_match_probe_on_biasworld_with_a_tiny_albef(tmp_path, capsys):
     assert len(read_items(tmp_path / "vlstereoset.json")) == 12
 
 
-def test_cli_refuses_a_model_without_the_probes_capability(tmp_path, capsys):
+def test_cli_refuses_a_model_without_the_probes_capability(tmp_path, run_cli):
     argv = ["measure", "--suite", "vlstereoset", "--model", "clip", "--tiny", "--data", "biasworld", "--out", str(tmp_path), "--suite_options", "{probe: match}"]
-    code, _, err = run_cli(argv, capsys)
+    code, _, err = run_cli(argv)
     assert code == 2 and "Traceback" not in err and "'match'" in err and "clip" in err
 
 
