@@ -38,6 +38,7 @@ import itertools
 import math
 from typing import NamedTuple
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -135,8 +136,11 @@ def _check_equal_sizes(n_x: int, n_y: int) -> None:
 
 
 # ----------------------------------------------------------------------------- association scores
-def _cosine(w: Tensor, attributes: Tensor) -> Tensor:
-    return F.normalize(w, dim=1) @ F.normalize(attributes, dim=1).T  # (n_w, n_attr)
+def _association(w: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """s(w, A, B) of checked embeddings, computed in their promoted dtype (a float32 and a float64 set mix)."""
+    dtype = functools.reduce(torch.promote_types, (w.dtype, a.dtype, b.dtype))
+    w, a, b = (F.normalize(m.to(dtype), dim=1) for m in (w, a, b))
+    return (w @ a.T).mean(dim=1) - (w @ b.T).mean(dim=1)
 
 
 def weat_association(w: Tensor, a: Tensor, b: Tensor) -> Tensor:
@@ -153,7 +157,7 @@ def weat_association(w: Tensor, a: Tensor, b: Tensor) -> Tensor:
     """
     w, a, b = _check_embeddings("w", w), _check_embeddings("a", a), _check_embeddings("b", b)
     _check_same_dim(w=w, a=a, b=b)
-    return _cosine(w, a).mean(dim=1) - _cosine(w, b).mean(dim=1)
+    return _association(w, a, b)
 
 
 def itm_association(match_a: Tensor, match_b: Tensor, top_k: int | None = None) -> Tensor:
@@ -287,35 +291,21 @@ def _count_exact(s_x: Tensor, s_y: Tensor, threshold: Tensor) -> int:
     return count
 
 
-def _uniform_below(bound: int, size: int, generator: torch.Generator) -> Tensor:
-    """``size`` independent integers, each uniform on [0, bound) for ``bound <= 2**62``: uniform integers below
-    the next power of two (exact: torch reduces 64 random bits modulo it), keeping those below ``bound`` (more
-    than half of them)."""
-    power = 1 << max(1, (bound - 1).bit_length())
-    kept, n_kept = [], 0
-    while n_kept < size:
-        draws = torch.randint(0, power, (int((size - n_kept) * power / bound * 1.05) + 64,), generator=generator)
-        draws = draws.masked_select(draws < bound)
-        kept.append(draws)
-        n_kept += draws.numel()
-    return torch.cat(kept)[:size]
-
-
 @functools.lru_cache(maxsize=32)
-def _popcount_order(n_items: int) -> Tensor:
+def _popcount_order(n_items: int) -> np.ndarray:
     """The 2^n subset masks ordered by their number of items (stable), so a table indexed by mask becomes a table
     grouped by subset size."""
-    masks = torch.arange(2**n_items)
+    masks = np.arange(2**n_items)
     sizes = sum((masks >> bit) & 1 for bit in range(n_items))
-    return sizes.sort(stable=True).indices
+    return np.argsort(sizes, kind="stable")
 
 
-def _block_sums_by_size(block: Tensor) -> Tensor:
+def _block_sums_by_size(block: np.ndarray) -> np.ndarray:
     """Sums of all 2^b subsets of ``block``, the size-k ones together and the sizes ascending."""
-    sums = block.new_zeros(2 ** block.numel())
+    sums = np.zeros(2**block.size)
     for bit, value in enumerate(block):  # sums[mask] = sum of the items whose bits are set in mask
-        torch.add(sums[: 2**bit], value, out=sums[2**bit : 2 ** (bit + 1)])
-    return sums.index_select(0, _popcount_order(block.numel()))
+        np.add(sums[: 2**bit], value, out=sums[2**bit : 2 ** (bit + 1)])
+    return sums.take(_popcount_order(block.size))
 
 
 class _PartitionCode(NamedTuple):
@@ -325,10 +315,10 @@ class _PartitionCode(NamedTuple):
     block_sizes: tuple[int, ...]
     n_subsets: int
     shift: int  # rank >> shift is the rank's bucket in the look-up of its size pattern
-    first: Tensor  # (patterns,) first rank of each size pattern (k_1, ..., k_B), ascending
-    bucket_pattern: Tensor  # (buckets,) the pattern of every rank in the bucket, or -1 if they differ
-    radix: Tensor  # (B - 1, patterns) C(b_j, k_j), the number of size-k_j subsets of block j, for j < B
-    offset: Tensor  # (B, patterns) where block j's size-k_j sums start in the concatenated tables
+    first: np.ndarray  # (patterns,) first rank of each size pattern (k_1, ..., k_B), ascending
+    bucket_pattern: np.ndarray  # (buckets,) the pattern of every rank in the bucket, or -1 if they differ
+    radix: np.ndarray  # (B - 1, patterns) C(b_j, k_j), the number of size-k_j subsets of block j, for j < B
+    offset: np.ndarray  # (B, patterns) where block j's size-k_j sums start in the concatenated tables
 
 
 @functools.lru_cache(maxsize=32)
@@ -337,68 +327,66 @@ def _partition_code(total: int, n: int, block_size: int, lookup_bits: int) -> _P
     sizes = tuple(total // n_blocks + (j < total % n_blocks) for j in range(n_blocks))
     patterns = [ks for ks in itertools.product(*(range(b + 1) for b in sizes)) if sum(ks) == n]
     counts = [math.prod(math.comb(b, k) for b, k in zip(sizes, ks)) for ks in patterns]
-    first = torch.tensor([0] + list(itertools.accumulate(counts))[:-1])
+    first = np.array([0] + list(itertools.accumulate(counts))[:-1], dtype=np.int64)
     table_start = [0] + list(itertools.accumulate(2**b for b in sizes))[:-1]
     size_start = [[sum(math.comb(b, i) for i in range(k)) for k in range(b + 1)] for b in sizes]
-    radix = torch.tensor([[math.comb(b, k) for b, k in zip(sizes[:-1], ks)] for ks in patterns]).reshape(
-        len(patterns), len(sizes) - 1
-    )
-    offset = torch.tensor([[table_start[j] + size_start[j][k] for j, k in enumerate(ks)] for ks in patterns])
+    radix = np.array([[math.comb(b, k) for b, k in zip(sizes[:-1], ks)] for ks in patterns], dtype=np.int64)
+    offset = np.array([[table_start[j] + size_start[j][k] for j, k in enumerate(ks)] for ks in patterns])
     n_subsets = math.comb(total, n)
     shift = max(0, n_subsets.bit_length() - lookup_bits)
-    bucket_first = torch.arange(((n_subsets - 1) >> shift) + 1) << shift
-    bucket_last = ((bucket_first >> shift) + 1 << shift).clamp(max=n_subsets) - 1
-    bucket_pattern = torch.searchsorted(first, bucket_first, right=True) - 1
-    bucket_pattern[torch.searchsorted(first, bucket_last, right=True) - 1 != bucket_pattern] = -1
-    return _PartitionCode(
-        sizes, n_subsets, shift, first, bucket_pattern, radix.T.contiguous(), offset.T.contiguous()
-    )
+    bucket_first = np.arange(((n_subsets - 1) >> shift) + 1, dtype=np.int64) << shift
+    bucket_last = np.minimum((bucket_first >> shift) + 1 << shift, n_subsets) - 1
+    bucket_pattern = np.searchsorted(first, bucket_first, side="right") - 1
+    bucket_pattern[np.searchsorted(first, bucket_last, side="right") - 1 != bucket_pattern] = -1
+    radix = radix.reshape(len(patterns), len(sizes) - 1).T.copy()
+    return _PartitionCode(sizes, n_subsets, shift, first, bucket_pattern, radix, offset.T.copy())
 
 
-def _sampled_half_sums(pooled: Tensor, n: int, n_permutations: int, generator: torch.Generator) -> Tensor:
+def _sampled_half_sums(pooled: np.ndarray, n: int, n_permutations: int, rng: np.random.Generator) -> np.ndarray:
     r"""Sums over ``n_permutations`` uniformly random n-subsets of ``pooled``, exactly uniform.
 
     The N items are split into B blocks of at most :data:`_BLOCK_SIZE`; a subset takes :math:`k_j` items from
-    block j. Each subset is one integer (its rank) drawn uniformly from [0, C(N, n)) and decoded without a loop
-    over subsets: the ranks are grouped by size pattern :math:`(k_1, \dots, k_B)`, :math:`C(b_1, k_1) \cdots
-    C(b_B, k_B)` consecutive ranks per pattern (found by a table look-up on the rank's top bits); the rank within
-    the pattern is read as a mixed-radix number whose digit j picks one of block j's size-:math:`k_j` subsets,
-    whose sum is read from a table of the block's :math:`2^{b_j}` subset sums. The map from ranks to subsets is
-    a bijection, so uniform ranks give uniform subsets. Beyond 32 items per set (C(N, n) above 2^62) it falls
-    back to ``_sampled_half_sums_by_keys``.
+    block j. Each subset is one integer (its rank) drawn uniformly from [0, C(N, n)) (numpy's bounded integers:
+    Lemire's method, exact by rejection) and decoded without a loop over subsets: the ranks are grouped by size
+    pattern :math:`(k_1, \dots, k_B)`, :math:`C(b_1, k_1) \cdots C(b_B, k_B)` consecutive ranks per pattern
+    (found by a table look-up on the rank's top bits); the rank within the pattern is read as a mixed-radix
+    number whose digit j picks one of block j's size-:math:`k_j` subsets, whose sum is read from a table of the
+    block's :math:`2^{b_j}` subset sums. The map from ranks to subsets is a bijection, so uniform ranks give
+    uniform subsets. Beyond 32 items per set (C(N, n) above 2^62) it falls back to
+    ``_sampled_half_sums_by_keys``. numpy, not torch: its per-call overhead, bounded integers and ``divmod`` make
+    this about twice as fast.
     """
-    total = pooled.numel()
+    total = pooled.size
     if math.comb(total, n) > 2**62:
-        return _sampled_half_sums_by_keys(pooled, n, n_permutations, generator)
+        return _sampled_half_sums_by_keys(pooled, n, n_permutations, rng)
     code = _partition_code(total, n, _BLOCK_SIZE, _LOOKUP_BITS)
-    sums = torch.cat([_block_sums_by_size(block) for block in pooled.split(code.block_sizes)])
-    half_sums = []
+    sums = np.concatenate([_block_sums_by_size(block) for block in np.split(pooled, np.cumsum(code.block_sizes)[:-1])])
+    half_sums = np.zeros(n_permutations)
     for start in range(0, n_permutations, _SAMPLE_CHUNK):
-        rank = _uniform_below(code.n_subsets, min(_SAMPLE_CHUNK, n_permutations - start), generator)
-        pattern = code.bucket_pattern.index_select(0, rank >> code.shift)
-        mixed = (pattern < 0).nonzero().squeeze(1)
-        pattern[mixed] = torch.searchsorted(code.first, rank[mixed], right=True) - 1
-        rank = rank - code.first.index_select(0, pattern)
-        half_sum = torch.zeros(rank.numel(), dtype=pooled.dtype)
+        rank = rng.integers(0, code.n_subsets, min(_SAMPLE_CHUNK, n_permutations - start), dtype=np.int64)
+        pattern = code.bucket_pattern.take(rank >> code.shift)
+        mixed = np.flatnonzero(pattern < 0)
+        pattern[mixed] = np.searchsorted(code.first, rank[mixed], side="right") - 1
+        rank -= code.first.take(pattern)
+        half_sum = half_sums[start : start + rank.size]  # a view: filled in place
         for radix, offset in zip(code.radix, code.offset[:-1]):
-            digit_base = radix.index_select(0, pattern)
-            which = torch.remainder(rank, digit_base)  # the digit: one of the block's size-k_j subsets
-            rank = torch.div(rank, digit_base, rounding_mode="floor")
-            half_sum += sums.index_select(0, offset.index_select(0, pattern) + which)
-        half_sums.append(half_sum + sums.index_select(0, code.offset[-1].index_select(0, pattern) + rank))
-    return torch.cat(half_sums)
+            rank, which = np.divmod(rank, radix.take(pattern))  # which: one of the block's size-k_j subsets
+            half_sum += sums.take(offset.take(pattern) + which)
+        half_sum += sums.take(code.offset[-1].take(pattern) + rank)
+    return half_sums
 
 
-def _sampled_half_sums_by_keys(pooled: Tensor, n: int, n_permutations: int, generator: torch.Generator) -> Tensor:
+def _sampled_half_sums_by_keys(
+    pooled: np.ndarray, n: int, n_permutations: int, rng: np.random.Generator
+) -> np.ndarray:
     """Sums over uniformly random n-subsets of ``pooled``: the n largest of N iid float64 uniform keys per row
     (ties, chance about N^2 2^-54 per row, are broken by position)."""
-    total = pooled.numel()
+    total = pooled.size
     half_sums = []
     for start in range(0, n_permutations, _chunk_rows(total)):
-        rows = min(_chunk_rows(total), n_permutations - start)
-        keys = torch.rand(rows, total, generator=generator, dtype=torch.float64)
-        half_sums.append(pooled[keys.topk(n, dim=1, sorted=False).indices].sum(dim=1))
-    return torch.cat(half_sums)
+        keys = rng.random((min(_chunk_rows(total), n_permutations - start), total))
+        half_sums.append(pooled[np.argpartition(keys, total - n, axis=1)[:, total - n :]].sum(axis=1))
+    return np.concatenate(half_sums)
 
 
 def p_value_from_associations(
@@ -423,7 +411,7 @@ def p_value_from_associations(
       May et al.'s estimator ("hallucinate a positive observation") with their 100,000 samples = P + 1.
       Its Monte-Carlo standard error is about :math:`\sqrt{p(1-p)/P}`.
 
-    Deterministic for a given ``seed`` (a private ``torch.Generator``) and independent of the order of
+    Deterministic for a given ``seed`` (a private ``numpy.random.Generator``) and independent of the order of
     the items. Set ``exact_limit=0`` to force sampling.
 
     Args:
@@ -449,8 +437,8 @@ def p_value_from_associations(
     n_partitions = math.comb(2 * n, n)
     if n_partitions <= exact_limit and n <= MAX_EXACT_SET_SIZE:
         return torch.tensor(_count_exact(s_x, s_y, threshold) / n_partitions, dtype=torch.float64)
-    generator = torch.Generator().manual_seed(seed)
-    as_extreme = int((_sampled_half_sums(pooled, n, n_permutations, generator) >= threshold).sum())
+    half_sums = _sampled_half_sums(pooled.cpu().numpy(), n, n_permutations, np.random.default_rng(seed))
+    as_extreme = int(np.count_nonzero(half_sums >= threshold.item()))
     return torch.tensor((1 + as_extreme) / (1 + n_permutations), dtype=torch.float64)
 
 
@@ -503,7 +491,7 @@ def _target_associations(x: Tensor, y: Tensor, a: Tensor, b: Tensor) -> tuple[Te
     x, y = _check_embeddings("x", x), _check_embeddings("y", y)
     a, b = _check_embeddings("a", a), _check_embeddings("b", b)
     _check_same_dim(x=x, y=y, a=a, b=b)
-    return weat_association(x, a, b), weat_association(y, a, b)
+    return _association(x, a, b), _association(y, a, b)
 
 
 def weat_test_statistic(x: Tensor, y: Tensor, a: Tensor, b: Tensor) -> Tensor:
