@@ -122,6 +122,9 @@ def test_effect_size_with_unequal_sets_and_float32():
     expected = reference_effect_size(s_x, s_y)
     assert weat_effect_size(x, y, a, b).item() == pytest.approx(expected, abs=1e-6)
     assert weat_effect_size(x.float(), y.float(), a.float(), b.float()).item() == pytest.approx(expected, abs=1e-5)
+    # float32 targets with float64 attributes (a text encoder and a stored attribute set): computed in float64
+    assert weat_association(x.float(), a, b).dtype == torch.float64
+    assert weat_effect_size(x.float(), y.float(), a, b).item() == pytest.approx(expected, abs=1e-6)
 
 
 def test_sampled_p_value_within_monte_carlo_error():
