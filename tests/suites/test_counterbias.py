@@ -56,6 +56,8 @@ def test_measure_vl_bias_folder_reports_bad_items(vl_bias_folder, tmp_path, run_
     assert "target word 'shopping'" in reasons["f.png"] and "vocabulary" in reasons["f.png"]
     assert results.n_items == 4
     assert results.metrics["n_skipped"] == 4
+    kinds = {kind: results.metrics[f"n_skipped/{kind}"] for kind in ("image", "no_gender", "target_word_unusable")}
+    assert kinds == {"image": 2, "no_gender": 1, "target_word_unusable": 1}
     for measure in ("B@V-L", "B@V", "B@L", "B@L_log", "B@L_log/bert"):
         for template in ("Sw/O", "Sw/", "Pw/O", "Pw/", "avg"):
             assert f"activity/{measure}/{template}" in results.metrics
@@ -89,9 +91,32 @@ def test_failed_attacks_are_skipped_with_reason():
     suite = CounterBiasSuite.from_biasworld(BiasWorld(eval_per_combination=1), attack={"eps": 1e-4, "alpha": 1e-4, "steps": 1})
     output = suite.run(load("vilt", tiny=True, device="cpu"))
     failed = [entry for entry in output.skipped if entry["reason"].startswith("attack failed")]
-    assert failed and output.metrics["n_attack_failed"] == len(failed)
+    assert failed and output.metrics["n_attack_failed"] == len(failed) == output.metrics["n_skipped/attack_failed"]
     assert output.n_items + len(failed) == 12
     assert output.metrics["attack_success_rate"] == pytest.approx(output.n_items / 12)
+
+
+def test_a_group_with_one_target_is_summarised():
+    # torchmetrics hands back a one-target group's per-target bias as a 0-d tensor
+    suite = CounterBiasSuite.from_biasworld(BiasWorld(eval_per_combination=1), attack=ATTACK, require_attack_success=False)
+    suite = CounterBiasSuite([item for item in suite.items if item.target == "cooking"], suite.data_config, attack=ATTACK,
+                             require_attack_success=False)
+    output = suite.run(load("albef", tiny=True, device="cpu"))
+    assert output.n_items == 2
+    rows = [row for row in output.items if row["template"] == "Sw/O"]
+    signed = sum(row["bias_B@L"] * (1 if row["bias"] == "man" else -1) for row in rows) / len(rows)
+    assert output.metrics["activity/B@L/Sw/O"] == pytest.approx(100 * abs(signed))
+    assert "activity/cooking/B@V-L" in output.metrics
+
+
+def test_b0_names_a_side_when_there_are_more_than_two_concepts():
+    world = BiasWorld(eval_per_combination=1)
+    concepts = ["man", "woman", "boy", "girl"]
+    assert CounterBiasSuite.from_biasworld(world, bias_concepts=concepts, b0=["man", "boy"]).b0 == ["man", "boy"]
+    with pytest.raises(ConfigError, match=r"\[man, boy\] for \[man, woman, boy, girl\]"):
+        CounterBiasSuite.from_biasworld(world, bias_concepts=concepts, b0="man")  # "boy" would count as B1
+    with pytest.raises(ConfigError, match="B0 side"):
+        CounterBiasSuite.from_biasworld(world, b0=["man", "woman"])
 
 
 def test_repeated_measurement_hits_the_cache(tmp_path):

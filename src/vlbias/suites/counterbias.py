@@ -14,16 +14,20 @@ For each image with a target concept T (an activity or occupation) and a bias co
   positive toward B0) and the mean absolute bias in percent (Table 2), through
   :class:`~vlbias.metrics.counterbias.CounterBiasScore`.
 
-Metrics: ``<group>/<measure>/<template>`` and ``<group>/<measure>/avg`` (Table 2; Table 3 for
-``B@L_log``, not in percent), ``<group>/<target>/<measure>`` (bias(T) averaged over
-templates), ``n_excluded/<measure>`` (item-template pairs whose bias-probability change was
-below ``min_bias_change``), ``attack_success_rate`` (attacked images whose most likely bias
-concept became B'), ``n_attack_failed``, ``n_skipped``. Measures: ``B@V-L``, ``B@V``, ``B@L``,
-``B@L_log`` and ``B@L_log/<baseline>``.
+Metrics: ``<group>/<measure>/<template>`` and ``<group>/<measure>/avg`` (Table 2, in percent;
+Table 3 for ``B@L_log``, a plain log-probability difference), ``<group>/<target>/<measure>``
+(bias(T) averaged over templates, a plain probability difference, not in percent),
+``n_excluded/<measure>`` (item-template pairs whose bias-probability change was below
+``min_bias_change``), ``attack_success_rate`` (attacked images whose most likely bias concept
+is B' after the attack, which includes images the model already read as B'),
+``n_attack_failed``, ``n_skipped`` and ``n_skipped/<kind>``. Measures: ``B@V-L``, ``B@V``,
+``B@L``, ``B@L_log`` and ``B@L_log/<baseline>``.
 
-Skipped items (reason recorded): no gender annotation, a bias concept outside
-``bias_concepts``, a bias/target word outside the model's vocabulary, a missing or corrupt
-image, and (with ``require_attack_success``) a failed attack.
+Skipped items, each with its reason and a ``kind`` (:data:`SKIP_KINDS`): no gender annotation
+(``no_gender``), a bias concept outside ``bias_concepts`` (``unknown_bias_concept``), a bias or
+target word outside the model's vocabulary (``bias_word_unusable``, ``target_word_unusable``), a
+missing or corrupt image (``image``), and (with ``require_attack_success``) a failed attack
+(``attack_failed``).
 
 Target probabilities are normalised over the group's target concepts (``"concepts"``, what
 the authors' released code does) or are the masked-word probability over the whole vocabulary
@@ -65,6 +69,8 @@ from vlbias.suites.base import Suite, SuiteOutput
 
 NORMALISATIONS = ("concepts", "vocabulary")
 MEASURES = ("B@V-L", "B@V", "B@L", "B@L_log")
+#: Why an item was not measured: the ``kind`` of its ``skipped`` entry, counted in ``n_skipped/<kind>``.
+SKIP_KINDS = ("no_gender", "unknown_bias_concept", "bias_word_unusable", "target_word_unusable", "image", "attack_failed")
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,9 @@ class CounterBiasSuite(Suite):
         items: the images and their annotations.
         data_config: how the items were made (recorded in results).
         bias_concepts: the bias concept words; each one's lexicon counterpart must be among them.
-        b0: the bias concept of positive sign in Eq. 7 (the other is B1).
+        b0: the bias concept of positive sign in Eq. 7 (its counterpart is B1), or a list of them when there are
+            more than two bias concepts (``[man, boy]`` for ``[man, woman, boy, girl]``): the B0 side, whose
+            lexicon counterparts form the B1 side.
         templates: names of the Table 1 templates to use (default all four).
         attack: :class:`~vlbias.counterfactual.image.AttackConfig` options (``method``, ``eps``,
             ``alpha``, ``steps``, ``random_start``); its seed is the run's seed.
@@ -123,7 +131,7 @@ class CounterBiasSuite(Suite):
         items: Sequence[CounterBiasItem],
         data_config: dict[str, object],
         bias_concepts: Sequence[str] = ("man", "woman"),
-        b0: str = "man",
+        b0: str | Sequence[str] = "man",
         templates: Sequence[str] | None = None,
         attack: dict | None = None,
         require_attack_success: bool = True,
@@ -149,9 +157,14 @@ class CounterBiasSuite(Suite):
                     f"Bias concept {word!r} must swap to another bias concept ({', '.join(self.bias_concepts)}) "
                     f"in the lexicon, but swaps to {self.lexicon.mapping.get(word)!r}."
                 )
-        if b0 not in self.bias_concepts:
-            raise ConfigError(f"Expected `b0` to be one of {', '.join(self.bias_concepts)} but got {b0!r}.")
-        self.b0 = b0
+        self.b0 = [b0] if isinstance(b0, str) else list(b0)
+        b1 = [self.lexicon.mapping.get(word) for word in self.b0]
+        if any(word not in self.bias_concepts for word in self.b0) or sorted(self.b0 + b1) != sorted(self.bias_concepts):
+            raise ConfigError(
+                f"Expected `b0` to name the B0 side of Eq. 7, bias concepts whose counterparts are the others, so that "
+                f"every one of {', '.join(self.bias_concepts)} is on one side, but got {b0!r}; with more than two "
+                "concepts give a list, e.g. [man, boy] for [man, woman, boy, girl]."
+            )
         self.templates = list(templates) if templates is not None else list(CAPTION_TEMPLATES)
         unknown = [t for t in self.templates if t not in CAPTION_TEMPLATES]
         if unknown or not self.templates:
@@ -308,6 +321,7 @@ class CounterBiasSuite(Suite):
             for b in (~keep).nonzero().flatten().tolist():
                 output.skipped.append({
                     "item": batch[b].id,
+                    "kind": "attack_failed",
                     "reason": f"attack failed: P({self.bias_concepts[counter[b]]} | V_cf) = {p_bias_cf[b, counter[b]]:.3f}, "
                     f"{self.bias_concepts[int(p_bias_cf[b].argmax())]!r} is still the most likely bias concept",
                 })
@@ -325,17 +339,17 @@ class CounterBiasSuite(Suite):
         """Whether ``item`` can be measured; if not, it is recorded as skipped with the reason."""
         counterpart = self.lexicon.mapping.get(item.bias or "")
         if item.bias is None:
-            reason = "no gender annotation"
+            kind, reason = "no_gender", "no gender annotation"
         elif item.bias not in self.bias_concepts:
-            reason = f"bias concept {item.bias!r} is not one of {', '.join(self.bias_concepts)}"
+            kind, reason = "unknown_bias_concept", f"bias concept {item.bias!r} is not one of {', '.join(self.bias_concepts)}"
         elif item.bias in problems or counterpart in problems:
             word = item.bias if item.bias in problems else counterpart
-            reason = f"bias word {word!r} is not usable: {problems[word]}"
+            kind, reason = "bias_word_unusable", f"bias word {word!r} is not usable: {problems[word]}"
         elif item.target in problems:
-            reason = f"target word {item.target!r} is not usable: {problems[item.target]}"
+            kind, reason = "target_word_unusable", f"target word {item.target!r} is not usable: {problems[item.target]}"
         else:
             return True
-        output.skipped.append({"item": item.id, "reason": reason})
+        output.skipped.append({"item": item.id, "kind": kind, "reason": reason})
         return False
 
     def _baseline(self, adapter: ModelAdapter) -> tuple[str, ModelAdapter]:
@@ -352,7 +366,7 @@ class CounterBiasSuite(Suite):
             try:
                 picture = item.image if isinstance(item.image, Tensor) else load_image(item.image)
             except InputError as err:
-                output.skipped.append({"item": item.id, "reason": f"image: {err}"})
+                output.skipped.append({"item": item.id, "kind": "image", "reason": f"image: {err}"})
                 continue
             loaded.append(item)
             images.append(picture)
@@ -366,7 +380,7 @@ class CounterBiasSuite(Suite):
         """P(T | V, L) of the four (V, L) combinations for every template, then Eq. 6, 9, 11, 13."""
         batch, n, mask = measured.items, len(measured.items), adapter.tokenizer.mask_token
         target = torch.tensor([words.index(item.target) for item in batch])
-        direction = torch.tensor([1 if item.bias == self.b0 else -1 for item in batch])
+        direction = torch.tensor([1 if item.bias in self.b0 else -1 for item in batch])
         counterpart = [self.lexicon.mapping[item.bias] for item in batch]
         # Rows: per template, (V_f, L_f), (V_cf, L_cf), (V_cf, L_f), (V_f, L_cf), n each.
         sources = torch.cat([measured.pixels, measured.cf_pixels])
@@ -378,12 +392,19 @@ class CounterBiasSuite(Suite):
                 pick.extend(range(offset, offset + n))
                 texts.extend(captions)
         with measuring(adapter.device):
-            log_probs = self._target_log_probs(adapter, normalise(adapter, sources[pick].to(adapter.device)), texts, words, columns)
+            pixel_values = normalise(adapter, sources.to(adapter.device))[torch.tensor(pick, device=adapter.device)]
+            log_probs = self._target_log_probs(adapter, pixel_values, texts, words, columns)
         at_target = log_probs[torch.arange(len(texts)), target.repeat(4 * len(self.templates))].exp()
         at_target = at_target.view(len(self.templates), 4, n)
         items = torch.arange(n)
         local = {group: torch.tensor([item.group == group for item in batch]) for group in self.groups}
         local_target = torch.tensor([self.groups[item.group].index(item.target) for item in batch])
+        per_item = {
+            "p_bias_vf": measured.p_bias_f.tolist(),
+            "p_bias_vcf": measured.p_bias_cf.tolist(),
+            "cache_hit": measured.cache_hit.tolist(),
+            "linf_delta": (measured.cf_pixels - measured.pixels).abs().flatten(1).amax(dim=1).tolist(),
+        }
         for t, name in enumerate(self.templates):
             p_f, p_vl, p_v, p_l = at_target[t]
             values = {
@@ -399,15 +420,16 @@ class CounterBiasSuite(Suite):
                 if in_group.any():
                     for measure, bias in values.items():
                         scores[(group, measure, name)].update(bias[in_group], local_target[in_group], direction[in_group])
+            fields = {
+                "p_target_f": p_f.tolist(), "p_target_vcf_lcf": p_vl.tolist(), "p_target_vcf_lf": p_v.tolist(),
+                "p_target_vf_lcf": p_l.tolist(), **per_item,
+                **{f"bias_{measure}": bias.tolist() for measure, bias in values.items()},
+            }
             for b, item in enumerate(batch):
                 output.items.append({
                     "item": item.id, "group": item.group, "target": item.target, "bias": item.bias,
                     "counterfactual_bias": counterpart[b], "template": name,
-                    "p_target_f": float(p_f[b]), "p_target_vcf_lcf": float(p_vl[b]), "p_target_vcf_lf": float(p_v[b]),
-                    "p_target_vf_lcf": float(p_l[b]), "p_bias_vf": float(measured.p_bias_f[b]),
-                    "p_bias_vcf": float(measured.p_bias_cf[b]), "cache_hit": bool(measured.cache_hit[b]),
-                    "linf_delta": float((measured.cf_pixels[b] - measured.pixels[b]).abs().max()),
-                    **{f"bias_{measure}": float(bias[b]) for measure, bias in values.items()},
+                    **{field: per_row[b] for field, per_row in fields.items()},
                 })
         output.n_items += n
 
@@ -418,10 +440,13 @@ class CounterBiasSuite(Suite):
                 for name, result in zip(self.templates, results):
                     output.metrics[f"{group}/{measure}/{name}"] = float(result["mean_absolute"])
                 output.metrics[f"{group}/{measure}/avg"] = float(torch.stack([r["mean_absolute"] for r in results]).nanmean())
-                per_target = torch.stack([r["per_target"] for r in results]).nanmean(dim=0)
+                # torchmetrics returns one-element outputs as 0-d tensors: a group with one target
+                per_target = torch.stack([r["per_target"].reshape(-1) for r in results]).nanmean(dim=0)
                 for target, value in zip(targets, per_target.tolist()):
                     output.metrics[f"{group}/{target}/{measure}"] = value
                 output.metrics[f"n_excluded/{measure}"] = output.metrics.get(f"n_excluded/{measure}", 0.0) + float(sum(r["n_excluded"] for r in results))
         output.metrics["attack_success_rate"] = succeeded / attacked if attacked else float("nan")
         output.metrics["n_attack_failed"] = float(attacked - succeeded)
         output.metrics["n_skipped"] = float(len(output.skipped))
+        for kind in SKIP_KINDS:
+            output.metrics[f"n_skipped/{kind}"] = float(sum(entry["kind"] == kind for entry in output.skipped))
