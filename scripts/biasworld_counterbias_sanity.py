@@ -21,19 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
 from vlbias.measure import build_suite, run_suite
-from vlbias.sanity import fit_on_biasworld
+from vlbias.sanity import callback_suite_options, fit_on_biasworld
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "biasworld_mlm.yaml"
 MEASURES = ("B@V-L", "B@V", "B@L", "B@L_log")
-
-
-def suite_options() -> dict:
-    """The CounterBias options of the config's BiasSuiteCallback."""
-    callbacks = yaml.safe_load(CONFIG.read_text())["trainer"]["callbacks"]
-    callback = next(c for c in callbacks if c["class_path"].endswith("BiasSuiteCallback"))
-    return callback["init_args"]["suite_options"]["counterbias"]
 
 
 def train_and_measure(strength: float, seed: int, run_dir: str, epochs: int | None) -> dict[str, float]:
@@ -41,7 +33,7 @@ def train_and_measure(strength: float, seed: int, run_dir: str, epochs: int | No
     start = time.perf_counter()
     cli = fit_on_biasworld(CONFIG, strength, seed, run_dir, overrides)
     trained = time.perf_counter() - start
-    suite = build_suite("counterbias", cli.datamodule.world, suite_options())
+    suite = build_suite("counterbias", cli.datamodule.world, callback_suite_options(CONFIG, "counterbias"))
     results, _ = run_suite(suite, cli.model.adapter, model="albef", checkpoint=None, seed=seed, config={})
     metrics = cli.trainer.callback_metrics
     row = {measure: results.metrics[f"activity/{measure}/avg"] for measure in MEASURES}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import yaml
 from lightning.pytorch.cli import LightningCLI
 
 
@@ -34,3 +35,11 @@ def fit_on_biasworld(config: str | Path, bias_strength: float, seed: int, run_di
     cli.trainer.fit(cli.model, cli.datamodule)
     cli.model.adapter.eval()
     return cli
+
+
+def callback_suite_options(config: str | Path, suite: str) -> dict:
+    """The options ``config``'s ``BiasSuiteCallback`` gives ``suite``, so that a sanity run measures the trained
+    model the way its training run did each epoch."""
+    callbacks = yaml.safe_load(Path(config).read_text())["trainer"]["callbacks"]
+    callback = next(c for c in callbacks if c["class_path"].endswith("BiasSuiteCallback"))
+    return callback["init_args"]["suite_options"][suite]
