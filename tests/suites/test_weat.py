@@ -232,12 +232,13 @@ def test_contextual_embedding_is_the_first_piece_of_the_contextual_word(grounded
 def test_missing_images_are_listed_then_skipped_or_stop(grounded_dir):
     (grounded_dir / "images" / "m1.png").unlink()
     (grounded_dir / "images" / "w1.png").unlink()
-    with pytest.raises(InputError, match=r"g \(.*g\.jsonl\): 2 missing, e\.g\. m1\.png, w1\.png"):
+    with pytest.raises(InputError, match=r"g \(.*g\.jsonl\): 2 missing, e\.g\. m1\.png \(targ1\.images\), w1\.png \(targ2\.images\)"):
         WEATSuite.from_path(grounded_dir, on_missing_images="stop")
     output = WEATSuite.from_path(grounded_dir, experiments=["2"], embedding="sentence", n_bootstrap=20).run(
         FakeAdapter()
     )
     assert {s["item"] for s in output.skipped} == {"g: image m1.png", "g: image w1.png"}
+    assert {s["reason"].split("(listed in ")[1] for s in output.skipped} == {"targ1.images)", "targ2.images)"}
     (row,) = output.items
     assert (row["n_x"], row["n_y"], row["n_ax"], row["n_by"]) == (
         2,
@@ -490,3 +491,19 @@ def test_real_grounded_specs_without_their_images(tmp_path):
     suite = WEATSuite.from_path(DATA / "grounded_weat" / "coco", images=tmp_path, experiments=["2"])
     output = suite.run(FakeAdapter())
     assert output.items == [] and sum(s["reason"].startswith("not found in") for s in output.skipped) > 1000
+
+
+def test_missing_attribute_image_names_its_key(grounded_dir):
+    (grounded_dir / "images" / "ma.png").unlink()
+    with pytest.raises(InputError, match=r"e\.g\. ma\.png \(attr1\.Man_Images\)"):
+        WEATSuite.from_path(grounded_dir, on_missing_images="stop")
+
+
+def test_embed_model_without_token_states_is_told_about_source(tmp_path, run_cli):
+    code, _, err = run_cli(["measure", "--suite", "weat", "--model", "clip", "--tiny", "--data", str(seat_dir(tmp_path)),
+                            "--out", str(tmp_path / "out")])
+    assert code == 2 and "Traceback" not in err
+    assert "--suite_options '{source: embed}'" in err
+    code, _, err = run_cli(["measure", "--suite", "weat", "--model", "clip", "--tiny", "--data", str(seat_dir(tmp_path)),
+                            "--out", str(tmp_path / "out"), "--suite_options", '{"source": "embed", "embedding": "sentence"}'])
+    assert code == 0, err

@@ -209,6 +209,16 @@ class _Set:
     embeddings: Tensor
 
 
+def _image_keys(test: GroundedTest, file: str) -> list[str]:
+    """Where a grounded spec lists image ``file``: ``targ1.images``, ``attr1.<category>_Images``, ..."""
+    keys = []
+    for s in test.sets:
+        for category, mapping in s.images.items():
+            if file in mapping:
+                keys.append(f"{s.key}.{category}_Images" if category else f"{s.key}.images")
+    return keys
+
+
 class WEATSuite(Suite):
     """SEAT and Grounded-WEAT/SEAT Experiments 1--3 (module docstring).
 
@@ -233,6 +243,10 @@ class WEATSuite(Suite):
     """
 
     name = "weat"
+    capability_hint = (
+        "weat reads token states by default (source: token_states); for EMBED models (clip, ...) run it with "
+        "--suite_options '{source: embed}'."
+    )
 
     def __init__(
         self,
@@ -334,9 +348,11 @@ class WEATSuite(Suite):
                 else:
                     found[(test.name, file)] = path
         if missing and self.on_missing_images == "stop":
+            tests = {test.name: test for test in self.tests}
             lines = "; ".join(
-                f"{test} ({next(t.path for t in self.tests if t.name == test)}): {len(files)} missing, e.g. {', '.join(files[:_SHOWN])}"
-                for test, files in missing.items()
+                f"{name} ({tests[name].path}): {len(files)} missing, e.g. "
+                + ", ".join(f"{file} ({', '.join(_image_keys(tests[name], file))})" for file in files[:_SHOWN])
+                for name, files in missing.items()
             )
             raise InputError(f"Images missing from {str(self.images)!r} (on_missing_images='stop'): {lines}.")
         return found, missing
@@ -366,7 +382,7 @@ class WEATSuite(Suite):
                 output.skipped.append(
                     {
                         "item": f"{test.name}: image {file}",
-                        "reason": f"not found in {str(self.images)!r}",
+                        "reason": f"not found in {str(self.images)!r} (listed in {', '.join(_image_keys(test, file))})",
                     }
                 )
             for kind in self._kinds(test, output):
