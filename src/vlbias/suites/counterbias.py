@@ -20,7 +20,7 @@ Table 3 for ``B@L_log``, a plain log-probability difference), ``<group>/<target>
 ``n_excluded/<measure>`` (item-template pairs whose bias-probability change was below
 ``min_bias_change``), ``attack_success_rate`` (attacked images whose most likely bias concept
 is B' after the attack, which includes images the model already read as B'),
-``n_attack_failed``, ``n_skipped`` and ``n_skipped/<kind>``. Measures: ``B@V-L``, ``B@V``,
+``n_attack_failed``, ``n_counterfactual_before_attack`` (attacked images already read as B'), ``n_skipped`` and ``n_skipped/<kind>``. Measures: ``B@V-L``, ``B@V``,
 ``B@L``, ``B@L_log`` and ``B@L_log/<baseline>``.
 
 Skipped items, each with its reason and a ``kind`` (:data:`SKIP_KINDS`): no gender annotation
@@ -306,7 +306,7 @@ class CounterBiasSuite(Suite):
         generator = CounterfactualImages(
             adapter, self.bias_concepts, AttackConfig(**self.attack_options, seed=seed), self.cache_dir, strategy=self.strategy
         )
-        attacked = succeeded = 0
+        attacked = succeeded = already = 0
         for start in range(0, len(valid), self.batch_size):
             batch, pixels = self._load(adapter, valid[start : start + self.batch_size], output)
             if not batch:
@@ -317,6 +317,7 @@ class CounterBiasSuite(Suite):
             p_bias_f, p_bias_cf = self._bias_probs(generator, pixels), self._bias_probs(generator, result.pixels)
             success = p_bias_cf.argmax(dim=-1) == counter
             attacked, succeeded = attacked + len(batch), succeeded + int(success.sum())
+            already += int((p_bias_f.argmax(dim=-1) == counter).sum())
             keep = success if self.require_attack_success else torch.ones_like(success)
             for b in (~keep).nonzero().flatten().tolist():
                 output.skipped.append({
@@ -332,7 +333,7 @@ class CounterBiasSuite(Suite):
                     p_bias_f[rows, factual[rows]], p_bias_cf[rows, factual[rows]],
                 )
                 self._measure_batch(adapter, measured, words, columns, {"B@L_log": text_only, **baselines}, scores, output)
-        self._summarise(scores, measures, output, attacked, succeeded)
+        self._summarise(scores, measures, output, attacked, succeeded, already)
         return output
 
     def _usable(self, item: CounterBiasItem, problems: dict[str, str], output: SuiteOutput) -> bool:
@@ -433,7 +434,7 @@ class CounterBiasSuite(Suite):
                 })
         output.n_items += n
 
-    def _summarise(self, scores, measures, output: SuiteOutput, attacked: int, succeeded: int) -> None:
+    def _summarise(self, scores, measures, output: SuiteOutput, attacked: int, succeeded: int, already: int) -> None:
         for group, targets in self.groups.items():
             for measure in measures:
                 results = [scores[(group, measure, name)].compute() for name in self.templates]
@@ -447,6 +448,7 @@ class CounterBiasSuite(Suite):
                 output.metrics[f"n_excluded/{measure}"] = output.metrics.get(f"n_excluded/{measure}", 0.0) + float(sum(r["n_excluded"] for r in results))
         output.metrics["attack_success_rate"] = succeeded / attacked if attacked else float("nan")
         output.metrics["n_attack_failed"] = float(attacked - succeeded)
+        output.metrics["n_counterfactual_before_attack"] = float(already)
         output.metrics["n_skipped"] = float(len(output.skipped))
         for kind in SKIP_KINDS:
             output.metrics[f"n_skipped/{kind}"] = float(sum(entry["kind"] == kind for entry in output.skipped))
