@@ -65,6 +65,9 @@ def test_measure_vl_bias_folder_reports_bad_items(vl_bias_folder, tmp_path, run_
     suite_config = results.config["suite_config"]
     assert suite_config["target_normalisation"] == "concepts"
     assert suite_config["data"]["layout"] == "vlbias-local-v1"
+    # of VL-Bias's 52 activities the folder holds cooking, driving, sewing, cleaning and shopping
+    assert suite_config["data"]["coverage"] == {"activities": "5 of 52", "occupations": "0 of 13",
+                                                "other_concepts": ["coding", "repairing"]}
     items = read_items(tmp_path / "out" / "counterbias.json")
     assert len(items) == 4 * 4  # items x templates
     assert (items["linf_delta"] <= ATTACK["eps"] + 1e-6).all()
@@ -161,11 +164,21 @@ def test_bad_options_and_files_are_refused(vl_bias_folder):
     with pytest.raises(ConfigError, match="must swap to another bias concept"):
         CounterBiasSuite.from_biasworld(world, bias_concepts=["man", "girl"], b0="man")
     annotations = vl_bias_folder / "annotations.csv"
-    annotations.write_text("image,concept,gender\na.png,cooking,woman\n")
+    annotations.write_text("image,concept,concept_type\na.png,cooking,activity\n")
     with pytest.raises(InputError, match="missing column"):
         read_vl_bias(vl_bias_folder)
     annotations.write_text("image,concept,concept_type,gender\na.png,cooking,hobby,woman\n")
     with pytest.raises(InputError, match=r"row 2: `concept_type` is 'hobby'"):
+        read_vl_bias(vl_bias_folder)
+    annotations.write_text("image,concept,gender\na.png,doctor,woman\nb.png,Cooking,man\n")  # types from VL-Bias's lists
+    assert [(item.concept, item.concept_type) for item in read_vl_bias(vl_bias_folder)] == [
+        ("doctor", "occupation"), ("cooking", "activity")
+    ]
+    annotations.write_text("image,concept,gender\na.png,repairing,woman\n")
+    with pytest.raises(InputError, match=r"row 2: concept 'repairing' is not among VL-Bias's .* must be given"):
+        read_vl_bias(vl_bias_folder)
+    annotations.write_text("image,concept,concept_type,gender\na.png,doctor,activity,woman\n")
+    with pytest.raises(InputError, match=r"row 2: 'doctor' is a VL-Bias occupation, but `concept_type` is 'activity'"):
         read_vl_bias(vl_bias_folder)
     annotations.unlink()
     with pytest.raises(InputError, match="do not exist"):

@@ -2,9 +2,12 @@
 (52 of them) or an occupation (13), for CounterBias. Captions are not stored: they are made from
 the four templates of Table 1 at measurement time (:mod:`vlbias.counterfactual.text`).
 
-The released files could not be checked here (no network), so this reader defines the
-project's own local layout; a converter from the official release is to be written once its
-files can be read::
+The release's README (github.com/VL-Bias/VL-Bias) lists the concepts (:data:`ACTIVITIES`,
+:data:`OCCUPATIONS`); its images sit on a drive that could not be reached from here. The
+authors' measuring scripts index images per concept in a JSON file and annotate no gender (they
+take the model's own reading of the bias prompt as the factual concept). This reader therefore
+defines the project's own local layout, with a gender annotation per image; a converter from
+the release's files is still to be written once they can be read::
 
     <root>/
       annotations.csv     one row per image
@@ -14,9 +17,14 @@ files can be read::
 
 * ``image``: path of the image file relative to ``<root>/images/``
 * ``concept``: the target concept word, e.g. ``shopping`` or ``doctor``
-* ``concept_type``: ``activity`` or ``occupation``
+* ``concept_type``: ``activity`` or ``occupation``; may be left empty (or the column left out) for
+  a concept of the released lists (:data:`ACTIVITIES`, :data:`OCCUPATIONS`), whose type is then
+  taken from them. A concept outside them needs its type; a type that contradicts them is refused.
 * ``gender``: ``man`` / ``woman`` (``male``/``m`` and ``female``/``f`` are read as these);
   empty when the image has no gender annotation
+
+:func:`coverage` counts which of the released 52 activities and 13 occupations a folder holds; the
+CounterBias suite records it with its results.
 
 Rows with an empty gender are kept (``gender=None``) so that the suite reports them as
 skipped items; a missing image file is likewise left to the suite. A missing file or column,
@@ -42,7 +50,23 @@ from vlbias.errors import InputError
 ANNOTATIONS = "annotations.csv"
 IMAGES = "images"
 COLUMNS = ("image", "concept", "concept_type", "gender")
+REQUIRED_COLUMNS = ("image", "concept", "gender")
 CONCEPT_TYPES = ("activity", "occupation")
+#: The 52 activities and 13 occupations of VL-Bias, as listed in the README of its release
+#: (github.com/VL-Bias/VL-Bias).
+ACTIVITIES: tuple[str, ...] = (
+    "baking", "begging", "biking", "calling", "cleaning", "climbing", "cooking", "coughing", "crying", "drinking",
+    "driving", "eating", "exercising", "falling", "fishing", "hitting", "hugging", "jogging", "jumping", "kicking",
+    "kneeling", "laughing", "lifting", "painting", "picking", "pitching", "praying", "reading", "riding", "rowing",
+    "running", "serving", "sewing", "shopping", "shouting", "sitting", "skating", "sleeping", "smiling", "speaking",
+    "spying", "standing", "staring", "stretching", "studying", "sweeping", "talking", "throwing", "walking",
+    "washing", "waving", "working",
+)  # fmt: skip
+OCCUPATIONS: tuple[str, ...] = (
+    "athlete", "chef", "doctor", "engineer", "farmer", "footballer", "judge", "mechanic", "nurse", "pilot", "police",
+    "runner", "soldier",
+)  # fmt: skip
+_RELEASED_TYPE = {concept: "activity" for concept in ACTIVITIES} | {concept: "occupation" for concept in OCCUPATIONS}
 GENDER_ALIASES = {"man": "man", "male": "man", "m": "man", "woman": "woman", "female": "woman", "f": "woman"}
 
 
@@ -69,7 +93,7 @@ def read_vl_bias(root: str | Path) -> list[VLBiasItem]:
         raise InputError(f"VL-Bias annotations {str(path)!r} do not exist; expected columns {', '.join(COLUMNS)}.")
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+        missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
             raise InputError(f"VL-Bias annotations {str(path)!r}: missing column(s) {missing}; found {reader.fieldnames}.")
         items = [_item(path, line, row) for line, row in enumerate(reader, start=2)]
@@ -83,10 +107,26 @@ def _item(path: Path, line: int, row: dict[str, str]) -> VLBiasItem:
     for column in ("image", "concept"):
         if not values[column]:
             raise InputError(f"VL-Bias annotations {str(path)!r}, row {line}: empty `{column}`.")
-    if values["concept_type"] not in CONCEPT_TYPES:
+    concept, concept_type = values["concept"].lower(), values["concept_type"] or _RELEASED_TYPE.get(values["concept"].lower())
+    where = f"VL-Bias annotations {str(path)!r}, row {line}"
+    if concept_type is None:
         raise InputError(
-            f"VL-Bias annotations {str(path)!r}, row {line}: `concept_type` is {values['concept_type']!r}; "
-            f"expected one of {', '.join(CONCEPT_TYPES)}."
+            f"{where}: concept {concept!r} is not among VL-Bias's activities or occupations, so its `concept_type` "
+            f"must be given ({' or '.join(CONCEPT_TYPES)})."
         )
+    if concept_type not in CONCEPT_TYPES:
+        raise InputError(f"{where}: `concept_type` is {concept_type!r}; expected one of {', '.join(CONCEPT_TYPES)}.")
+    if _RELEASED_TYPE.get(concept, concept_type) != concept_type:
+        raise InputError(f"{where}: {concept!r} is a VL-Bias {_RELEASED_TYPE[concept]}, but `concept_type` is {concept_type!r}.")
     gender = values["gender"].lower()
-    return VLBiasItem(line, values["image"], values["concept"].lower(), values["concept_type"], GENDER_ALIASES.get(gender, gender) or None)
+    return VLBiasItem(line, values["image"], concept, concept_type, GENDER_ALIASES.get(gender, gender) or None)
+
+
+def coverage(items: list[VLBiasItem]) -> dict[str, object]:
+    """How many of VL-Bias's 52 activities and 13 occupations ``items`` hold, and their concepts outside those lists."""
+    concepts = {item.concept for item in items}
+    return {
+        "activities": f"{len(concepts & set(ACTIVITIES))} of {len(ACTIVITIES)}",
+        "occupations": f"{len(concepts & set(OCCUPATIONS))} of {len(OCCUPATIONS)}",
+        "other_concepts": sorted(concepts - set(_RELEASED_TYPE)),
+    }

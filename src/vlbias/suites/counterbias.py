@@ -52,7 +52,7 @@ from vlbias.counterfactual.image import (
 )
 from vlbias.counterfactual.text import CAPTION_TEMPLATES, SwapLexicon, fill_template
 from vlbias.data.biasworld import BiasWorld
-from vlbias.data.vl_bias import image_path, read_vl_bias
+from vlbias.data.vl_bias import coverage, image_path, read_vl_bias
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.counterbias import CounterBiasScore
 from vlbias.metrics.functional.counterbias import (
@@ -209,11 +209,13 @@ class CounterBiasSuite(Suite):
     @classmethod
     def from_path(cls, path: Path, **options) -> CounterBiasSuite:
         """A VL-Bias folder in the layout of :mod:`vlbias.data.vl_bias`."""
+        annotated = read_vl_bias(path)
         items = [
             CounterBiasItem(f"{item.image}@row{item.row}", image_path(path, item), item.concept, item.concept_type, item.gender)
-            for item in read_vl_bias(path)
+            for item in annotated
         ]
-        return cls(items, {"data": "vl_bias", "root": str(path), "layout": "vlbias-local-v1"}, **options)
+        data = {"data": "vl_bias", "root": str(path), "layout": "vlbias-local-v1", "coverage": coverage(annotated)}
+        return cls(items, data, **options)
 
     @property
     def config(self) -> dict[str, object]:
