@@ -75,6 +75,20 @@ def test_measure_vl_bias_folder_reports_bad_items(vl_bias_folder, tmp_path, run_
     assert "counterbias/activity/B@V-L/avg" in out
 
 
+def test_unannotated_images_can_take_the_models_reading(vl_bias_folder):
+    adapter = load("albef", tiny=True, device="cpu")
+    suite = CounterBiasSuite.from_path(vl_bias_folder, attack=ATTACK, require_attack_success=False, unannotated="model_reading")
+    output = suite.run(adapter)
+    assert suite.config["unannotated"] == "model_reading"
+    assert not any(entry["kind"] == "no_gender" for entry in output.skipped)
+    rows = [row for row in output.items if row["item"].startswith("e.png")]
+    assert len(rows) == 4 and not any(row["bias_annotated"] for row in rows)
+    assert all(row["p_bias_vf"] >= 0.5 for row in rows)  # the concept it reads is the likelier of the two
+    assert all(row["bias_annotated"] for row in output.items if not row["item"].startswith("e.png"))
+    with pytest.raises(ConfigError, match="unannotated"):
+        CounterBiasSuite.from_path(vl_bias_folder, unannotated="guess")
+
+
 def test_biasworld_dataset_bias_matches_item_rows(tmp_path):
     suite = build_suite("counterbias", BiasWorld(eval_per_combination=1), {"attack": ATTACK, "require_attack_success": False})
     output = suite.run(load("albef", tiny=True, device="cpu"))

@@ -24,7 +24,7 @@ is B' after the attack, which includes images the model already read as B'),
 ``B@L``, ``B@L_log`` and ``B@L_log/<baseline>``.
 
 Skipped items, each with its reason and a ``kind`` (:data:`SKIP_KINDS`): no gender annotation
-(``no_gender``), a bias concept outside ``bias_concepts`` (``unknown_bias_concept``), a bias or
+(``no_gender``; unless ``unannotated="model_reading"``), a bias concept outside ``bias_concepts`` (``unknown_bias_concept``), a bias or
 target word outside the model's vocabulary (``bias_word_unusable``, ``target_word_unusable``), a
 missing or corrupt image (``image``), and (with ``require_attack_success``) a failed attack
 (``attack_failed``).
@@ -37,7 +37,7 @@ the authors' released code does) or are the masked-word probability over the who
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -68,6 +68,7 @@ from vlbias.models.masked_words import word_log_probs, word_pieces
 from vlbias.suites.base import Suite, SuiteOutput
 
 NORMALISATIONS = ("concepts", "vocabulary")
+UNANNOTATED = ("skip", "model_reading")
 MEASURES = ("B@V-L", "B@V", "B@L", "B@L_log")
 #: Why an item was not measured: the ``kind`` of its ``skipped`` entry, counted in ``n_skipped/<kind>``.
 SKIP_KINDS = ("no_gender", "unknown_bias_concept", "bias_word_unusable", "target_word_unusable", "image", "attack_failed")
@@ -82,6 +83,7 @@ class CounterBiasItem:
     target: str
     group: str
     bias: str | None
+    bias_annotated: bool = True  # False: ``bias`` is the model's reading (``unannotated="model_reading"``)
 
 
 @dataclass
@@ -111,6 +113,9 @@ class CounterBiasSuite(Suite):
         attack: :class:`~vlbias.counterfactual.image.AttackConfig` options (``method``, ``eps``,
             ``alpha``, ``steps``, ``random_start``); its seed is the run's seed.
         require_attack_success: skip items whose attack did not make B' the most likely concept.
+        unannotated: ``"skip"`` an image without a gender annotation (reported), or ``"model_reading"``: take as
+            its factual bias concept the one the model reads in it, argmax P(B | V_f) at the bias prompt (Eq. 2),
+            as the authors' released scripts do for every image. Rows record ``bias_annotated``.
         min_bias_change: smallest |ΔP(B)| for an item to enter a measure (else excluded, counted).
         target_normalisation: ``"concepts"`` or ``"vocabulary"`` (module docstring).
         bias_normalisation: ``"concepts"`` or ``"vocabulary"`` for P(B | V).
@@ -135,6 +140,7 @@ class CounterBiasSuite(Suite):
         templates: Sequence[str] | None = None,
         attack: dict | None = None,
         require_attack_success: bool = True,
+        unannotated: str = "skip",
         min_bias_change: float = DEFAULT_MIN_BIAS_CHANGE,
         target_normalisation: str = "concepts",
         bias_normalisation: str = "concepts",
@@ -173,6 +179,9 @@ class CounterBiasSuite(Suite):
         if "seed" in self.attack_options:
             raise ConfigError("The attack's seed is the run's `--seed`; do not set `attack.seed`.")
         AttackConfig(**self.attack_options)  # refuse bad options before any model is loaded
+        if unannotated not in UNANNOTATED:
+            raise ConfigError(f"Expected `unannotated` to be one of {', '.join(UNANNOTATED)} but got {unannotated!r}.")
+        self.unannotated = unannotated
         for name, value in (("target_normalisation", target_normalisation), ("bias_normalisation", bias_normalisation)):
             if value not in NORMALISATIONS:
                 raise ConfigError(f"Expected `{name}` to be one of {', '.join(NORMALISATIONS)} but got {value!r}.")
@@ -226,6 +235,7 @@ class CounterBiasSuite(Suite):
             "templates": {name: CAPTION_TEMPLATES[name] for name in self.templates},
             "attack": AttackConfig(**self.attack_options).key(),
             "require_attack_success": self.require_attack_success,
+            "unannotated": self.unannotated,
             "min_bias_change": self.min_bias_change,
             "target_normalisation": self.target_normalisation,
             "bias_normalisation": self.bias_normalisation,
@@ -313,10 +323,15 @@ class CounterBiasSuite(Suite):
             batch, pixels = self._load(adapter, valid[start : start + self.batch_size], output)
             if not batch:
                 continue
+            p_bias_f = self._bias_probs(generator, pixels)
+            batch = [  # unannotated images kept by `unannotated="model_reading"` take the concept the model reads
+                item if item.bias is not None else replace(item, bias=self.bias_concepts[int(p_bias_f[b].argmax())], bias_annotated=False)
+                for b, item in enumerate(batch)
+            ]
             factual = torch.tensor([self.bias_concepts.index(item.bias) for item in batch])
             counter = torch.tensor([self.bias_concepts.index(self.lexicon.mapping[item.bias]) for item in batch])
             result = generator.generate(pixels, counter)
-            p_bias_f, p_bias_cf = self._bias_probs(generator, pixels), self._bias_probs(generator, result.pixels)
+            p_bias_cf = self._bias_probs(generator, result.pixels)
             success = p_bias_cf.argmax(dim=-1) == counter
             attacked, succeeded = attacked + len(batch), succeeded + int(success.sum())
             already += int((p_bias_f.argmax(dim=-1) == counter).sum())
@@ -341,8 +356,12 @@ class CounterBiasSuite(Suite):
     def _usable(self, item: CounterBiasItem, problems: dict[str, str], output: SuiteOutput) -> bool:
         """Whether ``item`` can be measured; if not, it is recorded as skipped with the reason."""
         counterpart = self.lexicon.mapping.get(item.bias or "")
-        if item.bias is None:
+        if item.bias is None and self.unannotated == "skip":
             kind, reason = "no_gender", "no gender annotation"
+        elif item.bias is None:  # its concept comes from the model's reading
+            if item.target not in problems:
+                return True
+            kind, reason = "target_word_unusable", f"target word {item.target!r} is not usable: {problems[item.target]}"
         elif item.bias not in self.bias_concepts:
             kind, reason = "unknown_bias_concept", f"bias concept {item.bias!r} is not one of {', '.join(self.bias_concepts)}"
         elif item.bias in problems or counterpart in problems:
@@ -431,7 +450,7 @@ class CounterBiasSuite(Suite):
             for b, item in enumerate(batch):
                 output.items.append({
                     "item": item.id, "group": item.group, "target": item.target, "bias": item.bias,
-                    "counterfactual_bias": counterpart[b], "template": name,
+                    "bias_annotated": item.bias_annotated, "counterfactual_bias": counterpart[b], "template": name,
                     **{field: per_row[b] for field, per_row in fields.items()},
                 })
         output.n_items += n
