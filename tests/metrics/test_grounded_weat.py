@@ -1,5 +1,6 @@
 """Grounded-WEAT/SEAT Experiment 3 (congruence): hand-computed values, order independence, the metric class."""
 
+import itertools
 
 import pytest
 import torch
@@ -27,6 +28,41 @@ def test_hand_computed():
     assert congruence_effect_size(*SCORES).item() == pytest.approx((abs(d_x) + abs(d_y)) / 2)
     # of the 2^5 sign vectors only those with equal signs within X and within Y reach .45: 4 / 32
     assert congruence_p_value(*SCORES).item() == 0.125
+
+
+def reference_exact_p(x_deltas: list[float], y_deltas: list[float]) -> float:
+    """Every sign vector, one at a time; ties (within 1e-9) count as extreme."""
+    observed = (abs(sum(x_deltas)) + abs(sum(y_deltas))) / 2
+    deltas, as_extreme = x_deltas + y_deltas, 0
+    for signs in itertools.product((1, -1), repeat=len(deltas)):
+        flipped = [sign * delta for sign, delta in zip(signs, deltas)]
+        as_extreme += (abs(sum(flipped[: len(x_deltas)])) + abs(sum(flipped[len(x_deltas) :]))) / 2 >= observed - 1e-9
+    return as_extreme / 2 ** len(deltas)
+
+
+@pytest.mark.parametrize(("seed", "n_x", "n_y"), [(0, 3, 4), (1, 6, 2), (2, 1, 7), (3, 5, 5)])
+def test_exact_p_value_matches_reference_enumeration(seed, n_x, n_y):
+    generator = torch.Generator().manual_seed(seed)
+    # small integers in tenths: many sign vectors tie with the observed value; and a zero difference
+    own = torch.randint(0, 5, (n_x + n_y,), generator=generator, dtype=torch.float64) / 10
+    other = torch.randint(0, 5, (n_x + n_y,), generator=generator, dtype=torch.float64) / 10
+    other[0] = own[0]
+    deltas = (own - other).tolist()
+    expected = reference_exact_p(deltas[:n_x], deltas[n_x:])
+    assert congruence_p_value(own[:n_x], other[:n_x], own[n_x:], other[n_x:]).item() == expected
+
+
+def test_exact_count_in_chunks_when_one_side_is_large(monkeypatch):
+    # 2^3 chunks of the 11-item side (3 head items fixed per chunk) give the same count as one pass
+    import vlbias.metrics.functional.grounded_weat as grounded
+
+    generator = torch.Generator().manual_seed(5)
+    scores = [torch.rand(n, generator=generator, dtype=torch.float64) for n in (11, 11, 3, 3)]
+    whole = congruence_p_value(*scores).item()
+    monkeypatch.setattr(grounded, "_CHUNK_BITS", 8)
+    assert congruence_p_value(*scores).item() == whole
+    deltas = [(own - other).tolist() for own, other in ((scores[0], scores[1]), (scores[2], scores[3]))]
+    assert whole == reference_exact_p(*deltas)
 
 
 def test_order_of_targets_does_not_matter():

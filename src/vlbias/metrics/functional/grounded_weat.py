@@ -40,7 +40,6 @@ Example:
 
 from __future__ import annotations
 
-import itertools
 
 import torch
 from torch import Tensor
@@ -52,8 +51,11 @@ from vlbias.metrics.functional.weat import (
     _effect_size,
 )
 
-#: Sign vectors enumerated for the exact test (2^20: up to 20 targets in X and Y together).
-DEFAULT_EXACT_LIMIT = 2**20
+#: Sign vectors counted by the exact test (2^24: up to 24 targets in X and Y together; the count meets in the
+#: middle, so this costs far less than sampling would).
+DEFAULT_EXACT_LIMIT = 2**24
+# The enumerated side of the exact count is split into chunks of 2^_CHUNK_BITS sums (see ``_count_sign_flips``).
+_CHUNK_BITS = 20
 
 
 def _paired(name: str, own: Tensor, other: Tensor) -> tuple[Tensor, Tensor]:
@@ -116,26 +118,44 @@ def congruence_p_value(
     deltas = torch.cat([x_own - x_other, y_own - y_other])  # (n,)
     n_x = x_own.numel()
     observed = (deltas[:n_x].sum().abs() + deltas[n_x:].sum().abs()) / 2
-    tolerance = 2 * deltas.numel() * torch.finfo(torch.float64).eps * deltas.abs().sum()  # ties, as in weat.py
-
-    def as_extreme(signs: Tensor) -> int:  # signs (R, n)
-        flipped = signs * deltas
-        values = (flipped[:, :n_x].sum(1).abs() + flipped[:, n_x:].sum(1).abs()) / 2
-        return int((values >= observed - tolerance).sum())
-
+    threshold = observed - 2 * deltas.numel() * torch.finfo(torch.float64).eps * deltas.abs().sum()  # ties, as weat.py
     if 2 ** deltas.numel() <= exact_limit:
-        signs = torch.tensor(
-            list(itertools.product((1.0, -1.0), repeat=deltas.numel())),
-            dtype=torch.float64,
-        )
-        return torch.tensor(as_extreme(signs) / signs.shape[0], dtype=torch.float64)
+        return torch.tensor(_count_sign_flips(deltas[:n_x], deltas[n_x:], threshold) / 2 ** deltas.numel(), dtype=torch.float64)
     generator = torch.Generator().manual_seed(seed)
     count, chunk = 0, max(1, 2**19 // deltas.numel())
     for start in range(0, n_permutations, chunk):
         rows = min(chunk, n_permutations - start)
-        signs = torch.randint(0, 2, (rows, deltas.numel()), generator=generator).to(torch.float64) * 2 - 1
-        count += as_extreme(signs)
+        flipped = (torch.randint(0, 2, (rows, deltas.numel()), generator=generator).to(torch.float64) * 2 - 1) * deltas
+        values = (flipped[:, :n_x].sum(1).abs() + flipped[:, n_x:].sum(1).abs()) / 2
+        count += int((values >= threshold).sum())
     return torch.tensor((1 + count) / (1 + n_permutations), dtype=torch.float64)
+
+
+def _signed_sums(deltas: Tensor) -> Tensor:
+    r"""All :math:`2^n` sums :math:`\sum_i \epsilon_i \delta_i`, :math:`\epsilon \in \{\pm 1\}^n` (doubling: each item
+    adds itself to every sum so far and subtracts itself from a copy)."""
+    sums = deltas.new_zeros(1)
+    for delta in deltas:
+        sums = torch.cat([sums + delta, sums - delta])
+    return sums
+
+
+def _count_sign_flips(x_deltas: Tensor, y_deltas: Tensor, threshold: Tensor) -> int:
+    r"""Number of the :math:`2^{n_x + n_y}` sign vectors with :math:`(|S_X| + |S_Y|) / 2 \ge` threshold.
+
+    :math:`S_X` and :math:`S_Y` flip disjoint items, so the count is over pairs of an X sum and a Y sum (meet in
+    the middle): the :math:`2^{n_y}` values :math:`|S_Y|` are sorted once and each :math:`|S_X|` finds by
+    ``searchsorted`` how many reach :math:`2\,	ext{threshold} - |S_X|`. The larger side is the one enumerated
+    in chunks of at most :math:`2^{20}` sums (its first items fixed per chunk), so memory stays bounded.
+    """
+    small, large = sorted((x_deltas, y_deltas), key=len)
+    table = _signed_sums(small).abs().sort().values
+    head, tail = large[: max(0, len(large) - _CHUNK_BITS)], large[max(0, len(large) - _CHUNK_BITS) :]
+    tail_sums, count = _signed_sums(tail), 0
+    for offset in _signed_sums(head).tolist():  # 2^(n - _CHUNK_BITS) chunks, one when the side is small
+        reach = 2 * threshold - (tail_sums + offset).abs()
+        count += int((table.numel() - torch.searchsorted(table, reach, side="left")).sum())
+    return count
 
 
 def congruence_interval(
