@@ -116,6 +116,9 @@ def test_hand_computed_effect_sizes_p_values_and_adjusted_p_values(vector_data):
     assert [r["p_bh"] for r in rows.values()] == pytest.approx([1 / 3] * 3)
     assert output.metrics["muslim_vs_christian/cross_modal/effect_size"] == pytest.approx(SQRT_3_2)
     assert output.p_values["muslim_vs_christian/textual/effect_size"] == pytest.approx(1 / 3)
+    assert output.p_values["muslim_vs_christian/textual/effect_size@holm"] == pytest.approx(1.0)
+    assert output.p_values["muslim_vs_christian/textual/effect_size@bh"] == pytest.approx(1 / 3)
+    assert all(row["p_note"] == "" for row in rows.values())
     low, high = output.intervals["muslim_vs_christian/visual/effect_size"]
     assert low <= high
 
@@ -164,6 +167,8 @@ def test_empty_sets_nan_embeddings_missing_groups_and_unequal_sets(vector_data):
     assert (unequal["n_x"], unequal["n_y"]) == (2, 3) and math.isnan(unequal["p_value"]) and math.isnan(unequal["p_holm"])
     assert "muslim_vs_hindu/cross_modal/effect_size" in output.metrics
     assert "muslim_vs_hindu/cross_modal/effect_size" not in output.p_values
+    assert unequal["p_note"].startswith("|X| = 2 != |Y| = 3: the permutation test re-partitions X ∪ Y")
+    assert rows["hindu_vs_christian/cross_modal"]["p_note"].startswith("|X| = 3 != |Y| = 2")
 
 
 def test_unreadable_images_are_listed_and_skipped_or_stop_the_run(vector_data):

@@ -24,15 +24,16 @@ Table 2, ``d > 0`` means X sits closer to unpleasantness than Y does.
 ``probe`` chooses the capability: ``"embed"`` (CLIP-like models; default experiments cross_modal,
 textual, visual, zero_shot) or ``"match"`` (fusion models without EMBED; itm, zero_shot).
 
-Outputs: metrics ``<test>/effect_size`` (and ``<test>/probability_gap`` for itm) with their p-values
-and intervals, and ``zero_shot/<group>/pleasant_share`` (share of pleasant words among the top ``k``).
-The item table has one row per test (``kind``, groups, effect size, gap, ``p_value``, ``p_holm``,
-``p_bh``, ``ci_low``, ``ci_high``, ``n_x``, ``n_y``, ``n_a``, ``n_b``) and one row per ranked word
+Outputs: metrics ``<test>/effect_size`` (and ``<test>/probability_gap`` for itm) with their intervals and
+p-values (raw under the metric's key, adjusted under ``<key>@holm`` and ``<key>@bh``), and
+``zero_shot/<group>/pleasant_share`` (share of pleasant words among the top ``k``). The item table has one
+row per test (``kind``, groups, effect size, gap, ``p_value``, ``p_note`` (why a p-value is missing),
+``p_holm``, ``p_bh``, ``ci_low``, ``ci_high``, ``n_x``, ``n_y``, ``n_a``, ``n_b``) and one row per ranked word
 (``kind = "zero_shot"``: ``group``, ``rank``, ``word``, ``valence``, ``score``): Fig. 5 as a table.
 Tests that cannot run (a group without images or phrases, embeddings with NaN/inf, an image that does
 not decode) are listed in ``skipped`` with the reason. The permutation p-value needs
-:math:`|X| = |Y|`; for unequal sets it is left out (``p_value`` NaN) and the effect size and interval
-are still reported.
+:math:`|X| = |Y|`; for unequal sets it is left out (``p_value`` NaN, ``p_note`` says why) and the effect
+size and interval are still reported.
 
 Stimuli come from a data directory in MMBias's layout (:mod:`vlbias.data.mmbias`, :meth:`from_path`) or
 from BiasWorld (:meth:`from_biasworld`): ``X^I``/``Y^I`` are the balanced test images of each group,
@@ -386,6 +387,10 @@ class MMBiasSuite(Suite):
                 continue
             measured |= {stimuli.key: len(stimuli) for stimuli in (test.x, test.y, test.a, test.b)}
         _adjust_p_values(rows)
+        for row in rows:
+            if math.isfinite(row["p_value"]):
+                for suffix, column in (("", "p_value"), ("@holm", "p_holm"), ("@bh", "p_bh")):
+                    output.p_values[f"{row['test']}/effect_size{suffix}"] = row[column]
         for task in self.rankings:
             try:
                 rows += self._rank(task, probe, output)
@@ -413,14 +418,16 @@ class MMBiasSuite(Suite):
             raise InputError(f"effect size undefined: all {len(s_x) + len(s_y)} association scores of X ∪ Y are equal")
         equal = len(s_x) == len(s_y)
         p_value = float(p_value_from_associations(s_x, s_y, n_permutations=self.n_permutations, seed=seed)) if equal else math.nan
+        p_note = "" if equal else (
+            f"|X| = {len(s_x)} != |Y| = {len(s_y)}: the permutation test re-partitions X ∪ Y into equal halves, so it "
+            "has no p-value; the effect size and its interval stand alone"
+        )
         low, high = (float(v) for v in interval_from_associations(s_x, s_y, n_bootstrap=self.n_bootstrap, confidence=self.confidence, seed=seed))
         key = f"{test.name}/effect_size"
         output.metrics[key] = effect
         output.intervals[key] = [low, high]
-        if equal:
-            output.p_values[key] = p_value
         row = {"kind": test.kind, "test": test.name, "x": test.x.key, "y": test.y.key, "a": test.a.key, "b": test.b.key}
-        row |= {"effect_size": effect, "p_value": p_value, "ci_low": low, "ci_high": high}
+        row |= {"effect_size": effect, "p_value": p_value, "p_note": p_note, "ci_low": low, "ci_high": high}
         if top_k is not None:
             gap = float(mean_difference_from_associations(s_x, s_y))
             output.metrics[f"{test.name}/probability_gap"] = gap
