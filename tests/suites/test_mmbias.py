@@ -317,3 +317,28 @@ def test_the_suite_config_runs_table2_on_what_the_data_holds(tiny_data, tmp_path
     assert reasons[str(tiny_data / "valence_images" / "Pleasant")] == "valence image folder does not exist"
     assert "empty set(s) ['images/arab', 'images/american']" in reasons["arab_vs_american/cross_modal"]
     assert "muslim_vs_christian/visual" in reasons
+
+
+def test_duplicate_phrases_are_dropped_and_reported(vector_data):
+    phrases = {
+        "unpleasant_phrases": ["bad", "bad", "good"],  # a repeat, and a pleasant word
+        "pleasant_phrases": ["good", "good"],
+        "category_phrases": {"muslim": ["islam", "quran", "islam"], "christian": ["church", "bible", "quran"]},
+    }
+    (vector_data / "textual_phrases.json").write_text(json.dumps(phrases))
+    suite = MMBiasSuite.from_path(vector_data, pairs=[["muslim", "christian"]], experiments=["textual"], n_bootstrap=20)
+    output = suite.run(VectorAdapter(), seed=0)
+    reasons = {entry["item"]: entry["reason"] for entry in output.skipped}
+    assert reasons == {
+        "textual_phrases.json: pleasant_phrases: 'good'": "dropped: listed twice in pleasant_phrases; the first is kept",
+        "textual_phrases.json: unpleasant_phrases: 'bad'": "dropped: listed twice in unpleasant_phrases; the first is kept",
+        "textual_phrases.json: unpleasant_phrases: 'good'": "dropped: also in 'pleasant_phrases', and A and B must not "
+        "share an attribute; kept there",
+        "textual_phrases.json: category_phrases.muslim: 'islam'": "dropped: listed twice in category_phrases.muslim; "
+        "the first is kept",
+        "muslim_vs_christian/textual: 'quran'": "in both phrases/muslim and phrases/christian: dropped from phrases/christian",
+    }
+    # what is left is the hand-computed test of test_hand_computed_effect_sizes_p_values_and_adjusted_p_values
+    (row,) = by_test(output).values()
+    assert (row["n_x"], row["n_y"], row["n_a"], row["n_b"]) == (2, 2, 1, 1)
+    assert row["effect_size"] == pytest.approx(0.8 / math.sqrt(2.08 / 3)) and row["p_value"] == pytest.approx(1 / 3)

@@ -99,7 +99,7 @@ class MMBiasData:
     ``group_images`` maps a group id to its readable image files; ``unreadable`` and
     ``unreadable_valence`` list the group and valence image files that did not open
     (``{"item": path, "reason": ...}``); ``missing_images`` and ``missing_valence`` list the expected
-    folders that are absent.
+    folders that are absent; ``duplicates`` the phrases dropped as repeats (see :func:`read_mmbias`).
     """
 
     pleasant: list[str]
@@ -112,6 +112,7 @@ class MMBiasData:
     unreadable_valence: list[dict[str, str]] = field(default_factory=list)
     missing_images: list[dict[str, str]] = field(default_factory=list)
     missing_valence: list[dict[str, str]] = field(default_factory=list)
+    duplicates: list[dict[str, str]] = field(default_factory=list)
 
 
 def _string_list(value: object, path: Path, key: str) -> list[str]:
@@ -227,6 +228,21 @@ def _resolve(root: Path, given: str | Path | None, default: str) -> Path:
     return given if given.is_absolute() else root / given
 
 
+def _first_occurrences(
+    phrases: list[str], file: str, key: str, duplicates: list[dict[str, str]], elsewhere: dict[str, str] | None = None
+) -> list[str]:
+    """``phrases`` (the list under ``key`` in ``file``) without repeats, the first kept, and without those in
+    ``elsewhere`` (phrase -> the reason it belongs elsewhere); each dropped one is added to ``duplicates``."""
+    kept, reasons = [], dict(elsewhere or {})
+    for phrase in phrases:
+        if phrase in reasons:
+            duplicates.append({"item": f"{file}: {key}: {phrase!r}", "reason": f"dropped: {reasons[phrase]}"})
+            continue
+        reasons[phrase] = f"listed twice in {key}; the first is kept"
+        kept.append(phrase)
+    return kept
+
+
 def read_mmbias(
     root: str | Path,
     phrases: str | Path | None = None,
@@ -242,10 +258,21 @@ def read_mmbias(
         valence_images: the valence-image root; default ``root/valence_images``.
 
     Missing folders and unreadable files are recorded, not raised; the suite decides whether they stop the run.
+    A phrase repeated within a list, or an unpleasant word that is also pleasant, is dropped (the first kept)
+    and recorded in ``duplicates``, as the SEAT reader does.
     """
     root = Path(root)
-    pleasant, unpleasant, group_phrases = read_phrases(_resolve(root, phrases, PHRASES_FILE))
-    data = MMBiasData(pleasant, unpleasant, group_phrases)
+    path = _resolve(root, phrases, PHRASES_FILE)
+    pleasant, unpleasant, group_phrases = read_phrases(path)
+    duplicates: list[dict[str, str]] = []
+    pleasant = _first_occurrences(pleasant, path.name, PLEASANT_KEY, duplicates)
+    in_both = f"also in {PLEASANT_KEY!r}, and A and B must not share an attribute; kept there"
+    unpleasant = _first_occurrences(unpleasant, path.name, UNPLEASANT_KEY, duplicates, dict.fromkeys(pleasant, in_both))
+    group_phrases = {
+        group: _first_occurrences(listed, path.name, f"{GROUPS_KEY}.{group}", duplicates)
+        for group, listed in group_phrases.items()
+    }
+    data = MMBiasData(pleasant, unpleasant, group_phrases, duplicates=duplicates)
     image_root = _resolve(root, images, IMAGES_DIR)
     if image_root.is_dir():
         data.group_images, data.group_folders, data.unreadable = read_group_images(image_root)

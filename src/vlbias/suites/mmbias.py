@@ -31,7 +31,8 @@ row per test (``kind``, groups, effect size, gap, ``p_value``, ``p_note`` (why a
 ``p_holm``, ``p_bh``, ``ci_low``, ``ci_high``, ``n_x``, ``n_y``, ``n_a``, ``n_b``) and one row per ranked word
 (``kind = "zero_shot"``: ``group``, ``rank``, ``word``, ``valence``, ``score``): Fig. 5 as a table.
 Tests that cannot run (a group without images or phrases, embeddings with NaN/inf, an image that does
-not decode) are listed in ``skipped`` with the reason. The permutation p-value needs
+not decode) are listed in ``skipped`` with the reason, as are duplicate phrases, which are dropped (the first
+kept; a phrase in both target sets of a test stays in X). The permutation p-value needs
 :math:`|X| = |Y|`; for unequal sets it is left out (``p_value`` NaN, ``p_note`` says why) and the effect
 size and interval are still reported.
 
@@ -45,7 +46,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -357,7 +358,7 @@ class MMBiasSuite(Suite):
             "n_images": {group: len(files) for group, files in sorted(data.group_images.items())},
             "n_valence_images": {valence: len(files) for valence, files in data.valence_images.items()},
         }
-        return cls(tests, config, rankings=rankings, skipped=problems + skipped, probe=probe, **options)
+        return cls(tests, config, rankings=rankings, skipped=problems + data.duplicates + skipped, probe=probe, **options)
 
     @property
     def config(self) -> dict[str, object]:
@@ -528,6 +529,14 @@ def mmbias_tests(data: MMBiasData, pairs: Sequence[tuple[str, str]], kinds: Sequ
             continue
         for x, y in pairs:
             test = AssociationTest(f"{_slug(x)}_vs_{_slug(y)}/{kind}", kind, *sets[kind](x, y))
+            shared = set(test.x.items) & set(test.y.items) if test.x.modality == "text" else set()
+            if shared:  # a phrase cannot stand for both groups: kept in X, dropped from Y (as SEAT's reader does)
+                skipped += [
+                    {"item": f"{test.name}: {item!r}", "reason": f"in both {test.x.key} and {test.y.key}: dropped from {test.y.key}"}
+                    for item in sorted(shared)
+                ]
+                kept = [item for item in test.y.items if item not in shared]  # a new key: the cache embeds by key
+                test = replace(test, y=Stimuli(f"{test.y.key} without {test.x.key}", "text", kept))
             empty = [s.key for s in (test.x, test.y, test.a, test.b) if len(s) == 0]
             if empty:
                 skipped.append({"item": test.name, "reason": f"empty set(s) {empty}: no stimuli for them in the data"})
