@@ -20,14 +20,15 @@ Table 3 for ``B@L_log``, a plain log-probability difference), ``<group>/<target>
 ``n_excluded/<measure>`` (item-template pairs whose bias-probability change was below
 ``min_bias_change``), ``attack_success_rate`` (attacked images whose most likely bias concept
 is B' after the attack, which includes images the model already read as B'),
-``n_attack_failed``, ``n_counterfactual_before_attack`` (attacked images already read as B'), ``n_skipped`` and ``n_skipped/<kind>``. Measures: ``B@V-L``, ``B@V``,
-``B@L``, ``B@L_log`` and ``B@L_log/<baseline>``.
+``n_attack_failed``, ``n_counterfactual_before_attack`` (attacked images already read as B'),
+``n_skipped`` and ``n_skipped/<kind>``. Measures: ``B@V-L``, ``B@V``, ``B@L``, ``B@L_log`` and
+``B@L_log/<baseline>``.
 
 Skipped items, each with its reason and a ``kind`` (:data:`SKIP_KINDS`): no gender annotation
-(``no_gender``; unless ``unannotated="model_reading"``), a bias concept outside ``bias_concepts`` (``unknown_bias_concept``), a bias or
-target word outside the model's vocabulary (``bias_word_unusable``, ``target_word_unusable``), a
-missing or corrupt image (``image``), and (with ``require_attack_success``) a failed attack
-(``attack_failed``).
+(``no_gender``; unless ``unannotated="model_reading"``), a bias concept outside ``bias_concepts``
+(``unknown_bias_concept``), a bias or target word outside the model's vocabulary
+(``bias_word_unusable``, ``target_word_unusable``), a missing or corrupt image (``image``), and
+(with ``require_attack_success``) a failed attack (``attack_failed``).
 
 Target probabilities are normalised over the group's target concepts (``"concepts"``, what
 the authors' released code does) or are the masked-word probability over the whole vocabulary
@@ -324,8 +325,9 @@ class CounterBiasSuite(Suite):
             if not batch:
                 continue
             p_bias_f = self._bias_probs(generator, pixels)
-            batch = [  # unannotated images kept by `unannotated="model_reading"` take the concept the model reads
-                item if item.bias is not None else replace(item, bias=self.bias_concepts[int(p_bias_f[b].argmax())], bias_annotated=False)
+            read = [self.bias_concepts[int(row.argmax())] for row in p_bias_f]  # the concept the model reads
+            batch = [  # unannotated images kept by `unannotated="model_reading"` take the model's reading
+                item if item.bias is not None else replace(item, bias=read[b], bias_annotated=False)
                 for b, item in enumerate(batch)
             ]
             factual = torch.tensor([self.bias_concepts.index(item.bias) for item in batch])
@@ -358,10 +360,12 @@ class CounterBiasSuite(Suite):
         counterpart = self.lexicon.mapping.get(item.bias or "")
         if item.bias is None and self.unannotated == "skip":
             kind, reason = "no_gender", "no gender annotation"
-        elif item.bias is None:  # its concept comes from the model's reading
-            if item.target not in problems:
+        elif item.bias is None:  # its concept comes from the model's reading of every bias word
+            unusable = [word for word in self.bias_concepts if word in problems] + [item.target] * (item.target in problems)
+            if not unusable:
                 return True
-            kind, reason = "target_word_unusable", f"target word {item.target!r} is not usable: {problems[item.target]}"
+            kind = "target_word_unusable" if unusable == [item.target] else "bias_word_unusable"
+            reason = f"{kind.split('_')[0]} word {unusable[0]!r} is not usable: {problems[unusable[0]]}"
         elif item.bias not in self.bias_concepts:
             kind, reason = "unknown_bias_concept", f"bias concept {item.bias!r} is not one of {', '.join(self.bias_concepts)}"
         elif item.bias in problems or counterpart in problems:
