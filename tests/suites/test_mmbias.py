@@ -342,3 +342,8 @@ def test_duplicate_phrases_are_dropped_and_reported(vector_data):
     (row,) = by_test(output).values()
     assert (row["n_x"], row["n_y"], row["n_a"], row["n_b"]) == (2, 2, 1, 1)
     assert row["effect_size"] == pytest.approx(0.8 / math.sqrt(2.08 / 3)) and row["p_value"] == pytest.approx(1 / 3)
+
+
+def test_a_misspelt_group_in_pairs_stops_with_the_known_groups(vector_data):
+    with pytest.raises(ConfigError, match=r"group\(s\) \['muslimm'\] .* its groups are \[.*'christian'.*'muslim'"):
+        MMBiasSuite.from_path(vector_data, pairs=[["Muslimm", "Christian"]])

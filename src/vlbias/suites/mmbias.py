@@ -334,12 +334,25 @@ class MMBiasSuite(Suite):
         valence folder, undecodable files and empty group folders are listed in ``skipped``; each test
         records its set sizes); ``"stop"`` stops with an :class:`InputError` listing them. A test is
         skipped, with its reason, when a set is empty (a group without phrases, or without an image folder).
+        Given ``pairs`` that name a group the data has neither phrases nor an image folder for (a misspelt
+        name, most likely) stop with a :class:`ConfigError` listing the data's groups; the default pairs
+        skip such tests, since data may cover only part of Table 2.
         """
         kinds = _check_options(probe, experiments, EXPERIMENTS)
         if on_missing_images not in MISSING_IMAGE_POLICIES:
             raise ConfigError(f"Expected `on_missing_images` to be one of {list(MISSING_IMAGE_POLICIES)} but got {on_missing_images!r}")
         data = read_mmbias(path, phrases=phrases, images=images, valence_images=valence_images)
-        pairs = TABLE2_PAIRS if pairs is None else _check_pairs(pairs)
+        if pairs is None:
+            pairs = TABLE2_PAIRS  # data may cover a part of Table 2: the other tests are skipped with the reason
+        else:  # a group the user names but the data lacks entirely is most likely misspelt
+            pairs = _check_pairs(pairs)
+            known = set(data.group_phrases) | set(data.group_folders)
+            unknown = sorted({group for pair in pairs for group in pair} - known)
+            if unknown:
+                raise ConfigError(
+                    f"`pairs` name group(s) {unknown} that MMBias data {str(path)!r} has neither phrases nor an image "
+                    f"folder for; its groups are {sorted(known)}"
+                )
         problems = _image_problems(data, pairs, kinds)
         if problems and on_missing_images == "stop":
             listed = "; ".join(f"{p['item']}: {p['reason']}" for p in problems[:10])
