@@ -1,6 +1,7 @@
 """Grounded-WEAT/SEAT Experiment 3 (congruence): hand-computed values, order independence, the metric class."""
 
 import itertools
+import math
 
 import pytest
 import torch
@@ -63,6 +64,38 @@ def test_exact_count_in_chunks_when_one_side_is_large(monkeypatch):
     assert congruence_p_value(*scores).item() == whole
     deltas = [(own - other).tolist() for own, other in ((scores[0], scores[1]), (scores[2], scores[3]))]
     assert whole == reference_exact_p(*deltas)
+
+
+def binomial_exact_p(x_deltas: list[int], y_deltas: list[int]) -> float:
+    """p-value for deltas in {-1, 0, 1}, from binomial coefficients: over the m nonzero deltas of a set,
+    S = m - 2K with K ~ Binomial(m, 1/2) whatever their signs; zeros leave S alone."""
+    m_x, m_y = sum(map(abs, x_deltas)), sum(map(abs, y_deltas))
+    observed = abs(sum(x_deltas)) + abs(sum(y_deltas))
+    count = sum(
+        math.comb(m_x, k_x) * math.comb(m_y, k_y)
+        for k_x in range(m_x + 1)
+        for k_y in range(m_y + 1)
+        if abs(m_x - 2 * k_x) + abs(m_y - 2 * k_y) >= observed
+    )
+    return count * 2 ** (len(x_deltas) + len(y_deltas) - m_x - m_y) / 2 ** (len(x_deltas) + len(y_deltas))
+
+
+@pytest.mark.parametrize(("seed", "n_x", "n_y"), [(8, 10, 10), (25, 23, 1)])  # p = 0.043, 0.064
+def test_exact_p_value_at_the_default_limit_matches_binomial_count(monkeypatch, seed, n_x, n_y):
+    # 20 targets, and 24 (the most the default exact path takes; 2^3 chunks of 2^20 sums on the 23-item side)
+    import vlbias.metrics.functional.grounded_weat as grounded
+
+    assert 2 ** (n_x + n_y) <= grounded.DEFAULT_EXACT_LIMIT
+    sizes, signed_sums = [], grounded._signed_sums
+    monkeypatch.setattr(grounded, "_signed_sums", lambda deltas: sizes.append(len(deltas)) or signed_sums(deltas))
+    generator = torch.Generator().manual_seed(seed)
+    deltas = torch.randint(-1, 2, (n_x + n_y,), generator=generator, dtype=torch.float64)
+    own, other = deltas + 0.5, torch.full_like(deltas, 0.5)
+    p_value = congruence_p_value(own[:n_x], other[:n_x], own[n_x:], other[n_x:]).item()
+    expected = binomial_exact_p([int(d) for d in deltas[:n_x]], [int(d) for d in deltas[n_x:]])
+    assert 0 < p_value <= 1
+    assert p_value == expected, f"{p_value} != {expected}"
+    assert max(sizes) <= grounded._CHUNK_BITS  # never more than 2^20 sums in one tensor
 
 
 def test_order_of_targets_does_not_matter():

@@ -40,7 +40,6 @@ Example:
 
 from __future__ import annotations
 
-
 import torch
 from torch import Tensor
 
@@ -105,9 +104,15 @@ def congruence_p_value(
     seed: int = 0,
     exact_limit: int = DEFAULT_EXACT_LIMIT,
 ) -> Tensor:
-    """Paired sign-flip p-value of :func:`congruence_statistic` (module docstring); float64 in (0, 1].
-    Exact when :math:`2^{n_x + n_y} \\le` ``exact_limit``; otherwise ``n_permutations`` (default
-    99,999) random sign vectors from a generator seeded with ``seed``."""
+    """Paired sign-flip p-value of :func:`congruence_statistic` (module docstring; Ross Sec. 4.3, unnumbered
+    "absolute value" formula); float64 in (0, 1].
+
+    Exact when :math:`2^{n_x + n_y} \\le` ``exact_limit``: the sign vectors are counted, never listed (meet in
+    the middle, :func:`_count_sign_flips`): the :math:`|S|` of the smaller of X and Y are sorted once, those of the
+    larger side are built in chunks of at most :math:`2^{20}` and each finds its partners that reach the
+    observed value by ``searchsorted``. Values within rounding of the observed one count as ties (:math:`\\ge`),
+    as in ``weat.py``. Otherwise ``n_permutations`` (default 99,999) random sign vectors from a generator seeded
+    with ``seed``."""
     x_own, x_other = _paired("x", x_own, x_other)
     y_own, y_other = _paired("y", y_own, y_other)
     n_permutations = DEFAULT_PERMUTATIONS if n_permutations is None else n_permutations
@@ -120,7 +125,8 @@ def congruence_p_value(
     observed = (deltas[:n_x].sum().abs() + deltas[n_x:].sum().abs()) / 2
     threshold = observed - 2 * deltas.numel() * torch.finfo(torch.float64).eps * deltas.abs().sum()  # ties, as weat.py
     if 2 ** deltas.numel() <= exact_limit:
-        return torch.tensor(_count_sign_flips(deltas[:n_x], deltas[n_x:], threshold) / 2 ** deltas.numel(), dtype=torch.float64)
+        count = _count_sign_flips(deltas[:n_x], deltas[n_x:], threshold)
+        return torch.tensor(count / 2 ** deltas.numel(), dtype=torch.float64)
     generator = torch.Generator().manual_seed(seed)
     count, chunk = 0, max(1, 2**19 // deltas.numel())
     for start in range(0, n_permutations, chunk):
@@ -145,7 +151,7 @@ def _count_sign_flips(x_deltas: Tensor, y_deltas: Tensor, threshold: Tensor) -> 
 
     :math:`S_X` and :math:`S_Y` flip disjoint items, so the count is over pairs of an X sum and a Y sum (meet in
     the middle): the :math:`2^{n_y}` values :math:`|S_Y|` are sorted once and each :math:`|S_X|` finds by
-    ``searchsorted`` how many reach :math:`2\,	ext{threshold} - |S_X|`. The larger side is the one enumerated
+    ``searchsorted`` how many reach :math:`2\,\text{threshold} - |S_X|`. The larger side is the one enumerated
     in chunks of at most :math:`2^{20}` sums (its first items fixed per chunk), so memory stays bounded.
     """
     small, large = sorted((x_deltas, y_deltas), key=len)
