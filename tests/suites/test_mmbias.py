@@ -320,28 +320,32 @@ def test_the_suite_config_runs_table2_on_what_the_data_holds(tiny_data, tmp_path
 
 
 def test_duplicate_phrases_are_dropped_and_reported(vector_data):
-    phrases = {
-        "unpleasant_phrases": ["bad", "bad", "good"],  # a repeat, and a pleasant word
-        "pleasant_phrases": ["good", "good"],
-        "category_phrases": {"muslim": ["islam", "quran", "islam"], "christian": ["church", "bible", "quran"]},
+    phrases = {  # repeats are kept once; "fine" (both attribute sets) and "holy" (both groups) are dropped from both
+        "unpleasant_phrases": ["bad", "bad", "fine"],
+        "pleasant_phrases": ["good", "fine", "good"],
+        "category_phrases": {"muslim": ["islam", "quran", "islam", "holy"], "christian": ["church", "holy", "bible"]},
     }
     (vector_data / "textual_phrases.json").write_text(json.dumps(phrases))
     suite = MMBiasSuite.from_path(vector_data, pairs=[["muslim", "christian"]], experiments=["textual"], n_bootstrap=20)
     output = suite.run(VectorAdapter(), seed=0)
     reasons = {entry["item"]: entry["reason"] for entry in output.skipped}
+    kept_once = "listed more than once in the set; kept once"
     assert reasons == {
-        "textual_phrases.json: pleasant_phrases: 'good'": "dropped: listed twice in pleasant_phrases; the first is kept",
-        "textual_phrases.json: unpleasant_phrases: 'bad'": "dropped: listed twice in unpleasant_phrases; the first is kept",
-        "textual_phrases.json: unpleasant_phrases: 'good'": "dropped: also in 'pleasant_phrases', and A and B must not "
-        "share an attribute; kept there",
-        "textual_phrases.json: category_phrases.muslim: 'islam'": "dropped: listed twice in category_phrases.muslim; "
-        "the first is kept",
-        "muslim_vs_christian/textual: 'quran'": "in both phrases/muslim and phrases/christian: dropped from phrases/christian",
+        "textual_phrases.json: pleasant_phrases: 'good'": kept_once,
+        "textual_phrases.json: unpleasant_phrases: 'bad'": kept_once,
+        "textual_phrases.json: category_phrases.muslim: 'islam'": kept_once,
+        "textual_phrases.json: pleasant_phrases+unpleasant_phrases: 'fine'": "in both pleasant_phrases and "
+        "unpleasant_phrases; dropped from both",
+        "muslim_vs_christian/textual: 'holy'": "in both phrases/muslim and phrases/christian; dropped from both",
     }
     # what is left is the hand-computed test of test_hand_computed_effect_sizes_p_values_and_adjusted_p_values
     (row,) = by_test(output).values()
     assert (row["n_x"], row["n_y"], row["n_a"], row["n_b"]) == (2, 2, 1, 1)
     assert row["effect_size"] == pytest.approx(0.8 / math.sqrt(2.08 / 3)) and row["p_value"] == pytest.approx(1 / 3)
+    phrases["unpleasant_phrases"] = ["good"]  # nothing left of A once it shares its only word with B
+    (vector_data / "textual_phrases.json").write_text(json.dumps(phrases))
+    with pytest.raises(InputError, match="attribute set 'unpleasant_phrases' is empty once the words it shares"):
+        MMBiasSuite.from_path(vector_data, pairs=[["muslim", "christian"]], experiments=["textual"])
 
 
 def test_a_misspelt_group_in_pairs_stops_with_the_known_groups(vector_data):

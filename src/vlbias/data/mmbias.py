@@ -30,6 +30,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from vlbias.data.seat import repeated
 from vlbias.errors import InputError
 
 PHRASES_FILE = "textual_phrases.json"
@@ -228,19 +229,13 @@ def _resolve(root: Path, given: str | Path | None, default: str) -> Path:
     return given if given.is_absolute() else root / given
 
 
-def _first_occurrences(
-    phrases: list[str], file: str, key: str, duplicates: list[dict[str, str]], elsewhere: dict[str, str] | None = None
-) -> list[str]:
-    """``phrases`` (the list under ``key`` in ``file``) without repeats, the first kept, and without those in
-    ``elsewhere`` (phrase -> the reason it belongs elsewhere); each dropped one is added to ``duplicates``."""
-    kept, reasons = [], dict(elsewhere or {})
-    for phrase in phrases:
-        if phrase in reasons:
-            duplicates.append({"item": f"{file}: {key}: {phrase!r}", "reason": f"dropped: {reasons[phrase]}"})
-            continue
-        reasons[phrase] = f"listed twice in {key}; the first is kept"
-        kept.append(phrase)
-    return kept
+def _kept_once(phrases: list[str], file: str, key: str, duplicates: list[dict[str, str]]) -> list[str]:
+    """``phrases`` (the list under ``key`` in ``file``) with each repeat kept once, reported in ``duplicates``."""
+    duplicates += [
+        {"item": f"{file}: {key}: {phrase!r}", "reason": "listed more than once in the set; kept once"}
+        for phrase in repeated(phrases)
+    ]
+    return list(dict.fromkeys(phrases))
 
 
 def read_mmbias(
@@ -258,19 +253,29 @@ def read_mmbias(
         valence_images: the valence-image root; default ``root/valence_images``.
 
     Missing folders and unreadable files are recorded, not raised; the suite decides whether they stop the run.
-    A phrase repeated within a list, or an unpleasant word that is also pleasant, is dropped (the first kept)
-    and recorded in ``duplicates``, as the SEAT reader does.
+    As in the SEAT reader, a phrase repeated within a list is kept once and a word both pleasant and unpleasant
+    is dropped from both; each is recorded in ``duplicates``.
     """
     root = Path(root)
     path = _resolve(root, phrases, PHRASES_FILE)
     pleasant, unpleasant, group_phrases = read_phrases(path)
     duplicates: list[dict[str, str]] = []
-    pleasant = _first_occurrences(pleasant, path.name, PLEASANT_KEY, duplicates)
-    in_both = f"also in {PLEASANT_KEY!r}, and A and B must not share an attribute; kept there"
-    unpleasant = _first_occurrences(unpleasant, path.name, UNPLEASANT_KEY, duplicates, dict.fromkeys(pleasant, in_both))
+    pleasant = _kept_once(pleasant, path.name, PLEASANT_KEY, duplicates)
+    unpleasant = _kept_once(unpleasant, path.name, UNPLEASANT_KEY, duplicates)
+    shared = set(pleasant) & set(unpleasant)  # no attribute can stand for both A and B
+    duplicates += [
+        {
+            "item": f"{path.name}: {PLEASANT_KEY}+{UNPLEASANT_KEY}: {word!r}",
+            "reason": f"in both {PLEASANT_KEY} and {UNPLEASANT_KEY}; dropped from both",
+        }
+        for word in sorted(shared)
+    ]
+    pleasant, unpleasant = ([word for word in words if word not in shared] for words in (pleasant, unpleasant))
+    for key, words in ((PLEASANT_KEY, pleasant), (UNPLEASANT_KEY, unpleasant)):
+        if not words:
+            raise InputError(f"{str(path)!r}: attribute set {key!r} is empty once the words it shares with the other are dropped")
     group_phrases = {
-        group: _first_occurrences(listed, path.name, f"{GROUPS_KEY}.{group}", duplicates)
-        for group, listed in group_phrases.items()
+        group: _kept_once(listed, path.name, f"{GROUPS_KEY}.{group}", duplicates) for group, listed in group_phrases.items()
     }
     data = MMBiasData(pleasant, unpleasant, group_phrases, duplicates=duplicates)
     image_root = _resolve(root, images, IMAGES_DIR)

@@ -229,7 +229,7 @@ def _parse(record: object, path: Path, line: int, lines: list[str], name: str) -
                 "item": f"{name}/{key}: {e!r}",
                 "reason": "listed more than once in the set; kept once",
             }
-            for e in _repeated(examples)
+            for e in repeated(examples)
         ]
         sets[key] = SeatSet(key, category, kept)
     for first, second in (("targ1", "targ2"), ("attr1", "attr2")):
@@ -255,7 +255,8 @@ def _parse(record: object, path: Path, line: int, lines: list[str], name: str) -
     return SeatTest(name, path, line, **sets, contextual_words=contextual, duplicates=duplicates)
 
 
-def _repeated(values: list) -> list:
+def repeated(values: list) -> list:
+    """The values that occur more than once in ``values``, each once, in order of their second occurrence."""
     seen, repeated = set(), []
     for value in values:
         if value in seen and value not in repeated:
@@ -318,7 +319,7 @@ def _parse_grounded(
                         "item": f"{name}/{where}: caption {i}",
                         "reason": "caption index repeated for the image; kept once",
                     }
-                    for i in _repeated(indices)
+                    for i in repeated(indices)
                 ]
                 images[target][image] = list(dict.fromkeys(indices))
             if not images[target]:

@@ -31,9 +31,9 @@ row per test (``kind``, groups, effect size, gap, ``p_value``, ``p_note`` (why a
 ``p_holm``, ``p_bh``, ``ci_low``, ``ci_high``, ``n_x``, ``n_y``, ``n_a``, ``n_b``) and one row per ranked word
 (``kind = "zero_shot"``: ``group``, ``rank``, ``word``, ``valence``, ``score``): Fig. 5 as a table.
 Tests that cannot run (a group without images or phrases, embeddings with NaN/inf, an image that does
-not decode) are listed in ``skipped`` with the reason, as are duplicate phrases, which are dropped (the first
-kept; a phrase in both target sets of a test stays in X). The permutation p-value needs
-:math:`|X| = |Y|`; for unequal sets it is left out (``p_value`` NaN, ``p_note`` says why) and the effect
+not decode) are listed in ``skipped`` with the reason, as are duplicate phrases: a repeat is kept once, and a
+phrase in both attribute sets, or in both target sets of a test, is dropped from both (as in the SEAT reader).
+The permutation p-value needs :math:`|X| = |Y|`; for unequal sets it is left out (``p_value`` NaN, ``p_note`` says why) and the effect
 size and interval are still reported.
 
 Stimuli come from a data directory in MMBias's layout (:mod:`vlbias.data.mmbias`, :meth:`from_path`) or
@@ -543,13 +543,16 @@ def mmbias_tests(data: MMBiasData, pairs: Sequence[tuple[str, str]], kinds: Sequ
         for x, y in pairs:
             test = AssociationTest(f"{_slug(x)}_vs_{_slug(y)}/{kind}", kind, *sets[kind](x, y))
             shared = set(test.x.items) & set(test.y.items) if test.x.modality == "text" else set()
-            if shared:  # a phrase cannot stand for both groups: kept in X, dropped from Y (as SEAT's reader does)
+            if shared:  # a phrase cannot stand for both groups: dropped from both, as SEAT's reader does
                 skipped += [
-                    {"item": f"{test.name}: {item!r}", "reason": f"in both {test.x.key} and {test.y.key}: dropped from {test.y.key}"}
+                    {"item": f"{test.name}: {item!r}", "reason": f"in both {test.x.key} and {test.y.key}; dropped from both"}
                     for item in sorted(shared)
                 ]
-                kept = [item for item in test.y.items if item not in shared]  # a new key: the cache embeds by key
-                test = replace(test, y=Stimuli(f"{test.y.key} without {test.x.key}", "text", kept))
+                x, y = (  # new keys: the cache embeds a set once per key
+                    Stimuli(f"{own.key} without {other.key}", "text", [item for item in own.items if item not in shared])
+                    for own, other in ((test.x, test.y), (test.y, test.x))
+                )
+                test = replace(test, x=x, y=y)
             empty = [s.key for s in (test.x, test.y, test.a, test.b) if len(s) == 0]
             if empty:
                 skipped.append({"item": test.name, "reason": f"empty set(s) {empty}: no stimuli for them in the data"})
