@@ -76,11 +76,15 @@ def test_measure_vl_bias_folder_reports_bad_items(vl_bias_folder, tmp_path, run_
 
 
 def test_unannotated_images_can_take_the_models_reading(vl_bias_folder):
+    with (vl_bias_folder / "annotations.csv").open("a") as annotations:
+        annotations.write("f.png,shopping,activity,\n")  # unannotated, and its target is not in the vocabulary
     adapter = load("albef", tiny=True, device="cpu")
     suite = CounterBiasSuite.from_path(vl_bias_folder, attack=ATTACK, require_attack_success=False, unannotated="model_reading")
     output = suite.run(adapter)
     assert suite.config["unannotated"] == "model_reading"
     assert not any(entry["kind"] == "no_gender" for entry in output.skipped)
+    (unusable,) = [entry for entry in output.skipped if entry["item"] == "f.png@row10"]
+    assert unusable["kind"] == "target_word_unusable" and unusable["reason"].startswith("target word 'shopping'")
     rows = [row for row in output.items if row["item"].startswith("e.png")]
     assert len(rows) == 4 and not any(row["bias_annotated"] for row in rows)
     assert all(row["p_bias_vf"] >= 0.5 for row in rows)  # the concept it reads is the likelier of the two
@@ -197,3 +201,16 @@ def test_bad_options_and_files_are_refused(vl_bias_folder):
     annotations.unlink()
     with pytest.raises(InputError, match="do not exist"):
         read_vl_bias(vl_bias_folder)
+
+
+def test_bias_words_outside_the_vocabulary_are_reported_per_item(vl_bias_folder):
+    (vl_bias_folder / "annotations.csv").write_text("image,concept,gender\na.png,cooking,boy\nb.png,driving,\n")
+    adapter = load("albef", tiny=True, device="cpu")  # its tiny vocabulary has man and woman, not boy or girl
+    for unannotated in ("skip", "model_reading"):
+        suite = CounterBiasSuite.from_path(vl_bias_folder, bias_concepts=["boy", "girl"], b0="boy", unannotated=unannotated)
+        output = suite.run(adapter)
+        reasons = {entry["item"]: (entry["kind"], entry["reason"]) for entry in output.skipped}
+        assert reasons["a.png@row2"][0] == "bias_word_unusable"
+        assert reasons["a.png@row2"][1].startswith("bias word 'boy' is not usable") and "vocabulary" in reasons["a.png@row2"][1]
+        expected = "no_gender" if unannotated == "skip" else "bias_word_unusable"
+        assert reasons["b.png@row3"][0] == expected and output.n_items == 0

@@ -357,20 +357,15 @@ class CounterBiasSuite(Suite):
 
     def _usable(self, item: CounterBiasItem, problems: dict[str, str], output: SuiteOutput) -> bool:
         """Whether ``item`` can be measured; if not, it is recorded as skipped with the reason."""
-        counterpart = self.lexicon.mapping.get(item.bias or "")
+        # the words its P(B | V) needs: its concept and the counterpart, or every concept for the model's reading
+        bias_words = self.bias_concepts if item.bias is None else [item.bias, self.lexicon.mapping.get(item.bias)]
+        unusable = [word for word in bias_words if word in problems]
         if item.bias is None and self.unannotated == "skip":
             kind, reason = "no_gender", "no gender annotation"
-        elif item.bias is None:  # its concept comes from the model's reading of every bias word
-            unusable = [word for word in self.bias_concepts if word in problems] + [item.target] * (item.target in problems)
-            if not unusable:
-                return True
-            kind = "target_word_unusable" if unusable == [item.target] else "bias_word_unusable"
-            reason = f"{kind.split('_')[0]} word {unusable[0]!r} is not usable: {problems[unusable[0]]}"
-        elif item.bias not in self.bias_concepts:
+        elif item.bias is not None and item.bias not in self.bias_concepts:
             kind, reason = "unknown_bias_concept", f"bias concept {item.bias!r} is not one of {', '.join(self.bias_concepts)}"
-        elif item.bias in problems or counterpart in problems:
-            word = item.bias if item.bias in problems else counterpart
-            kind, reason = "bias_word_unusable", f"bias word {word!r} is not usable: {problems[word]}"
+        elif unusable:
+            kind, reason = "bias_word_unusable", f"bias word {unusable[0]!r} is not usable: {problems[unusable[0]]}"
         elif item.target in problems:
             kind, reason = "target_word_unusable", f"target word {item.target!r} is not usable: {problems[item.target]}"
         else:
