@@ -107,7 +107,8 @@ def _item(path: Path, line: int, row: dict[str, str]) -> VLBiasItem:
     for column in ("image", "concept"):
         if not values[column]:
             raise InputError(f"VL-Bias annotations {str(path)!r}, row {line}: empty `{column}`.")
-    concept, concept_type = values["concept"].lower(), values["concept_type"] or _RELEASED_TYPE.get(values["concept"].lower())
+    concept = values["concept"].lower()
+    concept_type = values["concept_type"] or _RELEASED_TYPE.get(concept)
     where = f"VL-Bias annotations {str(path)!r}, row {line}"
     if concept_type is None:
         raise InputError(
