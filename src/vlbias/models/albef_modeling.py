@@ -45,6 +45,7 @@ from transformers.models.bert.modeling_bert import (
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.models.loading import check_keys
+from vlbias.models.patches import PatchProjection
 
 MODES = ("text", "fusion", "multi_modal")
 
@@ -247,6 +248,8 @@ class ALBEF(nn.Module):
             num_classes=0,
             norm_layer=partial(nn.LayerNorm, eps=1e-6),
         )
+        patch_embed = self.visual_encoder.patch_embed  # the same projection, differentiated several times faster
+        patch_embed.proj = PatchProjection.replacing(patch_embed.proj)
         bert = config.bert_config()
         self.text_encoder = ALBEFTextEncoder(bert, config.fusion_layer, config.mlm_head)
         self.vision_proj = nn.Linear(config.vision_width, config.embed_dim)

@@ -67,6 +67,7 @@ from transformers import (
 from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
 from vlbias.models.loading import from_pretrained_strict
+from vlbias.models.patches import project_patches
 from vlbias.models.preprocess import ImageTransform
 from vlbias.models.vocab import tiny_tokenizer
 
@@ -86,30 +87,13 @@ def fixed_patch_order() -> Iterator[None]:
         yield
 
 
-def _project_patches(projection: nn.Conv2d, pixel_values: Tensor) -> Tensor:
-    """``projection(pixel_values)``; a convolution whose stride is its kernel reads non-overlapping
-    patches, so it is computed as one matrix product over the flattened patches (the same sums, in
-    another order; its backward, which attacks need, is several times faster than the convolution's
-    on CPU)."""
-    kernel, stride = projection.kernel_size, projection.stride
-    if kernel != stride or projection.padding != (0, 0) or projection.dilation != (1, 1) or projection.groups != 1:
-        return projection(pixel_values)
-    p, q = kernel
-    batch_size, channels, height, width = pixel_values.shape
-    h, w = height // p, width // q
-    patches = pixel_values[:, :, : h * p, : w * q].reshape(batch_size, channels, h, p, w, q)
-    patches = patches.permute(0, 2, 4, 1, 3, 5).reshape(batch_size, h, w, channels * p * q)
-    projected = F.linear(patches, projection.weight.flatten(1), projection.bias)  # (B, h, w, H)
-    return projected.permute(0, 3, 1, 2)
-
-
 def patch_embeddings(embeddings: nn.Module, pixel_values: Tensor) -> Tensor | None:
     """``ViltEmbeddings.visual_embed`` for un-padded images when it keeps every patch, without its
     loop over the batch and in grid order: ``(B, 1 + N, H)`` = [image CLS, patches], each plus its
     (interpolated) position embedding, then dropout. ``None`` when ViLT would keep a random subset."""
     config = embeddings.config
     projection = embeddings.patch_embeddings.projection  # Conv2d, kernel = stride = patch size
-    patches = _project_patches(projection, pixel_values.to(projection.weight.dtype))  # (B, H, h, w)
+    patches = project_patches(projection, pixel_values.to(projection.weight.dtype))  # (B, H, h, w)
     batch_size, hidden, height, width = patches.shape
     limit = config.max_image_length
     if isinstance(limit, int) and limit >= 0 and height * width > limit:
