@@ -45,10 +45,10 @@ class ImageTransform:
         if isinstance(images, Tensor):
             if images.ndim != 4 or images.shape[1] != 3:
                 raise InputError(f"Expected image tensor of shape (B, 3, H, W) but got {tuple(images.shape)}.")
-            batch = [self._resize_crop(image) for image in images.float()]
+            pixels = self._resize_crop(images.float())  # the whole batch at once: one size
         else:
-            batch = [self._resize_crop(TF.to_dtype(TF.pil_to_tensor(load_image(i)), torch.float32, scale=True)) for i in images]
-        pixels = torch.stack(batch).clamp_(0.0, 1.0)
+            pixels = torch.stack([self._resize_crop(TF.to_dtype(TF.pil_to_tensor(load_image(i)), torch.float32, scale=True)) for i in images])
+        pixels = pixels.clamp(0.0, 1.0)
         return TF.normalize(pixels, list(self.mean), list(self.std))
 
     def _resize_crop(self, image: Tensor) -> Tensor:
