@@ -111,3 +111,32 @@ def test_each_image_gets_its_own_row():
         alone = [word_log_probs(model, pixels[b : b + 1], template, ["man", "woman"]) for b in range(2)]
     torch.testing.assert_close(both, torch.cat(alone), rtol=0, atol=1e-5)
     assert not torch.equal(both[0], both[1])
+
+
+@pytest.mark.parametrize("name", ["albef", "flava", "vilt"])
+def test_image_rows_score_the_same_as_one_image_per_row(name):
+    """``image_rows`` lets rows share images (each encoded once by two-stream models): the scores equal
+    those of the gathered images, with per-row templates and a word of two pieces."""
+    model = load(name, tiny=True, device="cpu")
+    pixels = model.prepare_images(torch.rand(3, 3, 64, 64, generator=torch.Generator().manual_seed(0)))
+    mask = model.tokenizer.mask_token
+    templates = [f"the man is {mask}", f"a woman who is {mask}", f"the man is {mask}", f"the woman is {mask}"]
+    image_rows = torch.tensor([2, 0, 0, 2])
+    words = ["cooking", "man woman"]  # a phrase is scored over all its pieces
+    with torch.no_grad():
+        shared = word_log_probs(model, pixels, templates, words, image_rows=image_rows)
+        gathered = word_log_probs(model, pixels[image_rows], templates, words)
+    torch.testing.assert_close(shared, gathered, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("image_rows", "message"),
+    [(torch.tensor([0, 3]), "indices below 3"), (torch.tensor([[0, 1]]), "1-d integer"), (torch.tensor([0.0, 1.0]), "1-d integer")],
+)
+def test_image_rows_must_index_the_images(image_rows, message):
+    model = load("vilt", tiny=True, device="cpu")
+    pixels = model.prepare_images(torch.rand(3, 3, 32, 32))
+    with pytest.raises(InputError, match=message):
+        word_log_probs(model, pixels, f"the {model.tokenizer.mask_token} is cooking", ["man"], image_rows=image_rows)
+    with pytest.raises(InputError, match="not one"):
+        word_log_probs(model, None, f"the {model.tokenizer.mask_token} is cooking", ["man"], image_rows=torch.tensor([0]))

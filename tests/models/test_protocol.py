@@ -6,8 +6,11 @@ it is registered; its own test file holds only what is specific to it."""
 import functools
 
 import pytest
+import torch
+from torch import Tensor
 
-from vlbias.models import list_models, load
+from tests.models.conftest import sample_inputs
+from vlbias.models import Capability, list_models, load
 from vlbias.models.registry import adapter_class
 
 CASES = [(name, capability) for name in list_models() for capability in sorted(adapter_class(name).capabilities)]
@@ -24,3 +27,28 @@ def tiny(name: str):
 def test_adapter_protocol(name, capability, check, adapter_checks, tmp_path):
     extra = (tmp_path,) if check == "save_load_round_trip" else ()
     getattr(adapter_checks, check)(tiny(name), capability, *extra)
+
+
+
+FILL_MASK_MODELS = [name for name, capability in CASES if capability is Capability.FILL_MASK]
+
+
+@pytest.mark.parametrize("name", FILL_MASK_MODELS)
+def test_paired_rows_equal_the_gathered_rows(name):
+    """``paired_fill_mask_logits`` (which two-stream adapters compute encoding each distinct image and
+    text once) equals ``fill_mask_logits`` of the gathered rows: repeated texts with each row's own
+    "no image", and repeated texts and images."""
+    adapter = tiny(name)
+    pixel_values, texts = sample_inputs(adapter, Capability.FILL_MASK)
+    tokens = adapter.prepare_texts(texts)
+    text_rows = torch.tensor([0, 2, 2, 1, 3, 0, 1])
+    gathered = {key: value[text_rows] for key, value in tokens.items()}
+    blank = adapter.no_image(len(text_rows))
+    with torch.no_grad():
+        paired = adapter.paired_fill_mask_logits(blank, tokens, None, text_rows)
+        torch.testing.assert_close(paired, adapter.fill_mask_logits(blank, gathered), rtol=0, atol=1e-5)
+        if isinstance(pixel_values, Tensor):
+            image_rows = torch.tensor([1, 1, 0, 3, 3, 2, 0])
+            paired = adapter.paired_fill_mask_logits(pixel_values, tokens, image_rows, text_rows)
+            expected = adapter.fill_mask_logits(pixel_values[image_rows], gathered)
+            torch.testing.assert_close(paired, expected, rtol=0, atol=1e-5)

@@ -132,6 +132,22 @@ class ModelAdapter(nn.Module):
     def fill_mask_logits(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         raise self._lacks(Capability.FILL_MASK)
 
+    def paired_fill_mask_logits(
+        self, pixel_values: Tensor | None, tokens: dict[str, Tensor], image_rows: Tensor | None, text_rows: Tensor
+    ) -> Tensor:
+        """:meth:`fill_mask_logits` of ``R`` rows that share images and texts: row ``r`` reads text
+        ``text_rows[r]`` of ``tokens`` and image ``image_rows[r]`` of ``pixel_values`` (row ``r``'s own
+        image when ``image_rows`` is ``None``; no image when ``pixel_values`` is ``None``): ``(R, T, V)``.
+
+        This default gathers the rows and calls :meth:`fill_mask_logits`. Two-stream adapters (ALBEF,
+        FLAVA) override it to run their image and text encoders once per distinct image and text and
+        only the fusion layers once per row; the logits are the same up to float rounding.
+        """
+        rows = {key: value.index_select(0, text_rows) for key, value in tokens.items()}
+        if pixel_values is not None and image_rows is not None:
+            pixel_values = pixel_values.index_select(0, image_rows)
+        return self.fill_mask_logits(pixel_values, rows)
+
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         raise self._lacks(Capability.TOKEN_STATES)
 

@@ -103,6 +103,30 @@ class FLAVAAdapter(ModelAdapter):
             return self.model.mlm_head(self.model.flava.text_model(**tokens).last_hidden_state)
         return self.model.mmm_text_head(self.token_states(pixel_values, tokens))
 
+    def paired_fill_mask_logits(
+        self, pixel_values: Tensor | None, tokens: dict[str, Tensor], image_rows: Tensor | None, text_rows: Tensor
+    ) -> Tensor:
+        """:meth:`fill_mask_logits` ``(R, T, V)`` of rows sharing images and texts (see the base class):
+        the image and text encoders and their projections run once per distinct image and text, the
+        multimodal encoder once per row, composed as ``FlavaModel.forward`` composes them (projected
+        image states, then text states, each encoder's last layer before its final LayerNorm)."""
+        flava = self.model.flava
+        if pixel_values is None:
+            return self.model.mlm_head(flava.text_model(**tokens).last_hidden_state).index_select(0, text_rows)
+        image = flava.image_to_mm_projection(flava.image_model(pixel_values=pixel_values, output_hidden_states=True).hidden_states[-1])
+        text = flava.text_to_mm_projection(flava.text_model(**tokens, output_hidden_states=True).hidden_states[-1])
+        if image_rows is not None:
+            image = image.index_select(0, image_rows)
+        if image.shape[0] != text_rows.shape[0]:
+            raise InputError(f"Expected one image per row but got {image.shape[0]} images and {text_rows.shape[0]} rows.")
+        text, attention_mask = text.index_select(0, text_rows), tokens.get("attention_mask")
+        if attention_mask is not None:  # the image positions, and the multimodal [CLS], are all attended to
+            image_length = image.shape[1] + int(flava.multimodal_model.use_cls_token)
+            image_mask = torch.ones(image.shape[0], image_length, device=image.device)
+            attention_mask = torch.cat([image_mask, attention_mask.index_select(0, text_rows)], dim=1)
+        states = flava.multimodal_model(torch.cat([image, text], dim=1), attention_mask=attention_mask).last_hidden_state
+        return self.model.mmm_text_head(states[:, -text.shape[1] :])
+
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         """Multimodal encoder states at the text positions ``[:, -T:]``, or the text encoder's
         states when ``pixel_values`` is ``None``: ``(B, T, H)``."""

@@ -60,14 +60,11 @@ def word_pieces(tokenizer, words: Sequence[str], strategy: str = "mean_all_maske
     return [tokenizer.convert_tokens_to_ids(p) for p in pieces]
 
 
-def _tokenised_once(adapter: ModelAdapter, texts: list[str]) -> dict[str, Tensor]:
-    """``adapter.prepare_texts(texts)``, tokenising each distinct text once (same padding: the longest text)."""
+def _tokenised_once(adapter: ModelAdapter, texts: list[str]) -> tuple[dict[str, Tensor], Tensor]:
+    """Each distinct text of ``texts`` tokenised once (padded to the longest), and the row of each text among them."""
     row_of = {text: row for row, text in enumerate(dict.fromkeys(texts))}
     tokens = adapter.prepare_texts(list(row_of))
-    if len(row_of) == len(texts):
-        return tokens
-    rows = torch.tensor([row_of[text] for text in texts], device=adapter.device)
-    return {key: value.index_select(0, rows) for key, value in tokens.items()}
+    return tokens, torch.tensor([row_of[text] for text in texts], device=adapter.device)
 
 
 def word_log_probs(
@@ -76,20 +73,26 @@ def word_log_probs(
     template: str | Sequence[str],
     words: Sequence[str],
     strategy: str = "mean_all_masked",
+    image_rows: Tensor | None = None,
 ) -> Tensor:
     """``(B, n_words)`` scores ``score(w)`` (module docstring) of each word at the template's mask.
 
     Args:
         adapter: any adapter with FILL_MASK.
         pixel_values: ``(B, 3, H, W)`` from ``adapter.prepare_images``, or
-            ``adapter.no_image(B)``; for a text-only model, ``None``.
+            ``adapter.no_image(B)``; for a text-only model, ``None``. With ``image_rows``, the
+            distinct images ``(N, 3, H, W)`` that the rows read.
         template: a text holding the tokenizer's mask token exactly once, or one such text per
-            image (``B`` of them). One template with ``pixel_values=None`` gives ``B = 1``.
+            row (``B`` of them). One template with ``pixel_values=None`` gives ``B = 1``.
         words: candidate words; each is scored in every template.
         strategy: ``"mean_all_masked"`` or ``"refuse"`` (module docstring).
+        image_rows: ``(B,)`` the image of each row, an index into ``pixel_values``; ``None``: row
+            ``b`` reads image ``b``.
 
-    One forward pass per distinct piece count among ``words``; each distinct text is tokenised once
-    (attacks and suites score many images with few templates).
+    One forward pass per distinct piece count among ``words``. Each distinct text is tokenised
+    once, and :meth:`~vlbias.models.base.ModelAdapter.paired_fill_mask_logits` lets two-stream
+    models encode each distinct image and text once (attacks and suites score many images with
+    few templates, and each image with several texts).
 
     Example:
         >>> from vlbias.models import load
@@ -101,7 +104,11 @@ def word_log_probs(
     tokenizer = adapter.tokenizer
     mask = tokenizer.mask_token
     templates = [template] if isinstance(template, str) else list(template)
-    batch = len(templates) if pixel_values is None else len(pixel_values)  # RegionFeatures have a len, no shape
+    if image_rows is not None:
+        image_rows = _checked_rows(image_rows, pixel_values, adapter.device)
+        batch = len(image_rows)
+    else:
+        batch = len(templates) if pixel_values is None else len(pixel_values)  # RegionFeatures have a len, no shape
     if len(templates) == 1:
         templates = templates * batch
     if len(templates) != batch:
@@ -114,9 +121,9 @@ def word_log_probs(
     scores = torch.empty(batch, len(words), device=adapter.device)
     for n_pieces in sorted({len(p) for p in pieces}):
         columns = [i for i, p in enumerate(pieces) if len(p) == n_pieces]
-        tokens = _tokenised_once(adapter, [text.replace(mask, " ".join([mask] * n_pieces)) for text in templates])
-        logits = adapter.fill_mask_logits(pixel_values, tokens)  # (B, T, V)
-        is_mask = tokens["input_ids"] == tokenizer.mask_token_id  # (B, T)
+        tokens, text_rows = _tokenised_once(adapter, [text.replace(mask, " ".join([mask] * n_pieces)) for text in templates])
+        logits = adapter.paired_fill_mask_logits(pixel_values, tokens, image_rows, text_rows)  # (B, T, V)
+        is_mask = tokens["input_ids"].index_select(0, text_rows) == tokenizer.mask_token_id  # (B, T)
         if (is_mask.sum(dim=1) != n_pieces).any():
             raise InputError(
                 f"The mask in a template was truncated away (the model takes {adapter.max_text_length} tokens)."
@@ -128,3 +135,16 @@ def word_log_probs(
         picked = log_probs[:, torch.arange(n_pieces, device=ids.device)[None, :], ids]  # (B, W_K, K)
         scores[:, columns] = picked.mean(dim=-1)
     return scores
+
+
+def _checked_rows(image_rows: Tensor, pixel_values: Tensor | None, device: torch.device) -> Tensor:
+    """``image_rows`` as a long tensor on ``device``, refused unless it indexes ``pixel_values``."""
+    if pixel_values is None or not isinstance(pixel_values, Tensor):
+        raise InputError("`image_rows` index into a tensor of images, but `pixel_values` is not one.")
+    rows = torch.as_tensor(image_rows, device=device)
+    if rows.ndim != 1 or rows.is_floating_point() or (len(rows) and not 0 <= int(rows.min()) <= int(rows.max()) < len(pixel_values)):
+        raise InputError(
+            f"Expected `image_rows` to be a 1-d integer tensor of indices below {len(pixel_values)} (the number of "
+            f"images) but got {image_rows!r}."
+        )
+    return rows.long()
