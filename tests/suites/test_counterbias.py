@@ -214,3 +214,12 @@ def test_bias_words_outside_the_vocabulary_are_reported_per_item(vl_bias_folder)
         assert reasons["a.png@row2"][1].startswith("bias word 'boy' is not usable") and "vocabulary" in reasons["a.png@row2"][1]
         expected = "no_gender" if unannotated == "skip" else "bias_word_unusable"
         assert reasons["b.png@row3"][0] == expected and output.n_items == 0
+
+
+def test_a_run_that_measures_no_item_gives_nan_metrics_without_warnings(vl_bias_folder, recwarn):
+    (vl_bias_folder / "annotations.csv").write_text("image,concept,gender\na.png,cooking,\nb.png,driving,\n")
+    output = CounterBiasSuite.from_path(vl_bias_folder).run(load("vilt", tiny=True, device="cpu"))
+    assert output.n_items == 0 and output.metrics["n_skipped/no_gender"] == 2
+    assert torch.isnan(torch.tensor(output.metrics["activity/B@V-L/avg"]))
+    assert output.metrics["n_excluded/B@V-L"] == 0
+    assert not [str(w.message) for w in recwarn.list]

@@ -37,6 +37,7 @@ the authors' released code does) or are the masked-word probability over the who
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -249,13 +250,21 @@ class CounterBiasSuite(Suite):
         }
 
     # -- scoring ---------------------------------------------------------------------------
-    def _target_log_probs(self, adapter: ModelAdapter, pixel_values: Tensor | None, texts: list[str], words: list[str], group_columns: list[list[int]]) -> Tensor:
-        """``(R, n_words)`` log P(T | V, L) of every target word for ``R`` (image, text) rows,
-        normalised per the option (over each group's columns, or the whole vocabulary)."""
+    def _target_log_probs(
+        self, adapter: ModelAdapter, pixel_values: Tensor | None, image_rows: Tensor | None, texts: list[str], words: list[str],
+        group_columns: list[list[int]],
+    ) -> Tensor:
+        """``(R, n_words)`` log P(T | V, L) of every target word for ``R`` rows, row ``r`` reading text ``texts[r]``
+        and image ``image_rows[r]`` of ``pixel_values`` (no image when it is ``None``), normalised per the option
+        (over each group's columns, or the whole vocabulary)."""
         chunks = []
         for start in range(0, len(texts), self.max_rows):
-            pixels = None if pixel_values is None else pixel_values[start : start + self.max_rows]
-            chunks.append(word_log_probs(adapter, pixels, texts[start : start + self.max_rows], words, self.strategy).float().cpu())
+            pixels, rows = pixel_values, None
+            if pixel_values is not None:  # only the images this chunk reads, each once
+                used, rows = image_rows[start : start + self.max_rows].unique(return_inverse=True)
+                pixels = pixel_values.index_select(0, used)
+            scores = word_log_probs(adapter, pixels, texts[start : start + self.max_rows], words, self.strategy, image_rows=rows)
+            chunks.append(scores.float().cpu())
         scores = torch.cat(chunks)
         if self.target_normalisation == "vocabulary":
             return scores
@@ -289,8 +298,10 @@ class CounterBiasSuite(Suite):
         if usable:
             texts = [fill_template(CAPTION_TEMPLATES[name], adapter.tokenizer.mask_token, gender=b) for name, b in keys]
             local = [[usable.index(words[c]) for c in cols if words[c] in usable] for cols in columns]
+            blank = adapter.no_image(1)  # one "no image" for every row, or None for a model that reads text alone
+            rows = None if blank is None else torch.zeros(len(texts), dtype=torch.long, device=blank.device)
             with measuring(adapter.device):
-                scores = self._target_log_probs(adapter, adapter.no_image(len(texts)), texts, usable, [c for c in local if c])
+                scores = self._target_log_probs(adapter, blank, rows, texts, usable, [c for c in local if c])
             table[:, [words.index(w) for w in usable]] = scores
         return dict(zip(keys, table))
 
@@ -403,8 +414,7 @@ class CounterBiasSuite(Suite):
         target = torch.tensor([words.index(item.target) for item in batch])
         direction = torch.tensor([1 if item.bias in self.b0 else -1 for item in batch])
         counterpart = [self.lexicon.mapping[item.bias] for item in batch]
-        # Rows: per template, (V_f, L_f), (V_cf, L_cf), (V_cf, L_f), (V_f, L_cf), n each.
-        sources = torch.cat([measured.pixels, measured.cf_pixels])
+        # Rows: per template, (V_f, L_f), (V_cf, L_cf), (V_cf, L_f), (V_f, L_cf), n each; images V_f then V_cf.
         pick, texts = [], []
         for name in self.templates:
             factual = [fill_template(CAPTION_TEMPLATES[name], mask, gender=item.bias) for item in batch]
@@ -413,8 +423,8 @@ class CounterBiasSuite(Suite):
                 pick.extend(range(offset, offset + n))
                 texts.extend(captions)
         with measuring(adapter.device):
-            pixel_values = normalise(adapter, sources.to(adapter.device))[torch.tensor(pick, device=adapter.device)]
-            log_probs = self._target_log_probs(adapter, pixel_values, texts, words, columns)
+            pixel_values = normalise(adapter, torch.cat([measured.pixels, measured.cf_pixels]).to(adapter.device))
+            log_probs = self._target_log_probs(adapter, pixel_values, torch.tensor(pick, device=adapter.device), texts, words, columns)
         at_target = log_probs[torch.arange(len(texts)), target.repeat(4 * len(self.templates))].exp()
         at_target = at_target.view(len(self.templates), 4, n)
         items = torch.arange(n)
@@ -457,7 +467,7 @@ class CounterBiasSuite(Suite):
     def _summarise(self, scores, measures, output: SuiteOutput, attacked: int, succeeded: int, already: int) -> None:
         for group, targets in self.groups.items():
             for measure in measures:
-                results = [scores[(group, measure, name)].compute() for name in self.templates]
+                results = [_computed(scores[(group, measure, name)]) for name in self.templates]
                 for name, result in zip(self.templates, results):
                     output.metrics[f"{group}/{measure}/{name}"] = float(result["mean_absolute"])
                 output.metrics[f"{group}/{measure}/avg"] = float(torch.stack([r["mean_absolute"] for r in results]).nanmean())
@@ -472,3 +482,14 @@ class CounterBiasSuite(Suite):
         output.metrics["n_skipped"] = float(len(output.skipped))
         for kind in SKIP_KINDS:
             output.metrics[f"n_skipped/{kind}"] = float(sum(entry["kind"] == kind for entry in output.skipped))
+
+
+def _computed(metric: CounterBiasScore) -> dict[str, Tensor]:
+    """``metric.compute()``. A metric no item reached (every item of its group skipped) gives NaN biases and
+    counts of 0, which is the right answer, so torchmetrics' warning about a compute before any update is
+    not shown: the skipped items and their reasons are in the results."""
+    if metric.update_count:
+        return metric.compute()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method", category=UserWarning)
+        return metric.compute()
