@@ -4,7 +4,8 @@ The loop is how a straightforward implementation (and the authors' released code
 each image, attack it alone (Eq. 3), read P(B | V) of V_f and V_cf, then for each Table 1
 template run the four (V, L) combinations one forward pass each, and the two text-only passes
 of Eq. 12. The suite attacks ``--batch_size`` images together and scores all templates and
-combinations of a batch in a few forward passes. Both use the same attack configuration and no
+combinations of a batch in a few forward passes; a two-stream model (ALBEF) encodes each of the
+batch's images and distinct captions once there and runs only its fusion layers per row. Both use the same attack configuration and no
 cache, on CPU with a tiny random model, and their P(T | V_f, L_f) are checked to agree.
 
 Run:

@@ -18,7 +18,9 @@ Every adapter also implements :meth:`ModelAdapter.direct_call`: the same outputs
 calling the wrapped library model directly. Each adapter's tests check that the two agree,
 and ``scripts/bench_models.py`` times both to measure the adapter's overhead. Measurements
 run under :func:`vlbias.models.inference.measuring` (no gradients; bf16 autocast on CUDA).
-A word of several word pieces at a mask is scored by :mod:`vlbias.models.masked_words`.
+A word of several word pieces at a mask is scored by :mod:`vlbias.models.masked_words`, through
+:meth:`ModelAdapter.paired_fill_mask_logits`: rows that share images and texts (many captions of
+one image, one prompt for many images), which two-stream models encode once per distinct input.
 """
 
 from __future__ import annotations
