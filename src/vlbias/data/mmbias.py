@@ -30,7 +30,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from vlbias.data.seat import repeated
+from vlbias.data.seat import dropped_from_both, repeated
 from vlbias.errors import InputError
 
 PHRASES_FILE = "textual_phrases.json"
@@ -262,15 +262,14 @@ def read_mmbias(
     duplicates: list[dict[str, str]] = []
     pleasant = _kept_once(pleasant, path.name, PLEASANT_KEY, duplicates)
     unpleasant = _kept_once(unpleasant, path.name, UNPLEASANT_KEY, duplicates)
-    shared = set(pleasant) & set(unpleasant)  # no attribute can stand for both A and B
+    pleasant, unpleasant, shared = dropped_from_both(pleasant, unpleasant)  # no attribute can stand for both A and B
     duplicates += [
         {
             "item": f"{path.name}: {PLEASANT_KEY}+{UNPLEASANT_KEY}: {word!r}",
             "reason": f"in both {PLEASANT_KEY} and {UNPLEASANT_KEY}; dropped from both",
         }
-        for word in sorted(shared)
+        for word in shared
     ]
-    pleasant, unpleasant = ([word for word in words if word not in shared] for words in (pleasant, unpleasant))
     for key, words in ((PLEASANT_KEY, pleasant), (UNPLEASANT_KEY, unpleasant)):
         if not words:
             raise InputError(f"{str(path)!r}: attribute set {key!r} is empty once the words it shares with the other are dropped")

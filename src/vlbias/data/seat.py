@@ -233,26 +233,34 @@ def _parse(record: object, path: Path, line: int, lines: list[str], name: str) -
         ]
         sets[key] = SeatSet(key, category, kept)
     for first, second in (("targ1", "targ2"), ("attr1", "attr2")):
-        shared = set(sets[first].examples) & set(sets[second].examples)
-        if shared:
-            duplicates += [
-                {
-                    "item": f"{name}/{first}+{second}: {e!r}",
-                    "reason": f"in both {first} and {second}; dropped from both",
-                }
-                for e in sorted(shared)
-            ]
-            for key in (first, second):
-                sets[key] = SeatSet(
-                    key,
-                    sets[key].category,
-                    [e for e in sets[key].examples if e not in shared],
+        kept_first, kept_second, shared = dropped_from_both(sets[first].examples, sets[second].examples)
+        duplicates += [
+            {
+                "item": f"{name}/{first}+{second}: {e!r}",
+                "reason": f"in both {first} and {second}; dropped from both",
+            }
+            for e in shared
+        ]
+        for key, kept in ((first, kept_first), (second, kept_second)):
+            if not kept:
+                raise InputError(
+                    f"{path}: line {line}: set {key} is empty once the items it shares with the other set are dropped."
                 )
-                if not sets[key].examples:
-                    raise InputError(
-                        f"{path}: line {line}: set {key} is empty once the items it shares with the other set are dropped."
-                    )
+            sets[key] = SeatSet(key, sets[key].category, kept)
     return SeatTest(name, path, line, **sets, contextual_words=contextual, duplicates=duplicates)
+
+
+def dropped_from_both(first: list, second: list) -> tuple[list, list, list]:
+    """The rule for an item in both sets of a pair (both targets, or both attributes): it can stand for
+    neither, so it is dropped from both. Returns ``first`` and ``second`` without the shared items, and
+    the shared items, sorted.
+
+    Example:
+        >>> dropped_from_both(["he", "man", "boy"], ["she", "man"])
+        (['he', 'boy'], ['she'], ['man'])
+    """
+    shared = set(first) & set(second)
+    return [v for v in first if v not in shared], [v for v in second if v not in shared], sorted(shared)
 
 
 def repeated(values: list) -> list:

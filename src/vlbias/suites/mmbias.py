@@ -61,6 +61,7 @@ from vlbias.data.biasworld import (
     group_phrases,
 )
 from vlbias.data.mmbias import TABLE2_PAIRS, MMBiasData, group_id, read_mmbias
+from vlbias.data.seat import dropped_from_both
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional.multiple_testing import (
     benjamini_hochberg,
@@ -542,17 +543,19 @@ def mmbias_tests(data: MMBiasData, pairs: Sequence[tuple[str, str]], kinds: Sequ
             continue
         for x, y in pairs:
             test = AssociationTest(f"{_slug(x)}_vs_{_slug(y)}/{kind}", kind, *sets[kind](x, y))
-            shared = set(test.x.items) & set(test.y.items) if test.x.modality == "text" else set()
-            if shared:  # a phrase cannot stand for both groups: dropped from both, as SEAT's reader does
+            shared = []  # a phrase cannot stand for both groups: dropped from both, as SEAT's reader does
+            if test.x.modality == "text":
+                x_kept, y_kept, shared = dropped_from_both(test.x.items, test.y.items)
+            if shared:
                 skipped += [
                     {"item": f"{test.name}: {item!r}", "reason": f"in both {test.x.key} and {test.y.key}; dropped from both"}
-                    for item in sorted(shared)
+                    for item in shared
                 ]
-                x, y = (  # new keys: the cache embeds a set once per key
-                    Stimuli(f"{own.key} without {other.key}", "text", [item for item in own.items if item not in shared])
-                    for own, other in ((test.x, test.y), (test.y, test.x))
+                test = replace(  # new keys: the cache embeds a set once per key
+                    test,
+                    x=Stimuli(f"{test.x.key} without {test.y.key}", "text", x_kept),
+                    y=Stimuli(f"{test.y.key} without {test.x.key}", "text", y_kept),
                 )
-                test = replace(test, x=x, y=y)
             empty = [s.key for s in (test.x, test.y, test.a, test.b) if len(s) == 0]
             if empty:
                 skipped.append({"item": test.name, "reason": f"empty set(s) {empty}: no stimuli for them in the data"})
