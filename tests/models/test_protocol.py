@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 
 from tests.models.conftest import sample_inputs
+from vlbias.errors import InputError
 from vlbias.models import Capability, list_models, load
 from vlbias.models.registry import adapter_class
 
@@ -52,3 +53,14 @@ def test_paired_rows_equal_the_gathered_rows(name):
             paired = adapter.paired_fill_mask_logits(pixel_values, tokens, image_rows, text_rows)
             expected = adapter.fill_mask_logits(pixel_values[image_rows], gathered)
             torch.testing.assert_close(paired, expected, rtol=0, atol=1e-5)
+
+
+
+@pytest.mark.parametrize("name", [n for n in FILL_MASK_MODELS if not adapter_class(n).text_only])
+def test_paired_rows_need_one_image_per_row(name):
+    """Two images for three rows is refused by name, in the adapter's own check or in its paired override."""
+    adapter = tiny(name)
+    pixel_values, texts = sample_inputs(adapter, Capability.FILL_MASK)
+    tokens = adapter.prepare_texts(texts)
+    with pytest.raises(InputError, match=r"(?i)one image per (row|text)|as many images as texts|2 images.*3"):
+        adapter.paired_fill_mask_logits(pixel_values[0:2], tokens, None, torch.tensor([0, 1, 2]))

@@ -48,6 +48,7 @@ class LXMERTAdapter(RegionAdapter):
         return RegionFeatures.blank(batch_size, self.visual_dim).to(self.device, self.model.dtype)
 
     def _inputs(self, regions: RegionFeatures, tokens: dict[str, Tensor]) -> dict[str, Tensor]:
+        self._one_image_per_text(regions, tokens)
         text = {key: tokens[key] for key in ("input_ids", "attention_mask", "token_type_ids") if key in tokens}
         return dict(**text, visual_feats=regions.features, visual_pos=regions.boxes, visual_attention_mask=regions.mask)
 

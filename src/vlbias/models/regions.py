@@ -464,6 +464,13 @@ class RegionAdapter(ModelAdapter):
     def visual_dim(self) -> int:
         return getattr(self.model.config, self.visual_dim_field)
 
+    @staticmethod
+    def _one_image_per_text(regions: RegionFeatures | None, tokens: dict[str, Tensor]) -> None:
+        """Refuse region sets and texts of different batch sizes, which the models would reject deep inside transformers."""
+        texts = tokens["input_ids"].shape[0]
+        if regions is not None and len(regions) != texts:
+            raise InputError(f"Expected one image per text, but got {len(regions)} images and {texts} texts.")
+
     def train(self, mode: bool = True) -> RegionAdapter:
         """Train mode for the model; the grid backbone stays a frozen extractor in eval mode,
         as the detector is."""

@@ -40,7 +40,8 @@ class VisualBERTAdapter(RegionAdapter):
     model_class = VisualBertForPreTraining
     visual_dim_field = "visual_embedding_dim"
 
-    def _visual_inputs(self, regions: RegionFeatures | None) -> dict[str, Tensor]:
+    def _visual_inputs(self, regions: RegionFeatures | None, tokens: dict[str, Tensor]) -> dict[str, Tensor]:
+        self._one_image_per_text(regions, tokens)
         if regions is None:
             return {}
         return dict(
@@ -53,15 +54,15 @@ class VisualBERTAdapter(RegionAdapter):
         return {key: tokens[key] for key in ("input_ids", "attention_mask", "token_type_ids") if key in tokens}
 
     def fill_mask_logits(self, pixel_values: RegionFeatures | None, tokens: dict[str, Tensor]) -> Tensor:
-        output = self.model(**self._text_inputs(tokens), **self._visual_inputs(pixel_values))
+        output = self.model(**self._text_inputs(tokens), **self._visual_inputs(pixel_values, tokens))
         return output.prediction_logits[:, : tokens["input_ids"].shape[1]]  # (B, T, V)
 
     def match_logits(self, pixel_values: RegionFeatures, tokens: dict[str, Tensor]) -> Tensor:
-        scores = self.model(**self._text_inputs(tokens), **self._visual_inputs(pixel_values)).seq_relationship_logits
+        scores = self.model(**self._text_inputs(tokens), **self._visual_inputs(pixel_values, tokens)).seq_relationship_logits
         return scores[:, 0] - scores[:, 1]  # (B,) label 0 = "matches"
 
     def token_states(self, pixel_values: RegionFeatures | None, tokens: dict[str, Tensor]) -> Tensor:
-        states = self.model.visual_bert(**self._text_inputs(tokens), **self._visual_inputs(pixel_values)).last_hidden_state
+        states = self.model.visual_bert(**self._text_inputs(tokens), **self._visual_inputs(pixel_values, tokens)).last_hidden_state
         return states[:, : tokens["input_ids"].shape[1]]  # (B, T, H)
 
     def direct_call(
