@@ -12,6 +12,7 @@ from torch import Tensor
 from tests.models.conftest import sample_inputs
 from vlbias.errors import InputError
 from vlbias.models import Capability, list_models, load
+from vlbias.models.base import at_positions
 from vlbias.models.registry import adapter_class
 
 CASES = [(name, capability) for name in list_models() for capability in sorted(adapter_class(name).capabilities)]
@@ -38,22 +39,27 @@ FILL_MASK_MODELS = [name for name, capability in CASES if capability is Capabili
 def test_paired_rows_equal_the_gathered_rows(name):
     """``paired_fill_mask_logits`` (which two-stream adapters compute encoding each distinct image and
     text once) equals ``fill_mask_logits`` of the gathered rows: repeated texts with each row's own
-    "no image", and repeated texts and images."""
+    "no image"; repeated texts and images, read unequally often; an image that no row reads; and,
+    with ``positions``, those logits at two positions per row."""
     adapter = tiny(name)
     pixel_values, texts = sample_inputs(adapter, Capability.FILL_MASK)
     tokens = adapter.prepare_texts(texts)
     text_rows = torch.tensor([0, 2, 2, 1, 3, 0, 1])
+    positions = torch.tensor([[1, 0], [2, 1], [1, 1], [0, 3], [3, 2], [2, 2], [1, 3]])
     gathered = {key: value[text_rows] for key, value in tokens.items()}
     blank = adapter.no_image(len(text_rows))
     with torch.no_grad():
-        paired = adapter.paired_fill_mask_logits(blank, tokens, None, text_rows)
-        torch.testing.assert_close(paired, adapter.fill_mask_logits(blank, gathered), rtol=0, atol=1e-5)
+        expected = adapter.fill_mask_logits(blank, gathered)
+        torch.testing.assert_close(adapter.paired_fill_mask_logits(blank, tokens, None, text_rows), expected, rtol=0, atol=1e-5)
+        paired = adapter.paired_fill_mask_logits(blank, tokens, None, text_rows, positions)
+        torch.testing.assert_close(paired, at_positions(expected, positions), rtol=0, atol=1e-5)
         if isinstance(pixel_values, Tensor):
-            image_rows = torch.tensor([1, 1, 0, 3, 3, 2, 0])
-            paired = adapter.paired_fill_mask_logits(pixel_values, tokens, image_rows, text_rows)
-            expected = adapter.fill_mask_logits(pixel_values[image_rows], gathered)
-            torch.testing.assert_close(paired, expected, rtol=0, atol=1e-5)
-
+            for image_rows in (torch.tensor([1, 1, 0, 3, 3, 2, 0]), torch.tensor([3, 0, 0, 3, 1, 1, 0])):
+                expected = adapter.fill_mask_logits(pixel_values[image_rows], gathered)
+                paired = adapter.paired_fill_mask_logits(pixel_values, tokens, image_rows, text_rows)
+                torch.testing.assert_close(paired, expected, rtol=0, atol=1e-5)
+                paired = adapter.paired_fill_mask_logits(pixel_values, tokens, image_rows, text_rows, positions)
+                torch.testing.assert_close(paired, at_positions(expected, positions), rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", [n for n in FILL_MASK_MODELS if not adapter_class(n).text_only])

@@ -27,7 +27,7 @@ from vlbias.models.albef_modeling import (
     official_layout,
     read_checkpoint,
 )
-from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.base import Capability, ImageInput, ModelAdapter, at_positions
 from vlbias.models.preprocess import ImageTransform
 from vlbias.models.vocab import tiny_tokenizer
 
@@ -110,24 +110,30 @@ class ALBEFAdapter(ModelAdapter):
         return self.model.mlm_logits(self._fused(pixel_values, tokens))  # (B, T, V)
 
     def paired_fill_mask_logits(
-        self, pixel_values: Tensor | None, tokens: dict[str, Tensor], image_rows: Tensor | None, text_rows: Tensor
+        self,
+        pixel_values: Tensor | None,
+        tokens: dict[str, Tensor],
+        image_rows: Tensor | None,
+        text_rows: Tensor,
+        positions: Tensor | None = None,
     ) -> Tensor:
-        """MLM logits ``(R, T, V)`` of rows sharing images and texts (see the base class): the vision
-        encoder and the text layers below ``fusion_layer`` run once per distinct image and text, the
-        fusion layers once per row. Each encoder reads one input alone, so this equals gathering first."""
+        """MLM logits ``(R, T, V)``, or ``(R, K, V)`` at ``positions``, of rows sharing images and texts
+        (see the base class). The vision encoder and the text layers below ``fusion_layer`` run once per
+        distinct image and text, the fusion layers once per row, their cross-attention keys and values
+        once per distinct image (:meth:`ALBEF.fuse`), the MLM head at ``positions`` alone. Each encoder
+        reads one input alone, so this equals gathering first."""
         if Capability.FILL_MASK not in self.capabilities:
             raise self._lacks(Capability.FILL_MASK)
         if pixel_values is None:
             pixel_values, image_rows = self.no_image(1), torch.zeros_like(text_rows)
         image_embeds = self.model.image_embeds(pixel_values)
-        if image_rows is not None:
-            image_embeds = image_embeds.index_select(0, image_rows)
-        if image_embeds.shape[0] != text_rows.shape[0]:
+        if image_rows is None and image_embeds.shape[0] != text_rows.shape[0]:
             raise InputError(f"Expected one image per row but got {image_embeds.shape[0]} images and {text_rows.shape[0]} rows.")
         attention_mask = tokens.get("attention_mask")
         text_embeds = self.model.text_embeds(tokens["input_ids"], attention_mask).index_select(0, text_rows)
         mask = None if attention_mask is None else attention_mask.index_select(0, text_rows)
-        return self.model.mlm_logits(self.model.fuse(text_embeds, image_embeds, mask))  # (R, T, V)
+        fused = self.model.fuse(text_embeds, image_embeds, mask, image_rows)
+        return self.model.mlm_logits(fused if positions is None else at_positions(fused, positions))
 
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         return self._fused(pixel_values, tokens)  # (B, T, H)

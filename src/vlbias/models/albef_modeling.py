@@ -148,13 +148,41 @@ class ALBEFLayer(nn.Module):
     def has_cross_attention(self) -> bool:
         return hasattr(self, "crossattention")
 
-    def forward(self, hidden: Tensor, mask: Tensor, image_embeds: Tensor | None = None) -> Tensor:
+    def forward(
+        self, hidden: Tensor, mask: Tensor, image_embeds: Tensor | None = None, image_rows: Tensor | None = None
+    ) -> Tensor:
+        """``hidden`` ``(B, T, H)``; ``image_embeds`` ``(B, N, H)``, or with ``image_rows`` ``(B,)`` the
+        distinct images ``(M, N, H)`` that row ``b`` reads as ``image_embeds[image_rows[b]]``."""
         hidden = self.attention(hidden, mask)[0]  # (B, T, H)
         if self.has_cross_attention:
             if image_embeds is None:
                 raise InputError("ALBEF's fusion layers need image embeddings (`encoder_hidden_states`).")
-            hidden = self.crossattention(hidden, encoder_hidden_states=image_embeds, encoder_attention_mask=None)[0]
+            if image_rows is None:
+                hidden = self.crossattention(hidden, encoder_hidden_states=image_embeds, encoder_attention_mask=None)[0]
+            else:
+                hidden = self._cross_attend_shared(hidden, image_embeds, image_rows)
         return self.output(self.intermediate(hidden), hidden)
+
+    def _cross_attend_shared(self, hidden: Tensor, image_embeds: Tensor, image_rows: Tensor) -> Tensor:
+        """Cross-attention of rows that share images, each image's keys and values computed once.
+
+        Every text token attends to its image alone (no mask on the image side), independently of
+        the other tokens, so the tokens of all rows reading image ``m`` are one query sequence
+        against image ``m``: ``(M, c * T, H)`` for ``c`` rows per image (rows of images read fewer
+        times fill their slots with zeros, whose outputs are dropped). Equal to gathering the images
+        per row, without projecting an image's tokens to keys and values once per row that reads it.
+        """
+        rows, length, width = hidden.shape
+        per_image = torch.bincount(image_rows, minlength=image_embeds.shape[0])
+        order = image_rows.argsort(stable=True)
+        slot = torch.empty_like(image_rows)
+        slot[order] = torch.arange(rows, device=hidden.device) - (per_image.cumsum(0) - per_image)[image_rows[order]]
+        grouped = hidden.new_zeros(image_embeds.shape[0], int(per_image.max()), length, width)
+        grouped = grouped.index_put((image_rows, slot), hidden)
+        attention = self.crossattention
+        context = attention.self(grouped.flatten(1, 2), encoder_hidden_states=image_embeds)[0]
+        context = context.view(grouped.shape)[image_rows, slot]  # (B, T, H)
+        return attention.output(context, hidden)
 
 
 class ALBEFEncoder(nn.Module):
@@ -180,10 +208,13 @@ class ALBEFBert(nn.Module):
         encoder_embeds: Tensor | None = None,
         encoder_hidden_states: Tensor | None = None,
         mode: str = "multi_modal",
+        encoder_rows: Tensor | None = None,
     ) -> Tensor:
         """Last hidden states ``(B, T, H)``. ``input_ids`` for modes "text" and "multi_modal";
         ``encoder_embeds`` (the text-mode output) for "fusion"; ``encoder_hidden_states`` (image
-        tokens ``(B, N, H)``) for "fusion" and "multi_modal"; ``attention_mask`` ``(B, T)``, 1 = token."""
+        tokens ``(B, N, H)``) for "fusion" and "multi_modal"; ``attention_mask`` ``(B, T)``, 1 = token.
+        ``encoder_rows`` ``(B,)``: text ``b`` reads image ``encoder_hidden_states[encoder_rows[b]]``
+        of ``(M, N, H)`` distinct images (not in the official code: rows sharing images)."""
         if mode not in MODES:
             raise ConfigError(f"Expected `mode` to be one of {MODES} but got {mode!r}.")
         if mode == "fusion":
@@ -201,7 +232,7 @@ class ALBEFBert(nn.Module):
         start = self.fusion_layer if mode == "fusion" else 0
         stop = self.fusion_layer if mode == "text" else len(self.encoder.layer)
         for layer in self.encoder.layer[start:stop]:
-            hidden = layer(hidden, additive, encoder_hidden_states)
+            hidden = layer(hidden, additive, encoder_hidden_states, encoder_rows)
         return hidden
 
 
@@ -265,10 +296,22 @@ class ALBEF(nn.Module):
         """Text-mode states ``(B, T, H)`` (layers below ``fusion_layer``)."""
         return self.text_encoder.bert(input_ids=input_ids, attention_mask=attention_mask, mode="text")
 
-    def fuse(self, text_embeds: Tensor, image_embeds: Tensor, attention_mask: Tensor | None = None) -> Tensor:
-        """Fused text states ``(B, T, H)``: the fusion layers over text-mode states and image tokens."""
+    def fuse(
+        self,
+        text_embeds: Tensor,
+        image_embeds: Tensor,
+        attention_mask: Tensor | None = None,
+        image_rows: Tensor | None = None,
+    ) -> Tensor:
+        """Fused text states ``(B, T, H)``: the fusion layers over text-mode states and image tokens,
+        text ``b`` reading image ``b``, or ``image_embeds[image_rows[b]]`` when ``image_rows`` is given
+        (each distinct image's cross-attention keys and values are then computed once)."""
         return self.text_encoder.bert(
-            encoder_embeds=text_embeds, attention_mask=attention_mask, encoder_hidden_states=image_embeds, mode="fusion"
+            encoder_embeds=text_embeds,
+            attention_mask=attention_mask,
+            encoder_hidden_states=image_embeds,
+            mode="fusion",
+            encoder_rows=image_rows,
         )
 
     def image_features(self, image_embeds: Tensor) -> Tensor:

@@ -11,7 +11,7 @@ from torch import Tensor
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
 from vlbias.errors import InputError
-from vlbias.models.base import Capability, ModelAdapter
+from vlbias.models.base import Capability, ModelAdapter, at_positions, gathered_rows
 from vlbias.models.loading import from_pretrained_strict
 from vlbias.models.vocab import tiny_tokenizer
 
@@ -51,6 +51,20 @@ class BertAdapter(ModelAdapter):
     def fill_mask_logits(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         self._check_no_image(pixel_values)
         return self.model(**tokens).logits  # (B, T, V)
+
+    def paired_fill_mask_logits(
+        self,
+        pixel_values: Tensor | None,
+        tokens: dict[str, Tensor],
+        image_rows: Tensor | None,
+        text_rows: Tensor,
+        positions: Tensor | None = None,
+    ) -> Tensor:
+        """:meth:`fill_mask_logits` of the gathered rows (see the base class), the MLM head
+        (``BertForMaskedLM.cls``) at ``positions`` alone."""
+        rows, pixel_values = gathered_rows(tokens, text_rows, pixel_values, image_rows)
+        states = self.token_states(pixel_values, rows)
+        return self.model.cls(states if positions is None else at_positions(states, positions))
 
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         self._check_no_image(pixel_values)

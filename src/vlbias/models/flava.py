@@ -50,7 +50,7 @@ from torch import Tensor
 from transformers import AutoTokenizer, FlavaConfig, FlavaForPreTraining, FlavaImageProcessor
 
 from vlbias.errors import InputError
-from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.base import Capability, ImageInput, ModelAdapter, at_positions
 from vlbias.models.loading import check_keys
 from vlbias.models.preprocess import CLIP_MEAN, CLIP_STD, ImageTransform
 from vlbias.models.vocab import tiny_tokenizer
@@ -104,15 +104,22 @@ class FLAVAAdapter(ModelAdapter):
         return self.model.mmm_text_head(self.token_states(pixel_values, tokens))
 
     def paired_fill_mask_logits(
-        self, pixel_values: Tensor | None, tokens: dict[str, Tensor], image_rows: Tensor | None, text_rows: Tensor
+        self,
+        pixel_values: Tensor | None,
+        tokens: dict[str, Tensor],
+        image_rows: Tensor | None,
+        text_rows: Tensor,
+        positions: Tensor | None = None,
     ) -> Tensor:
-        """:meth:`fill_mask_logits` ``(R, T, V)`` of rows sharing images and texts (see the base class):
-        the image and text encoders and their projections run once per distinct image and text, the
-        multimodal encoder once per row, composed as ``FlavaModel.forward`` composes them (projected
-        image states, then text states, each encoder's last layer before its final LayerNorm)."""
+        """:meth:`fill_mask_logits` ``(R, T, V)``, or ``(R, K, V)`` at ``positions``, of rows sharing
+        images and texts (see the base class): the image and text encoders and their projections run
+        once per distinct image and text, the multimodal encoder once per row, composed as
+        ``FlavaModel.forward`` composes them (projected image states, then text states, each encoder's
+        last layer before its final LayerNorm), and the MLM head at ``positions`` alone."""
         flava = self.model.flava
         if pixel_values is None:
-            return self.model.mlm_head(flava.text_model(**tokens).last_hidden_state).index_select(0, text_rows)
+            states = flava.text_model(**tokens).last_hidden_state.index_select(0, text_rows)
+            return self.model.mlm_head(states if positions is None else at_positions(states, positions))
         image = flava.image_to_mm_projection(flava.image_model(pixel_values=pixel_values, output_hidden_states=True).hidden_states[-1])
         text = flava.text_to_mm_projection(flava.text_model(**tokens, output_hidden_states=True).hidden_states[-1])
         if image_rows is not None:
@@ -125,7 +132,8 @@ class FLAVAAdapter(ModelAdapter):
             image_mask = torch.ones(image.shape[0], image_length, device=image.device)
             attention_mask = torch.cat([image_mask, attention_mask.index_select(0, text_rows)], dim=1)
         states = flava.multimodal_model(torch.cat([image, text], dim=1), attention_mask=attention_mask).last_hidden_state
-        return self.model.mmm_text_head(states[:, -text.shape[1] :])
+        states = states[:, -text.shape[1] :]
+        return self.model.mmm_text_head(states if positions is None else at_positions(states, positions))
 
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         """Multimodal encoder states at the text positions ``[:, -T:]``, or the text encoder's

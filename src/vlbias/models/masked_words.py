@@ -122,14 +122,13 @@ def word_log_probs(
     for n_pieces in sorted({len(p) for p in pieces}):
         columns = [i for i, p in enumerate(pieces) if len(p) == n_pieces]
         tokens, text_rows = _tokenised_once(adapter, [text.replace(mask, " ".join([mask] * n_pieces)) for text in templates])
-        logits = adapter.paired_fill_mask_logits(pixel_values, tokens, image_rows, text_rows)  # (B, T, V)
         is_mask = tokens["input_ids"].index_select(0, text_rows) == tokenizer.mask_token_id  # (B, T)
         if (is_mask.sum(dim=1) != n_pieces).any():
             raise InputError(
                 f"The mask in a template was truncated away (the model takes {adapter.max_text_length} tokens)."
             )
         positions = is_mask.nonzero()[:, 1].view(batch, n_pieces)  # row-major: mask k of row b
-        at_masks = logits.gather(1, positions[..., None].expand(-1, -1, logits.shape[-1]))  # (B, K, V)
+        at_masks = adapter.paired_fill_mask_logits(pixel_values, tokens, image_rows, text_rows, positions)  # (B, K, V)
         log_probs = at_masks.float().log_softmax(dim=-1)
         ids = torch.tensor([pieces[i] for i in columns], device=log_probs.device)  # (W_K, K)
         picked = log_probs[:, torch.arange(n_pieces, device=ids.device)[None, :], ids]  # (B, W_K, K)

@@ -65,7 +65,13 @@ from transformers import (
 )
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.base import (
+    Capability,
+    ImageInput,
+    ModelAdapter,
+    at_positions,
+    gathered_rows,
+)
 from vlbias.models.loading import from_pretrained_strict
 from vlbias.models.patches import project_patches
 from vlbias.models.preprocess import ImageTransform
@@ -149,6 +155,20 @@ class ViLTAdapter(ModelAdapter):
         """MLM logits ``(B, T, V)`` of ``ViltForMaskedLM`` over the text positions."""
         with fixed_patch_order():
             return self.mlm(**self._inputs(self.mlm.vilt, pixel_values, tokens)).logits
+
+    def paired_fill_mask_logits(
+        self,
+        pixel_values: Tensor | None,
+        tokens: dict[str, Tensor],
+        image_rows: Tensor | None,
+        text_rows: Tensor,
+        positions: Tensor | None = None,
+    ) -> Tensor:
+        """:meth:`fill_mask_logits` of the gathered rows (see the base class), the MLM head
+        (``mlm_score``, as ``ViltForMaskedLM`` applies it to the text states) at ``positions`` alone."""
+        rows, pixel_values = gathered_rows(tokens, text_rows, pixel_values, image_rows)
+        states = self.token_states(pixel_values, rows)
+        return self.mlm.mlm_score(states if positions is None else at_positions(states, positions))
 
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         """Last-layer states of the MLM backbone (after its final LayerNorm) at the text
