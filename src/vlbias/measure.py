@@ -10,6 +10,7 @@ from vlbias.data.biasworld import BiasWorld
 from vlbias.errors import ConfigError
 from vlbias.models import load, require_capability
 from vlbias.models.base import ModelAdapter
+from vlbias.models.inference import autocast_name
 from vlbias.models.registry import adapter_class
 from vlbias.results import Results, ensure_writable, write_results
 from vlbias.suites import Suite, suite_class
@@ -77,6 +78,7 @@ def measure(
         "model_options": model_options or {},
         "data": str(data),
         "device": str(adapter.device),
+        "autocast": autocast_name(adapter.device),  # what measurements and attacks autocast to; None: they do not
         "suite_options": suite_options or {},
         "biasworld": biasworld or {},
     }

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from vlbias.counterfactual import image
 from vlbias.counterfactual.image import (
     AttackConfig,
     BiasWordLogits,
@@ -12,7 +13,7 @@ from vlbias.counterfactual.image import (
 )
 from vlbias.data.biasworld import BiasWorld
 from vlbias.errors import CapabilityError, ConfigError, InputError
-from vlbias.models import load
+from vlbias.models import inference, load
 
 BIAS = ["man", "woman"]
 
@@ -52,6 +53,32 @@ def test_attack_moves_bias_probability_toward_counterfactual_within_eps(albef, p
     assert after.mean() > before.mean() + 0.1, (before.mean(), after.mean())
     assert not albef.training  # the attack leaves the adapter's mode as it was
     assert all(p.requires_grad for p in albef.parameters())
+
+
+def test_attack_runs_in_the_measurements_autocast_dtype(albef, pixels_and_groups, monkeypatch):
+    """Where measurements autocast (bfloat16 on CUDA; here CPU is made to, as CI has no GPU) the
+    attack does too: its forward passes run in bfloat16, it still moves P(B | V) toward B' within
+    eps, and its images are cached under another key than float32 attacks'."""
+    pixels, groups = pixels_and_groups
+    config = AttackConfig(eps=8 / 255, alpha=2 / 255, steps=10)
+    float32_key = CounterfactualImages(albef, BIAS, config).cache_key(pixels[0], "woman")
+    monkeypatch.setattr(inference, "autocast_dtype", lambda device: torch.bfloat16)
+    generator = CounterfactualImages(albef, BIAS, config)
+    assert generator.cache_key(pixels[0], "woman") != float32_key
+
+    dtypes = set()
+    hook = albef.model.text_encoder.cls.predictions.decoder.register_forward_hook(lambda m, i, out: dtypes.add(out.dtype))
+    try:
+        result = generator.generate(pixels[:8], 1 - groups[:8])
+    finally:
+        hook.remove()
+    assert dtypes == {torch.bfloat16}
+    rows = torch.arange(8)
+    with inference.mixed_precision("cpu"):
+        before = generator.logits.probabilities(pixels[:8])[rows, 1 - groups[:8]]
+        after = generator.logits.probabilities(result.pixels)[rows, 1 - groups[:8]]
+    assert (result.pixels - pixels[:8]).abs().max() <= 8 / 255 + 1e-6
+    assert after.mean() > before.mean() + 0.1, (before.mean(), after.mean())
 
 
 def test_batched_attack_equals_one_image_at_a_time(albef, pixels_and_groups):

@@ -30,8 +30,10 @@ Only adapters that preprocess pixels with an :class:`~vlbias.models.preprocess.I
 (``adapter.transform``; among FILL_MASK models: ViLT, ALBEF, FLAVA) can be attacked; region-feature models
 (VisualBERT, LXMERT) read detector features, not pixels, and are refused.
 
+The attack runs in the precision the measurements run in (:func:`~vlbias.models.inference.mixed_precision`:
+bfloat16 autocast on CUDA, float32 on CPU), so it moves the prediction that is then measured.
 Counterfactual images are cached on disk keyed by (model fingerprint, image pixels, attack
-config, bias prompt and words, target concept), so repeating a measurement does no attack.
+config, autocast dtype, bias prompt and words, target concept), so repeating a measurement does no attack.
 
 Example:
     >>> from vlbias.models import load
@@ -59,7 +61,7 @@ from vlbias.atomic import atomic_write
 from vlbias.counterfactual.text import BIAS_PROMPT, fill_template
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.models.base import ModelAdapter
-from vlbias.models.inference import measuring
+from vlbias.models.inference import autocast_name, measuring, mixed_precision
 from vlbias.models.masked_words import word_log_probs
 from vlbias.models.preprocess import ImageTransform
 
@@ -243,6 +245,7 @@ class CounterfactualImages:
             "model": self.fingerprint,
             "image": image_fingerprint(pixels),
             "attack": self.attack_config.key(),
+            "autocast": autocast_name(self.logits.adapter.device),
             "prompt": self.logits.prompt,
             "words": self.logits.words,
             "strategy": self.logits.strategy,
@@ -286,7 +289,11 @@ class CounterfactualImages:
         for parameter in trainable:  # gradients w.r.t. the pixels only
             parameter.requires_grad_(False)
         try:
-            with torch.enable_grad(), torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            with (
+                torch.enable_grad(),
+                mixed_precision(device),
+                torch.random.fork_rng(devices=[device] if device.type == "cuda" else []),
+            ):
                 torch.manual_seed(self.attack_config.seed)
                 adversarial = self.attack(pixels.to(device), target.to(device))
         finally:
