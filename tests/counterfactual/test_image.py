@@ -3,7 +3,6 @@
 import pytest
 import torch
 
-from vlbias.counterfactual import image
 from vlbias.counterfactual.image import (
     AttackConfig,
     BiasWordLogits,
