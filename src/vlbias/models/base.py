@@ -149,7 +149,7 @@ class ModelAdapter(nn.Module):
 
         This default gathers the rows, calls :meth:`fill_mask_logits` and picks the positions.
         Overrides apply the MLM head at the ``K`` positions only (with a 30522-word vocabulary the
-        ``(R, T, V)`` logits of 512 rows of 12 tokens are 750 MB in float32), and two-stream adapters
+        ``(R, T, V)`` logits of 512 rows of 12 tokens are 715 MiB in float32), and two-stream adapters
         (ALBEF, FLAVA) run their image and text encoders once per distinct image and text, only the
         fusion layers once per row. The logits are the same up to float rounding.
         """
