@@ -63,14 +63,14 @@ def per_image_loop(adapter, world: BiasWorld, n_images: int) -> list[float]:
     return p_factual
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="vilt", help="a FILL_MASK model that reads pixels: vilt, albef, flava")
     parser.add_argument("--n_images", type=int, default=64)
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3, help="runs of each side; the fastest is reported")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     adapter = load(args.model, tiny=True, device="cpu")
     world = BiasWorld(eval_per_combination=-(-args.n_images // 12))

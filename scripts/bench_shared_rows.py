@@ -35,7 +35,7 @@ from vlbias.models.albef_modeling import ALBEF, ALBEFConfig
 from vlbias.models.base import at_positions
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=64, help="distinct images in a batch")
     parser.add_argument("--rows_per_image", type=int, default=8)
@@ -44,7 +44,7 @@ def main() -> None:
     parser.add_argument("--fusion_layers", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3, help="runs of each variant; the fastest is reported")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
