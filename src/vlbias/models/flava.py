@@ -47,13 +47,19 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from transformers import AutoTokenizer, FlavaConfig, FlavaForPreTraining, FlavaImageProcessor
+from transformers import (
+    AutoTokenizer,
+    FlavaConfig,
+    FlavaForPreTraining,
+    FlavaImageProcessor,
+)
 
 from vlbias.errors import InputError
 from vlbias.models.base import Capability, ImageInput, ModelAdapter, at_positions
 from vlbias.models.loading import check_keys
 from vlbias.models.patches import PatchProjection
 from vlbias.models.preprocess import CLIP_MEAN, CLIP_STD, ImageTransform
+from vlbias.models.read_positions import encoder_at_positions
 from vlbias.models.vocab import tiny_tokenizer
 
 CODEBOOK_PREFIX = "image_codebook."
@@ -89,7 +95,7 @@ class FLAVAAdapter(ModelAdapter):
 
     def no_image(self, batch_size: int) -> None:
         """FLAVA runs on text alone: ``None`` selects the text encoder and its unimodal MLM head."""
-        return None
+        return
 
     # -- capabilities ----------------------------------------------------------------
     def embed_images(self, pixel_values: Tensor) -> Tensor:
@@ -124,7 +130,8 @@ class FLAVAAdapter(ModelAdapter):
         images and texts (see the base class): the image and text encoders and their projections run
         once per distinct image and text, the multimodal encoder once per row, composed as
         ``FlavaModel.forward`` composes them (projected image states, then text states, each encoder's
-        last layer before its final LayerNorm), and the MLM head at ``positions`` alone."""
+        last layer before its final LayerNorm); at ``positions`` the multimodal encoder's last layer
+        (:func:`~vlbias.models.read_positions.encoder_at_positions`) and the MLM head run there alone."""
         flava = self.model.flava
         if pixel_values is None:
             states = flava.text_model(**tokens).last_hidden_state.index_select(0, text_rows)
@@ -136,13 +143,21 @@ class FLAVAAdapter(ModelAdapter):
         if image.shape[0] != text_rows.shape[0]:
             raise InputError(f"Expected one image per row but got {image.shape[0]} images and {text_rows.shape[0]} rows.")
         text, attention_mask = text.index_select(0, text_rows), tokens.get("attention_mask")
+        multimodal = flava.multimodal_model
+        image_length = image.shape[1] + int(multimodal.use_cls_token)
         if attention_mask is not None:  # the image positions, and the multimodal [CLS], are all attended to
-            image_length = image.shape[1] + int(flava.multimodal_model.use_cls_token)
             image_mask = torch.ones(image.shape[0], image_length, device=image.device)
             attention_mask = torch.cat([image_mask, attention_mask.index_select(0, text_rows)], dim=1)
-        states = flava.multimodal_model(torch.cat([image, text], dim=1), attention_mask=attention_mask).last_hidden_state
-        states = states[:, -text.shape[1] :]
-        return self.model.mmm_text_head(states if positions is None else at_positions(states, positions))
+        hidden = torch.cat([image, text], dim=1)
+        if positions is None:
+            states = multimodal(hidden, attention_mask=attention_mask).last_hidden_state
+            return self.model.mmm_text_head(states[:, -text.shape[1] :])
+        if multimodal.use_cls_token:
+            hidden = torch.cat([multimodal.cls_token.expand(hidden.shape[0], -1, -1), hidden], dim=1)
+        if attention_mask is None:
+            attention_mask = torch.ones(hidden.shape[:2], device=hidden.device)
+        states = encoder_at_positions(multimodal.encoder.layer, hidden, attention_mask, positions + image_length)
+        return self.model.mmm_text_head(multimodal.layernorm(states))
 
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         """Multimodal encoder states at the text positions ``[:, -T:]``, or the text encoder's

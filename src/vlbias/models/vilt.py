@@ -69,12 +69,12 @@ from vlbias.models.base import (
     Capability,
     ImageInput,
     ModelAdapter,
-    at_positions,
     gathered_rows,
 )
 from vlbias.models.loading import from_pretrained_strict
 from vlbias.models.patches import project_patches
 from vlbias.models.preprocess import ImageTransform
+from vlbias.models.read_positions import encoder_at_positions
 from vlbias.models.vocab import tiny_tokenizer
 
 DEFAULT_ITM_CHECKPOINT = "dandelin/vilt-b32-finetuned-coco"
@@ -164,11 +164,30 @@ class ViLTAdapter(ModelAdapter):
         text_rows: Tensor,
         positions: Tensor | None = None,
     ) -> Tensor:
-        """:meth:`fill_mask_logits` of the gathered rows (see the base class), the MLM head
-        (``mlm_score``, as ``ViltForMaskedLM`` applies it to the text states) at ``positions`` alone."""
-        rows, pixel_values = gathered_rows(tokens, text_rows, pixel_values, image_rows)
-        states = self.token_states(pixel_values, rows)
-        return self.mlm.mlm_score(states if positions is None else at_positions(states, positions))
+        """:meth:`fill_mask_logits` of the gathered rows (see the base class), with each distinct
+        image's patches embedded once; at ``positions`` the encoder's last layer and the MLM head
+        (``mlm_score``, as ``ViltForMaskedLM`` applies it to the text states) run there alone
+        (:func:`~vlbias.models.read_positions.encoder_at_positions`; text comes first in ViLT's
+        sequence, so text positions are sequence positions)."""
+        vilt = self.mlm.vilt
+        rows = gathered_rows(tokens, text_rows, None, None)[0]
+        with fixed_patch_order():
+            inputs = {**rows, **self._image_inputs(vilt, pixel_values, text_rows.shape[0], image_rows)}
+            if positions is None:
+                states = vilt(**inputs).last_hidden_state[:, : rows["input_ids"].shape[1]]
+                return self.mlm.mlm_score(states)
+            text_mask = rows.get("attention_mask", torch.ones_like(rows["input_ids"]))
+            embeddings, mask = vilt.embeddings(
+                input_ids=rows["input_ids"],
+                attention_mask=text_mask,
+                token_type_ids=rows.get("token_type_ids"),
+                pixel_values=inputs.get("pixel_values"),
+                pixel_mask=inputs["pixel_mask"],
+                inputs_embeds=None,
+                image_embeds=inputs.get("image_embeds"),
+            )
+        states = encoder_at_positions(vilt.encoder.layer, embeddings, mask, positions)
+        return self.mlm.mlm_score(vilt.layernorm(states))
 
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         """Last-layer states of the MLM backbone (after its final LayerNorm) at the text
@@ -201,22 +220,34 @@ class ViLTAdapter(ModelAdapter):
         raise self._lacks(capability)
 
     def _inputs(self, vilt: nn.Module, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> dict[str, Tensor]:
-        """Keyword arguments for a forward of the model around ``vilt``: tokens and either the
-        patches embedded by :func:`patch_embeddings` with an all-ones mask ``(B, 1 + N)``, or the
-        pixels (white when ``None``) with an all-ones ``pixel_mask`` ``(B, H, W)``."""
-        batch_size = tokens["input_ids"].shape[0]
+        """Keyword arguments for a forward of the model around ``vilt``: tokens and :meth:`_image_inputs`."""
+        return {**tokens, **self._image_inputs(vilt, pixel_values, tokens["input_ids"].shape[0])}
+
+    def _image_inputs(
+        self, vilt: nn.Module, pixel_values: Tensor | None, batch_size: int, image_rows: Tensor | None = None
+    ) -> dict[str, Tensor]:
+        """The images of a batch of ``batch_size`` texts, ``pixel_values[image_rows]`` (white when
+        ``None``): the patches embedded by :func:`patch_embeddings` once per image, then gathered,
+        with an all-ones mask ``(B, 1 + N)``; or, when ViLT would keep a random subset of patches,
+        the gathered pixels with an all-ones ``pixel_mask`` ``(B, H, W)``."""
         if pixel_values is None:
-            pixel_values = self.no_image(batch_size)
-        if pixel_values.shape[0] != batch_size:
-            raise InputError(
-                f"Expected one image per text, but got {pixel_values.shape[0]} images and {batch_size} texts."
-            )
+            pixel_values = self.no_image(1)
+            image_rows = torch.zeros(batch_size, dtype=torch.long, device=pixel_values.device)
+        count = pixel_values.shape[0] if image_rows is None else image_rows.shape[0]
+        if count != batch_size:
+            raise InputError(f"Expected one image per text, but got {count} images and {batch_size} texts.")
+
+        def gathered(values: Tensor) -> Tensor:
+            return values if image_rows is None else values.index_select(0, image_rows)
+
         image_embeds = patch_embeddings(vilt.embeddings, pixel_values)
         if image_embeds is not None:
-            mask = torch.ones(image_embeds.shape[:2], dtype=torch.long, device=pixel_values.device)
-            return {**tokens, "image_embeds": image_embeds, "pixel_mask": mask}
+            image_embeds = gathered(image_embeds)
+            mask = torch.ones(image_embeds.shape[:2], dtype=torch.long, device=image_embeds.device)
+            return {"image_embeds": image_embeds, "pixel_mask": mask}
+        pixel_values = gathered(pixel_values)
         pixel_mask = torch.ones(batch_size, *pixel_values.shape[-2:], dtype=torch.long, device=pixel_values.device)
-        return {**tokens, "pixel_values": pixel_values, "pixel_mask": pixel_mask}
+        return {"pixel_values": pixel_values, "pixel_mask": pixel_mask}
 
     # -- persistence -----------------------------------------------------------------
     def save_pretrained(self, directory: str | Path) -> None:

@@ -1,0 +1,69 @@
+"""A pre-LayerNorm transformer encoder whose last layer computes only the positions that are read.
+
+Masked-word scores read a handful of text positions (the masks) of the last layer. Every position
+of the layers before feeds them through attention, but in the last layer only the read positions'
+queries, attention outputs and MLPs matter: keys and values still come from every position, the
+rest is computed for the ``K`` read positions instead of all ``N``. The states are those of the
+full layer at the read positions (equal up to float rounding); for a two-layer model this is most
+of the second layer's work, in the counterfactual-image attack's forward and backward passes as well.
+
+The layers are ViT-style blocks (``ViltLayer``, ``FlavaLayer``): ``x + attention(layernorm_before(x))``,
+then ``h + output(intermediate(layernorm_after(h)))``, with ``attention.attention`` holding the
+``query``/``key``/``value`` projections and ``attention.output`` the output projection.
+
+Example:
+    >>> import torch
+    >>> from transformers import ViltConfig
+    >>> from transformers.models.vilt.modeling_vilt import ViltLayer
+    >>> config = ViltConfig(hidden_size=8, num_attention_heads=2, intermediate_size=16)
+    >>> layers = nn.ModuleList([ViltLayer(config) for _ in range(2)]).eval()
+    >>> hidden, mask, positions = torch.randn(3, 5, 8), torch.ones(3, 5), torch.tensor([[1], [4], [0]])
+    >>> full = layers[1](layers[0](hidden, additive_mask(mask, hidden.dtype))[0])[0]
+    >>> read = encoder_at_positions(layers, hidden, mask, positions)
+    >>> torch.allclose(read, full.gather(1, positions[..., None].expand(-1, -1, 8)), atol=1e-6)
+    True
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def additive_mask(mask: Tensor, dtype: torch.dtype) -> Tensor:
+    """A ``(B, N)`` attention mask (1 attended, 0 not) as the ``(B, 1, 1, N)`` bias that eager
+    attention adds to its scores: 0 where attended, the most negative ``dtype`` value elsewhere."""
+    return (1.0 - mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
+
+
+def layer_at_positions(layer: nn.Module, hidden: Tensor, mask: Tensor, positions: Tensor) -> Tensor:
+    """One pre-LayerNorm layer's output at ``(B, K)`` positions of ``hidden`` ``(B, N, H)``, all
+    ``N`` positions attended to where ``mask`` ``(B, N)`` is 1: ``(B, K, H)``."""
+    index = positions[..., None].expand(-1, -1, hidden.shape[-1])
+    normed = layer.layernorm_before(hidden)  # (B, N, H)
+    queries = normed.gather(1, index)  # (B, K, H)
+    attention = layer.attention.attention
+
+    def heads(states: Tensor) -> Tensor:  # (B, L, H) -> (B, heads, L, H / heads)
+        return states.view(*states.shape[:2], -1, attention.attention_head_size).transpose(1, 2)
+
+    context = F.scaled_dot_product_attention(
+        heads(attention.query(queries)),
+        heads(attention.key(normed)),
+        heads(attention.value(normed)),
+        attn_mask=mask[:, None, None, :].bool(),
+        dropout_p=attention.dropout.p if attention.training else 0.0,
+    )
+    context = context.transpose(1, 2).flatten(2)  # (B, K, H)
+    states = layer.attention.output(context, queries) + hidden.gather(1, index)
+    return layer.output(layer.intermediate(layer.layernorm_after(states)), states)
+
+
+def encoder_at_positions(layers: nn.ModuleList, hidden: Tensor, mask: Tensor, positions: Tensor) -> Tensor:
+    """``layers`` over ``hidden`` ``(B, N, H)`` with attention mask ``(B, N)``, every layer but the
+    last at all positions and the last at ``positions`` ``(B, K)`` alone: ``(B, K, H)``."""
+    bias = additive_mask(mask, hidden.dtype)
+    for layer in layers[:-1]:
+        hidden = layer(hidden, bias)[0]
+    return layer_at_positions(layers[-1], hidden, mask, positions)
