@@ -27,7 +27,7 @@ from vlbias.models.albef_modeling import (
     official_layout,
     read_checkpoint,
 )
-from vlbias.models.base import Capability, ImageInput, ModelAdapter, at_positions
+from vlbias.models.base import Capability, ImageInput, ModelAdapter
 from vlbias.models.preprocess import ImageTransform
 from vlbias.models.vocab import tiny_tokenizer
 
@@ -120,7 +120,7 @@ class ALBEFAdapter(ModelAdapter):
         """MLM logits ``(R, T, V)``, or ``(R, K, V)`` at ``positions``, of rows sharing images and texts
         (see the base class). The vision encoder and the text layers below ``fusion_layer`` run once per
         distinct image and text, the fusion layers once per row, their cross-attention keys and values
-        once per distinct image (:meth:`ALBEF.fuse`), the MLM head at ``positions`` alone. Each encoder
+        once per distinct image (:meth:`ALBEF.fuse`), the last fusion layer and the MLM head at ``positions`` alone. Each encoder
         reads one input alone, so this equals gathering first."""
         if Capability.FILL_MASK not in self.capabilities:
             raise self._lacks(Capability.FILL_MASK)
@@ -132,8 +132,7 @@ class ALBEFAdapter(ModelAdapter):
         attention_mask = tokens.get("attention_mask")
         text_embeds = self.model.text_embeds(tokens["input_ids"], attention_mask).index_select(0, text_rows)
         mask = None if attention_mask is None else attention_mask.index_select(0, text_rows)
-        fused = self.model.fuse(text_embeds, image_embeds, mask, image_rows)
-        return self.model.mlm_logits(fused if positions is None else at_positions(fused, positions))
+        return self.model.mlm_logits(self.model.fuse(text_embeds, image_embeds, mask, image_rows, positions))
 
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         return self._fused(pixel_values, tokens)  # (B, T, H)

@@ -44,8 +44,10 @@ from transformers.models.bert.modeling_bert import (
 )
 
 from vlbias.errors import ConfigError, InputError
+from vlbias.models.base import at_positions
 from vlbias.models.loading import check_keys
 from vlbias.models.patches import PatchProjection
+from vlbias.models.read_positions import attention_at
 
 MODES = ("text", "fusion", "multi_modal")
 
@@ -149,11 +151,23 @@ class ALBEFLayer(nn.Module):
         return hasattr(self, "crossattention")
 
     def forward(
-        self, hidden: Tensor, mask: Tensor, image_embeds: Tensor | None = None, image_rows: Tensor | None = None
+        self,
+        hidden: Tensor,
+        mask: Tensor,
+        image_embeds: Tensor | None = None,
+        image_rows: Tensor | None = None,
+        positions: Tensor | None = None,
     ) -> Tensor:
         """``hidden`` ``(B, T, H)``; ``image_embeds`` ``(B, N, H)``, or with ``image_rows`` ``(B,)`` the
-        distinct images ``(M, N, H)`` that row ``b`` reads as ``image_embeds[image_rows[b]]``."""
-        hidden = self.attention(hidden, mask)[0]  # (B, T, H)
+        distinct images ``(M, N, H)`` that row ``b`` reads as ``image_embeds[image_rows[b]]``. With
+        ``positions`` ``(B, K)`` the layer's output at those positions alone ``(B, K, H)``: their
+        queries attend to every position, the rest of the layer runs for them only
+        (:mod:`vlbias.models.read_positions`)."""
+        if positions is None:
+            hidden = self.attention(hidden, mask)[0]  # (B, T, H)
+        else:
+            queries = at_positions(hidden, positions)  # (B, K, H)
+            hidden = self.attention.output(attention_at(self.attention.self, queries, hidden, mask), queries)
         if self.has_cross_attention:
             if image_embeds is None:
                 raise InputError("ALBEF's fusion layers need image embeddings (`encoder_hidden_states`).")
@@ -209,12 +223,14 @@ class ALBEFBert(nn.Module):
         encoder_hidden_states: Tensor | None = None,
         mode: str = "multi_modal",
         encoder_rows: Tensor | None = None,
+        positions: Tensor | None = None,
     ) -> Tensor:
         """Last hidden states ``(B, T, H)``. ``input_ids`` for modes "text" and "multi_modal";
         ``encoder_embeds`` (the text-mode output) for "fusion"; ``encoder_hidden_states`` (image
         tokens ``(B, N, H)``) for "fusion" and "multi_modal"; ``attention_mask`` ``(B, T)``, 1 = token.
         ``encoder_rows`` ``(B,)``: text ``b`` reads image ``encoder_hidden_states[encoder_rows[b]]``
-        of ``(M, N, H)`` distinct images (not in the official code: rows sharing images)."""
+        of ``(M, N, H)`` distinct images; ``positions`` ``(B, K)``: the states ``(B, K, H)`` there alone,
+        the last layer computing only those (neither in the official code)."""
         if mode not in MODES:
             raise ConfigError(f"Expected `mode` to be one of {MODES} but got {mode!r}.")
         if mode == "fusion":
@@ -231,9 +247,11 @@ class ALBEFBert(nn.Module):
         additive = (1.0 - attention_mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
         start = self.fusion_layer if mode == "fusion" else 0
         stop = self.fusion_layer if mode == "text" else len(self.encoder.layer)
-        for layer in self.encoder.layer[start:stop]:
-            hidden = layer(hidden, additive, encoder_hidden_states, encoder_rows)
-        return hidden
+        layers = self.encoder.layer[start:stop]
+        for index, layer in enumerate(layers):
+            read = positions if index == len(layers) - 1 else None
+            hidden = layer(hidden, additive, encoder_hidden_states, encoder_rows, read)
+        return hidden if positions is None or len(layers) else at_positions(hidden, positions)
 
 
 class ALBEFTextEncoder(nn.Module):
@@ -302,16 +320,19 @@ class ALBEF(nn.Module):
         image_embeds: Tensor,
         attention_mask: Tensor | None = None,
         image_rows: Tensor | None = None,
+        positions: Tensor | None = None,
     ) -> Tensor:
         """Fused text states ``(B, T, H)``: the fusion layers over text-mode states and image tokens,
         text ``b`` reading image ``b``, or ``image_embeds[image_rows[b]]`` when ``image_rows`` is given
-        (each distinct image's cross-attention keys and values are then computed once)."""
+        (each distinct image's cross-attention keys and values are then computed once); with
+        ``positions`` ``(B, K)`` the states there ``(B, K, H)``, the last layer computing only those."""
         return self.text_encoder.bert(
             encoder_embeds=text_embeds,
             attention_mask=attention_mask,
             encoder_hidden_states=image_embeds,
             mode="fusion",
             encoder_rows=image_rows,
+            positions=positions,
         )
 
     def image_features(self, image_embeds: Tensor) -> Tensor:

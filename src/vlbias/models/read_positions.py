@@ -1,4 +1,4 @@
-"""A pre-LayerNorm transformer encoder whose last layer computes only the positions that are read.
+"""Transformer encoders whose last layer computes only the positions that are read.
 
 Masked-word scores read a handful of text positions (the masks) of the last layer. Every position
 of the layers before feeds them through attention, but in the last layer only the read positions'
@@ -7,9 +7,11 @@ rest is computed for the ``K`` read positions instead of all ``N``. The states a
 full layer at the read positions (equal up to float rounding); for a two-layer model this is most
 of the second layer's work, in the counterfactual-image attack's forward and backward passes as well.
 
-The layers are ViT-style blocks (``ViltLayer``, ``FlavaLayer``): ``x + attention(layernorm_before(x))``,
-then ``h + output(intermediate(layernorm_after(h)))``, with ``attention.attention`` holding the
-``query``/``key``/``value`` projections and ``attention.output`` the output projection.
+:func:`encoder_at_positions` runs ViT-style blocks (``ViltLayer``, ``FlavaLayer``):
+``x + attention(layernorm_before(x))``, then ``h + output(intermediate(layernorm_after(h)))``, with
+``attention.attention`` holding the ``query``/``key``/``value`` projections and ``attention.output``
+the output projection. ALBEF's post-LayerNorm fusion layers use :func:`attention_at` the same way
+(:class:`~vlbias.models.albef_modeling.ALBEFLayer`).
 
 Example:
     >>> import torch
@@ -37,25 +39,32 @@ def additive_mask(mask: Tensor, dtype: torch.dtype) -> Tensor:
     return (1.0 - mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
 
 
-def layer_at_positions(layer: nn.Module, hidden: Tensor, mask: Tensor, positions: Tensor) -> Tensor:
-    """One pre-LayerNorm layer's output at ``(B, K)`` positions of ``hidden`` ``(B, N, H)``, all
-    ``N`` positions attended to where ``mask`` ``(B, N)`` is 1: ``(B, K, H)``."""
+def attention_at(attention: nn.Module, queries: Tensor, states: Tensor, bias: Tensor) -> Tensor:
+    """Multi-head attention of ``queries`` ``(B, K, H)`` over ``states`` ``(B, N, H)`` with the
+    ``query``/``key``/``value`` projections of ``attention`` (a ViLT, FLAVA or BERT self-attention) and
+    the additive mask ``bias`` ``(B, 1, 1, N)``: the context ``(B, K, H)``, before the output projection."""
+
+    def heads(hidden: Tensor) -> Tensor:  # (B, L, H) -> (B, heads, L, H / heads)
+        return hidden.view(*hidden.shape[:2], -1, attention.attention_head_size).transpose(1, 2)
+
+    query = heads(attention.query(queries))
+    context = F.scaled_dot_product_attention(
+        query,
+        heads(attention.key(states)),
+        heads(attention.value(states)),
+        attn_mask=bias.to(query.dtype),
+        dropout_p=attention.dropout.p if attention.training else 0.0,
+    )
+    return context.transpose(1, 2).flatten(2)
+
+
+def layer_at_positions(layer: nn.Module, hidden: Tensor, bias: Tensor, positions: Tensor) -> Tensor:
+    """One pre-LayerNorm layer's output at ``(B, K)`` positions of ``hidden`` ``(B, N, H)``, with the
+    additive attention mask ``bias`` ``(B, 1, 1, N)``: ``(B, K, H)``."""
     index = positions[..., None].expand(-1, -1, hidden.shape[-1])
     normed = layer.layernorm_before(hidden)  # (B, N, H)
     queries = normed.gather(1, index)  # (B, K, H)
-    attention = layer.attention.attention
-
-    def heads(states: Tensor) -> Tensor:  # (B, L, H) -> (B, heads, L, H / heads)
-        return states.view(*states.shape[:2], -1, attention.attention_head_size).transpose(1, 2)
-
-    context = F.scaled_dot_product_attention(
-        heads(attention.query(queries)),
-        heads(attention.key(normed)),
-        heads(attention.value(normed)),
-        attn_mask=mask[:, None, None, :].bool(),
-        dropout_p=attention.dropout.p if attention.training else 0.0,
-    )
-    context = context.transpose(1, 2).flatten(2)  # (B, K, H)
+    context = attention_at(layer.attention.attention, queries, normed, bias)
     states = layer.attention.output(context, queries) + hidden.gather(1, index)
     return layer.output(layer.intermediate(layer.layernorm_after(states)), states)
 
@@ -66,4 +75,4 @@ def encoder_at_positions(layers: nn.ModuleList, hidden: Tensor, mask: Tensor, po
     bias = additive_mask(mask, hidden.dtype)
     for layer in layers[:-1]:
         hidden = layer(hidden, bias)[0]
-    return layer_at_positions(layers[-1], hidden, mask, positions)
+    return layer_at_positions(layers[-1], hidden, bias, positions)
