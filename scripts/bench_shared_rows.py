@@ -1,10 +1,10 @@
 """ALBEF masked-word scoring of rows that share images, at base width: what the fusion layers and
-the MLM head cost per batch, three ways in the same run.
+the MLM head cost per batch, four ways in the same run.
 
 A CounterBias batch of 32 items scores 512 (image, caption) rows that read 64 distinct images
 (V_f, V_cf) and a few distinct captions; every suite that reads several captions per image has
 the same layout. The vision encoder and the text layers below ``fusion_layer`` run once per
-distinct image and text in all three variants (they are not timed); they differ in the fusion
+distinct image and text in all four variants (they are not timed); they differ in the fusion
 layers and the head:
 
 * ``per-row K/V, head everywhere``: each row gets its image's tokens gathered (``(R, 257, 768)``),
@@ -12,12 +12,16 @@ layers and the head:
   reads it, and the MLM head runs at all ``T`` text positions (``(R, T, 30522)`` logits) before
   the masks are picked. This is what vlbias did up to 3b1a692.
 * ``per-row K/V, head at masks``: the head at the mask positions alone.
-* ``shared K/V, head at masks``: ``ALBEF.fuse(..., image_rows)`` and the head at the masks, what
+* ``shared K/V, head at masks``: ``ALBEF.fuse(..., image_rows)`` and the head at the masks
+  (vlbias from 9b31a67).
+* ``shared K/V, last layer at masks``: ``ALBEF.fuse(..., image_rows, positions)``, whose last fusion
+  layer computes the masks' states alone, then the head there: what
   ``ALBEFAdapter.paired_fill_mask_logits`` now does.
 
 Weights are random at ALBEF-base sizes (768 wide, 12 heads, 3072 FFN, 30522 words, 256 px images
 in 16 px patches: 257 image tokens); ``--fusion_layers`` sets how many fusion layers run (ALBEF
-has 6; one keeps a CPU run short, and the per-layer saving is the same). All three variants'
+has 6; one keeps a CPU run short, and the per-layer saving of the shared keys and values is the
+same, while the last layer's is one layer's whatever their number). All four variants'
 log-probabilities at the masks are checked to agree.
 
 Run:
@@ -69,10 +73,14 @@ def main(argv: list[str] | None = None) -> None:
     def shared_at_masks():
         return model.mlm_logits(at_positions(model.fuse(texts, image_embeds, image_rows=image_rows), positions))
 
+    def last_layer_at_masks():
+        return model.mlm_logits(model.fuse(texts, image_embeds, image_rows=image_rows, positions=positions))
+
     variants = {
         "per-row K/V, head everywhere": per_row_everywhere,
         "per-row K/V, head at masks": per_row_at_masks,
         "shared K/V, head at masks": shared_at_masks,
+        "shared K/V, last layer at masks": last_layer_at_masks,
     }
     seconds = dict.fromkeys(variants, float("inf"))
     outputs = {}
@@ -89,10 +97,11 @@ def main(argv: list[str] | None = None) -> None:
         f"ALBEF base width, random weights, {args.fusion_layers} fusion layer(s), {rows} rows over {args.images} images "
         f"x {args.texts} captions of {args.length} tokens, CPU {args.threads} thread(s), fastest of {args.repeats}"
     )
-    print(f"{'variant':<32}{'seconds':>10}{'rows/s':>10}{'speed-up':>10}{'max |diff|':>12}")
+    print(f"{'variant':<34}{'seconds':>10}{'rows/s':>10}{'speed-up':>10}{'max |diff|':>12}")
     for name in variants:
         diff = float((outputs[name] - reference).abs().max())
-        print(f"{name:<32}{seconds[name]:>10.2f}{rows / seconds[name]:>10.0f}{baseline / seconds[name]:>9.2f}x{diff:>12.1e}")
+        print(f"{name:<34}{seconds[name]:>10.2f}{rows / seconds[name]:>10.0f}{baseline / seconds[name]:>9.2f}x{diff:>12.1e}")
+    print(f"largest |log-probability| of the first variant: {float(reference.abs().max()):.1f}")
     print(f"(R, T, V) logits the head no longer computes: {rows * args.length * config.vocab_size * 4 / 2**20:.0f} MiB in float32")
 
 

@@ -31,6 +31,7 @@ def test_bench_shared_rows_variants_agree(capsys):
     arguments = ["--images", "3", "--rows_per_image", "2", "--texts", "2", "--length", "6", "--repeats", "1", "--threads", threads]
     script("bench_shared_rows").main(arguments)
     out = capsys.readouterr().out
-    rows = re.findall(r"^(per-row K/V, head everywhere|per-row K/V, head at masks|shared K/V, head at masks) .* (\S+)$", out, re.MULTILINE)
-    assert len(rows) == 3
+    names = "per-row K/V, head everywhere|per-row K/V, head at masks|shared K/V, head at masks|shared K/V, last layer at masks"
+    rows = re.findall(rf"^({names}) .* (\S+)$", out, re.MULTILINE)
+    assert len(rows) == 4
     assert all(float(diff) < 1e-4 for _, diff in rows)
