@@ -10,6 +10,7 @@ import torch
 from vlbias.cli import measure_parser
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.models import Capability, load
+from vlbias.models.base import at_positions
 from vlbias.models.masked_words import word_log_probs
 from vlbias.models.vilt import ViLTAdapter, patch_embeddings
 
@@ -163,3 +164,16 @@ def test_real_vocabulary_scores_words_with_and_without_image(minilm_tokenizer):
 def test_model_config_parses_for_vlbias_measure():
     args = measure_parser().parse_args(["--config", str(CONFIG), "--suite", "mmbias", "--out", "unused"])
     assert (args.model, args.checkpoint) == (NAME, "dandelin/vilt-b32-mlm")
+
+
+def test_paired_rows_with_a_subset_of_patches_kept(model, few_patches_kept):
+    """When ViLT draws the patches, the rows' pixels are gathered and embedded by ViLT, the last
+    layer at the positions still equals the full forward's states there."""
+    pixels, tokens = pairs(model)
+    image_rows, text_rows = torch.tensor([1, 0, 1]), torch.tensor([0, 0, 1])
+    positions = torch.tensor([[1], [2], [0]])
+    gathered = {key: value[text_rows] for key, value in tokens.items()}
+    with torch.no_grad():
+        expected = at_positions(model.fill_mask_logits(pixels[image_rows], gathered), positions)
+        paired = model.paired_fill_mask_logits(pixels, tokens, image_rows, text_rows, positions)
+    torch.testing.assert_close(paired, expected, rtol=0, atol=1e-5)
