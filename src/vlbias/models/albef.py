@@ -120,8 +120,8 @@ class ALBEFAdapter(ModelAdapter):
         """MLM logits ``(R, T, V)``, or ``(R, K, V)`` at ``positions``, of rows sharing images and texts
         (see the base class). The vision encoder and the text layers below ``fusion_layer`` run once per
         distinct image and text, the fusion layers once per row, their cross-attention keys and values
-        once per distinct image (:meth:`ALBEF.fuse`), the last fusion layer and the MLM head at ``positions`` alone. Each encoder
-        reads one input alone, so this equals gathering first."""
+        once per distinct image (:meth:`ALBEF.fuse`), the last fusion layer and the MLM head at
+        ``positions`` alone. Each encoder reads one input alone, so this equals gathering first."""
         if Capability.FILL_MASK not in self.capabilities:
             raise self._lacks(Capability.FILL_MASK)
         if pixel_values is None:

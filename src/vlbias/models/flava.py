@@ -47,12 +47,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from transformers import (
-    AutoTokenizer,
-    FlavaConfig,
-    FlavaForPreTraining,
-    FlavaImageProcessor,
-)
+from transformers import AutoTokenizer, FlavaConfig, FlavaForPreTraining, FlavaImageProcessor
 
 from vlbias.errors import InputError
 from vlbias.models.base import Capability, ImageInput, ModelAdapter, at_positions
@@ -95,7 +90,7 @@ class FLAVAAdapter(ModelAdapter):
 
     def no_image(self, batch_size: int) -> None:
         """FLAVA runs on text alone: ``None`` selects the text encoder and its unimodal MLM head."""
-        return
+        return None
 
     # -- capabilities ----------------------------------------------------------------
     def embed_images(self, pixel_values: Tensor) -> Tensor:
