@@ -151,7 +151,9 @@ class ModelAdapter(nn.Module):
         Overrides apply the MLM head at the ``K`` positions only (with a 30522-word vocabulary the
         ``(R, T, V)`` logits of 512 rows of 12 tokens are 715 MiB in float32), and two-stream adapters
         (ALBEF, FLAVA) run their image and text encoders once per distinct image and text, only the
-        fusion layers once per row. The logits are the same up to float rounding.
+        fusion layers once per row. ViLT, FLAVA and ALBEF also compute their last layer at the
+        ``K`` positions alone (:mod:`vlbias.models.read_positions`). The logits are the same up to
+        float rounding.
         """
         rows, pixel_values = gathered_rows(tokens, text_rows, pixel_values, image_rows)
         logits = self.fill_mask_logits(pixel_values, rows)
