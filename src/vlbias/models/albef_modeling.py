@@ -47,7 +47,7 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import at_positions
 from vlbias.models.loading import check_keys
 from vlbias.models.patches import PatchProjection
-from vlbias.models.read_positions import attention_at
+from vlbias.models.read_positions import additive_mask, attention_at
 
 MODES = ("text", "fusion", "multi_modal")
 
@@ -243,8 +243,7 @@ class ALBEFBert(nn.Module):
             hidden = self.embeddings(input_ids=input_ids)
         if attention_mask is None:
             attention_mask = torch.ones(hidden.shape[:2], dtype=torch.long, device=hidden.device)
-        # Additive mask (B, 1, 1, T): 0 where attended, dtype minimum at padding.
-        additive = (1.0 - attention_mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
+        additive = additive_mask(attention_mask, hidden.dtype)  # (B, 1, 1, T)
         start = self.fusion_layer if mode == "fusion" else 0
         stop = self.fusion_layer if mode == "text" else len(self.encoder.layer)
         layers = self.encoder.layer[start:stop]

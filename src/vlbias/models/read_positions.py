@@ -22,7 +22,7 @@ Example:
     >>> hidden, mask, positions = torch.randn(3, 5, 8), torch.ones(3, 5), torch.tensor([[1], [4], [0]])
     >>> full = layers[1](layers[0](hidden, additive_mask(mask, hidden.dtype))[0])[0]
     >>> read = encoder_at_positions(layers, hidden, mask, positions)
-    >>> torch.allclose(read, full.gather(1, positions[..., None].expand(-1, -1, 8)), atol=1e-6)
+    >>> torch.allclose(read, at_positions(full, positions), atol=1e-6)
     True
 """
 
@@ -31,6 +31,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from vlbias.models.base import at_positions
 
 
 def additive_mask(mask: Tensor, dtype: torch.dtype) -> Tensor:
@@ -61,11 +63,10 @@ def attention_at(attention: nn.Module, queries: Tensor, states: Tensor, bias: Te
 def layer_at_positions(layer: nn.Module, hidden: Tensor, bias: Tensor, positions: Tensor) -> Tensor:
     """One pre-LayerNorm layer's output at ``(B, K)`` positions of ``hidden`` ``(B, N, H)``, with the
     additive attention mask ``bias`` ``(B, 1, 1, N)``: ``(B, K, H)``."""
-    index = positions[..., None].expand(-1, -1, hidden.shape[-1])
     normed = layer.layernorm_before(hidden)  # (B, N, H)
-    queries = normed.gather(1, index)  # (B, K, H)
+    queries = at_positions(normed, positions)  # (B, K, H)
     context = attention_at(layer.attention.attention, queries, normed, bias)
-    states = layer.attention.output(context, queries) + hidden.gather(1, index)
+    states = layer.attention.output(context, queries) + at_positions(hidden, positions)
     return layer.output(layer.intermediate(layer.layernorm_after(states)), states)
 
 
