@@ -41,7 +41,7 @@ def measure_parser() -> ArgumentParser:
     parser.add_argument("--checkpoint", type=str | None, default=None, help="Hub id or local path of the weights.")
     parser.add_argument("--model_options", type=dict, default={}, help="The adapter's own loading options, e.g. '{region_features: feats.tsv}'.")
     parser.add_argument("--tiny", action=ActionYesNo, default=False, help="Use a tiny random model instead of weights.")
-    parser.add_argument("--data", type=str, default="biasworld", help="Data directory, or 'biasworld' for the synthetic world.")
+    parser.add_argument("--data", type=str, default="biasworld", help="Data directory or file in the suite's public format, or 'biasworld' for the synthetic world.")
     parser.add_argument("--out", type=str, required=True, help="Output directory.")
     parser.add_argument("--seed", type=int, default=0, help="Seed of everything random (recorded in the results).")
     parser.add_argument("--device", type=str | None, default=None, help="Torch device; default CUDA if present, else CPU.")

@@ -18,7 +18,7 @@ from vlbias.suites import Suite, suite_class
 
 def build_suite(name: str, data: str | Path | BiasWorld, options: dict | None = None, biasworld: dict | None = None) -> Suite:
     """Suite ``name`` over ``data``: ``"biasworld"`` (built from ``biasworld`` options), a
-    :class:`BiasWorld`, or a directory in the suite's public format."""
+    :class:`BiasWorld`, or a directory or file in the suite's public format."""
     cls, options = suite_class(name), options or {}
     if isinstance(data, BiasWorld):
         return cls.from_biasworld(data, **options)
@@ -26,7 +26,7 @@ def build_suite(name: str, data: str | Path | BiasWorld, options: dict | None = 
         return cls.from_biasworld(BiasWorld(**(biasworld or {})), **options)
     path = Path(data)
     if not path.exists():
-        raise ConfigError(f"Data path {str(path)!r} does not exist; expected a directory in the {name!r} format or 'biasworld'.")
+        raise ConfigError(f"Data path {str(path)!r} does not exist; expected a directory or file in the {name!r} format or 'biasworld'.")
     return cls.from_path(path, **options)
 
 

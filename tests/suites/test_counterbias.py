@@ -7,7 +7,7 @@ import torch
 from PIL import Image
 
 from vlbias.data.biasworld import BiasWorld
-from vlbias.data.vl_bias import read_vl_bias
+from vlbias.data.vl_bias import read_release_index, read_vl_bias
 from vlbias.errors import ConfigError, InputError
 from vlbias.measure import build_suite
 from vlbias.models import load
@@ -52,7 +52,7 @@ def test_measure_vl_bias_folder_reports_bad_items(vl_bias_folder, tmp_path, run_
     assert set(reasons) == {"missing.png", "corrupt.png", "e.png", "f.png"}
     assert "does not exist" in reasons["missing.png"]
     assert "could not be decoded" in reasons["corrupt.png"]
-    assert reasons["e.png"] == "no gender annotation"
+    assert reasons["e.png"].startswith("no gender annotation (unannotated='model_reading'")
     assert "target word 'shopping'" in reasons["f.png"] and "vocabulary" in reasons["f.png"]
     assert results.n_items == 4
     assert results.metrics["n_skipped"] == 4
@@ -91,6 +91,54 @@ def test_unannotated_images_can_take_the_models_reading(vl_bias_folder):
     assert all(row["bias_annotated"] for row in output.items if not row["item"].startswith("e.png"))
     with pytest.raises(ConfigError, match="unannotated"):
         CounterBiasSuite.from_path(vl_bias_folder, unannotated="guess")
+
+
+def test_measure_an_index_of_the_authors_release(vl_bias_folder, tmp_path, run_cli):
+    # The layout of the index files that CounterBias_Activity.py / CounterBias_Occu.py of the release read.
+    release = tmp_path / "release"
+    release.mkdir()
+    index = {"version": "1.0", "data": {
+        "cooking": [{"original": "../vl_bias/images/a.png", "attack": "x/a.npy"},
+                    {"original": str(vl_bias_folder / "images" / "b.png"), "attack": "x/b.npy"}],
+        "driving": [{"original": "../vl_bias/images/gone.png", "attack": "x/gone.npy"}],
+    }}
+    (release / "verb_attack.json").write_text(json.dumps(index))
+    options = {"attack": ATTACK, "require_attack_success": False, "unannotated": "model_reading"}
+    argv = ["measure", "--suite", "counterbias", "--model", "albef", "--tiny", "--data", str(release / "verb_attack.json"),
+            "--out", str(tmp_path / "out"), "--suite_options", json.dumps(options)]
+    code, _, err = run_cli(argv)
+    assert code == 0, err
+    results = read_results(tmp_path / "out" / "counterbias.json")
+    assert results.n_items == 2
+    (missing,) = results.skipped
+    assert missing["kind"] == "image" and missing["item"].endswith("gone.png@entry3") and "does not exist" in missing["reason"]
+    data = results.config["suite_config"]["data"]
+    assert data["layout"] == "vl-bias-release-index"
+    assert data["coverage"] == {"activities": "2 of 52", "occupations": "0 of 13", "other_concepts": []}
+    items = read_items(tmp_path / "out" / "counterbias.json")
+    assert len(items) == 2 * 4 and not items["bias_annotated"].any()
+    assert set(items["target"]) == {"cooking"} and set(items["bias"]) <= {"man", "woman"}
+
+
+def test_bad_release_index_files_are_refused(tmp_path):
+    index = tmp_path / "index.json"
+    with pytest.raises(InputError, match="does not exist"):
+        read_release_index(index)
+    for text, message in (
+        ("{not json", "is not a JSON file"),
+        ('{"cooking": []}', 'expected an object with a "data" object'),
+        ('{"data": {"repairing": [{"original": "a.png"}]}}', r"concept 'repairing' is not among VL-Bias's .*`concept_type`"),
+        ('{"data": {"cooking": "a.png"}}', r"data\['cooking'\] should be a list of images but is str"),
+        ('{"data": {"cooking": [{"attack": "a.npy"}]}}', r"data\['cooking'\]\[0\] should be an object with an \"original\" image path"),
+        ('{"data": {"cooking": []}}', "lists no images"),
+    ):
+        index.write_text(text)
+        with pytest.raises(InputError, match=message):
+            read_release_index(index)
+    index.write_text('{"data": {"Doctor": [{"original": "d.png"}], "cooking": [{"original": "/abs/c.png"}]}}')
+    assert [(item.row, item.image, item.concept, item.concept_type, item.gender) for item in read_release_index(index)] == [
+        (1, str(tmp_path / "d.png"), "doctor", "occupation", None), (2, "/abs/c.png", "cooking", "activity", None)
+    ]
 
 
 def test_biasworld_dataset_bias_matches_item_rows(tmp_path):

@@ -3,11 +3,10 @@
 the four templates of Table 1 at measurement time (:mod:`vlbias.counterfactual.text`).
 
 The release's README (github.com/VL-Bias/VL-Bias) lists the concepts (:data:`ACTIVITIES`,
-:data:`OCCUPATIONS`); its images sit on a drive that could not be reached from here. The
-authors' measuring scripts index images per concept in a JSON file and annotate no gender (they
-take the model's own reading of the bias prompt as the factual concept). This reader therefore
-defines the project's own local layout, with a gender annotation per image; a converter from
-the release's files is still to be written once they can be read::
+:data:`OCCUPATIONS`); its images sit on a drive that could not be reached from here (its link is
+broken). The authors' measuring scripts index images per concept in a JSON file and annotate no
+gender (they take the model's own reading of the bias prompt as the factual concept). This module
+therefore defines the project's own local layout, with a gender annotation per image::
 
     <root>/
       annotations.csv     one row per image
@@ -22,6 +21,9 @@ the release's files is still to be written once they can be read::
   taken from them. A concept outside them needs its type; a type that contradicts them is refused.
 * ``gender``: ``man`` / ``woman`` (``male``/``m`` and ``female``/``f`` are read as these);
   empty when the image has no gender annotation
+
+The scripts' index files are read too (:func:`read_release_index`: no gender, no caption), for a
+measurement that takes each image's gender from the model as those scripts do.
 
 :func:`coverage` counts which of the released 52 activities and 13 occupations a folder holds; the
 CounterBias suite records it with its results.
@@ -42,6 +44,7 @@ Example:
 from __future__ import annotations
 
 import csv
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,7 +75,8 @@ GENDER_ALIASES = {"man": "man", "male": "man", "m": "man", "woman": "woman", "fe
 
 @dataclass(frozen=True)
 class VLBiasItem:
-    """One annotated image; ``row`` is its line in ``annotations.csv`` (header = line 1)."""
+    """One annotated image; ``row`` is its line in ``annotations.csv`` (header = line 1), or its
+    entry number in a release index (:func:`read_release_index`, where ``image`` is the file's path)."""
 
     row: int
     image: str
@@ -121,6 +125,61 @@ def _item(path: Path, line: int, row: dict[str, str]) -> VLBiasItem:
         raise InputError(f"{where}: {concept!r} is a VL-Bias {_RELEASED_TYPE[concept]}, but `concept_type` is {concept_type!r}.")
     gender = values["gender"].lower()
     return VLBiasItem(line, values["image"], concept, concept_type, GENDER_ALIASES.get(gender, gender) or None)
+
+
+def read_release_index(path: str | Path) -> list[VLBiasItem]:
+    """The images listed in an index file of the authors' released measuring scripts
+    (``verb_attack_14m.json`` and ``occu_attack_conv34.json`` in ``CounterBias_Activity.py`` and
+    ``CounterBias_Occu.py`` of github.com/VL-Bias/VL-Bias)::
+
+        {"data": {"<concept>": [{"original": "<image file>", "attack": "<.npy file>"}, ...], ...}, ...}
+
+    One item per entry: ``row`` numbers the entries from 1 in file order, ``image`` is the entry's
+    ``original`` (a relative path is taken relative to the index file's folder) and ``gender`` is
+    ``None``, since the release annotates none; measure with ``unannotated="model_reading"``, the
+    scripts' own choice, or write ``annotations.csv`` with genders. ``attack``, the authors'
+    counterfactual image for their ALBEF checkpoint in their normalisation, is not read: the suite
+    attacks the model it measures. A concept's type comes from the released lists, and a concept
+    outside them is refused (write ``annotations.csv`` with a ``concept_type`` for it).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> index = pathlib.Path(tempfile.mkdtemp()) / "verb_attack.json"
+        >>> _ = index.write_text('{"data": {"cooking": [{"original": "/images/1.jpg", "attack": "1.npy"}]}}')
+        >>> read_release_index(index)
+        [VLBiasItem(row=1, image='/images/1.jpg', concept='cooking', concept_type='activity', gender=None)]
+    """
+    path = Path(path)
+    where = f"VL-Bias release index {str(path)!r}"
+    if not path.is_file():
+        raise InputError(f"{where} does not exist.")
+    try:
+        index = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(f"{where} is not a JSON file: {err}.") from None
+    concepts = index.get("data") if isinstance(index, dict) else None
+    if not isinstance(concepts, dict):
+        raise InputError(f"{where}: expected an object with a \"data\" object mapping each concept to its images.")
+    items = []
+    for concept, entries in concepts.items():
+        concept_type = _RELEASED_TYPE.get(concept.lower())
+        if concept_type is None:
+            raise InputError(
+                f"{where}: concept {concept!r} is not among VL-Bias's activities or occupations; write its images to "
+                f"{ANNOTATIONS} with a `concept_type` instead."
+            )
+        if not isinstance(entries, list):
+            raise InputError(f"{where}: data[{concept!r}] should be a list of images but is {type(entries).__name__}.")
+        for k, entry in enumerate(entries):
+            original = entry.get("original") if isinstance(entry, dict) else None
+            if not isinstance(original, str) or not original.strip():
+                raise InputError(f"{where}: data[{concept!r}][{k}] should be an object with an \"original\" image path but is {entry!r}.")
+            image = Path(original.strip())
+            image = image if image.is_absolute() else path.parent / image
+            items.append(VLBiasItem(len(items) + 1, str(image), concept.lower(), concept_type, None))
+    if not items:
+        raise InputError(f"{where} lists no images.")
+    return items
 
 
 def coverage(items: list[VLBiasItem]) -> dict[str, object]:

@@ -54,7 +54,7 @@ from vlbias.counterfactual.image import (
 )
 from vlbias.counterfactual.text import CAPTION_TEMPLATES, SwapLexicon, fill_template
 from vlbias.data.biasworld import BiasWorld
-from vlbias.data.vl_bias import coverage, image_path, read_vl_bias
+from vlbias.data.vl_bias import coverage, image_path, read_release_index, read_vl_bias
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.counterbias import CounterBiasScore
 from vlbias.metrics.functional.counterbias import (
@@ -219,13 +219,21 @@ class CounterBiasSuite(Suite):
 
     @classmethod
     def from_path(cls, path: Path, **options) -> CounterBiasSuite:
-        """A VL-Bias folder in the layout of :mod:`vlbias.data.vl_bias`."""
-        annotated = read_vl_bias(path)
+        """A VL-Bias folder in the layout of :mod:`vlbias.data.vl_bias`, or an index file of the authors'
+        released scripts (:func:`~vlbias.data.vl_bias.read_release_index`; it annotates no gender, so
+        measure it with ``unannotated="model_reading"``)."""
+        path = Path(path)
+        if path.is_file():
+            annotated, layout = read_release_index(path), "vl-bias-release-index"
+            images, numbered = [Path(item.image) for item in annotated], "entry"
+        else:
+            annotated, layout = read_vl_bias(path), "vlbias-local-v1"
+            images, numbered = [image_path(path, item) for item in annotated], "row"
         items = [
-            CounterBiasItem(f"{item.image}@row{item.row}", image_path(path, item), item.concept, item.concept_type, item.gender)
-            for item in annotated
+            CounterBiasItem(f"{item.image}@{numbered}{item.row}", image, item.concept, item.concept_type, item.gender)
+            for item, image in zip(annotated, images)
         ]
-        data = {"data": "vl_bias", "root": str(path), "layout": "vlbias-local-v1", "coverage": coverage(annotated)}
+        data = {"data": "vl_bias", "root": str(path), "layout": layout, "coverage": coverage(annotated)}
         return cls(items, data, **options)
 
     @property
@@ -372,7 +380,7 @@ class CounterBiasSuite(Suite):
         bias_words = self.bias_concepts if item.bias is None else [item.bias, self.lexicon.mapping.get(item.bias)]
         unusable = [word for word in bias_words if word in problems]
         if item.bias is None and self.unannotated == "skip":
-            kind, reason = "no_gender", "no gender annotation"
+            kind, reason = "no_gender", "no gender annotation (unannotated='model_reading' would take the model's reading)"
         elif item.bias is not None and item.bias not in self.bias_concepts:
             kind, reason = "unknown_bias_concept", f"bias concept {item.bias!r} is not one of {', '.join(self.bias_concepts)}"
         elif unusable:
