@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import time
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -63,6 +65,17 @@ def per_image_loop(adapter, world: BiasWorld, n_images: int) -> list[float]:
     return p_factual
 
 
+def cpu_name() -> str:
+    """The CPU's model name (the speed-up depends on it: it weighs per-call overhead against arithmetic)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="vilt", help="a FILL_MASK model that reads pixels: vilt, albef, flava")
@@ -97,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         by_item[row["item"]].append(row["p_target_f"])
     max_diff = max(abs(a - b) for a, b in zip([p for ps in by_item.values() for p in ps], looped))
     n = len(by_item)
-    print(f"model={args.model} (tiny, CPU, {args.threads} thread(s)), {n} images x {len(CAPTION_TEMPLATES)} templates, "
+    print(f"model={args.model} (tiny, CPU: {cpu_name()}, {args.threads} thread(s)), {n} images x {len(CAPTION_TEMPLATES)} templates, "
           f"PGD {ATTACK['steps']} steps, eps={ATTACK['eps']:.4f}, fastest of {args.repeats} runs")
     print(f"{'implementation':<28}{'seconds':>10}{'items/s':>10}")
     print(f"{'vlbias batched (' + str(args.batch_size) + ')':<28}{batched:>10.2f}{n / batched:>10.1f}")
