@@ -1,6 +1,6 @@
 """Bias metrics as ``torchmetrics.Metric`` classes; their formulas are in ``vlbias.metrics.functional``."""
 
-from vlbias.metrics.counterbias import CounterBiasScore
+from vlbias.metrics.counterbias import CounterBiasScore, CounterBiasUncertainty
 from vlbias.metrics.entity_association import LanguageAssociation, VisualAssociation
 from vlbias.metrics.grounded_weat import GroundedCongruenceTest
 from vlbias.metrics.vlstereoset import VLStereoSetScores, VLStereoSetShift
@@ -9,6 +9,7 @@ from vlbias.metrics.zero_shot import ZeroShotRanking
 
 __all__ = [
     "CounterBiasScore",
+    "CounterBiasUncertainty",
     "GroundedCongruenceTest",
     "ITMEffectSize",
     "ITMTest",

@@ -1,9 +1,11 @@
-r"""CounterBias dataset-level bias (Zhang et al., 2022, Eq. 7) and its Table 2 summary as a
-``torchmetrics`` metric.
+r"""CounterBias dataset-level bias (Zhang et al., 2022, Eq. 7) and its Table 2 summary as
+``torchmetrics`` metrics.
 
-The formulas live in :mod:`vlbias.metrics.functional.counterbias`; this class only sums what
+The formulas live in :mod:`vlbias.metrics.functional.counterbias` and
+:mod:`~vlbias.metrics.functional.counterbias_uncertainty`. :class:`CounterBiasScore` only sums what
 Eq. 7 needs (per-target sums of the signed instance bias and item counts, and the number of
-excluded items), so its states reduce with ``"sum"`` and 1 or N processes give the same result.
+excluded items), so its states reduce with ``"sum"``; :class:`CounterBiasUncertainty` keeps every
+item for its intervals and p-values (``"cat"``). 1 or N processes give the same result.
 """
 
 from __future__ import annotations
@@ -13,12 +15,19 @@ from typing import Any
 import torch
 from torch import Tensor
 from torchmetrics import Metric
+from torchmetrics.utilities.data import dim_zero_cat
 
-from vlbias.errors import ConfigError
+from vlbias.errors import ConfigError, InputError
+from vlbias.metrics._list_states import TypedListStates
 from vlbias.metrics.functional.counterbias import (
     _counterbias_compute,
     _counterbias_update,
     mean_absolute_bias,
+)
+from vlbias.metrics.functional.counterbias_uncertainty import (
+    _checked,
+    counterbias_intervals,
+    counterbias_p_values,
 )
 
 
@@ -91,3 +100,88 @@ class CounterBiasScore(Metric):
             "mean_absolute": mean_absolute_bias(per_target, self.percent),
             "n_excluded": self.n_excluded.clone(),
         }
+
+
+class CounterBiasUncertainty(TypedListStates, Metric):
+    r"""Bootstrap intervals and sign-flip p-values of the dataset-level bias per target (Eq. 7) and of
+    Table 2's mean absolute bias, over ``K`` caption templates
+    (:mod:`vlbias.metrics.functional.counterbias_uncertainty`).
+
+    Unlike :class:`CounterBiasScore` it keeps every item (``"cat"`` states), since a resample needs them.
+
+    As input to ``update``:
+
+    - ``bias`` (:class:`~torch.Tensor`): ``(N, K)`` instance bias per item and template, NaN where excluded
+    - ``target`` (:class:`~torch.Tensor`): ``(N,)`` long, each item's target concept index
+    - ``direction`` (:class:`~torch.Tensor`): ``(N,)`` +1 where the item's bias concept is B0, -1 for B1
+
+    As output of ``compute``, a dict: ``per_target`` ``(n_targets, 2)``, ``mean_absolute`` ``(K, 2)``,
+    ``mean_absolute_avg`` ``(2,)`` (intervals ``[low, high]``) and ``p_value`` ``(n_targets,)``.
+
+    Args:
+        n_targets: number of target concepts.
+        n_templates: ``K``.
+        percent: Table 2 in percent (``False``: plain, as Table 3).
+        n_bootstrap: resamples for the intervals.
+        n_permutations: sign flips for the p-values (all of them when there are fewer).
+        confidence: interval coverage.
+        seed: seed of the resamples and flips.
+        kwargs: passed to :class:`torchmetrics.Metric`.
+
+    Example:
+        >>> metric = CounterBiasUncertainty(n_targets=2, n_templates=1)
+        >>> metric.update(torch.tensor([[0.1], [0.2]]), torch.tensor([0, 0]), torch.tensor([1, 1]))
+        >>> metric.update(torch.tensor([[-0.3]]), torch.tensor([0]), torch.tensor([-1]))
+        >>> metric.compute()["p_value"]  # signed 0.1, 0.2, 0.3: 2 of the 8 flips reach |0.2|; target 1 unseen
+        tensor([0.2500,    nan], dtype=torch.float64)
+    """
+
+    is_differentiable: bool = False
+    higher_is_better: bool | None = None
+    full_state_update: bool = False
+
+    def __init__(
+        self,
+        n_targets: int,
+        n_templates: int,
+        percent: bool = True,
+        n_bootstrap: int = 1000,
+        n_permutations: int = 10_000,
+        confidence: float = 0.95,
+        seed: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        for name, value in (("n_targets", n_targets), ("n_templates", n_templates), ("n_bootstrap", n_bootstrap),
+                            ("n_permutations", n_permutations)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"Expected argument `{name}` to be a positive integer but got {value!r}")
+        if not 0.0 < confidence < 1.0:
+            raise ConfigError(f"Expected argument `confidence` in (0, 1) but got {confidence!r}")
+        self.n_targets, self.n_templates, self.percent = n_targets, n_templates, percent
+        self.n_bootstrap, self.n_permutations, self.confidence, self.seed = n_bootstrap, n_permutations, confidence, seed
+        self.list_state_specs = (("bias", torch.float64, (n_templates,)), ("target", torch.int64, ()), ("direction", torch.int64, ()))
+        self.add_state("bias", default=[], dist_reduce_fx="cat")
+        self.add_state("target", default=[], dist_reduce_fx="cat")
+        self.add_state("direction", default=[], dist_reduce_fx="cat")
+
+    def update(self, bias: Tensor, target: Tensor, direction: Tensor) -> None:
+        """Add ``N`` items' biases under each template, with their target indices and bias directions."""
+        if bias.ndim != 2 or bias.shape[1] != self.n_templates:
+            raise InputError(f"Expected argument `bias` of shape (N, {self.n_templates}) but got {tuple(bias.shape)}")
+        _checked(bias, target, direction, self.n_targets)
+        self.bias.append(bias.double())
+        self.target.append(target.long())
+        self.direction.append(direction.long())
+
+    def compute(self) -> dict[str, Tensor]:
+        """Intervals and p-values of everything seen (NaN where a target had no item)."""
+        states = [dim_zero_cat(s) if isinstance(s, list) and s else s for s in (self.bias, self.target, self.direction)]
+        if isinstance(states[0], list):  # nothing seen
+            states = [torch.empty(0, self.n_templates, dtype=torch.float64), torch.empty(0, dtype=torch.long), torch.empty(0, dtype=torch.long)]
+        bias, target, direction = (s.cpu() for s in states)
+        intervals = counterbias_intervals(
+            bias, target, direction, self.n_targets, self.percent, self.n_bootstrap, self.confidence, self.seed
+        )
+        p_value = counterbias_p_values(bias, target, direction, self.n_targets, self.n_permutations, self.seed)
+        return {**intervals, "p_value": p_value}
