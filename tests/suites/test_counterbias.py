@@ -1,5 +1,6 @@
 """CounterBias suite: end to end through the CLI on a local VL-Bias folder, BiasWorld, bad input."""
 
+import itertools
 import json
 
 import pytest
@@ -154,6 +155,43 @@ def test_biasworld_dataset_bias_matches_item_rows(tmp_path):
     ]
     assert output.metrics["activity/cooking/B@L"] == pytest.approx(sum(per_template) / 4)
     assert per_template[0] == pytest.approx(expected)
+
+
+def test_intervals_and_p_values_come_from_the_item_rows():
+    options = {"attack": ATTACK, "require_attack_success": False, "n_bootstrap": 300, "n_permutations": 200, "confidence": 0.9}
+    suite = build_suite("counterbias", BiasWorld(eval_per_combination=2), options)
+    output = suite.run(load("albef", tiny=True, device="cpu"), seed=3)
+    assert {key: suite.config[key] for key in ("n_bootstrap", "n_permutations", "confidence")} == {
+        "n_bootstrap": 300, "n_permutations": 200, "confidence": 0.9
+    }
+    templates = ("Sw/O", "Sw/", "Pw/O", "Pw/")
+    for measure in ("B@V-L", "B@V", "B@L"):
+        for template in (*templates, "avg"):
+            low, high = output.intervals[f"activity/{measure}/{template}"]
+            assert low <= high
+        for target in suite.groups["activity"]:
+            key = f"activity/{target}/{measure}"
+            low, high = output.intervals[key]
+            assert low <= output.metrics[key] <= high  # holds here; a percentile interval need not hold the estimate
+            assert 0 < output.p_values[key] <= output.p_values[f"{key}@holm"] <= 1
+            assert output.p_values[key] <= output.p_values[f"{key}@bh"] <= output.p_values[f"{key}@holm"]
+    assert not [key for key in (*output.intervals, *output.p_values) if "B@L_log" in key]  # text only: no images to resample
+    # the B@L p-value of one target, from the item rows by brute force over the 2^4 sign flips
+    rows = [row for row in output.items if row["target"] == "cooking"]
+    images = sorted({row["item"] for row in rows})
+    signed = torch.tensor([
+        [row["bias_B@L"] * (1 if row["bias"] == "man" else -1) for t in templates for row in rows
+         if row["item"] == image and row["template"] == t] for image in images
+    ], dtype=torch.float64)
+    flips = torch.tensor(list(itertools.product([1.0, -1.0], repeat=len(images))), dtype=torch.float64)
+    statistics = (flips @ signed).mean(dim=1) / len(images)
+    observed = signed.mean()
+    expected = float((statistics.abs() >= observed.abs() - 1e-12).double().mean())
+    assert output.p_values["activity/cooking/B@L"] == pytest.approx(expected)
+    with pytest.raises(ConfigError, match="confidence"):
+        build_suite("counterbias", BiasWorld(eval_per_combination=1), {"confidence": 1.5})
+    with pytest.raises(ConfigError, match="n_permutations"):
+        build_suite("counterbias", BiasWorld(eval_per_combination=1), {"n_permutations": 0})
 
 
 def test_failed_attacks_are_skipped_with_reason():

@@ -24,6 +24,14 @@ is B' after the attack, which includes images the model already read as B'),
 ``n_skipped`` and ``n_skipped/<kind>``. Measures: ``B@V-L``, ``B@V``, ``B@L``, ``B@L_log`` and
 ``B@L_log/<baseline>``.
 
+Intervals (percentile bootstrap over each target's images) for ``<group>/<measure>/<template>``,
+``<group>/<measure>/avg`` and ``<group>/<target>/<measure>``, and p-values of a sign-flip test of
+bias(T) = 0 under ``<group>/<target>/<measure>`` (raw), ``...@holm`` and ``...@bh`` (adjusted over the
+group's targets, per measure), through :class:`~vlbias.metrics.counterbias.CounterBiasUncertainty`.
+The paper reports neither. The text-only ``B@L_log`` measures get none: they read no image, so every
+image of a target with the same bias concept has the same value and resampling images has nothing to
+say about them.
+
 Skipped items, each with its reason and a ``kind`` (:data:`SKIP_KINDS`): no gender annotation
 (``no_gender``; unless ``unannotated="model_reading"``), a bias concept outside ``bias_concepts``
 (``unknown_bias_concept``), a bias or target word outside the model's vocabulary
@@ -56,13 +64,17 @@ from vlbias.counterfactual.text import CAPTION_TEMPLATES, SwapLexicon, fill_temp
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.vl_bias import coverage, image_path, read_release_index, read_vl_bias
 from vlbias.errors import ConfigError, InputError
-from vlbias.metrics.counterbias import CounterBiasScore
+from vlbias.metrics.counterbias import CounterBiasScore, CounterBiasUncertainty
 from vlbias.metrics.functional.counterbias import (
     DEFAULT_MIN_BIAS_CHANGE,
     language_bias,
     log_language_bias,
     multimodal_bias,
     visual_bias,
+)
+from vlbias.metrics.functional.multiple_testing import (
+    benjamini_hochberg,
+    holm_bonferroni,
 )
 from vlbias.models.base import Capability, ModelAdapter, load_image
 from vlbias.models.inference import measuring
@@ -128,6 +140,9 @@ class CounterBiasSuite(Suite):
         batch_size: images attacked and measured together.
         max_rows: most (image, text) rows in one forward pass.
         strategy: multi-piece word strategy of :mod:`vlbias.models.masked_words`.
+        n_bootstrap: bootstrap resamples for the intervals.
+        n_permutations: sign flips for the p-values (all of them when a target has few enough items).
+        confidence: interval coverage.
     """
 
     name = "counterbias"
@@ -152,6 +167,9 @@ class CounterBiasSuite(Suite):
         batch_size: int = 32,
         max_rows: int = 512,
         strategy: str = "mean_all_masked",
+        n_bootstrap: int = 1000,
+        n_permutations: int = 10_000,
+        confidence: float = 0.95,
     ) -> None:
         if not items:
             raise InputError("CounterBias needs at least one item.")
@@ -191,9 +209,13 @@ class CounterBiasSuite(Suite):
             raise ConfigError(f"Expected `min_bias_change` to be positive but got {min_bias_change!r}.")
         if language_baseline is not None and "model" not in language_baseline:
             raise ConfigError(f"Expected `language_baseline` to name a `model` but got {language_baseline!r}.")
-        for name, value in (("batch_size", batch_size), ("max_rows", max_rows)):
+        for name, value in (("batch_size", batch_size), ("max_rows", max_rows), ("n_bootstrap", n_bootstrap),
+                            ("n_permutations", n_permutations)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"Expected `{name}` to be a positive integer but got {value!r}.")
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
+            raise ConfigError(f"Expected `confidence` in (0, 1) but got {confidence!r}.")
+        self.n_bootstrap, self.n_permutations, self.confidence = n_bootstrap, n_permutations, float(confidence)
         self.require_attack_success = require_attack_success
         self.min_bias_change = min_bias_change
         self.target_normalisation, self.bias_normalisation = target_normalisation, bias_normalisation
@@ -254,6 +276,9 @@ class CounterBiasSuite(Suite):
             "cache_dir": self.cache_dir,
             "batch_size": self.batch_size,
             "strategy": self.strategy,
+            "n_bootstrap": self.n_bootstrap,
+            "n_permutations": self.n_permutations,
+            "confidence": self.confidence,
             "groups": {group: len(targets) for group, targets in self.groups.items()},
         }
 
@@ -335,6 +360,15 @@ class CounterBiasSuite(Suite):
             for measure in measures
             for template in self.templates
         }
+        uncertainty = {  # the text-only measures read no image: nothing to resample (module docstring)
+            (group, measure): CounterBiasUncertainty(
+                len(targets), len(self.templates), n_bootstrap=self.n_bootstrap, n_permutations=self.n_permutations,
+                confidence=self.confidence, seed=seed,
+            )
+            for group, targets in self.groups.items()
+            for measure in measures
+            if not measure.startswith("B@L_log")
+        }
         generator = CounterfactualImages(
             adapter, self.bias_concepts, AttackConfig(**self.attack_options, seed=seed), self.cache_dir, strategy=self.strategy
         )
@@ -370,8 +404,10 @@ class CounterBiasSuite(Suite):
                     [batch[i] for i in rows.tolist()], pixels[rows], result.pixels[rows], result.cache_hit[rows],
                     p_bias_f[rows, factual[rows]], p_bias_cf[rows, factual[rows]],
                 )
-                self._measure_batch(adapter, measured, words, columns, {"B@L_log": text_only, **baselines}, scores, output)
-        self._summarise(scores, measures, output, attacked, succeeded, already)
+                self._measure_batch(
+                    adapter, measured, words, columns, {"B@L_log": text_only, **baselines}, scores, uncertainty, output
+                )
+        self._summarise(scores, uncertainty, measures, output, attacked, succeeded, already)
         return output
 
     def _usable(self, item: CounterBiasItem, problems: dict[str, str], output: SuiteOutput) -> bool:
@@ -416,7 +452,9 @@ class CounterBiasSuite(Suite):
             images = torch.stack(images)
         return loaded, unit_pixels(adapter, images).cpu()
 
-    def _measure_batch(self, adapter, measured: _Measured, words, columns, text_only, scores, output: SuiteOutput) -> None:
+    def _measure_batch(
+        self, adapter, measured: _Measured, words, columns, text_only, scores, uncertainty, output: SuiteOutput
+    ) -> None:
         """P(T | V, L) of the four (V, L) combinations for every template, then Eq. 6, 9, 11, 13."""
         batch, n, mask = measured.items, len(measured.items), adapter.tokenizer.mask_token
         target = torch.tensor([words.index(item.target) for item in batch])
@@ -444,6 +482,7 @@ class CounterBiasSuite(Suite):
             "cache_hit": measured.cache_hit.tolist(),
             "linf_delta": (measured.cf_pixels - measured.pixels).abs().flatten(1).amax(dim=1).tolist(),
         }
+        by_template: dict[str, list[Tensor]] = {}
         for t, name in enumerate(self.templates):
             p_f, p_vl, p_v, p_l = at_target[t]
             values = {
@@ -455,6 +494,8 @@ class CounterBiasSuite(Suite):
                 log_f = torch.stack([table[(name, item.bias)] for item in batch])[items, target]
                 log_cf = torch.stack([table[(name, b)] for b in counterpart])[items, target]
                 values[measure] = log_language_bias(log_f, log_cf)
+            for measure, bias in values.items():
+                by_template.setdefault(measure, []).append(bias)
             for group, in_group in local.items():
                 if in_group.any():
                     for measure, bias in values.items():
@@ -470,11 +511,18 @@ class CounterBiasSuite(Suite):
                     "bias_annotated": item.bias_annotated, "counterfactual_bias": counterpart[b], "template": name,
                     **{field: per_row[b] for field, per_row in fields.items()},
                 })
+        for measure, biases in by_template.items():  # (n, K): an item's templates share its image
+            bias = torch.stack(biases, dim=1)
+            for group, in_group in local.items():
+                if in_group.any() and (group, measure) in uncertainty:
+                    uncertainty[(group, measure)].update(bias[in_group], local_target[in_group], direction[in_group])
         output.n_items += n
 
-    def _summarise(self, scores, measures, output: SuiteOutput, attacked: int, succeeded: int, already: int) -> None:
+    def _summarise(self, scores, uncertainty, measures, output: SuiteOutput, attacked: int, succeeded: int, already: int) -> None:
         for group, targets in self.groups.items():
             for measure in measures:
+                if (group, measure) in uncertainty:
+                    self._summarise_uncertainty(group, targets, measure, _computed(uncertainty[(group, measure)]), output)
                 results = [_computed(scores[(group, measure, name)]) for name in self.templates]
                 for name, result in zip(self.templates, results):
                     output.metrics[f"{group}/{measure}/{name}"] = float(result["mean_absolute"])
@@ -491,8 +539,24 @@ class CounterBiasSuite(Suite):
         for kind in SKIP_KINDS:
             output.metrics[f"n_skipped/{kind}"] = float(sum(entry["kind"] == kind for entry in output.skipped))
 
+    def _summarise_uncertainty(self, group: str, targets: list[str], measure: str, result: dict[str, Tensor], output: SuiteOutput) -> None:
+        """Intervals of Table 2 and of bias(T), and bias(T)'s p-values, raw and adjusted over the group's targets."""
+        mean_absolute = result["mean_absolute"].reshape(len(self.templates), 2)  # torchmetrics squeezes 1-element outputs
+        for name, interval in zip(self.templates, mean_absolute.tolist()):
+            output.intervals[f"{group}/{measure}/{name}"] = interval
+        output.intervals[f"{group}/{measure}/avg"] = result["mean_absolute_avg"].tolist()
+        per_target, p_values = result["per_target"].reshape(len(targets), 2), result["p_value"].reshape(-1)
+        for target, interval in zip(targets, per_target.tolist()):
+            output.intervals[f"{group}/{target}/{measure}"] = interval
+        tested = (~p_values.isnan()).nonzero().flatten().tolist()
+        if tested:
+            raw = p_values[tested]
+            for suffix, values in (("", raw), ("@holm", holm_bonferroni(raw)), ("@bh", benjamini_hochberg(raw))):
+                for t, value in zip(tested, values.tolist()):
+                    output.p_values[f"{group}/{targets[t]}/{measure}{suffix}"] = value
 
-def _computed(metric: CounterBiasScore) -> dict[str, Tensor]:
+
+def _computed(metric: CounterBiasScore | CounterBiasUncertainty) -> dict[str, Tensor]:
     """``metric.compute()``. A metric no item reached (every item of its group skipped) gives NaN biases and
     counts of 0, which is the right answer, so torchmetrics' warning about a compute before any update is
     not shown: the skipped items and their reasons are in the results."""
