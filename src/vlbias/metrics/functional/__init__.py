@@ -10,6 +10,11 @@ from vlbias.metrics.functional.counterbias import (
     multimodal_bias,
     visual_bias,
 )
+from vlbias.metrics.functional.counterbias_uncertainty import (
+    counterbias_bootstrap,
+    counterbias_intervals,
+    counterbias_p_values,
+)
 from vlbias.metrics.functional.entity_association import (
     bias_score,
     language_association,
@@ -61,6 +66,9 @@ __all__ = [
     "congruence_interval",
     "congruence_p_value",
     "congruence_statistic",
+    "counterbias_bootstrap",
+    "counterbias_intervals",
+    "counterbias_p_values",
     "dataset_bias",
     "effect_size_from_associations",
     "holm_bonferroni",

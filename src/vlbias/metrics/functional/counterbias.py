@@ -157,6 +157,11 @@ def _check_groups(bias: Tensor, target: Tensor, direction: Tensor, n_targets: in
             f"Expected `bias`, `target` and `direction` to have one shape but got "
             f"{tuple(bias.shape)}, {tuple(target.shape)}, {tuple(direction.shape)}"
         )
+    _check_target_direction(target, direction, n_targets)
+
+
+def _check_target_direction(target: Tensor, direction: Tensor, n_targets: int) -> None:
+    """Refuse target indices outside ``[0, n_targets)`` and directions other than +1 / -1 (Eq. 7's B0 / B1)."""
     if target.is_floating_point() or bool(((target < 0) | (target >= n_targets)).any()):
         raise InputError(f"Expected argument `target` to hold integer indices in [0, {n_targets}) but got {target.tolist()}")
     if not bool(((direction == 1) | (direction == -1)).all()):

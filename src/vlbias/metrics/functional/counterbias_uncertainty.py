@@ -47,6 +47,7 @@ import torch
 from torch import Tensor
 
 from vlbias.errors import InputError
+from vlbias.metrics.functional.counterbias import _check_target_direction
 
 
 def _checked(bias: Tensor, target: Tensor, direction: Tensor, n_targets: int) -> Tensor:
@@ -58,10 +59,7 @@ def _checked(bias: Tensor, target: Tensor, direction: Tensor, n_targets: int) ->
             f"Expected `target` and `direction` to hold one value per row of `bias` ({bias.shape[0]}) but got "
             f"{tuple(target.shape)} and {tuple(direction.shape)}"
         )
-    if target.is_floating_point() or bool(((target < 0) | (target >= n_targets)).any()):
-        raise InputError(f"Expected argument `target` to hold integer indices in [0, {n_targets}) but got {target.tolist()}")
-    if not bool(((direction == 1) | (direction == -1)).all()):
-        raise InputError(f"Expected argument `direction` to be +1 (B = B0) or -1 (B = B1) but got {direction.tolist()}")
+    _check_target_direction(target, direction, n_targets)
     return bias.double() * direction.double()[:, None]
 
 
