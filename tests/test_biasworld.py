@@ -4,7 +4,7 @@ import torch
 from vlbias.data import BiasWorld, BiasWorldDataModule
 from vlbias.data.biasworld import ACTIVITIES, GROUPS, STEREOTYPES, activity_phrases, vocabulary
 from vlbias.errors import ConfigError
-from vlbias.models.vocab import word_tokenizer
+from vlbias.models.vocab import tiny_vocabulary, word_tokenizer
 
 
 def test_same_seed_same_world_and_other_seed_differs():
@@ -101,6 +101,12 @@ def test_vocabulary_covers_every_caption():
     world = BiasWorld(n_train=64, eval_per_combination=1)
     for item in world.items("train") + world.items("test"):
         assert tokenizer.unk_token_id not in tokenizer(item.caption)["input_ids"], item.caption
+
+
+def test_tiny_models_default_words_are_biasworlds_vocabulary():
+    """The tiny models' default word list (a package resource, so that adapters import no data set)
+    is BiasWorld's vocabulary: tiny models read BiasWorld's captions without unknown words."""
+    assert tiny_vocabulary() == vocabulary()
 
 
 def test_hugging_face_dataset_carries_images_and_ground_truth():

@@ -6,9 +6,9 @@ import torch
 from PIL import Image
 from safetensors.torch import load_file, save_file
 
+from vlbias.data.images import load_image
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.models import Capability, list_models, load, require_capability
-from vlbias.models.base import load_image
 from vlbias.models.inference import measuring
 
 

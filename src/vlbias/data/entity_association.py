@@ -32,8 +32,8 @@ from pathlib import Path
 
 import yaml
 
+from vlbias.data.images import load_image
 from vlbias.errors import InputError
-from vlbias.models.base import load_image
 
 SHIPPED_SPEC = "entity_association.yaml"
 

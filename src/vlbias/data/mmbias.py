@@ -30,6 +30,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from vlbias.data.images import IMAGE_SUFFIXES
 from vlbias.data.seat import dropped_from_both, repeated
 from vlbias.errors import InputError
 
@@ -38,7 +39,6 @@ IMAGES_DIR = "images"
 VALENCE_DIR = "valence_images"
 PLEASANT_KEY, UNPLEASANT_KEY, GROUPS_KEY = "pleasant_phrases", "unpleasant_phrases", "category_phrases"
 VALENCE_FOLDERS = ("pleasant", "unpleasant")  # matched case-insensitively: Pleasant/, Unpleasant/
-IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"})
 
 # Other names of the JSON's groups (after normalisation): the paper's Table 1 (religions by name) and
 # Table 2 (Physical, Mental, Abled, LGBTQ, Hetero.). "disability" holds the physical-disability phrases

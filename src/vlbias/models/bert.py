@@ -108,7 +108,7 @@ class BertAdapter(ModelAdapter):
         num_layers: int = 2,
         max_text_length: int = 64,
     ) -> BertAdapter:
-        """A small random BERT (BiasWorld's word-level tokenizer unless ``tokenizer`` is given)."""
+        """A small random BERT (``tiny_tokenizer()`` unless ``tokenizer`` is given)."""
         tokenizer = tiny_tokenizer(tokenizer)
         config = tiny_bert_config(tokenizer, hidden_size, num_layers, max_text_length)
         torch.manual_seed(seed)

@@ -17,7 +17,6 @@ from vlbias.models.preprocess import ImageTransform
 from vlbias.models.vocab import tiny_tokenizer
 
 
-
 class BLIPAdapter(ModelAdapter):
     """ITC embeddings and ITM logits of a ``BlipForImageTextRetrieval``.
 
@@ -132,7 +131,7 @@ class BLIPAdapter(ModelAdapter):
         patch_size: int = 8,
         projection_dim: int = 32,
     ) -> BLIPAdapter:
-        """A small random BLIP (BiasWorld's word-level tokenizer unless ``tokenizer`` is given)."""
+        """A small random BLIP (``tiny_tokenizer()`` unless ``tokenizer`` is given)."""
         tokenizer = tiny_tokenizer(tokenizer)
         shared = dict(
             hidden_size=hidden_size,

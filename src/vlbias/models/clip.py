@@ -16,7 +16,6 @@ from vlbias.models.preprocess import ImageTransform
 from vlbias.models.vocab import tiny_tokenizer
 
 
-
 class CLIPAdapter(ModelAdapter):
     """Normalised image and text embeddings from a ``CLIPModel``.
 
@@ -94,7 +93,7 @@ class CLIPAdapter(ModelAdapter):
         patch_size: int = 8,
         projection_dim: int = 64,
     ) -> CLIPAdapter:
-        """A small random CLIP (BiasWorld's word-level tokenizer unless ``tokenizer`` is given)."""
+        """A small random CLIP (``tiny_tokenizer()`` unless ``tokenizer`` is given)."""
         tokenizer = tiny_tokenizer(tokenizer)
         shared = dict(
             hidden_size=hidden_size,

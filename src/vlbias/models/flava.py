@@ -240,7 +240,7 @@ class FLAVAAdapter(ModelAdapter):
         patch_size: int = 8,
         projection_dim: int = 32,
     ) -> FLAVAAdapter:
-        """A small random FLAVA without image codebook (BiasWorld's word-level tokenizer unless
+        """A small random FLAVA without image codebook (``tiny_tokenizer()`` unless
         ``tokenizer`` is given)."""
         tokenizer = tiny_tokenizer(tokenizer)
         shared = dict(

@@ -91,7 +91,7 @@ class LXMERTAdapter(RegionAdapter):
         visual_dim: int = 16,
         region_features: str | None = None,
     ) -> LXMERTAdapter:
-        """A small random LXMERT (BiasWorld's word-level tokenizer unless ``tokenizer`` is
+        """A small random LXMERT (``tiny_tokenizer()`` unless ``tokenizer`` is
         given) reading ``visual_dim``-d regions from ``region_features`` or a tiny random grid.
         Its unused pre-training heads (object, attribute and answer prediction) are kept, with
         a few classes each, so the module tree is the real one."""

@@ -15,8 +15,8 @@ import torch
 from torch import Tensor
 from torchvision.transforms.v2 import functional as TF
 
+from vlbias.data.images import ImageInput, load_image
 from vlbias.errors import InputError
-from vlbias.models.base import ImageInput, load_image
 
 PREPROCESSOR_FILE = "preprocessor_config.json"
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)

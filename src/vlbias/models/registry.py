@@ -1,51 +1,19 @@
-"""Model names -> adapter classes, and :func:`load`, the one way to get a model.
-
-Each adapter module is imported only when its name is asked for, so listing models
-or loading CLIP does not import ALBEF's dependencies.
-"""
+"""Model names -> adapter classes (the table is :mod:`vlbias.models.catalog`), and :func:`load`,
+the one way to get a model."""
 
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
 from pathlib import Path
 
 import torch
 
 from vlbias.errors import ConfigError
-from vlbias.models.base import Capability, ModelAdapter
+from vlbias.models.base import ModelAdapter
+from vlbias.models.catalog import adapter_class, list_models, models_with
 
-# name -> "module:Class"; one line per adapter.
-_ADAPTERS: dict[str, str] = {
-    "clip": "vlbias.models.clip:CLIPAdapter",
-    "albef": "vlbias.models.albef:ALBEFAdapter",
-    "bert": "vlbias.models.bert:BertAdapter",
-    "blip": "vlbias.models.blip:BLIPAdapter",
-    "vilt": "vlbias.models.vilt:ViLTAdapter",
-    "flava": "vlbias.models.flava:FLAVAAdapter",
-    "visualbert": "vlbias.models.visualbert:VisualBERTAdapter",
-    "lxmert": "vlbias.models.lxmert:LXMERTAdapter",
-    "sentence_bert": "vlbias.models.sentence:SentenceBertAdapter",
-}
-
-
-def list_models() -> list[str]:
-    """Registered model names, sorted."""
-    return sorted(_ADAPTERS)
-
-
-def adapter_class(name: str) -> type[ModelAdapter]:
-    """The adapter class registered as ``name``."""
-    if name not in _ADAPTERS:
-        raise ConfigError(f"Unknown model {name!r}; expected one of: {', '.join(list_models())}.")
-    module_name, class_name = _ADAPTERS[name].split(":")
-    return getattr(importlib.import_module(module_name), class_name)
-
-
-def models_with(capability: Capability) -> list[str]:
-    """Names of the registered models that declare ``capability``."""
-    return [name for name in list_models() if capability in adapter_class(name).capabilities]
+__all__ = ["adapter_class", "describe_models", "list_models", "load", "models_with"]
 
 
 def describe_models() -> list[dict[str, object]]:

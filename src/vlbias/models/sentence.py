@@ -96,7 +96,7 @@ class SentenceBertAdapter(ModelAdapter):
         num_layers: int = 2,
         max_text_length: int = 64,
     ) -> SentenceBertAdapter:
-        """A small random ``BertModel`` (BiasWorld's word-level tokenizer unless ``tokenizer`` is given)."""
+        """A small random ``BertModel`` (``tiny_tokenizer()`` unless ``tokenizer`` is given)."""
         tokenizer = tiny_tokenizer(tokenizer)
         config = tiny_bert_config(tokenizer, hidden_size, num_layers, max_text_length)
         torch.manual_seed(seed)

@@ -307,7 +307,7 @@ class ViLTAdapter(ModelAdapter):
         image_size: int = 32,
         patch_size: int = 8,
     ) -> ViLTAdapter:
-        """Two small random ViLT models (BiasWorld's word-level tokenizer unless ``tokenizer`` is
+        """Two small random ViLT models (``tiny_tokenizer()`` unless ``tokenizer`` is
         given); the retrieval model's weights are drawn after the MLM model's, from the same seed."""
         tokenizer = tiny_tokenizer(tokenizer)
         config = ViltConfig(

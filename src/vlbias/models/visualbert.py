@@ -97,7 +97,7 @@ class VisualBERTAdapter(RegionAdapter):
         visual_dim: int = 16,
         region_features: str | None = None,
     ) -> VisualBERTAdapter:
-        """A small random VisualBERT (BiasWorld's word-level tokenizer unless ``tokenizer`` is
+        """A small random VisualBERT (``tiny_tokenizer()`` unless ``tokenizer`` is
         given) reading ``visual_dim``-d regions from ``region_features`` or a tiny random grid."""
         tokenizer = tiny_tokenizer(tokenizer)
         config = VisualBertConfig(

@@ -1,13 +1,23 @@
-"""Tokenizers that need no hub: a WordPiece tokenizer from a plain word list."""
+"""Tokenizers that need no hub: a WordPiece tokenizer from a plain word list.
+
+The tiny random models take their tokenizer from the caller; without one they use
+:func:`tiny_tokenizer`'s default word list, the package resource ``tiny_vocabulary.txt``
+(the words of the synthetic BiasWorld's captions and probe phrases, so that tiny models read
+BiasWorld without unknown words; ``tests/test_biasworld.py`` checks that the two agree). No
+adapter imports a data set: a caller with other data gives its words
+(``tokenizer=word_tokenizer(words)``).
+"""
 
 from __future__ import annotations
 
+import importlib.resources
 from collections.abc import Iterable
 
 from transformers import BertTokenizer
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 PUNCTUATION = tuple(".,'!?-")
+TINY_VOCABULARY_FILE = "tiny_vocabulary.txt"
 
 
 def word_tokenizer(words: Iterable[str]) -> BertTokenizer:
@@ -23,11 +33,12 @@ def word_tokenizer(words: Iterable[str]) -> BertTokenizer:
     return BertTokenizer(vocab={token: index for index, token in enumerate(vocabulary)}, do_lower_case=True)
 
 
-def tiny_tokenizer(tokenizer: BertTokenizer | None = None) -> BertTokenizer:
-    """``tokenizer``, or, when it is None, the tiny models' default: a word tokenizer over
-    BiasWorld's vocabulary (every word of its captions and probe phrases)."""
-    if tokenizer is not None:
-        return tokenizer
-    from vlbias.data.biasworld import vocabulary
+def tiny_vocabulary() -> list[str]:
+    """The tiny models' default words: one per line of the resource ``tiny_vocabulary.txt``."""
+    text = (importlib.resources.files("vlbias") / "resources" / TINY_VOCABULARY_FILE).read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
-    return word_tokenizer(vocabulary())
+
+def tiny_tokenizer(tokenizer: BertTokenizer | None = None) -> BertTokenizer:
+    """``tokenizer``, or, when it is None, a word tokenizer over :func:`tiny_vocabulary`."""
+    return tokenizer if tokenizer is not None else word_tokenizer(tiny_vocabulary())

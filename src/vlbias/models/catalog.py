@@ -1,0 +1,46 @@
+"""The table of registered model names and the adapter class behind each name.
+
+Each adapter module is imported only when its name is asked for (by its ``"module:Class"``
+string), so listing models or loading CLIP does not import ALBEF's dependencies. This module
+imports nothing of :mod:`vlbias.models`, so :mod:`vlbias.models.base` can name the
+models that have a capability when it refuses one, and :mod:`vlbias.models.registry` (which
+builds models) depends on both.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from vlbias.errors import ConfigError
+
+# name -> "module:Class"; one line per adapter.
+_ADAPTERS: dict[str, str] = {
+    "clip": "vlbias.models.clip:CLIPAdapter",
+    "albef": "vlbias.models.albef:ALBEFAdapter",
+    "bert": "vlbias.models.bert:BertAdapter",
+    "blip": "vlbias.models.blip:BLIPAdapter",
+    "vilt": "vlbias.models.vilt:ViLTAdapter",
+    "flava": "vlbias.models.flava:FLAVAAdapter",
+    "visualbert": "vlbias.models.visualbert:VisualBERTAdapter",
+    "lxmert": "vlbias.models.lxmert:LXMERTAdapter",
+    "sentence_bert": "vlbias.models.sentence:SentenceBertAdapter",
+}
+
+
+def list_models() -> list[str]:
+    """Registered model names, sorted."""
+    return sorted(_ADAPTERS)
+
+
+def adapter_class(name: str) -> type:
+    """The adapter class (a :class:`~vlbias.models.base.ModelAdapter` subclass) registered as ``name``."""
+    if name not in _ADAPTERS:
+        raise ConfigError(f"Unknown model {name!r}; expected one of: {', '.join(list_models())}.")
+    module_name, class_name = _ADAPTERS[name].split(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def models_with(capability: str) -> list[str]:
+    """Names of the registered models that declare ``capability`` (a
+    :class:`~vlbias.models.base.Capability`, which is a ``str`` enum, or its value)."""
+    return [name for name in list_models() if capability in adapter_class(name).capabilities]
