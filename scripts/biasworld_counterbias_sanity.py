@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from vlbias.measure import build_suite, run_suite
+from vlbias.suites.run import build_suite, run_suite
 from vlbias.sanity import callback_suite_options, fit_on_biasworld
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "biasworld_mlm.yaml"
@@ -41,7 +41,7 @@ def train_and_measure(strength: float, seed: int, run_dir: str, epochs: int | No
         "attack_success_rate": results.metrics["attack_success_rate"],
         "n_items": results.n_items,
         "val_group_accuracy": float(metrics["val/group_accuracy"]),
-        "val_activity_accuracy": float(metrics["val/activity_accuracy"]),
+        "val_activity_accuracy": float(metrics["val/key_word_accuracy"]),  # the activities are the key words
         "train_s": trained,
         "measure_s": time.perf_counter() - start - trained,
     }

@@ -121,3 +121,46 @@ def test_fit_logs_the_losses_runs_counterbias_and_exports_a_loadable_model(tmp_p
     assert Capability.FILL_MASK in adapter.capabilities
     tokens = adapter.prepare_texts(["the [MASK] is cooking."])
     assert adapter.fill_mask_logits(adapter.no_image(1), tokens).shape == (1, 7, len(adapter.tokenizer))
+
+
+@pytest.fixture(scope="module")
+def labelled_module():
+    return MaskedLMPretraining(
+        groups=["man", "woman"],
+        key_words=["cooking", "sewing", "juggling"],
+        content_label_key="activity",
+        group_label_key="group",
+    )
+
+
+def test_key_words_and_groups_come_from_configuration(labelled_module):
+    tokenizer = labelled_module.adapter.tokenizer
+    assert labelled_module._group_ids.tolist() == sorted(tokenizer.convert_tokens_to_ids(["man", "woman"]))
+    expected = sorted(tokenizer.convert_tokens_to_ids(["man", "woman", "cooking", "sewing"]))  # 'juggling' is unknown
+    assert labelled_module._key_ids.tolist() == expected
+    assert MaskedLMPretraining()._key_ids.numel() == 0  # nothing is forced unless configured
+
+
+def test_itm_labels_follow_the_configured_labels_and_else_only_identical_captions(labelled_module):
+    captions = ["a man is cooking.", "someone is cooking.", "a woman is cooking.", "a man is sewing."]
+    batch = {"activity": torch.tensor([0, 0, 0, 1]), "group": torch.tensor([0, 1, 1, 0])}
+    order = torch.tensor([1, 2, 0, 0])
+    shuffled = [captions[j] for j in order.tolist()]
+    # image 0 (man, cooking) gets "someone is cooking.": no group named, same activity -> still describes it;
+    # image 1 (woman) gets "a woman is cooking." -> yes; image 2 (woman) gets "a man is cooking." -> no;
+    # image 3 (sewing) gets a cooking caption -> no
+    assert labelled_module._still_describes(batch, order, captions, shuffled).tolist() == [1.0, 1.0, 0.0, 0.0]
+    unlabelled = ["a man is cooking.", "a man is cooking.", "a woman is sewing."]
+    order = torch.tensor([1, 0, 2])
+    shuffled = [unlabelled[j] for j in order.tolist()]
+    assert labelled_module._still_describes({}, order, unlabelled, shuffled).tolist() == [1.0, 1.0, 1.0]
+    order = torch.tensor([2, 0, 1])
+    shuffled = [unlabelled[j] for j in order.tolist()]
+    assert labelled_module._still_describes({}, order, unlabelled, shuffled).tolist() == [0.0, 1.0, 0.0]
+
+
+def test_a_tiny_model_takes_the_configured_vocabulary():
+    module = MaskedLMPretraining(tiny_vocabulary=["a", "cat", "sits"], groups=["cat"])
+    assert module.adapter.tokenizer.tokenize("a cat sits on a mat") == ["a", "cat", "sits", "[UNK]", "a", "[UNK]"]
+    with pytest.raises(ConfigError, match="needs `tiny: true`"):
+        MaskedLMPretraining(tiny=False, checkpoint="unused", tiny_vocabulary=["a"])

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-
 import torch
 import torch.nn.functional as F
+from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import Tensor
 
 from vlbias.models.base import Capability
@@ -41,9 +41,12 @@ class ContrastivePretraining(AdapterModule):
         checkpoint: hub id or local path of pretrained weights; ``None`` with ``tiny=True``.
         tiny: build a small random instance (``tiny_sizes`` are passed to the adapter's ``tiny``).
         tiny_sizes: keyword sizes for ``tiny`` (e.g. ``hidden_size``, ``num_layers``).
-        learning_rate: AdamW learning rate.
-        weight_decay: AdamW weight decay.
+        tiny_vocabulary: the words of a tiny model's tokenizer (``None``: the tiny models' default).
+        learning_rate: learning rate of the default optimizer (AdamW).
+        weight_decay: weight decay of the default optimizer (AdamW).
         seed: seed for the random initialisation of a tiny model.
+        optimizer: builds the optimizer from the parameters (``None``: AdamW; see :class:`AdapterModule`).
+        scheduler: builds a learning-rate scheduler from the optimizer (``None``: none).
     """
 
     def __init__(
@@ -52,13 +55,18 @@ class ContrastivePretraining(AdapterModule):
         checkpoint: str | None = None,
         tiny: bool = True,
         tiny_sizes: dict[str, int] | None = None,
+        tiny_vocabulary: list[str] | None = None,
         learning_rate: float = 3e-3,
         weight_decay: float = 0.01,
         seed: int = 0,
+        optimizer: OptimizerCallable | None = None,
+        scheduler: LRSchedulerCallable | None = None,
     ) -> None:
-        super().__init__()
-        self.save_hyperparameters()
-        self.build_adapter(model, checkpoint, tiny, tiny_sizes, seed, Capability.EMBED, "contrastive pre-training")
+        super().__init__(optimizer, scheduler)
+        self.save_hyperparameters(ignore=["optimizer", "scheduler"])
+        self.build_adapter(
+            model, checkpoint, tiny, tiny_sizes, tiny_vocabulary, seed, Capability.EMBED, "contrastive pre-training"
+        )
 
     def _step(self, batch: dict[str, object], stage: str) -> Tensor:
         images = self.adapter.embed_images(self.adapter.prepare_images(batch["pixel_values"]))

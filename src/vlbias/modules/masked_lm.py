@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
+from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import Tensor
 
-from vlbias.data.biasworld import ACTIVITIES, GROUPS
 from vlbias.errors import ConfigError
 from vlbias.models.base import Capability
 from vlbias.modules.adapter_module import AdapterModule
@@ -29,7 +29,7 @@ def mask_tokens(
     plus one *key word* per text that is always masked.
 
     Each non-special token is chosen with probability ``mask_rate``; in addition one token
-    whose id is in ``key_ids`` (a group or activity word) is chosen uniformly per text that has
+    whose id is in ``key_ids`` (e.g. a group or activity word) is chosen uniformly per text that has
     one, so the model learns P(group | image, text) and P(activity | image, text), the
     probabilities CounterBias reads. Chosen tokens become ``[MASK]`` with probability 0.8, a
     random token with 0.1 and stay unchanged with 0.1.
@@ -71,32 +71,51 @@ def mask_tokens(
 
 
 class MaskedLMPretraining(AdapterModule):
-    """Train a FILL_MASK adapter on image-caption batches (``pixel_values``, ``caption``).
+    """Train a FILL_MASK adapter on image-caption batches (images at ``image_key``, captions at
+    ``caption_key``).
+
+    The data's vocabulary comes from configuration: ``groups`` and ``key_words`` are the words of
+    which one per caption is always masked (for BiasWorld: its groups and its activities, written
+    out in ``configs/experiment/biasworld_mlm.yaml``); words the tokenizer splits into pieces or
+    does not know are ignored.
 
     Loss: the masked-word cross-entropy given the image (:func:`mask_tokens`; ALBEF eq. 4) plus,
     when the adapter has MATCH, ``itm_weight`` times the binary cross-entropy of
     ``match_logits`` (log-odds of "match", ALBEF eq. 3) on the batch's own pairs (label 1) and
-    on captions shuffled within the batch (label 1 only where the shuffled caption still
-    describes the image: same ``activity`` and either the same ``group`` or no group word).
+    on captions shuffled within the batch. A shuffled caption has label 1 where it still
+    describes the image. When the batch carries both labels (``content_label_key``,
+    ``group_label_key``) that is: the same content label and either the same group label or no
+    word of ``groups`` in the caption. Otherwise (the keys are ``None`` or absent from the batch)
+    the negatives are plain shuffled captions: label 1 only for a caption identical to the
+    image's own.
 
     Logged: ``{stage}/loss``, ``{stage}/mlm_loss``, ``{stage}/mlm_accuracy`` (all masked
-    positions), ``{stage}/group_accuracy`` and ``{stage}/activity_accuracy`` (the forced key
-    words), ``{stage}/itm_loss``. Validation masks with a generator seeded by the batch index,
-    so every epoch is scored on the same masks. At the end of ``fit`` the adapter is exported
-    with ``save_pretrained`` to ``<log_dir>/model``.
+    positions), ``{stage}/group_accuracy`` and ``{stage}/key_word_accuracy`` (the forced words of
+    ``groups`` and of ``key_words``), ``{stage}/itm_loss``. Validation masks with a generator
+    seeded by the batch index, so every epoch is scored on the same masks. At the end of ``fit``
+    the adapter is exported with ``save_pretrained`` to ``<log_dir>/model``.
 
     Args:
         model: registered adapter name with the FILL_MASK capability.
         checkpoint: hub id or local path of pretrained weights; ``None`` with ``tiny=True``.
         tiny: build a small random instance (``tiny_sizes`` are passed to the adapter's ``tiny``).
         tiny_sizes: keyword sizes for ``tiny`` (e.g. ``hidden_size``, ``num_layers``).
-        mask_rate: probability that a token is masked (BERT: 0.15), besides the key word.
-        key_words: words of which one per caption is always masked (default: BiasWorld's
-            groups and activities); words the tokenizer splits into pieces are ignored.
+        tiny_vocabulary: the words of a tiny model's tokenizer (``None``: the tiny models' default).
+        mask_rate: probability that a token is masked (BERT: 0.15), besides the forced word.
+        groups: group words: always masked, and a caption naming one names a group (ITM labels).
+        key_words: other words of which one per caption is always masked (``None``: none).
+        image_key: batch key of the images.
+        caption_key: batch key of the captions.
+        content_label_key: batch key of what each caption says besides the group (BiasWorld:
+            ``activity``); ``None``: no such label (plain shuffled-caption negatives).
+        group_label_key: batch key of each image's group (BiasWorld: ``group``); ``None``: no
+            such label (plain shuffled-caption negatives).
         itm_weight: weight of the ITM loss (0 turns it off).
-        learning_rate: AdamW learning rate.
-        weight_decay: AdamW weight decay.
+        learning_rate: learning rate of the default optimizer (AdamW).
+        weight_decay: weight decay of the default optimizer (AdamW).
         seed: seed for the random initialisation of a tiny model.
+        optimizer: builds the optimizer from the parameters (``None``: AdamW; see :class:`AdapterModule`).
+        scheduler: builds a learning-rate scheduler from the optimizer (``None``: none).
     """
 
     def __init__(
@@ -105,31 +124,45 @@ class MaskedLMPretraining(AdapterModule):
         checkpoint: str | None = None,
         tiny: bool = True,
         tiny_sizes: dict[str, int] | None = None,
+        tiny_vocabulary: list[str] | None = None,
         mask_rate: float = 0.15,
-        key_words: Sequence[str] | None = None,
+        groups: list[str] | None = None,
+        key_words: list[str] | None = None,
+        image_key: str = "pixel_values",
+        caption_key: str = "caption",
+        content_label_key: str | None = None,
+        group_label_key: str | None = None,
         itm_weight: float = 1.0,
         learning_rate: float = 1e-3,
         weight_decay: float = 0.01,
         seed: int = 0,
+        optimizer: OptimizerCallable | None = None,
+        scheduler: LRSchedulerCallable | None = None,
     ) -> None:
-        super().__init__()
-        self.save_hyperparameters()
+        super().__init__(optimizer, scheduler)
+        self.save_hyperparameters(ignore=["optimizer", "scheduler"])
         if not 0.0 <= mask_rate <= 1.0:
             raise ConfigError(f"Expected `mask_rate` in [0, 1] but got {mask_rate!r}.")
-        self.build_adapter(model, checkpoint, tiny, tiny_sizes, seed, Capability.FILL_MASK, "masked-LM pre-training")
+        self.build_adapter(
+            model, checkpoint, tiny, tiny_sizes, tiny_vocabulary, seed, Capability.FILL_MASK, "masked-LM pre-training"
+        )
         self.use_itm = itm_weight > 0 and Capability.MATCH in self.adapter.capabilities
+        self.groups = [word.lower() for word in groups or []]
         tokenizer = self.adapter.tokenizer
-        words = list(key_words) if key_words is not None else list(GROUPS) + list(ACTIVITIES)
-        self._group_ids = self._single_piece_ids(tokenizer, [w for w in words if w in GROUPS])
-        self._key_ids = self._single_piece_ids(tokenizer, words)
+        self._group_ids = self._single_piece_ids(tokenizer, self.groups)
+        self._key_ids = self._single_piece_ids(tokenizer, self.groups + list(key_words or []))
         self._special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids)))
 
     @staticmethod
     def _single_piece_ids(tokenizer, words: Sequence[str]) -> Tensor:
+        """Ids of the ``words`` that the tokenizer reads as one known piece."""
         pieces = [tokenizer(word, add_special_tokens=False)["input_ids"] for word in words]
-        return torch.tensor(sorted({ids[0] for ids in pieces if len(ids) == 1}), dtype=torch.long)
+        ids = {piece[0] for piece in pieces if len(piece) == 1 and piece[0] != tokenizer.unk_token_id}
+        return torch.tensor(sorted(ids), dtype=torch.long)
 
-    def _mlm(self, pixel_values: Tensor, captions: list[str], generator: torch.Generator | None, stage: str, batch_size: int) -> Tensor:
+    def _mlm(
+        self, pixel_values: Tensor, captions: list[str], generator: torch.Generator | None, stage: str, batch_size: int
+    ) -> Tensor:
         tokens = self.adapter.prepare_texts(captions)
         input_ids = tokens["input_ids"]
         special = torch.isin(input_ids, self._special_ids.to(input_ids.device))
@@ -141,36 +174,54 @@ class MaskedLMPretraining(AdapterModule):
         loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE_INDEX)
         correct = logits.argmax(dim=-1) == input_ids  # (B, T)
         is_group = torch.isin(input_ids, self._group_ids.to(input_ids.device))
-        accuracies = {"mlm": labels != IGNORE_INDEX, "group": forced & is_group, "activity": forced & ~is_group}
+        accuracies = {"mlm": labels != IGNORE_INDEX, "group": forced & is_group, "key_word": forced & ~is_group}
         self.log(f"{stage}/mlm_loss", loss, prog_bar=True, batch_size=batch_size)
         for name, where in accuracies.items():
             if where.any():
-                self.log(f"{stage}/{name}_accuracy", correct[where].float().mean(), prog_bar=stage == "val", batch_size=int(where.sum()))
+                accuracy = correct[where].float().mean()
+                self.log(f"{stage}/{name}_accuracy", accuracy, prog_bar=stage == "val", batch_size=int(where.sum()))
         return loss
 
     def _itm(
-        self, pixel_values: Tensor, batch: dict[str, object], generator: torch.Generator | None, stage: str, batch_size: int
+        self,
+        pixel_values: Tensor,
+        batch: dict[str, object],
+        generator: torch.Generator | None,
+        stage: str,
+        batch_size: int,
     ) -> Tensor:
-        captions = list(batch["caption"])
+        captions = list(batch[self.hparams.caption_key])
         order = torch.randperm(batch_size, generator=generator)
         shuffled = [captions[j] for j in order.tolist()]
-        if "activity" in batch and "group" in batch:
-            activity, group = (torch.as_tensor(batch["activity"]).cpu(), torch.as_tensor(batch["group"]).cpu())
-            names_group = torch.tensor([any(g in text.rstrip(".").split() for g in GROUPS) for text in shuffled])
-            targets = (activity[order] == activity) & ((group[order] == group) | ~names_group)
-        else:
-            targets = order == torch.arange(batch_size)
         logits = self.adapter.match_logits(
             torch.cat([pixel_values, pixel_values]), self.adapter.prepare_texts(captions + shuffled)
         )  # (2B,)
-        labels = torch.cat([torch.ones(batch_size), targets.float()]).to(logits.device)
+        targets = self._still_describes(batch, order, captions, shuffled)
+        labels = torch.cat([torch.ones(batch_size), targets]).to(logits.device)
         loss = F.binary_cross_entropy_with_logits(logits.float(), labels)
         self.log(f"{stage}/itm_loss", loss, batch_size=batch_size)
         return loss
 
+    def _still_describes(
+        self, batch: dict[str, object], order: Tensor, captions: list[str], shuffled: list[str]
+    ) -> Tensor:
+        """ITM labels ``(B,)`` of the shuffled captions (1.0: caption ``order[b]`` still describes image
+        ``b``): by the content and group labels when the batch has both, else by identity with the
+        image's own caption."""
+        content_key, group_key = self.hparams.content_label_key, self.hparams.group_label_key
+        if content_key in batch and group_key in batch:
+            content, group = torch.as_tensor(batch[content_key]).cpu(), torch.as_tensor(batch[group_key]).cpu()
+            groups = set(self.groups)
+            names_group = torch.tensor([bool(set(text.lower().rstrip(".").split()) & groups) for text in shuffled])
+            still = (content[order] == content) & ((group[order] == group) | ~names_group)
+        else:
+            still = torch.tensor([mine == theirs for mine, theirs in zip(captions, shuffled)])
+        return still.float()
+
     def _step(self, batch: dict[str, object], stage: str, generator: torch.Generator | None = None) -> Tensor:
-        pixel_values = self.adapter.prepare_images(batch["pixel_values"])
-        captions, batch_size = list(batch["caption"]), len(batch["caption"])
+        pixel_values = self.adapter.prepare_images(batch[self.hparams.image_key])
+        captions = list(batch[self.hparams.caption_key])
+        batch_size = len(captions)
         loss = self._mlm(pixel_values, captions, generator, stage, batch_size)
         if self.use_itm:
             loss = loss + self.hparams.itm_weight * self._itm(pixel_values, batch, generator, stage, batch_size)
