@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from vlbias.measure import build_suite, run_suite
 from vlbias.sanity import callback_suite_options, fit_on_biasworld
+from vlbias.suites.run import build_suite, run_suite
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "biasworld_mlm.yaml"
 

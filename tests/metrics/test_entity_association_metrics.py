@@ -9,7 +9,14 @@ from torch.testing import assert_close
 
 from tests.metrics.ddp import results_per_rank
 from vlbias.errors import ConfigError, InputError
-from vlbias.metrics.entity_association import LanguageAssociation, VisualAssociation
+from vlbias.metrics.entity_association import (
+    BiasScore,
+    LanguageAssociation,
+    LanguageBiasInterval,
+    PretrainingAssociation,
+    VisualAssociation,
+    VisualBiasInterval,
+)
 from vlbias.metrics.functional.entity_association import (
     bias_score,
     language_association,
@@ -89,6 +96,11 @@ def test_shape_errors_name_the_argument(call, message):
 
 
 # ----------------------------------------------------------------------------- metric twins
+CUTS = [(0, 3), (3, 4), (4, 8), (8, 10)]
+GROUP = torch.tensor([0, 0, 1, 1, 0, 1, 0, 1, 1, 0])  # each of entities 0 and 1 has images of both groups, in the even batches too
+INTERVAL_OPTIONS = {"n_bootstrap": 200, "confidence": 0.9, "seed": 6}
+
+
 def batches():
     """Four batches of (entity, log P(E|g, I), log P(E|p, I), log P(E|p)) for 3 entities; entity 2 never appears."""
     generator = torch.Generator().manual_seed(3)
@@ -96,21 +108,33 @@ def batches():
     agent = -torch.rand(10, generator=generator, dtype=torch.float64) * 5
     neutral = -torch.rand(10, generator=generator, dtype=torch.float64) * 5
     no_image = torch.tensor([-2.0, -3.0], dtype=torch.float64)[entity]
-    cuts = [(0, 3), (3, 4), (4, 8), (8, 10)]
-    return [(entity[a:b], agent[a:b], neutral[a:b], no_image[a:b]) for a, b in cuts], (entity, agent, neutral, no_image)
+    return [(entity[a:b], agent[a:b], neutral[a:b], no_image[a:b]) for a, b in CUTS], (entity, agent, neutral, no_image)
 
 
 def run_metrics(order):
-    """Both metrics over the given batches, and ``even_`` twins over the even batches only: in DDP rank 1
-    never updates those, so its empty int64 and float64 list states are gathered with rank 0's."""
+    """Every metric over the given batches, and ``even_`` twins over the even batches only: in DDP rank 1
+    never updates those, so its empty int64 and float64 list states are gathered with rank 0's. The interval
+    metrics read ``agent`` / ``neutral`` as the two groups' scores (B_L) and ``neutral`` with :data:`GROUP` (B_V),
+    each row keeping its place among the 10 rows as its ``order``."""
     parts, _ = batches()
-    metrics = {name: cls(num_entities=3) for name, cls in (("language", LanguageAssociation), ("visual", VisualAssociation))}
-    metrics.update({f"even_{name}": type(metric)(num_entities=3) for name, metric in metrics.items()})
+    metrics = {
+        "language": LanguageAssociation(num_entities=3),
+        "visual": VisualAssociation(num_entities=3),
+        "pretraining": PretrainingAssociation(num_entities=3),
+        "language_interval": LanguageBiasInterval(num_entities=3, **INTERVAL_OPTIONS),
+        "visual_interval": VisualBiasInterval(num_entities=3, **INTERVAL_OPTIONS),
+    }
+    metrics.update({f"even_{name}": type(metric)(num_entities=3, **(INTERVAL_OPTIONS if "interval" in name else {})) for name, metric in metrics.items()})
     for i in order:
         entity, agent, neutral, no_image = parts[i]
+        rows = torch.arange(*CUTS[i])
         for prefix in ("", "even_") if i % 2 == 0 else ("",):
             metrics[f"{prefix}language"].update(entity, agent, neutral)
             metrics[f"{prefix}visual"].update(entity, neutral, no_image)
+            metrics[f"{prefix}pretraining"].update(entity, agent, neutral)
+            metrics[f"{prefix}language_interval"].update(rows, entity, agent, neutral)
+            metrics[f"{prefix}visual_interval"].update(rows, entity, GROUP[rows], neutral)
+    metrics["bias"] = BiasScore(metrics["language"], metrics["pretraining"])
     return {name: metric.compute() for name, metric in metrics.items()}
 
 
@@ -122,6 +146,26 @@ def test_metrics_equal_the_functional_scores():
         assert_close(result["language"][index], language_association(agent[rows], neutral[rows]))
         assert_close(result["visual"][index], visual_association(neutral[rows], no_image[rows][0]))
     assert result["language"][2].isnan() and result["visual"][2].isnan()  # no image of entity 2
+
+
+def test_new_metrics_equal_the_functional_scores():
+    result = run_metrics(range(4))
+    _, (entity, agent, neutral, _) = batches()
+    for index in (0, 1):
+        rows = entity == index
+        assert_close(result["pretraining"][index], pretraining_association(agent[rows], neutral[rows]).mean())
+        assert_close(result["bias"][index], bias_score(result["language"][index], result["pretraining"][index]))
+        assert_close(result["language_interval"][index], language_bias_interval(agent[rows], neutral[rows], **INTERVAL_OPTIONS))
+        first, second = (neutral[rows & (GROUP == g)] for g in (0, 1))
+        assert_close(result["visual_interval"][index], visual_bias_interval(first, second, **INTERVAL_OPTIONS))
+    assert result["pretraining"][2].isnan() and result["language_interval"][2].isnan().all() and result["visual_interval"][2].isnan().all()
+
+
+def test_visual_interval_needs_both_groups():
+    metric = VisualBiasInterval(num_entities=2, n_bootstrap=10)
+    metric.update(torch.tensor([0, 1, 2]), torch.tensor([0, 1, 1]), torch.tensor([0, 0, 1]), torch.tensor([-1.0, -1.0, -2.0]))
+    interval = metric.compute()
+    assert interval[0].isnan().all() and interval[1].tolist() == [1.0, 1.0]  # entity 0 has no image of group 1
 
 
 def test_metrics_do_not_depend_on_batch_order():
@@ -141,6 +185,18 @@ def test_metric_errors():
     with pytest.raises(InputError, match="log_p_no_image"):
         metric.update(torch.tensor([0, 1]), torch.zeros(2), torch.zeros(3))
     assert metric.compute().isnan().all()  # nothing seen yet
+    with pytest.raises(ConfigError, match="no rows of its own"):
+        BiasScore(LanguageAssociation(num_entities=1), LanguageAssociation(num_entities=1)).update(torch.tensor([0]), torch.zeros(1), torch.zeros(1))
+    with pytest.raises(ConfigError, match="n_bootstrap"):
+        LanguageBiasInterval(num_entities=2, n_bootstrap=0)
+    with pytest.raises(ConfigError, match="confidence"):
+        VisualBiasInterval(num_entities=2, confidence=1.0)
+    with pytest.raises(InputError, match="`order`"):
+        LanguageBiasInterval(num_entities=2).update(torch.tensor([0]), torch.tensor([0, 1]), torch.zeros(2), torch.zeros(2))
+    with pytest.raises(InputError, match="`group` to hold 0"):
+        VisualBiasInterval(num_entities=2).update(torch.tensor([0]), torch.tensor([0]), torch.tensor([2]), torch.zeros(1))
+    with pytest.raises(InputError, match="`log_p_l`"):
+        PretrainingAssociation(num_entities=2).update(torch.tensor([0]), torch.zeros(1), torch.zeros(2))
 
 
 # ----------------------------------------------------------------------------- DDP

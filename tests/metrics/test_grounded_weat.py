@@ -195,7 +195,7 @@ def test_ddp_two_processes_match_single_process():
     results = results_per_rank(run_metrics, NUM_BATCHES)
     for result in results:  # every rank computes the same numbers as one process did
         for family in ("sampled", "exact"):
-            assert result[family].keys() == {"effect_size", "statistic", "p_value", "interval"}
+            assert result[family].keys() == {"effect_size", "statistic", "p_value", "interval", "n_x", "n_y"}
             for key, value in expected[family].items():
                 torch.testing.assert_close(result[family][key], value, atol=1e-12, rtol=0, msg=f"{family}/{key}")
             assert result[family]["p_value"].item() == expected[family]["p_value"].item()

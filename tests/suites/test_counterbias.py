@@ -2,6 +2,7 @@
 
 import itertools
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,7 +14,7 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.measure import build_suite
 from vlbias.models import load
 from vlbias.results import read_items, read_results
-from vlbias.suites.counterbias import CounterBiasSuite
+from vlbias.suites.counterbias import CounterBiasItem, CounterBiasSuite
 
 ATTACK = {"eps": 0.05, "alpha": 0.0125, "steps": 5}
 ROWS = [  # image, concept, concept_type, gender
@@ -309,3 +310,39 @@ def test_a_run_that_measures_no_item_gives_nan_metrics_without_warnings(vl_bias_
     assert torch.isnan(torch.tensor(output.metrics["activity/B@V-L/avg"]))
     assert output.metrics["n_excluded/B@V-L"] == 0
     assert not [str(w.message) for w in recwarn.list]
+
+
+def sharded_case():
+    """Nine BiasWorld images (rank 0 of two probes 0, 2, 4, 6, 8; rank 1 probes 1, 3, 5, 7): both occupation
+    images fall to rank 0, and rank 1 measures one image (3's two-step attack fails, 5's file is missing, 7 has
+    no gender); image 6's target is outside the tiny vocabulary. The BERT baseline adds ``B@L_log/bert``.
+    One image per probe: a float32 forward pass of two images rounds an image's P(B | V) differently (~1e-7)
+    from one of the same image with another, which B@V-L (Eq. 6) divides by a small change in P(B) and reports
+    in percent; alone, and on one thread as in the test process (conftest), an image gets the same numbers on
+    any rank."""
+    images = BiasWorld(eval_per_combination=1).images("test").float() / 255.0
+    rows = [  # group, target, bias concept
+        ("activity", "cooking", "man"), ("activity", "driving", "woman"), ("occupation", "coding", "man"),
+        ("activity", "cooking", "woman"), ("occupation", "sewing", "woman"), ("activity", "driving", "man"),
+        ("activity", "shopping", "woman"), ("activity", "cleaning", None), ("activity", "repairing", "man"),
+    ]
+    items = [CounterBiasItem(f"image {index}", images[index], target, group, bias) for index, (group, target, bias) in enumerate(rows)]
+    items[5] = CounterBiasItem("image 5", Path("/nonexistent/counterbias/missing.png"), "driving", "activity", "man")
+    suite = CounterBiasSuite(
+        items, {"data": "sharded_case"}, attack={"eps": 0.02, "alpha": 0.01, "steps": 2},
+        language_baseline={"model": "bert", "tiny": True}, n_bootstrap=50, n_permutations=50, batch_size=1,
+    )
+    return suite, load("albef", tiny=True, device="cpu")
+
+
+def test_sharded_case_measures_every_kind_of_item():
+    suite, adapter = sharded_case()
+    output = suite.run(adapter)
+    assert output.n_items == 5 and output.stimuli_per_rank == [9]
+    assert [(entry["item"], entry["kind"]) for entry in output.skipped] == [
+        ("image 6", "target_word_unusable"), ("image 7", "no_gender"), ("image 3", "attack_failed"), ("image 5", "image")
+    ]
+    assert [row["item"] for row in output.items] == [f"image {index}" for index in (0, 1, 2, 4, 8) for _ in range(4)]
+    assert output.metrics["n_attack_failed"] == 1 and output.metrics["attack_success_rate"] == pytest.approx(5 / 6)
+    assert output.metrics["occupation/B@V-L/avg"] > 0 and output.metrics["occupation/coding/B@L_log/bert"] != 0
+    assert output.p_values["occupation/coding/B@L"] == 1.0  # one image: both sign flips reach |bias|

@@ -16,15 +16,16 @@ from transformers import AutoTokenizer
 import vlbias.suites.entity_association as suite_module
 from vlbias.cli import main, measure_parser
 from vlbias.data.biasworld import BiasWorld
-from vlbias.data.entity_association import read_images, read_spec, shipped_spec_path
+from vlbias.data.entity_association import EntityImages, parse_spec, read_images, read_spec, shipped_spec_path
+from vlbias.data.images import load_image
 from vlbias.errors import ConfigError, InputError
-from vlbias.measure import build_suite
 from vlbias.models import load
-from vlbias.models.base import Capability, ModelAdapter, load_image
+from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.masked_words import word_log_probs
 from vlbias.models.vocab import word_tokenizer
 from vlbias.results import read_items, read_results
 from vlbias.suites.entity_association import EntityAssociationSuite
+from vlbias.suites.run import build_suite
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "suite" / "entity_association.yaml"
 BAG_SPEC = """\
@@ -344,3 +345,30 @@ def test_cli_shipped_spec_with_a_saved_checkpoint(tmp_path, minilm_tokenizer, ca
     assert set(results.intervals) == {"B_L/purse", "B_V/purse"}
     assert len(results.skipped) == 10 and all("does not exist" in entry["reason"] for entry in results.skipped)  # 5 entities x 2 groups
     assert results.config["suite_config"]["data"]["spec"] == str(shipped_spec_path())
+
+
+# ----------------------------------------------------------------------------- two processes
+def sharded_case():
+    """The fixed-logit model (the tiny text model borrows its vocabulary) on 9 units, per entity its text unit
+    then its images: purse (female 2, male 1), briefcase (female 1, male 1), wallet (not in the vocabulary:
+    refused, its image never scored), and a construction-time skip. One unit per batch: rank 0 of 2 gets stimuli 0, 2, 4, 6, 8 (no
+    male image of purse, no female image of briefcase); rank 1 gets 1, 3, 5, 7 (no text unit that is scored)."""
+    spec = parse_spec({"groups": {"female": "woman", "male": "man"}, "neutral": "person", "templates": [{"name": "bags", "text": "the {agent} is carrying a {entity}.", "entities": ["purse", "briefcase", "wallet"]}]})
+    brightness = {("purse", "female"): [204, 255], ("purse", "male"): [0], ("briefcase", "female"): [102], ("briefcase", "male"): [51], ("wallet", "female"): [10]}
+    images = EntityImages(
+        "memory",
+        {key: [(f"{key[0]}/{key[1]}/{i}", Image.fromarray(np.full((8, 8, 3), value, dtype=np.uint8))) for i, value in enumerate(values)] for key, values in brightness.items()},
+        skipped=[{"item": "wallet/male", "reason": "folder 'wallet/male' does not exist"}],
+    )
+    return EntityAssociationSuite(spec, images, text_tiny=True, n_bootstrap=50, batch_size=1), FixedLogits(VL_LOGITS, IMAGE_WEIGHT)
+
+
+def test_sharded_case_is_uneven_and_biased():
+    suite, adapter = sharded_case()
+    stimuli = suite.stimuli()
+    assert len(stimuli) == 9 and not any(getattr(stimuli[i], "group", None) == "male" and stimuli[i].entity == "purse" for i in range(0, 9, 2))
+    output = suite.run(adapter, seed=2)
+    assert set(output.intervals) == {"B_L/purse", "B_V/purse", "B_L/briefcase", "B_V/briefcase"}
+    assert output.metrics["B_V/purse"] > 0.5 and output.metrics["B_L/briefcase"] < -0.5
+    assert output.metrics["n_images"] == 5 and output.n_items == 2 * 2 + 5
+    assert [entry["item"] for entry in output.skipped] == ["wallet/male", "wallet"]

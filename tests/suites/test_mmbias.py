@@ -3,6 +3,8 @@ vectors, bad input, and end-to-end ``vlbias measure`` runs with tiny models."""
 
 import json
 import math
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -11,9 +13,11 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
+from tests.suites.sharded import single_process
 from vlbias.data.biasworld import BiasWorld
+from vlbias.data.images import load_image
 from vlbias.errors import ConfigError, InputError
-from vlbias.models.base import Capability, ModelAdapter, load_image
+from vlbias.models.base import Capability, ModelAdapter
 from vlbias.results import read_items, read_results
 from vlbias.suites.mmbias import MMBiasSuite
 
@@ -67,22 +71,31 @@ class VectorAdapter(ModelAdapter):
 
 
 def save_image(path: Path, red: int, green: int) -> None:
+    """A 4x4 picture of one colour, written to a temporary name and renamed, so that the two ranks of
+    :func:`sharded_case`, writing the same files, never read a half-written one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(np.full((4, 4, 3), (red, green, 0), dtype=np.uint8)).save(path)
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    Image.fromarray(np.full((4, 4, 3), (red, green, 0), dtype=np.uint8)).save(partial, format=Image.registered_extensions()[path.suffix])
+    os.replace(partial, path)
 
 
 @pytest.fixture
 def vector_data(tmp_path) -> Path:
     """X = Muslim images (1, 0) and (1, 1), s = [1, 0]; Y = Christian images (0, 1) and (1, 1), s = [-1, 0];
     X^T = [islam, quran], s = [-0.2, 1]; Y^T = [church, bible], s = [-1, 0.2]; valence images along A and B."""
-    root = tmp_path / "data"
-    root.mkdir()
+    return write_vector_data(tmp_path / "data")
+
+
+def write_vector_data(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
     phrases = {
         "unpleasant_phrases": ["bad"],
         "pleasant_phrases": ["good"],
         "category_phrases": {"muslim": ["islam", "quran"], "christian": ["church", "bible"], "jewish": ["torah", "synagogue"], "Hindu": []},
     }
-    (root / "textual_phrases.json").write_text(json.dumps(phrases))
+    partial = root / f".textual_phrases.json.{os.getpid()}"
+    partial.write_text(json.dumps(phrases))
+    os.replace(partial, root / "textual_phrases.json")
     save_image(root / "images" / "Religion" / "Muslim" / "1.png", 255, 0)
     save_image(root / "images" / "Religion" / "Muslim" / "2.png", 255, 255)
     save_image(root / "images" / "Religion" / "Christian" / "1.png", 0, 255)
@@ -351,3 +364,39 @@ def test_duplicate_phrases_are_dropped_and_reported(vector_data):
 def test_a_misspelt_group_in_pairs_stops_with_the_known_groups(vector_data):
     with pytest.raises(ConfigError, match=r"group\(s\) \['muslimm'\] .* its groups are \[.*'christian'.*'muslim'"):
         MMBiasSuite.from_path(vector_data, pairs=[["Muslimm", "Christian"]])
+
+
+def sharded_data() -> Path:
+    """The vector data plus three Hindu images, at a path both ranks of a two-process run find."""
+    root = write_vector_data(Path(tempfile.gettempdir()) / "vlbias-mmbias-sharded")
+    for name, (red, green) in {"1.png": (0, 255), "2.png": (255, 0), "3.png": (200, 100)}.items():
+        save_image(root / "images" / "Religion" / "Hindu" / name, red, green)
+    return root
+
+
+PAIRS = [["muslim", "christian"], ["jewish", "christian"], ["muslim", "hindu"]]
+
+
+def sharded_case():
+    """Every embed experiment: 2 + 2 + 3 images, 6 phrases (one NaN), the two attribute words, 2 valence
+    images and the 2 ranked words: 19 stimuli in batches of 2, rank 0 of two probing batches 0, 2, 4, ...
+    (10 stimuli), rank 1 the others (9). The attribute words are stimuli 4 and 5, one batch: rank 1 sees
+    neither A nor B."""
+    experiments = ["cross_modal", "textual", "visual", "zero_shot"]
+    suite = MMBiasSuite.from_path(sharded_data(), pairs=PAIRS, experiments=experiments, n_bootstrap=40, batch_size=2)
+    return suite, VectorAdapter()
+
+
+def sharded_match_case():
+    suite = MMBiasSuite.from_path(sharded_data(), pairs=PAIRS, probe="match", n_bootstrap=40, batch_size=2)
+    return suite, VectorAdapter()
+
+
+def test_sharded_cases_measure_every_kind_of_test():
+    embed, match = single_process([sharded_case, sharded_match_case])
+    stimuli = sharded_case()[0].stimuli()
+    assert len(stimuli) == 19 and [s.key for s in stimuli[4:6]] == ["attributes/unpleasant", "attributes/pleasant"]
+    assert len(sharded_match_case()[0].stimuli()) == 7
+    assert {row["test"] for row in embed["items"]} >= {"muslim_vs_hindu/cross_modal", "muslim_vs_christian/visual", "zero_shot/hindu"}
+    assert any("NaN or inf" in entry["reason"] for entry in embed["skipped"])
+    assert "muslim_vs_hindu/itm/effect_size" in match["metrics"] and "zero_shot/hindu/pleasant_share" in match["metrics"]

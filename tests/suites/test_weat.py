@@ -7,7 +7,10 @@ run the code paths end to end, through ``vlbias measure``.
 
 import json
 import math
+import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -492,6 +495,62 @@ def test_real_grounded_specs_without_their_images(tmp_path):
     output = suite.run(FakeAdapter())
     assert output.items == [] and sum(s["reason"].startswith("not found in") for s in output.skipped) > 1000
 
+
+class NanForSewing(FakeAdapter):
+    """:class:`FakeAdapter` whose texts holding "sewing" embed as NaN (a probe-time skip)."""
+
+    def token_states(self, pixel_values, tokens):
+        states = super().token_states(pixel_values, tokens)
+        sewing = self.tokenizer.convert_tokens_to_ids("sewing")
+        return torch.where((tokens["input_ids"] == sewing).any(1)[:, None, None], torch.nan, states)
+
+
+def _write_atomically(path: Path, write) -> None:
+    """``write(tmp)`` then rename onto ``path``: two ranks writing the same file never read a half-written one."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def sharded_case():
+    """A grounded spec (sentence and contextual embeddings; Experiments 1, 2, 3_congruence, 3_mask_text) and a
+    SEAT spec with |X| = 3 != |Y| = 4 on :class:`NanForSewing`, in batches of 4: 63 stimuli, so rank 0 of two
+    probes 32 and rank 1 31. B_y holds one pair, so in every grounded row one rank sees none of it, and
+    "someone is sewing" embeds as NaN (skipped on the rank that probes it), leaving A_x and A_y one pair
+    each. Written to a fixed folder so that every process reports the same paths."""
+    root = Path(tempfile.gettempdir()) / "vlbias-weat-sharded-case"
+    (root / "images").mkdir(parents=True, exist_ok=True)
+    for name, colour in COLOURS.items():
+        _write_atomically(root / "images" / f"{name}.png", lambda tmp, c=colour: Image.new("RGB", (16, 16), c).save(tmp, "PNG"))
+    spec = grounded_spec()
+    spec["attr2"]["Woman_Images"] = {"wb.png": [1]}
+    _write_atomically(root / "g.jsonl", lambda tmp: tmp.write_text(json.dumps(spec)))
+    seat = seat_dir(Path(tempfile.mkdtemp()), targ2=["a woman is there", "the woman in the picture", "a photo of a woman", "the woman of the photo"])
+    _write_atomically(root / "sent-toy.jsonl", lambda tmp: tmp.write_text((seat / "sent-toy.jsonl").read_text()))
+    shutil.rmtree(seat)
+    suite = WEATSuite.from_path(
+        root,
+        experiments=["1", "2", "3_congruence", "3_mask_text"],
+        n_bootstrap=40,
+        n_permutations=50,
+        batch_size=4,
+    )
+    torch.manual_seed(0)
+    return suite, NanForSewing()
+
+
+def test_sharded_case_runs_every_kind_of_row():
+    suite, adapter = sharded_case()
+    output = suite.run(adapter, seed=1)
+    assert len(suite.stimuli()) == output.n_items == 63
+    assert sum(s["reason"] == "embedding holds NaN or inf" for s in output.skipped) == 13
+    rows = {row["key"]: row for row in output.items}
+    assert sorted(rows) == sorted(
+        ["sent-toy/sentence"] + [f"g/{kind}/exp{e}" for kind in ("sentence", "contextual") for e in ("1", "2", "3_congruence", "3_mask_text")]
+    )
+    assert (rows["g/sentence/exp2"]["n_ax"], rows["g/sentence/exp2"]["n_by"]) == (1, 1)
+    assert math.isnan(rows["sent-toy/sentence"]["p_value"]) and "|X| = 3 != |Y| = 4" in rows["sent-toy/sentence"]["p_note"]
+    assert "g/sentence/exp3_congruence/effect_size@holm" in output.p_values
 
 def test_missing_attribute_image_names_its_key(grounded_dir):
     (grounded_dir / "images" / "ma.png").unlink()

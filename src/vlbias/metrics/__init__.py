@@ -1,22 +1,34 @@
 """Bias metrics as ``torchmetrics.Metric`` classes; their formulas are in ``vlbias.metrics.functional``."""
 
 from vlbias.metrics.counterbias import CounterBiasScore, CounterBiasUncertainty
-from vlbias.metrics.entity_association import LanguageAssociation, VisualAssociation
+from vlbias.metrics.entity_association import (
+    BiasScore,
+    LanguageAssociation,
+    LanguageBiasInterval,
+    PretrainingAssociation,
+    VisualAssociation,
+    VisualBiasInterval,
+)
 from vlbias.metrics.grounded_weat import GroundedCongruenceTest
 from vlbias.metrics.vlstereoset import VLStereoSetScores, VLStereoSetShift
 from vlbias.metrics.weat import ITMEffectSize, ITMTest, WEATEffectSize, WEATTest
-from vlbias.metrics.zero_shot import ZeroShotRanking
+from vlbias.metrics.zero_shot import CosineZeroShotRanking, ZeroShotRanking
 
 __all__ = [
+    "BiasScore",
+    "CosineZeroShotRanking",
     "CounterBiasScore",
     "CounterBiasUncertainty",
     "GroundedCongruenceTest",
     "ITMEffectSize",
     "ITMTest",
     "LanguageAssociation",
+    "LanguageBiasInterval",
+    "PretrainingAssociation",
     "VLStereoSetScores",
     "VLStereoSetShift",
     "VisualAssociation",
+    "VisualBiasInterval",
     "WEATEffectSize",
     "WEATTest",
     "ZeroShotRanking",

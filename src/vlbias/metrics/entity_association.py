@@ -1,5 +1,5 @@
-r"""Image-averaged entity-association scores (Srinivasan & Bisk, 2022, Eq. 3 and 4) as ``torchmetrics``
-metrics, for image sets spread over batches and processes. The formulas live in
+r"""Entity-association scores of Srinivasan & Bisk (2022), Eq. 2-5, as ``torchmetrics`` metrics, for image
+sets spread over batches and processes. The formulas live in
 :mod:`vlbias.metrics.functional.entity_association`.
 
 * :class:`LanguageAssociation` keeps per-entity sums of ``log P(E|g, I) - log P(E|p, I)`` and
@@ -7,9 +7,14 @@ metrics, for image sets spread over batches and processes. The formulas live in
 * :class:`VisualAssociation` keeps every image's ``log P(E|p, I)`` (``"cat"`` list states), since
   :math:`\ln \hat P_{VL}(E|I_g)` is a log-mean-exp, not a sum, plus per-entity sums of the
   no-image normaliser.
+* :class:`PretrainingAssociation` keeps per-entity sums of ``log P_VL(E|g) - log P_L(E|g)``: :math:`S_{PT}(E, g)`.
+* :class:`BiasScore` is :math:`B(E) = S(E, f) - S(E, m)` of two of the above, one per group; it keeps no state.
+* :class:`LanguageBiasInterval` and :class:`VisualBiasInterval` keep every image's scores with its place in a
+  fixed order (``"cat"`` list states) and give percentile bootstrap intervals of :math:`B_L(E)` and
+  :math:`B_V(E)`, seeded with ``seed`` after the sync, so 1 and N processes give the same interval.
 
-Both return one score per entity, NaN for an entity that received no image (a 0-d tensor when
-``num_entities`` is 1: torchmetrics squeezes single-element results).
+All return one score (or interval) per entity, NaN for an entity that received no row (a score is a 0-d
+tensor when ``num_entities`` is 1: torchmetrics squeezes single-element results).
 """
 
 from __future__ import annotations
@@ -19,15 +24,20 @@ from typing import Any
 import torch
 from torch import Tensor
 from torchmetrics import Metric
+from torchmetrics.metric import CompositionalMetric
 from torchmetrics.utilities.data import dim_zero_cat
 
-from vlbias.errors import ConfigError
+from vlbias.errors import ConfigError, InputError
 from vlbias.metrics._list_states import TypedListStates
 from vlbias.metrics.functional.entity_association import (
     _check_entity_batch,
     _language_compute,
     _language_update,
     _visual_compute,
+    bias_score,
+    language_bias_interval,
+    pretraining_association,
+    visual_bias_interval,
 )
 
 
@@ -111,3 +121,184 @@ class VisualAssociation(TypedListStates, Metric):
         if isinstance(joined[0], list):  # nothing seen
             return torch.full((self.num_entities,), float("nan"), dtype=torch.float64)
         return _visual_compute(*joined, self.num_entities)
+
+
+class PretrainingAssociation(Metric):
+    r""":math:`S_{PT}(E, g) = \ln P_{VL}(E|g) - \ln P_L(E|g)` (Eq. 2 with the normaliser of Table 1, row 1)
+    per entity: the functional :func:`~vlbias.metrics.functional.entity_association.pretraining_association`,
+    averaged over an entity's rows (one row per entity and group in the paper).
+
+    ``update`` takes ``entity`` (N,) int index, ``log_p_vl`` (N,) of the vision-language model without an image
+    and ``log_p_l`` (N,) of the text-only model, both with the agent of group ``g`` in the caption. ``compute``
+    returns (num_entities,) float64, NaN for an entity without a row.
+
+    Example:
+        >>> metric = PretrainingAssociation(num_entities=2)
+        >>> metric.update(torch.tensor([1]), torch.log(torch.tensor([0.2])), torch.log(torch.tensor([0.1])))
+        >>> metric.compute()
+        tensor([   nan, 0.6931], dtype=torch.float64)
+    """
+
+    is_differentiable = False
+    higher_is_better = None
+    full_state_update = False
+
+    def __init__(self, num_entities: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        _check_num_entities(num_entities)
+        self.num_entities = num_entities
+        self.add_state("total", torch.zeros(num_entities, dtype=torch.float64), dist_reduce_fx="sum")
+        self.add_state("count", torch.zeros(num_entities, dtype=torch.float64), dist_reduce_fx="sum")
+
+    def update(self, entity: Tensor, log_p_vl: Tensor, log_p_l: Tensor) -> None:
+        _check_entity_batch(entity, (log_p_vl, log_p_l), ("log_p_vl", "log_p_l"), self.num_entities)
+        shift = pretraining_association(log_p_vl.double(), log_p_l.double())
+        self.total += torch.zeros_like(self.total).index_add_(0, entity.long(), shift)
+        self.count += torch.bincount(entity.long(), minlength=self.num_entities).to(torch.float64)
+
+    def compute(self) -> Tensor:
+        return _language_compute(self.total, self.count)  # the per-entity mean
+
+
+class BiasScore(CompositionalMetric):
+    r""":math:`B(E) = S(E, f) - S(E, m)` (Eq. 5) per entity: the functional
+    :func:`~vlbias.metrics.functional.entity_association.bias_score` of the ``compute`` of two association
+    metrics, one per group (e.g. two :class:`LanguageAssociation`, one fed the captions with the female agent,
+    one with the male). It keeps no state: ``first`` and ``second`` are updated (and synced) as themselves.
+
+    Example:
+        >>> female, male = PretrainingAssociation(num_entities=1), PretrainingAssociation(num_entities=1)
+        >>> female.update(torch.tensor([0]), torch.log(torch.tensor([0.2])), torch.log(torch.tensor([0.1])))
+        >>> male.update(torch.tensor([0]), torch.log(torch.tensor([0.1])), torch.log(torch.tensor([0.1])))
+        >>> BiasScore(female, male).compute()  # ln 2 - 0
+        tensor(0.6931, dtype=torch.float64)
+    """
+
+    def __init__(self, first: Metric, second: Metric) -> None:
+        super().__init__(bias_score, first, second)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        raise ConfigError("BiasScore has no rows of its own: update its two association metrics, one per group.")
+
+
+def _check_bootstrap_options(n_bootstrap: int, confidence: float) -> None:
+    if not isinstance(n_bootstrap, int) or isinstance(n_bootstrap, bool) or n_bootstrap < 1:
+        raise ConfigError(f"Expected argument `n_bootstrap` to be a positive integer but got {n_bootstrap!r}.")
+    if not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
+        raise ConfigError(f"Expected argument `confidence` in (0, 1) but got {confidence!r}.")
+
+
+def _check_order(order: Tensor, entity: Tensor) -> None:
+    if order.dtype not in (torch.int32, torch.int64) or order.shape != entity.shape:
+        raise InputError(f"Expected argument `order` to be an integer tensor shaped like `entity` {tuple(entity.shape)} but got {order.dtype} of shape {tuple(order.shape)}.")
+
+
+def _joined(states: tuple[list | Tensor, ...]) -> tuple[Tensor, ...] | None:
+    """The ``"cat"`` list states joined and put in ``order`` (the first state), or ``None`` when nothing was seen."""
+    joined = [dim_zero_cat(state) if isinstance(state, list) and state else state for state in states]
+    if isinstance(joined[0], list) or not len(joined[0]):
+        return None
+    ranked = joined[0].argsort(stable=True)
+    return tuple(state[ranked] for state in joined[1:])
+
+
+class _BootstrapInterval(TypedListStates, Metric):
+    """Per-image rows kept in ``"cat"`` list states with their ``order``; ``compute`` gives one percentile
+    bootstrap interval per entity, NaN for an entity whose interval needs rows it did not get."""
+
+    is_differentiable = False
+    higher_is_better = None
+    full_state_update = False
+
+    def __init__(self, num_entities: int, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        _check_num_entities(num_entities)
+        _check_bootstrap_options(n_bootstrap, confidence)
+        self.num_entities, self.n_bootstrap, self.confidence, self.seed = num_entities, n_bootstrap, confidence, seed
+        for name, _, _ in self.list_state_specs:
+            self.add_state(name, [], dist_reduce_fx="cat")
+
+    def _intervals(self) -> Tensor:
+        return torch.full((self.num_entities, 2), float("nan"), dtype=torch.float64)
+
+
+class LanguageBiasInterval(_BootstrapInterval):
+    r"""Percentile bootstrap interval of :math:`B_L(E) = \mathbb{E}_{I \sim I_E}[\ln P_{VL}(E|f, I) - \ln P_{VL}(E|m, I)]`
+    (Eq. 3 and 5) per entity: the functional
+    :func:`~vlbias.metrics.functional.entity_association.language_bias_interval` of each entity's images.
+
+    ``update`` takes, per image of ``I_E``: ``order`` (N,) int, the row's place in a fixed order (e.g. the
+    stimulus index), ``entity`` (N,) int index, ``log_p_first`` and ``log_p_second`` (N,), the caption with
+    the first / second group's agent. The bootstrap resamples each entity's rows in ``order``, so the interval
+    does not depend on which process saw which row. ``compute`` returns (num_entities, 2) float64
+    ``[low, high]``, NaN for an entity without an image.
+
+    Example:
+        >>> metric = LanguageBiasInterval(num_entities=2, n_bootstrap=10)
+        >>> metric.update(torch.tensor([0, 1]), torch.tensor([0, 0]), torch.tensor([-1.0, -1.0]), torch.tensor([-2.0, -2.0]))
+        >>> metric.compute()
+        tensor([[1., 1.],
+                [nan, nan]], dtype=torch.float64)
+    """
+
+    list_state_specs = (("order", torch.int64, ()), ("entity", torch.int64, ()), ("log_p_first", torch.float64, ()), ("log_p_second", torch.float64, ()))
+
+    def update(self, order: Tensor, entity: Tensor, log_p_first: Tensor, log_p_second: Tensor) -> None:
+        _check_entity_batch(entity, (log_p_first, log_p_second), ("log_p_first", "log_p_second"), self.num_entities)
+        _check_order(order, entity)
+        self.order.append(order.long())
+        self.entity.append(entity.long())
+        self.log_p_first.append(log_p_first.double())
+        self.log_p_second.append(log_p_second.double())
+
+    def compute(self) -> Tensor:
+        intervals = self._intervals()
+        rows = _joined((self.order, self.entity, self.log_p_first, self.log_p_second))
+        if rows is not None:
+            entity, first, second = rows
+            for index in entity.unique().tolist():
+                of_entity = entity == index
+                intervals[index] = language_bias_interval(first[of_entity], second[of_entity], self.n_bootstrap, self.confidence, self.seed)
+        return intervals
+
+
+class VisualBiasInterval(_BootstrapInterval):
+    r"""Percentile bootstrap interval of :math:`B_V(E) = \ln \hat P_{VL}(E|I_f) - \ln \hat P_{VL}(E|I_m)`
+    (Eq. 4 and 5) per entity: the functional
+    :func:`~vlbias.metrics.functional.entity_association.visual_bias_interval` of each entity's images of
+    ``I_f`` and ``I_m``.
+
+    ``update`` takes, per image: ``order`` (N,) int, the row's place in a fixed order (as in
+    :class:`LanguageBiasInterval`), ``entity`` (N,) int index, ``group`` (N,) int, 0 for an image of the first
+    group and 1 for the second, ``log_p_image`` (N,) of the neutral caption with the image. ``compute`` returns
+    (num_entities, 2) float64 ``[low, high]``, NaN for an entity lacking images of either group.
+
+    Example:
+        >>> metric = VisualBiasInterval(num_entities=1, n_bootstrap=10)
+        >>> metric.update(torch.tensor([0, 1, 2]), torch.tensor([0, 0, 0]), torch.tensor([0, 1, 1]), torch.tensor([-1.0, -2.0, -2.0]))
+        >>> metric.compute()
+        tensor([[1., 1.]], dtype=torch.float64)
+    """
+
+    list_state_specs = (("order", torch.int64, ()), ("entity", torch.int64, ()), ("group", torch.int64, ()), ("log_p_image", torch.float64, ()))
+
+    def update(self, order: Tensor, entity: Tensor, group: Tensor, log_p_image: Tensor) -> None:
+        _check_entity_batch(entity, (group, log_p_image), ("group", "log_p_image"), self.num_entities)
+        _check_order(order, entity)
+        if group.dtype not in (torch.int32, torch.int64) or (group.numel() and not bool(((group == 0) | (group == 1)).all())):
+            raise InputError(f"Expected argument `group` to hold 0 (first group) or 1 (second group) but got {group.tolist()}.")
+        self.order.append(order.long())
+        self.entity.append(entity.long())
+        self.group.append(group.long())
+        self.log_p_image.append(log_p_image.double())
+
+    def compute(self) -> Tensor:
+        intervals = self._intervals()
+        rows = _joined((self.order, self.entity, self.group, self.log_p_image))
+        if rows is not None:
+            entity, group, values = rows
+            for index in entity.unique().tolist():
+                first, second = (values[(entity == index) & (group == g)] for g in (0, 1))
+                if len(first) and len(second):
+                    intervals[index] = visual_bias_interval(first, second, self.n_bootstrap, self.confidence, self.seed)
+        return intervals

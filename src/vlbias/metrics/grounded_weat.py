@@ -39,7 +39,8 @@ class GroundedCongruenceTest(_TestOptions, TypedListStates, Metric):
     - ``x_own``, ``x_other`` (:class:`~torch.Tensor`): ``(n,)`` :math:`s(x, A_x, B_x)` and :math:`s(x, A_y, B_y)`
     - ``y_own``, ``y_other`` (:class:`~torch.Tensor`): ``(n,)`` :math:`s(y, A_y, B_y)` and :math:`s(y, A_x, B_x)`
 
-    As output of ``compute``: ``{"effect_size", "statistic", "p_value", "interval"}`` (float64).
+    As output of ``compute``: ``{"effect_size", "statistic", "p_value", "interval"}`` (float64) and the
+    numbers of targets ``{"n_x", "n_y"}`` (int64).
 
     Args:
         n_permutations: random sign vectors when the exact test is too large (``None``: 99,999).
@@ -111,4 +112,6 @@ class GroundedCongruenceTest(_TestOptions, TypedListStates, Metric):
                 confidence=self.confidence,
                 seed=self.seed,
             ),
+            "n_x": torch.tensor(scores[0].numel()),
+            "n_y": torch.tensor(scores[2].numel()),
         }

@@ -48,13 +48,18 @@ def _joined(state: list[Tensor] | Tensor) -> Tensor:
 
 
 def _test_results(s_x: Tensor, s_y: Tensor, metric: _TestOptions) -> dict[str, Tensor]:
+    equal = s_x.numel() == s_y.numel()  # May et al.'s test re-partitions X ∪ Y into equal halves
     return {
         "effect_size": effect_size_from_associations(s_x, s_y),
         "statistic": statistic_from_associations(s_x, s_y),
         "mean_difference": mean_difference_from_associations(s_x, s_y),
         "p_value": p_value_from_associations(
             s_x, s_y, n_permutations=metric.n_permutations, seed=metric.seed, exact_limit=metric.exact_limit
-        ),
+        )
+        if equal
+        else torch.tensor(float("nan"), dtype=torch.float64),
+        "n_x": torch.tensor(s_x.numel()),
+        "n_y": torch.tensor(s_y.numel()),
         "interval": interval_from_associations(
             s_x, s_y, n_bootstrap=metric.n_bootstrap, confidence=metric.confidence, seed=metric.seed
         ),
@@ -104,7 +109,8 @@ class WEATEffectSize(Metric):
     As output of ``compute``: a float64 scalar tensor.
 
     Embeddings are stored flattened in the metric's dtype (``set_dtype`` changes it) with their width in a
-    ``"max"``-reduced state: a rank that saw no item of a set then still joins the gather.
+    ``"max"``-reduced state: a rank that saw no item of a set then still joins the gather. The associations
+    are computed in float64, so that the result does not depend on the order in which ranks' rows arrive.
 
     Args:
         kwargs: passed to :class:`torchmetrics.Metric`.
@@ -159,7 +165,8 @@ class WEATEffectSize(Metric):
             raise InputError(
                 "Expected `update` to have been called with embeddings before `compute` but none were given"
             )
-        return _target_associations(*(_joined(getattr(self, role)).reshape(-1, dim) for role in _ROLES))
+        # float64: the means over A and B then do not depend (beyond ~1e-16) on the order a gather put rows in
+        return _target_associations(*(_joined(getattr(self, role)).reshape(-1, dim).double() for role in _ROLES))
 
     def compute(self) -> Tensor:
         """Effect size over everything seen since the last ``reset``."""
@@ -175,8 +182,9 @@ class WEATTest(_TestOptions, WEATEffectSize):
     - ``effect_size``: :math:`d` (Ross Eq. 3)
     - ``statistic``: :math:`s(X, Y, A, B)` (Ross Eq. 2)
     - ``mean_difference``: the numerator of :math:`d`
-    - ``p_value``: one-sided permutation p-value; needs :math:`|X| = |Y|`
-      (:func:`~vlbias.metrics.functional.weat.p_value_from_associations`)
+    - ``p_value``: one-sided permutation p-value; NaN when :math:`|X| \ne |Y|`
+      (:func:`~vlbias.metrics.functional.weat.p_value_from_associations` needs equal sizes)
+    - ``n_x``, ``n_y``: the set sizes (int64)
     - ``interval``: ``[low, high]`` percentile bootstrap interval of :math:`d`
       (:func:`~vlbias.metrics.functional.weat.interval_from_associations`)
 

@@ -1,4 +1,5 @@
-"""What a measurement suite is: stimuli + the probe that turns model outputs into metric inputs.
+"""What a measurement suite is: stimuli, a probe that turns model outputs into metric inputs, and the
+``torchmetrics`` objects that give the numbers (:class:`Suite`, :class:`Measurement`).
 
 Suites never compute metrics themselves: they call :mod:`vlbias.metrics`.
 """
@@ -6,17 +7,17 @@ Suites never compute metrics themselves: they call :mod:`vlbias.metrics`.
 from __future__ import annotations
 
 import abc
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
-
-import torch
-from torch import Tensor
+from typing import TYPE_CHECKING, ClassVar
 
 from vlbias.errors import ConfigError
-from vlbias.models.base import Capability, ImageInput, ModelAdapter
-from vlbias.models.inference import measuring
+from vlbias.models.base import Capability, ModelAdapter
+
+if TYPE_CHECKING:
+    from torchmetrics import Metric
 
 
 @dataclass
@@ -29,19 +30,36 @@ class SuiteOutput:
     items: list[dict] = field(default_factory=list)  # one row per item (test, image, caption)
     skipped: list[dict[str, str]] = field(default_factory=list)  # {"item": ..., "reason": ...}
     n_items: int = 0
+    stimuli_per_rank: list[int] = field(default_factory=list)  # how many stimuli each rank probed (the runner's)
 
 
 class Suite(abc.ABC):
-    """A measurement suite. Subclasses set ``name`` and ``capability`` and implement ``run``.
+    """A measurement suite: stimuli, a probe, and the metrics that turn probe outputs into numbers.
 
-    ``capability`` is what a model needs for this suite; an instance may override it when an
-    option picks the probe (e.g. mmbias with ``probe="match"``). ``capability_hint`` is added to
-    the refusal of a model that lacks it (e.g. which option selects another probe).
+    The contract that lets one suite run anywhere (``vlbias measure``, a training callback, N ranks):
+
+    1. :meth:`stimuli` is a sized, indexable collection of the items a run probes, in a fixed order.
+       :func:`vlbias.suites.run.measure_suite` shards it: cut into batches of ``batch_size`` in order, rank
+       ``r`` of ``W`` takes batches ``r, r + W, ...``.
+    2. :meth:`start` gives a fresh :class:`Measurement` of one adapter: the suite's ``torchmetrics`` objects
+       and nothing else stateful.
+    3. For each batch of the rank's shard, :meth:`Measurement.probe` turns the items into per-item model
+       outputs and :meth:`Measurement.update` feeds them to the metrics (and notes item rows, skips, counts).
+    4. The runner syncs every metric of :meth:`Measurement.metrics` across ranks, gathers the rows, skips and
+       counts, and calls :meth:`Measurement.compute` on every rank: every rank returns the same
+       :class:`SuiteOutput`, equal to a one-process run.
+
+    Subclasses set ``name`` and ``capability`` and implement :meth:`stimuli`, :meth:`start` and
+    :attr:`config`. ``capability`` is what a model needs for this suite; an instance may override it when an
+    option picks the probe (e.g. mmbias with ``probe="match"``). ``capability_hint`` is added to the refusal
+    of a model that lacks it (e.g. which option selects another probe). ``batch_size`` is how many stimuli
+    one :meth:`Measurement.probe` call gets.
     """
 
     name: ClassVar[str]
     capability: Capability
     capability_hint: ClassVar[str] = ""
+    batch_size: int = 64
 
     @classmethod
     def from_biasworld(cls, world, **options) -> Suite:
@@ -54,8 +72,19 @@ class Suite(abc.ABC):
         raise ConfigError(f"Suite {cls.name!r} reads its stimuli from BiasWorld only (`--data biasworld`), not from {str(path)!r}.")
 
     @abc.abstractmethod
+    def stimuli(self) -> Sequence:
+        """The items one run probes, in a fixed order (the unit of sharding); built once, cheap to index."""
+
+    @abc.abstractmethod
+    def start(self, adapter: ModelAdapter, seed: int) -> Measurement:
+        """A fresh measurement of ``adapter``; ``seed`` seeds the metrics' permutations and bootstraps."""
+
     def run(self, adapter: ModelAdapter, seed: int = 0) -> SuiteOutput:
-        """Measure ``adapter``; deterministic for a given ``seed``."""
+        """Measure ``adapter`` over this process's shard (all of it without ``torch.distributed``);
+        deterministic for a given ``seed``. See :func:`vlbias.suites.run.measure_suite`."""
+        from vlbias.suites.run import measure_suite
+
+        return measure_suite(self, adapter, seed=seed)
 
     @property
     @abc.abstractmethod
@@ -63,24 +92,70 @@ class Suite(abc.ABC):
         """The options that determine this suite's numbers (recorded in every result)."""
 
 
-def embed_images(adapter: ModelAdapter, images: Sequence[ImageInput] | Tensor, batch_size: int) -> Tensor:
-    """Normalised embeddings ``(N, D)`` of ``images`` (paths, PIL images or a float tensor in
-    [0, 1] of shape (N, 3, H, W)), ``batch_size`` at a time under :func:`measuring`; returned in
-    float32 on CPU."""
-    with measuring(adapter.device):
-        chunks = [
-            adapter.embed_images(adapter.prepare_images(images[start : start + batch_size])).float().cpu()
-            for start in range(0, len(images), batch_size)
-        ]
-    return torch.cat(chunks)
+@dataclass
+class Batch:
+    """Some stimuli of one rank's shard: ``items[i]`` is stimulus number ``indices[i]`` of :meth:`Suite.stimuli`."""
+
+    indices: list[int]
+    items: list
+
+    def __len__(self) -> int:
+        return len(self.items)
 
 
-def embed_texts(adapter: ModelAdapter, texts: Sequence[str], batch_size: int) -> Tensor:
-    """Normalised embeddings ``(N, D)`` of ``texts``, ``batch_size`` at a time under
-    :func:`measuring`; returned in float32 on CPU."""
-    with measuring(adapter.device):
-        chunks = [
-            adapter.embed_texts(adapter.prepare_texts(texts[start : start + batch_size])).float().cpu()
-            for start in range(0, len(texts), batch_size)
-        ]
-    return torch.cat(chunks)
+@dataclass
+class Gathered:
+    """What :meth:`Measurement.update` noted on every rank, joined: ``rows`` and ``skipped`` in stimulus order
+    (entries noted at the same stimulus keep the order they were noted in) and ``counts`` summed."""
+
+    rows: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    counts: dict[str, float] = field(default_factory=dict)
+
+
+class Measurement(abc.ABC):
+    """One run of a suite on one adapter, on one rank (see :class:`Suite` for the protocol).
+
+    ``update`` feeds the metrics and notes, for the item table and the skip list, entries tagged with the
+    index of the stimulus they belong to (:meth:`note_row`, :meth:`note_skip`), and counts that are summed
+    over ranks (:meth:`count`). ``compute`` reads only the synced metrics and the :class:`Gathered` notes, so
+    it gives the same answer on every rank; it must not call ``torch.distributed``.
+
+    Metrics are built with ``sync_on_compute=False``: :func:`~vlbias.suites.run.measure_suite` syncs them all
+    before ``compute``, in the order of :meth:`metrics`, whatever each rank saw (a rank with no update for a
+    metric still takes part). A synced metric's own ``compute`` restores its local state when it returns
+    (torchmetrics' sync context), so ``compute`` calls each metric's ``compute`` once and reads no state after it.
+    """
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, dict]] = []
+        self.skipped: list[tuple[int, dict]] = []
+        self.counts: Counter[str] = Counter()
+
+    def note_row(self, index: int, row: dict) -> None:
+        """An item-table row of stimulus ``index``."""
+        self.rows.append((index, row))
+
+    def note_skip(self, index: int, entry: dict) -> None:
+        """A skip-list entry (``item``, ``reason``, optional ``scope``/``kind``) of stimulus ``index``."""
+        self.skipped.append((index, entry))
+
+    def count(self, name: str, value: float = 1) -> None:
+        """Add ``value`` to the count ``name`` (summed over ranks)."""
+        self.counts[name] += value
+
+    @abc.abstractmethod
+    def metrics(self) -> list[Metric]:
+        """Every metric ``compute`` reads, in an order fixed by the suite's options (never by the data)."""
+
+    @abc.abstractmethod
+    def probe(self, batch: Batch) -> object:
+        """Per-item model outputs of ``batch`` (under :func:`~vlbias.models.inference.measuring`); no metric math."""
+
+    @abc.abstractmethod
+    def update(self, batch: Batch, outputs: object) -> None:
+        """Feed ``outputs`` of ``batch`` to the metrics; note rows, skips and counts."""
+
+    @abc.abstractmethod
+    def compute(self, gathered: Gathered) -> SuiteOutput:
+        """The suite's numbers from the synced metrics and the gathered notes."""

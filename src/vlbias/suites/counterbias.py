@@ -62,6 +62,7 @@ from vlbias.counterfactual.image import (
 )
 from vlbias.counterfactual.text import CAPTION_TEMPLATES, SwapLexicon, fill_template
 from vlbias.data.biasworld import BiasWorld
+from vlbias.data.images import load_image
 from vlbias.data.vl_bias import coverage, image_path, read_release_index, read_vl_bias
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.counterbias import CounterBiasScore, CounterBiasUncertainty
@@ -76,10 +77,10 @@ from vlbias.metrics.functional.multiple_testing import (
     benjamini_hochberg,
     holm_bonferroni,
 )
-from vlbias.models.base import Capability, ModelAdapter, load_image
+from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.models.masked_words import word_log_probs, word_pieces
-from vlbias.suites.base import Suite, SuiteOutput
+from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
 
 NORMALISATIONS = ("concepts", "vocabulary")
 UNANNOTATED = ("skip", "model_reading")
@@ -101,16 +102,44 @@ class CounterBiasItem:
 
 
 @dataclass
-class _Measured:
-    """A batch of items whose counterfactual image is ready: ``[0, 1]`` pixels ``(n, 3, S, S)``
-    and P(B | V) of the factual bias concept in V_f and V_cf ``(n,)``."""
+class _Attacked:
+    """The ``n`` images of one batch that loaded, attacked toward their counterfactual concept B': their
+    stimulus indices and items (an unannotated one carrying the model's reading), B' ``(n,)`` as an index
+    into the bias concepts, P(B | V_f) and P(B | V_cf) ``(n, n_bias)`` (Eq. 2), and which of them are
+    measured ``(n,)`` (all, or with ``require_attack_success`` those whose attack succeeded)."""
 
+    indices: list[int]
     items: list[CounterBiasItem]
-    pixels: Tensor
-    cf_pixels: Tensor
-    cache_hit: Tensor
+    counter: Tensor
     p_bias_f: Tensor
     p_bias_cf: Tensor
+    keep: Tensor
+
+
+@dataclass
+class _Measured:
+    """The ``n`` measured images of one batch: stimulus indices and items, P(B | V) of each one's factual
+    concept in V_f and V_cf ``(n,)``, whether V_cf came from the cache and its L-infinity distance to V_f
+    ``(n,)``, and P(T | V, L) of its target ``(K, 4, n)``: per template, the (V, L) combinations
+    (V_f, L_f), (V_cf, L_cf), (V_cf, L_f), (V_f, L_cf)."""
+
+    indices: list[int]
+    items: list[CounterBiasItem]
+    p_bias_f: Tensor
+    p_bias_cf: Tensor
+    cache_hit: Tensor
+    linf_delta: Tensor
+    p_target: Tensor
+
+
+@dataclass
+class _Probed:
+    """A batch's model outputs: skip entries of its images that did not load (by stimulus index), and the
+    attack and measurement of the others (``None`` when there are none)."""
+
+    unreadable: list[tuple[int, dict]]
+    attacked: _Attacked | None = None
+    measured: _Measured | None = None
 
 
 class CounterBiasSuite(Suite):
@@ -137,7 +166,7 @@ class CounterBiasSuite(Suite):
             or ``{"model": "bert", "tiny": true}``; ``None`` for none.
         lexicon: a swap lexicon YAML file (default: the gender lexicon shipped with vlbias).
         cache_dir: directory of cached counterfactual images (``None``: no cache).
-        batch_size: images attacked and measured together.
+        batch_size: stimuli per probe: images attacked and measured together.
         max_rows: most (image, text) rows in one forward pass.
         strategy: multi-piece word strategy of :mod:`vlbias.models.masked_words`.
         n_bootstrap: bootstrap resamples for the intervals.
@@ -228,6 +257,9 @@ class CounterBiasSuite(Suite):
             if item.target not in targets:
                 targets.append(item.target)
         self.groups = {group: sorted(targets) for group, targets in sorted(self.groups.items())}
+        self.annotation_skips = {  # stimulus index -> skip entry of the items no model can be measured on
+            index: entry for index, item in enumerate(self.items) if (entry := self._annotation_skip(item))
+        }
 
     @classmethod
     def from_biasworld(cls, world: BiasWorld, split: str = "test", **options) -> CounterBiasSuite:
@@ -339,94 +371,35 @@ class CounterBiasSuite(Suite):
         return dict(zip(keys, table))
 
     # -- the run ---------------------------------------------------------------------------
-    def run(self, adapter: ModelAdapter, seed: int = 0) -> SuiteOutput:
-        pixel_transform(adapter)  # refuse region-feature models before any compute
-        output = SuiteOutput(metrics={})
-        problems = self._vocabulary_problems(adapter.tokenizer, sorted({t for ts in self.groups.values() for t in ts} | set(self.bias_concepts)))
-        valid = [item for item in self.items if self._usable(item, problems, output)]
-        # Target words the model can score; P(T) is normalised over each group's columns.
-        words = [t for ts in self.groups.values() for t in ts if t not in problems]
-        columns = [[words.index(t) for t in ts if t not in problems] for ts in self.groups.values()]
-        columns = [c for c in columns if c]
-        text_only = self._text_only_log_probs(adapter, words, columns) if valid else {}
-        baselines = {}
-        if valid and self.language_baseline:
-            name, baseline = self._baseline(adapter)
-            baselines[f"B@L_log/{name}"] = self._text_only_log_probs(baseline, words, columns)
-        measures = list(MEASURES) + list(baselines)
-        scores = {
-            (group, measure, template): CounterBiasScore(len(targets), percent=not measure.startswith("B@L_log"))
-            for group, targets in self.groups.items()
-            for measure in measures
-            for template in self.templates
-        }
-        uncertainty = {  # the text-only measures read no image: nothing to resample (module docstring)
-            (group, measure): CounterBiasUncertainty(
-                len(targets), len(self.templates), n_bootstrap=self.n_bootstrap, n_permutations=self.n_permutations,
-                confidence=self.confidence, seed=seed,
-            )
-            for group, targets in self.groups.items()
-            for measure in measures
-            if not measure.startswith("B@L_log")
-        }
-        generator = CounterfactualImages(
-            adapter, self.bias_concepts, AttackConfig(**self.attack_options, seed=seed), self.cache_dir, strategy=self.strategy
-        )
-        attacked = succeeded = already = 0
-        for start in range(0, len(valid), self.batch_size):
-            batch, pixels = self._load(adapter, valid[start : start + self.batch_size], output)
-            if not batch:
-                continue
-            p_bias_f = self._bias_probs(generator, pixels)
-            read = [self.bias_concepts[int(row.argmax())] for row in p_bias_f]  # the concept the model reads
-            batch = [  # unannotated images kept by `unannotated="model_reading"` take the model's reading
-                item if item.bias is not None else replace(item, bias=read[b], bias_annotated=False)
-                for b, item in enumerate(batch)
-            ]
-            factual = torch.tensor([self.bias_concepts.index(item.bias) for item in batch])
-            counter = torch.tensor([self.bias_concepts.index(self.lexicon.mapping[item.bias]) for item in batch])
-            result = generator.generate(pixels, counter)
-            p_bias_cf = self._bias_probs(generator, result.pixels)
-            success = p_bias_cf.argmax(dim=-1) == counter
-            attacked, succeeded = attacked + len(batch), succeeded + int(success.sum())
-            already += int((p_bias_f.argmax(dim=-1) == counter).sum())
-            keep = success if self.require_attack_success else torch.ones_like(success)
-            for b in (~keep).nonzero().flatten().tolist():
-                output.skipped.append({
-                    "item": batch[b].id,
-                    "kind": "attack_failed",
-                    "reason": f"attack failed: P({self.bias_concepts[counter[b]]} | V_cf) = {p_bias_cf[b, counter[b]]:.3f}, "
-                    f"{self.bias_concepts[int(p_bias_cf[b].argmax())]!r} is still the most likely bias concept",
-                })
-            rows = keep.nonzero().flatten()
-            if len(rows):
-                measured = _Measured(
-                    [batch[i] for i in rows.tolist()], pixels[rows], result.pixels[rows], result.cache_hit[rows],
-                    p_bias_f[rows, factual[rows]], p_bias_cf[rows, factual[rows]],
-                )
-                self._measure_batch(
-                    adapter, measured, words, columns, {"B@L_log": text_only, **baselines}, scores, uncertainty, output
-                )
-        self._summarise(scores, uncertainty, measures, output, attacked, succeeded, already)
-        return output
+    def stimuli(self) -> list[CounterBiasItem]:
+        return self.items
 
-    def _usable(self, item: CounterBiasItem, problems: dict[str, str], output: SuiteOutput) -> bool:
-        """Whether ``item`` can be measured; if not, it is recorded as skipped with the reason."""
-        # the words its P(B | V) needs: its concept and the counterpart, or every concept for the model's reading
-        bias_words = self.bias_concepts if item.bias is None else [item.bias, self.lexicon.mapping.get(item.bias)]
-        unusable = [word for word in bias_words if word in problems]
+    def start(self, adapter: ModelAdapter, seed: int) -> CounterBiasMeasurement:
+        pixel_transform(adapter)  # refuse region-feature models before any compute
+        return CounterBiasMeasurement(self, adapter, seed)
+
+    def _annotation_skip(self, item: CounterBiasItem) -> dict[str, str] | None:
+        """The skip entry of an item whose annotation this suite cannot measure (whatever the model), else None."""
         if item.bias is None and self.unannotated == "skip":
             kind, reason = "no_gender", "no gender annotation (unannotated='model_reading' would take the model's reading)"
         elif item.bias is not None and item.bias not in self.bias_concepts:
             kind, reason = "unknown_bias_concept", f"bias concept {item.bias!r} is not one of {', '.join(self.bias_concepts)}"
-        elif unusable:
+        else:
+            return None
+        return {"item": item.id, "kind": kind, "reason": reason}
+
+    def _vocabulary_skip(self, item: CounterBiasItem, problems: dict[str, str]) -> dict[str, str] | None:
+        """The skip entry of an item one of whose words the model cannot score (``problems``: word -> why), else None."""
+        # the words its P(B | V) needs: its concept and the counterpart, or every concept for the model's reading
+        bias_words = self.bias_concepts if item.bias is None else [item.bias, self.lexicon.mapping.get(item.bias)]
+        unusable = [word for word in bias_words if word in problems]
+        if unusable:
             kind, reason = "bias_word_unusable", f"bias word {unusable[0]!r} is not usable: {problems[unusable[0]]}"
         elif item.target in problems:
             kind, reason = "target_word_unusable", f"target word {item.target!r} is not usable: {problems[item.target]}"
         else:
-            return True
-        output.skipped.append({"item": item.id, "kind": kind, "reason": reason})
-        return False
+            return None
+        return {"item": item.id, "kind": kind, "reason": reason}
 
     def _baseline(self, adapter: ModelAdapter) -> tuple[str, ModelAdapter]:
         from vlbias.models import load
@@ -435,114 +408,256 @@ class CounterBiasSuite(Suite):
         name = options.pop("model")
         return name, load(name, device=adapter.device, **options)
 
-    def _load(self, adapter: ModelAdapter, batch: list[CounterBiasItem], output: SuiteOutput) -> tuple[list[CounterBiasItem], Tensor]:
-        """The batch's images as ``[0, 1]`` pixels the way ``adapter`` sees them; unreadable ones skipped."""
-        loaded, images = [], []
-        for item in batch:
+
+class CounterBiasMeasurement(Measurement):
+    """One CounterBias run of ``adapter`` (see :class:`CounterBiasSuite`).
+
+    Built once per run on every rank, from everything every rank shares: the items no model can measure here
+    (their annotation, or a word outside ``adapter``'s vocabulary; the same list on every rank), the text-only
+    log-probabilities of Eq. 12 (the model's own and the baseline's), the attack generator, and the metrics:
+    :class:`~vlbias.metrics.counterbias.CounterBiasScore` per (group, measure, template) and
+    :class:`~vlbias.metrics.counterbias.CounterBiasUncertainty` per (group, measure) of the measures that read
+    an image. Counts (summed over ranks): ``attacked``, ``succeeded``, ``counterfactual_before_attack``,
+    ``n_items``. Ranks may share ``cache_dir``: a cached image's file is named by its own key (model, pixels,
+    attack, target concept) and written atomically, so two ranks writing at once never leave a partial file.
+    """
+
+    def __init__(self, suite: CounterBiasSuite, adapter: ModelAdapter, seed: int) -> None:
+        super().__init__()
+        self.suite, self.adapter = suite, adapter
+        targets = sorted({t for ts in suite.groups.values() for t in ts})
+        problems = suite._vocabulary_problems(adapter.tokenizer, sorted(set(targets) | set(suite.bias_concepts)))
+        self.excluded = {  # stimulus index -> skip entry, in stimulus order
+            index: entry
+            for index, item in enumerate(suite.items)
+            if (entry := suite.annotation_skips.get(index) or suite._vocabulary_skip(item, problems))
+        }
+        # Target words the model can score; P(T) is normalised over each group's columns.
+        self.words = [t for ts in suite.groups.values() for t in ts if t not in problems]
+        columns = [[self.words.index(t) for t in ts if t not in problems] for ts in suite.groups.values()]
+        self.columns = [c for c in columns if c]
+        self.text_only = self._text_only_tables() if len(self.excluded) < len(suite.items) else {}
+        self.measures = list(MEASURES) + [measure for measure in self.text_only if measure not in MEASURES]
+        self.scores = {
+            (group, measure, template): CounterBiasScore(
+                len(targets), percent=not measure.startswith("B@L_log"), sync_on_compute=False
+            )
+            for group, targets in suite.groups.items()
+            for measure in self.measures
+            for template in suite.templates
+        }
+        self.uncertainty = {  # the text-only measures read no image: nothing to resample (module docstring)
+            (group, measure): CounterBiasUncertainty(
+                len(targets), len(suite.templates), n_bootstrap=suite.n_bootstrap, n_permutations=suite.n_permutations,
+                confidence=suite.confidence, seed=seed, sync_on_compute=False,
+            )
+            for group, targets in suite.groups.items()
+            for measure in self.measures
+            if not measure.startswith("B@L_log")
+        }
+        self.generator = CounterfactualImages(
+            adapter, suite.bias_concepts, AttackConfig(**suite.attack_options, seed=seed), suite.cache_dir,
+            strategy=suite.strategy,
+        )
+
+    def _text_only_tables(self) -> dict[str, dict[tuple[str, str], Tensor]]:
+        """Eq. 12's log P(T | L) tables of the model (``B@L_log``) and of the language baseline, if any."""
+        tables = {"B@L_log": self.suite._text_only_log_probs(self.adapter, self.words, self.columns)}
+        if self.suite.language_baseline:
+            name, baseline = self.suite._baseline(self.adapter)
+            tables[f"B@L_log/{name}"] = self.suite._text_only_log_probs(baseline, self.words, self.columns)
+        return tables
+
+    def metrics(self) -> list[CounterBiasScore | CounterBiasUncertainty]:
+        return [*self.scores.values(), *self.uncertainty.values()]
+
+    # -- probe: the model's outputs ----------------------------------------------------------
+    def probe(self, batch: Batch) -> _Probed:
+        """Load the batch's measurable images, read P(B | V_f), attack toward B', read P(B | V_cf), and for the
+        items kept P(T | V, L) of the four (V, L) combinations."""
+        suite = self.suite
+        unreadable, indices, items, pixels = self._load(batch)
+        if not items:
+            return _Probed(unreadable)
+        p_bias_f = suite._bias_probs(self.generator, pixels)
+        read = [suite.bias_concepts[int(row.argmax())] for row in p_bias_f]  # the concept the model reads
+        items = [  # unannotated images kept by `unannotated="model_reading"` take the model's reading
+            item if item.bias is not None else replace(item, bias=read[b], bias_annotated=False)
+            for b, item in enumerate(items)
+        ]
+        counter = torch.tensor([suite.bias_concepts.index(suite.lexicon.mapping[item.bias]) for item in items])
+        result = self.generator.generate(pixels, counter)
+        p_bias_cf = suite._bias_probs(self.generator, result.pixels)
+        keep = p_bias_cf.argmax(dim=-1) == counter if suite.require_attack_success else torch.ones(len(items), dtype=torch.bool)
+        attacked = _Attacked(indices, items, counter, p_bias_f, p_bias_cf, keep)
+        rows = keep.nonzero().flatten()
+        if not len(rows):
+            return _Probed(unreadable, attacked)
+        kept = [items[r] for r in rows.tolist()]
+        factual = torch.tensor([suite.bias_concepts.index(item.bias) for item in kept])
+        measured = _Measured(
+            [indices[r] for r in rows.tolist()], kept, p_bias_f[rows, factual], p_bias_cf[rows, factual],
+            result.cache_hit[rows], (result.pixels[rows] - pixels[rows]).abs().flatten(1).amax(dim=1),
+            self._target_probs(kept, pixels[rows], result.pixels[rows]),
+        )
+        return _Probed(unreadable, attacked, measured)
+
+    def _load(self, batch: Batch) -> tuple[list[tuple[int, dict]], list[int], list[CounterBiasItem], Tensor]:
+        """Skip entries of the batch's unreadable images, and the stimulus indices, items and ``[0, 1]`` pixels
+        (as ``adapter`` sees them) of the others; items excluded for the whole run are left out."""
+        unreadable, indices, items, images = [], [], [], []
+        for index, item in zip(batch.indices, batch.items):
+            if index in self.excluded:
+                continue
             try:
                 picture = item.image if isinstance(item.image, Tensor) else load_image(item.image)
             except InputError as err:
-                output.skipped.append({"item": item.id, "kind": "image", "reason": f"image: {err}"})
+                unreadable.append((index, {"item": item.id, "kind": "image", "reason": f"image: {err}"}))
                 continue
-            loaded.append(item)
+            indices.append(index)
+            items.append(item)
             images.append(picture)
-        if not loaded:
-            return [], torch.empty(0)
+        if not items:
+            return unreadable, [], [], torch.empty(0)
         if all(isinstance(image, Tensor) for image in images):
             images = torch.stack(images)
-        return loaded, unit_pixels(adapter, images).cpu()
+        return unreadable, indices, items, unit_pixels(self.adapter, images).cpu()
 
-    def _measure_batch(
-        self, adapter, measured: _Measured, words, columns, text_only, scores, uncertainty, output: SuiteOutput
-    ) -> None:
-        """P(T | V, L) of the four (V, L) combinations for every template, then Eq. 6, 9, 11, 13."""
-        batch, n, mask = measured.items, len(measured.items), adapter.tokenizer.mask_token
-        target = torch.tensor([words.index(item.target) for item in batch])
-        direction = torch.tensor([1 if item.bias in self.b0 else -1 for item in batch])
-        counterpart = [self.lexicon.mapping[item.bias] for item in batch]
+    def _target_probs(self, items: list[CounterBiasItem], pixels: Tensor, cf_pixels: Tensor) -> Tensor:
+        """P(T | V, L) ``(K, 4, n)`` of each item's target for every template and the four (V, L) combinations
+        (V_f, L_f), (V_cf, L_cf), (V_cf, L_f), (V_f, L_cf)."""
+        suite, adapter = self.suite, self.adapter
+        n, mask = len(items), adapter.tokenizer.mask_token
         # Rows: per template, (V_f, L_f), (V_cf, L_cf), (V_cf, L_f), (V_f, L_cf), n each; images V_f then V_cf.
         pick, texts = [], []
-        for name in self.templates:
-            factual = [fill_template(CAPTION_TEMPLATES[name], mask, gender=item.bias) for item in batch]
-            swapped = [self.lexicon.swap(text) for text in factual]
+        for name in suite.templates:
+            factual = [fill_template(CAPTION_TEMPLATES[name], mask, gender=item.bias) for item in items]
+            swapped = [suite.lexicon.swap(text) for text in factual]
             for offset, captions in ((0, factual), (n, swapped), (n, factual), (0, swapped)):
                 pick.extend(range(offset, offset + n))
                 texts.extend(captions)
         with measuring(adapter.device):
-            pixel_values = normalise(adapter, torch.cat([measured.pixels, measured.cf_pixels]).to(adapter.device))
-            log_probs = self._target_log_probs(adapter, pixel_values, torch.tensor(pick, device=adapter.device), texts, words, columns)
-        at_target = log_probs[torch.arange(len(texts)), target.repeat(4 * len(self.templates))].exp()
-        at_target = at_target.view(len(self.templates), 4, n)
-        items = torch.arange(n)
-        local = {group: torch.tensor([item.group == group for item in batch]) for group in self.groups}
-        local_target = torch.tensor([self.groups[item.group].index(item.target) for item in batch])
+            pixel_values = normalise(adapter, torch.cat([pixels, cf_pixels]).to(adapter.device))
+            rows = torch.tensor(pick, device=adapter.device)
+            log_probs = suite._target_log_probs(adapter, pixel_values, rows, texts, self.words, self.columns)
+        target = torch.tensor([self.words.index(item.target) for item in items])
+        at_target = log_probs[torch.arange(len(texts)), target.repeat(4 * len(suite.templates))].exp()
+        return at_target.view(len(suite.templates), 4, n)
+
+    # -- update: metric inputs, skips, counts, item rows ------------------------------------
+    def update(self, batch: Batch, outputs: _Probed) -> None:
+        for index, entry in outputs.unreadable:
+            self.note_skip(index, entry)
+        if outputs.attacked is not None:
+            self._note_attacks(outputs.attacked)
+        if outputs.measured is not None:
+            self._score(outputs.measured)
+
+    def _note_attacks(self, attacked: _Attacked) -> None:
+        """Count the attacks, their successes (B' is the most likely concept in V_cf) and the images already read
+        as B'; skip the items not kept, with the reason."""
+        concepts, counter, p_bias_cf = self.suite.bias_concepts, attacked.counter, attacked.p_bias_cf
+        self.count("attacked", len(attacked.items))
+        self.count("succeeded", int((p_bias_cf.argmax(dim=-1) == counter).sum()))
+        self.count("counterfactual_before_attack", int((attacked.p_bias_f.argmax(dim=-1) == counter).sum()))
+        for b in (~attacked.keep).nonzero().flatten().tolist():
+            self.note_skip(attacked.indices[b], {
+                "item": attacked.items[b].id,
+                "kind": "attack_failed",
+                "reason": f"attack failed: P({concepts[counter[b]]} | V_cf) = {p_bias_cf[b, counter[b]]:.3f}, "
+                f"{concepts[int(p_bias_cf[b].argmax())]!r} is still the most likely bias concept",
+            })
+
+    def _score(self, measured: _Measured) -> None:
+        """Eq. 6, 9, 11 and 13 per item and template into the metrics, and the item rows."""
+        suite, items, n = self.suite, measured.items, len(measured.items)
+        target = torch.tensor([self.words.index(item.target) for item in items])
+        direction = torch.tensor([1 if item.bias in suite.b0 else -1 for item in items])
+        counterpart = [suite.lexicon.mapping[item.bias] for item in items]
+        local = {group: torch.tensor([item.group == group for item in items]) for group in suite.groups}
+        local_target = torch.tensor([suite.groups[item.group].index(item.target) for item in items])
         per_item = {
             "p_bias_vf": measured.p_bias_f.tolist(),
             "p_bias_vcf": measured.p_bias_cf.tolist(),
             "cache_hit": measured.cache_hit.tolist(),
-            "linf_delta": (measured.cf_pixels - measured.pixels).abs().flatten(1).amax(dim=1).tolist(),
+            "linf_delta": measured.linf_delta.tolist(),
         }
+        rows: list[list[dict]] = [[] for _ in items]
         by_template: dict[str, list[Tensor]] = {}
-        for t, name in enumerate(self.templates):
-            p_f, p_vl, p_v, p_l = at_target[t]
+        for t, name in enumerate(suite.templates):
+            p_f, p_vl, p_v, p_l = measured.p_target[t]
             values = {
-                "B@V-L": multimodal_bias(p_f, p_vl, measured.p_bias_f, measured.p_bias_cf, self.min_bias_change),
-                "B@V": visual_bias(p_f, p_v, measured.p_bias_f, measured.p_bias_cf, self.min_bias_change),
+                "B@V-L": multimodal_bias(p_f, p_vl, measured.p_bias_f, measured.p_bias_cf, suite.min_bias_change),
+                "B@V": visual_bias(p_f, p_v, measured.p_bias_f, measured.p_bias_cf, suite.min_bias_change),
                 "B@L": language_bias(p_f, p_l),
             }
-            for measure, table in text_only.items():  # Eq. 13, the model's own and the baselines'
-                log_f = torch.stack([table[(name, item.bias)] for item in batch])[items, target]
-                log_cf = torch.stack([table[(name, b)] for b in counterpart])[items, target]
+            for measure, table in self.text_only.items():  # Eq. 13, the model's own and the baselines'
+                log_f = torch.stack([table[(name, item.bias)] for item in items])[torch.arange(n), target]
+                log_cf = torch.stack([table[(name, b)] for b in counterpart])[torch.arange(n), target]
                 values[measure] = log_language_bias(log_f, log_cf)
             for measure, bias in values.items():
                 by_template.setdefault(measure, []).append(bias)
-            for group, in_group in local.items():
-                if in_group.any():
-                    for measure, bias in values.items():
-                        scores[(group, measure, name)].update(bias[in_group], local_target[in_group], direction[in_group])
+                for group, in_group in local.items():
+                    if in_group.any():
+                        self.scores[(group, measure, name)].update(bias[in_group], local_target[in_group], direction[in_group])
             fields = {
                 "p_target_f": p_f.tolist(), "p_target_vcf_lcf": p_vl.tolist(), "p_target_vcf_lf": p_v.tolist(),
                 "p_target_vf_lcf": p_l.tolist(), **per_item,
                 **{f"bias_{measure}": bias.tolist() for measure, bias in values.items()},
             }
-            for b, item in enumerate(batch):
-                output.items.append({
+            for b, item in enumerate(items):
+                rows[b].append({
                     "item": item.id, "group": item.group, "target": item.target, "bias": item.bias,
                     "bias_annotated": item.bias_annotated, "counterfactual_bias": counterpart[b], "template": name,
                     **{field: per_row[b] for field, per_row in fields.items()},
                 })
+        for index, item_rows in zip(measured.indices, rows):
+            for row in item_rows:
+                self.note_row(index, row)
         for measure, biases in by_template.items():  # (n, K): an item's templates share its image
             bias = torch.stack(biases, dim=1)
             for group, in_group in local.items():
-                if in_group.any() and (group, measure) in uncertainty:
-                    uncertainty[(group, measure)].update(bias[in_group], local_target[in_group], direction[in_group])
-        output.n_items += n
+                if in_group.any() and (group, measure) in self.uncertainty:
+                    self.uncertainty[(group, measure)].update(bias[in_group], local_target[in_group], direction[in_group])
+        self.count("n_items", n)
 
-    def _summarise(self, scores, uncertainty, measures, output: SuiteOutput, attacked: int, succeeded: int, already: int) -> None:
-        for group, targets in self.groups.items():
-            for measure in measures:
-                if (group, measure) in uncertainty:
-                    self._summarise_uncertainty(group, targets, measure, _computed(uncertainty[(group, measure)]), output)
-                results = [_computed(scores[(group, measure, name)]) for name in self.templates]
-                for name, result in zip(self.templates, results):
-                    output.metrics[f"{group}/{measure}/{name}"] = float(result["mean_absolute"])
-                output.metrics[f"{group}/{measure}/avg"] = float(torch.stack([r["mean_absolute"] for r in results]).nanmean())
-                # torchmetrics returns one-element outputs as 0-d tensors: a group with one target
-                per_target = torch.stack([r["per_target"].reshape(-1) for r in results]).nanmean(dim=0)
-                for target, value in zip(targets, per_target.tolist()):
-                    output.metrics[f"{group}/{target}/{measure}"] = value
-                output.metrics[f"n_excluded/{measure}"] = output.metrics.get(f"n_excluded/{measure}", 0.0) + float(sum(r["n_excluded"] for r in results))
+    # -- compute: the synced metrics and gathered notes ---------------------------------------
+    def compute(self, gathered: Gathered) -> SuiteOutput:
+        skipped = [*self.excluded.values(), *gathered.skipped]
+        output = SuiteOutput(metrics={}, items=gathered.rows, skipped=skipped, n_items=int(gathered.counts.get("n_items", 0)))
+        for group, targets in self.suite.groups.items():
+            for measure in self.measures:
+                if (group, measure) in self.uncertainty:
+                    self._summarise_uncertainty(group, targets, measure, _computed(self.uncertainty[(group, measure)]), output)
+                self._summarise(group, targets, measure, output)
+        attacked, succeeded = (gathered.counts.get(name, 0) for name in ("attacked", "succeeded"))
         output.metrics["attack_success_rate"] = succeeded / attacked if attacked else float("nan")
         output.metrics["n_attack_failed"] = float(attacked - succeeded)
-        output.metrics["n_counterfactual_before_attack"] = float(already)
-        output.metrics["n_skipped"] = float(len(output.skipped))
+        output.metrics["n_counterfactual_before_attack"] = float(gathered.counts.get("counterfactual_before_attack", 0))
+        output.metrics["n_skipped"] = float(len(skipped))
         for kind in SKIP_KINDS:
-            output.metrics[f"n_skipped/{kind}"] = float(sum(entry["kind"] == kind for entry in output.skipped))
+            output.metrics[f"n_skipped/{kind}"] = float(sum(entry["kind"] == kind for entry in skipped))
+        return output
+
+    def _summarise(self, group: str, targets: list[str], measure: str, output: SuiteOutput) -> None:
+        """Table 2 per template and averaged, bias(T) per target averaged over templates, and the exclusions."""
+        templates = self.suite.templates
+        results = [_computed(self.scores[(group, measure, name)]) for name in templates]
+        for name, result in zip(templates, results):
+            output.metrics[f"{group}/{measure}/{name}"] = float(result["mean_absolute"])
+        output.metrics[f"{group}/{measure}/avg"] = float(torch.stack([r["mean_absolute"] for r in results]).nanmean())
+        # torchmetrics returns one-element outputs as 0-d tensors: a group with one target
+        per_target = torch.stack([r["per_target"].reshape(-1) for r in results]).nanmean(dim=0)
+        for target, value in zip(targets, per_target.tolist()):
+            output.metrics[f"{group}/{target}/{measure}"] = value
+        excluded = float(sum(r["n_excluded"] for r in results))
+        output.metrics[f"n_excluded/{measure}"] = output.metrics.get(f"n_excluded/{measure}", 0.0) + excluded
 
     def _summarise_uncertainty(self, group: str, targets: list[str], measure: str, result: dict[str, Tensor], output: SuiteOutput) -> None:
         """Intervals of Table 2 and of bias(T), and bias(T)'s p-values, raw and adjusted over the group's targets."""
-        mean_absolute = result["mean_absolute"].reshape(len(self.templates), 2)  # torchmetrics squeezes 1-element outputs
-        for name, interval in zip(self.templates, mean_absolute.tolist()):
+        templates = self.suite.templates
+        mean_absolute = result["mean_absolute"].reshape(len(templates), 2)  # torchmetrics squeezes 1-element outputs
+        for name, interval in zip(templates, mean_absolute.tolist()):
             output.intervals[f"{group}/{measure}/{name}"] = interval
         output.intervals[f"{group}/{measure}/avg"] = result["mean_absolute_avg"].tolist()
         per_target, p_values = result["per_target"].reshape(len(targets), 2), result["p_value"].reshape(-1)

@@ -4,7 +4,8 @@ For every entity ``E`` of a spec (default: the paper's case study, Table 2) the 
 ``log P([MASK] = E | caption, image)`` with :func:`vlbias.models.masked_words.word_log_probs`
 (full-vocabulary softmax at the mask, as a masked LM's head gives it; an entity of several word
 pieces scores the mean of its pieces' log-probabilities, all pieces masked at once) and reports,
-with the formulas of :mod:`vlbias.metrics.functional.entity_association`:
+from the metrics of :mod:`vlbias.metrics.entity_association` (one per score and group, and
+:class:`~vlbias.metrics.entity_association.BiasScore` for each ``B``):
 
 * ``S_PT/<E>/<group>``, ``B_PT/<E>``: pre-training shift, ``ln P_VL(E|g) - ln P_L(E|g)`` (Table 1,
   row 1), the VL model given the caption and its own "no image" input (``adapter.no_image``; the
@@ -29,11 +30,18 @@ skipped with a reason and the scores that would need them are left out, never fi
 The per-item table has one row per (entity, input): ``source`` is ``image`` (with ``image`` and
 ``image_group``), ``vl_no_image`` or ``text_model``, and ``log_p_<agent key>`` holds the entity's
 score with each agent (the spec's group names and ``neutral``) in the caption.
+
+The stimuli are one :class:`TextUnit` per entity (its captions without an image, in the measured
+and the text model) and one :class:`ImageUnit` per image of ``I_E``, so a run shards over
+processes by entity and image; each image unit also reads the no-image *person* caption that
+normalises ``S_V``, so it needs no other unit.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -48,19 +56,22 @@ from vlbias.data.entity_association import (
     read_spec,
 )
 from vlbias.errors import ConfigError, InputError
-from vlbias.metrics.functional.entity_association import (
-    bias_score,
-    language_association,
-    language_bias_interval,
-    pretraining_association,
-    visual_association,
-    visual_bias_interval,
+from vlbias.metrics.entity_association import (
+    BiasScore,
+    LanguageAssociation,
+    LanguageBiasInterval,
+    PretrainingAssociation,
+    VisualAssociation,
+    VisualBiasInterval,
 )
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.models.masked_words import STRATEGIES, word_log_probs, word_pieces
 from vlbias.models.registry import adapter_class, load
-from vlbias.suites.base import Suite, SuiteOutput
+from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+
+if TYPE_CHECKING:
+    from torchmetrics import Metric
 
 BIASWORLD_SPEC = {  # the paper's design on BiasWorld: activities as entities, test-split images
     "groups": {"woman": "woman", "man": "man"},
@@ -81,7 +92,7 @@ class EntityAssociationSuite(Suite):
             model's tokenizer, so both score the same word pieces. ``text_checkpoint`` is unused.
         text_options: the text model's own loading options (see :func:`vlbias.models.load`).
         strategy: multi-piece entity strategy of :mod:`vlbias.models.masked_words`.
-        batch_size: images per forward pass.
+        batch_size: units (so at most that many images) per forward pass.
         n_bootstrap: bootstrap resamples for the intervals of ``B_L`` and ``B_V``.
         confidence: interval coverage.
         data_config: where the stimuli came from (recorded in results).
@@ -171,23 +182,31 @@ class EntityAssociationSuite(Suite):
         }
 
     # -- measurement -----------------------------------------------------------------
+    def stimuli(self) -> list[TextUnit | ImageUnit]:
+        """Per template and entity, in spec order: the entity's :class:`TextUnit`, then an :class:`ImageUnit`
+        per image of ``I_E`` (in folder order)."""
+        units: list[TextUnit | ImageUnit] = []
+        for template in self.spec.templates:
+            for entity in template.entities:
+                units.append(TextUnit(template, entity))
+                if self.images is not None:
+                    units.extend(ImageUnit(template, entity, group, label, image) for group, label, image in self.images.of(entity))
+        return units
+
+    def start(self, adapter: ModelAdapter, seed: int) -> EntityAssociationMeasurement:
+        """Load the text model, refuse the entities that either model cannot score, and build the metrics."""
+        text_adapter = self._text_adapter(adapter)
+        return EntityAssociationMeasurement(self, adapter, text_adapter, self._refused((adapter, text_adapter)), seed)
+
     def _text_adapter(self, adapter: ModelAdapter) -> ModelAdapter:
         options = dict(self.text_options)
         if self.text_tiny:
             options.setdefault("tokenizer", adapter.tokenizer)
         return load(self.text_model, checkpoint=self.text_checkpoint, tiny=self.text_tiny, device=adapter.device, options=options)
 
-    def _scores(self, adapter: ModelAdapter, pixel_values, template: Template, entities: list[str]) -> dict[str, Tensor]:
-        """``{agent key: (B, len(entities))}`` log-scores with each agent in the caption."""
-        mask = adapter.tokenizer.mask_token
-        return {
-            key: word_log_probs(adapter, pixel_values, template.caption(agent, mask), entities, self.strategy).float().cpu()
-            for key, agent in self.spec.agents().items()
-        }
-
-    def _scorable(self, models: tuple[ModelAdapter, ...], skipped: list[dict[str, str]]) -> set[str]:
-        """The entities both models can score; the others go to ``skipped``. An agent word that a
-        model does not know is refused outright: the caption would condition on ``[UNK]``."""
+    def _refused(self, models: tuple[ModelAdapter, ...]) -> list[dict[str, str]]:
+        """Skip entries of the entities that a model cannot score. An agent word that a model does not know is
+        refused outright (the caption would condition on ``[UNK]``), as is a spec with no scorable entity."""
         for model in models:
             unknown = [a for a in self.spec.agents().values() if model.tokenizer.unk_token in model.tokenizer.tokenize(a)]
             if unknown:
@@ -201,100 +220,199 @@ class EntityAssociationSuite(Suite):
                 refused.append({"item": entity, "reason": f"model {model.name!r}: {err}"})
         if len(refused) == len(self.spec.entities):
             raise InputError(f"Spec {self.spec.source!r}: no entity can be scored: {'; '.join(e['reason'] for e in refused)}")
-        skipped.extend(refused)
-        return set(self.spec.entities) - {entry["item"] for entry in refused}
+        return refused
 
-    def run(self, adapter: ModelAdapter, seed: int = 0) -> SuiteOutput:
-        text_adapter = self._text_adapter(adapter)
-        groups, output = list(self.spec.groups), SuiteOutput(metrics={})
-        if self.images is not None:
-            output.skipped.extend(self.images.skipped)
-        scorable = self._scorable((adapter, text_adapter), output.skipped)
-        n_images = 0
-        for template in self.spec.templates:
-            entities = [entity for entity in template.entities if entity in scorable]
-            if not entities:
-                continue
-            with measuring(adapter.device):
-                vl = self._scores(adapter, adapter.no_image(1), template, entities)  # (1, n_E) per agent
-            with measuring(text_adapter.device):
-                lm = self._scores(text_adapter, text_adapter.no_image(1), template, entities)
-            for column, entity in enumerate(entities):
-                vl_e = {key: v[0, column] for key, v in vl.items()}
-                lm_e = {key: v[0, column] for key, v in lm.items()}
-                for source, scores in (("vl_no_image", vl_e), ("text_model", lm_e)):
-                    output.items.append(self._row(template, entity, source, None, None, scores))
-                self._text_metrics(output.metrics, entity, groups, vl_e, lm_e)
-                if self.images is not None:
-                    n_images += self._image_metrics(output, adapter, template, entity, groups, vl_e["neutral"], seed)
-        output.metrics["n_images"] = float(n_images)
-        output.metrics["n_skipped"] = float(len(output.skipped))
-        output.n_items = len(output.items)
-        return output
 
-    @staticmethod
-    def _row(template: Template, entity: str, source: str, image: str | None, group: str | None, scores: dict[str, Tensor]) -> dict:
+@dataclass(frozen=True)
+class TextUnit:
+    """One entity's captions without an image: scored by the measured model (with its "no image" input) and by
+    the text model, with every agent; gives ``S_PT``, ``S_L_no_image`` and the text model's ``S_L``."""
+
+    template: Template
+    entity: str
+
+
+@dataclass(frozen=True)
+class ImageUnit:
+    """One entity's captions with one image of ``I_E`` (of ``group``), with every agent; gives ``S_L`` and
+    ``S_V``."""
+
+    template: Template
+    entity: str
+    group: str
+    label: str
+    image: object
+
+
+TEXT_SCORES = ("PT", "L_no_image", "L_text_model")  # S_<key>: every scorable entity has them
+UNREPORTED_SCORES = ("L_text_model",)  # only its bias B_L_text_model is reported (the paper's B_L^Bert)
+
+
+class EntityAssociationMeasurement(Measurement):
+    """The association metrics of one measured model: for each score ``S_<key>`` (``key`` in ``PT``,
+    ``L_no_image``, ``L_text_model`` and, with images, ``L`` and ``V``) one metric per group and a
+    :class:`~vlbias.metrics.entity_association.BiasScore` of the two; with images, the bootstrap intervals of
+    ``B_L`` and ``B_V``. Entities are indexed in spec order; refused entities are never probed."""
+
+    def __init__(
+        self, suite: EntityAssociationSuite, adapter: ModelAdapter, text_adapter: ModelAdapter, refused: list[dict[str, str]], seed: int
+    ) -> None:
+        super().__init__()
+        self.suite, self.adapter, self.text_adapter, self.refused = suite, adapter, text_adapter, refused
+        self.groups = list(suite.spec.groups)
+        self.entity_index = {entity: index for index, entity in enumerate(suite.spec.entities)}
+        self.scorable = set(self.entity_index) - {entry["item"] for entry in refused}
+        n_entities, options = len(self.entity_index), {"sync_on_compute": False}
+
+        def per_group(metric: type) -> dict[str, Metric]:
+            return {group: metric(n_entities, **options) for group in self.groups}
+
+        self.scores = {"PT": per_group(PretrainingAssociation), "L_no_image": per_group(LanguageAssociation), "L_text_model": per_group(LanguageAssociation)}
+        self.intervals: dict[str, Metric] = {}
+        if suite.images is not None:
+            self.scores.update(L=per_group(LanguageAssociation), V=per_group(VisualAssociation))
+            bootstrap = {"n_bootstrap": suite.n_bootstrap, "confidence": suite.confidence, "seed": seed, **options}
+            self.intervals = {"L": LanguageBiasInterval(n_entities, **bootstrap), "V": VisualBiasInterval(n_entities, **bootstrap)}
+        self.biases = {key: BiasScore(*pair.values()) for key, pair in self.scores.items()}  # Eq. 5
+
+    def metrics(self) -> list[Metric]:
+        return [metric for pair in self.scores.values() for metric in pair.values()] + list(self.intervals.values())
+
+    # -- probe -------------------------------------------------------------------------
+    def probe(self, batch: Batch) -> list[dict | None]:
+        """Per unit: ``{source: {agent key: log-score}}`` (sources ``vl_no_image`` and ``text_model`` of a text
+        unit; ``image`` of an image unit, with ``no_image_neutral``, the *person* caption's no-image score that
+        normalises ``S_V``); ``None`` for a refused entity. Units of one template are scored together."""
+        outputs: list[dict | None] = [None] * len(batch)
+        for kind, probe in ((TextUnit, self._probe_texts), (ImageUnit, self._probe_images)):
+            for template, positions in self._by_template(batch, kind).items():
+                for position, output in zip(positions, probe(template, [batch.items[p] for p in positions])):
+                    outputs[position] = output
+        return outputs
+
+    def _by_template(self, batch: Batch, kind: type) -> dict[Template, list[int]]:
+        """Positions in ``batch`` of the scorable units of ``kind``, per template."""
+        positions: dict[Template, list[int]] = {}
+        for position, unit in enumerate(batch.items):
+            if isinstance(unit, kind) and unit.entity in self.scorable:
+                positions.setdefault(unit.template, []).append(position)
+        return positions
+
+    def _scores(self, adapter: ModelAdapter, pixel_values, template: Template, entities: list[str]) -> dict[str, Tensor]:
+        """``{agent key: (B, len(entities))}`` log-scores with each agent in the caption."""
+        mask = adapter.tokenizer.mask_token
         return {
-            "template": template.name,
-            "entity": entity,
-            "source": source,
-            "image": image,
-            "image_group": group,
-            **{f"log_p_{key}": float(value) for key, value in scores.items()},
+            key: word_log_probs(adapter, pixel_values, template.caption(agent, mask), entities, self.suite.strategy).float().cpu()
+            for key, agent in self.suite.spec.agents().items()
         }
 
-    @staticmethod
-    def _text_metrics(metrics: dict[str, float], entity: str, groups: list[str], vl: dict[str, Tensor], lm: dict[str, Tensor]) -> None:
-        first, second = groups
-        s_pt = {g: pretraining_association(vl[g], lm[g]) for g in groups}  # Table 1, row 1
-        s_l = {g: language_association(vl[g][None], vl["neutral"][None]) for g in groups}  # Eq. 6: Eq. 3 with no image
-        s_l_text = {g: language_association(lm[g][None], lm["neutral"][None]) for g in groups}  # B_L^Bert, Sec. 5
-        for g in groups:
-            metrics[f"S_PT/{entity}/{g}"] = float(s_pt[g])
-            metrics[f"S_L_no_image/{entity}/{g}"] = float(s_l[g])
-        metrics[f"B_PT/{entity}"] = float(bias_score(s_pt[first], s_pt[second]))  # Eq. 5
-        metrics[f"B_L_no_image/{entity}"] = float(bias_score(s_l[first], s_l[second]))  # Eq. 7
-        metrics[f"B_L_text_model/{entity}"] = float(bias_score(s_l_text[first], s_l_text[second]))
+    def _probe_texts(self, template: Template, units: list[TextUnit]) -> list[dict]:
+        entities = [unit.entity for unit in units]
+        with measuring(self.adapter.device):
+            vl = self._scores(self.adapter, self.adapter.no_image(1), template, entities)  # (1, n_E) per agent
+        with measuring(self.text_adapter.device):
+            lm = self._scores(self.text_adapter, self.text_adapter.no_image(1), template, entities)
+        return [
+            {"vl_no_image": {key: v[0, column] for key, v in vl.items()}, "text_model": {key: v[0, column] for key, v in lm.items()}}
+            for column in range(len(units))
+        ]
 
-    def _image_metrics(
-        self,
-        output: SuiteOutput,
-        adapter: ModelAdapter,
-        template: Template,
-        entity: str,
-        groups: list[str],
-        no_image_neutral: Tensor,
-        seed: int,
-    ) -> int:
-        """Score every image of ``I_E``; add S_L, S_V and B for ``entity``; return the image count."""
-        members = self.images.of(entity)
-        if not members:
-            return 0
-        chunks: list[dict[str, Tensor]] = []
-        with measuring(adapter.device):
-            for start in range(0, len(members), self.batch_size):
-                batch = [image for _, _, image in members[start : start + self.batch_size]]
-                pixels = adapter.prepare_images(torch.stack(batch) if isinstance(batch[0], Tensor) else batch)
-                chunks.append(self._scores(adapter, pixels, template, [entity]))
-        scores = {key: torch.cat([chunk[key][:, 0] for chunk in chunks]) for key in self.spec.agents()}  # (N,)
-        image_groups = [g for g, _, _ in members]
-        for row, (group, label, _) in enumerate(members):
-            output.items.append(self._row(template, entity, "image", label, group, {k: v[row] for k, v in scores.items()}))
+    def _probe_images(self, template: Template, units: list[ImageUnit]) -> list[dict]:
+        entities = list(dict.fromkeys(unit.entity for unit in units))
+        images = [unit.image for unit in units]
+        neutral = template.caption(self.suite.spec.neutral, self.adapter.tokenizer.mask_token)
+        with measuring(self.adapter.device):
+            pixels = self.adapter.prepare_images(torch.stack(images) if isinstance(images[0], Tensor) else images)
+            scores = self._scores(self.adapter, pixels, template, entities)  # (n_units, n_E) per agent
+            no_image = word_log_probs(self.adapter, self.adapter.no_image(1), neutral, entities, self.suite.strategy).float().cpu()
+        columns = [entities.index(unit.entity) for unit in units]
+        return [
+            {"image": {key: v[row, column] for key, v in scores.items()}, "no_image_neutral": no_image[0, column]}
+            for row, column in enumerate(columns)
+        ]
 
-        s_l = {g: language_association(scores[g], scores["neutral"]) for g in groups}  # Eq. 3 over I_E
-        of_group = {g: scores["neutral"][torch.tensor([ig == g for ig in image_groups])] for g in groups}
-        s_v = {g: visual_association(of_group[g], no_image_neutral) for g in groups if len(of_group[g])}  # Eq. 4 over I_g
-        first, second = groups
-        for g in groups:
-            output.metrics[f"S_L/{entity}/{g}"] = float(s_l[g])
-        output.metrics[f"B_L/{entity}"] = float(bias_score(s_l[first], s_l[second]))
-        interval = language_bias_interval(scores[first], scores[second], self.n_bootstrap, self.confidence, seed)
-        output.intervals[f"B_L/{entity}"] = [float(v) for v in interval]
-        for g, value in s_v.items():
-            output.metrics[f"S_V/{entity}/{g}"] = float(value)
-        if len(s_v) == 2:
-            output.metrics[f"B_V/{entity}"] = float(bias_score(s_v[first], s_v[second]))
-            interval = visual_bias_interval(of_group[first], of_group[second], self.n_bootstrap, self.confidence, seed)
-            output.intervals[f"B_V/{entity}"] = [float(v) for v in interval]
-        return len(members)
+    # -- update ------------------------------------------------------------------------
+    def update(self, batch: Batch, outputs: list[dict | None]) -> None:
+        for index, unit, output in zip(batch.indices, batch.items, outputs):
+            if output is None:
+                continue
+            if isinstance(unit, TextUnit):
+                self._update_text(index, unit, output)
+            else:
+                self._update_image(index, unit, output)
 
+    def _update_text(self, index: int, unit: TextUnit, output: dict) -> None:
+        entity = torch.tensor([self.entity_index[unit.entity]])
+        vl, lm = output["vl_no_image"], output["text_model"]
+        for group in self.groups:
+            self.scores["PT"][group].update(entity, vl[group][None], lm[group][None])  # Table 1, row 1
+            self.scores["L_no_image"][group].update(entity, vl[group][None], vl["neutral"][None])  # Eq. 6
+            self.scores["L_text_model"][group].update(entity, lm[group][None], lm["neutral"][None])  # B_L^Bert, Sec. 5
+        for source, scores in output.items():
+            self.note_row(index, _row(unit.template, unit.entity, source, None, None, scores))
+
+    def _update_image(self, index: int, unit: ImageUnit, output: dict) -> None:
+        entity, order = torch.tensor([self.entity_index[unit.entity]]), torch.tensor([index])
+        scores, (first, second) = output["image"], self.groups
+        for group in self.groups:
+            self.scores["L"][group].update(entity, scores[group][None], scores["neutral"][None])  # Eq. 3 over I_E
+        self.scores["V"][unit.group].update(entity, scores["neutral"][None], output["no_image_neutral"][None])  # Eq. 4 over I_g
+        self.intervals["L"].update(order, entity, scores[first][None], scores[second][None])
+        self.intervals["V"].update(order, entity, torch.tensor([self.groups.index(unit.group)]), scores["neutral"][None])
+        self.count("n_images")
+        self.count(f"images/{unit.entity}/{unit.group}")
+        self.note_row(index, _row(unit.template, unit.entity, "image", unit.label, unit.group, scores))
+
+    # -- compute -----------------------------------------------------------------------
+    def compute(self, gathered: Gathered) -> SuiteOutput:
+        images = self.suite.images
+        output = SuiteOutput(
+            metrics={},
+            items=gathered.rows,
+            skipped=[*(images.skipped if images is not None else []), *self.refused, *gathered.skipped],
+            n_items=len(gathered.rows),
+        )
+        scores = {key: {group: _per_entity(metric) for group, metric in pair.items()} for key, pair in self.scores.items()}
+        biases = {key: _per_entity(metric) for key, metric in self.biases.items()}
+        intervals = {key: metric.compute().reshape(-1, 2).tolist() for key, metric in self.intervals.items()}
+        for entity in self.suite.spec.entities:
+            if entity not in self.scorable:
+                continue
+            index = self.entity_index[entity]
+            for key in self.scores:
+                measured = self._measured_groups(key, entity, gathered.counts)
+                if key not in UNREPORTED_SCORES:
+                    output.metrics.update({f"S_{key}/{entity}/{group}": scores[key][group][index] for group in measured})
+                if measured == self.groups:
+                    output.metrics[f"B_{key}/{entity}"] = biases[key][index]
+                    if key in intervals:
+                        output.intervals[f"B_{key}/{entity}"] = intervals[key][index]
+        output.metrics["n_images"] = float(gathered.counts.get("n_images", 0))
+        output.metrics["n_skipped"] = float(len(output.skipped))
+        return output
+
+    def _measured_groups(self, key: str, entity: str, counts: dict[str, float]) -> list[str]:
+        """The groups ``g`` whose ``S_<key>(E, g)`` had rows: all for the text-only scores; for ``S_L`` all when
+        ``E`` has an image (``I_E`` is shared by the groups); for ``S_V`` those with an image of ``E``."""
+        if key in TEXT_SCORES:
+            return self.groups
+        with_images = [group for group in self.groups if counts.get(f"images/{entity}/{group}", 0)]
+        if key == "L":
+            return self.groups if with_images else []
+        return with_images
+
+
+def _per_entity(metric: Metric) -> list[float]:
+    """A per-entity metric's ``compute`` as floats (torchmetrics squeezes a one-entity result to 0-d)."""
+    return metric.compute().reshape(-1).tolist()
+
+
+def _row(template: Template, entity: str, source: str, image: str | None, group: str | None, scores: dict[str, Tensor]) -> dict:
+    return {
+        "template": template.name,
+        "entity": entity,
+        "source": source,
+        "image": image,
+        "image_group": group,
+        **{f"log_p_{key}": float(value) for key, value in scores.items()},
+    }

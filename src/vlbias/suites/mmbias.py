@@ -48,7 +48,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import torch
 from torch import Tensor
@@ -63,22 +63,15 @@ from vlbias.data.biasworld import (
 from vlbias.data.mmbias import TABLE2_PAIRS, MMBiasData, group_id, read_mmbias
 from vlbias.data.seat import dropped_from_both
 from vlbias.errors import ConfigError, InputError
-from vlbias.metrics.functional.multiple_testing import (
-    benjamini_hochberg,
-    holm_bonferroni,
-)
-from vlbias.metrics.functional.weat import (
-    effect_size_from_associations,
-    interval_from_associations,
-    itm_association,
-    mean_difference_from_associations,
-    p_value_from_associations,
-    weat_association,
-)
-from vlbias.metrics.functional.zero_shot import pleasant_share, zero_shot_ranking
+from vlbias.metrics import CosineZeroShotRanking, ITMTest, WEATTest, ZeroShotRanking
+from vlbias.metrics.functional.zero_shot import pleasant_share
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
-from vlbias.suites.base import Suite, SuiteOutput, embed_images, embed_texts
+from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+from vlbias.suites.rows import association_row, report_tests
+
+if TYPE_CHECKING:
+    from torchmetrics import Metric
 
 PROBES: dict[str, Capability] = {"embed": Capability.EMBED, "match": Capability.MATCH}
 EXPERIMENTS: dict[str, tuple[str, ...]] = {
@@ -173,80 +166,6 @@ def _check_options(probe: str, experiments: Sequence[str] | None, allowed: dict[
             f"{list(experiments)!r}"
         )
     return tuple(dict.fromkeys(experiments))
-
-
-class _Probe:
-    """Embeddings and match probabilities of stimuli, each set computed once per run.
-
-    A set whose forward pass fails with :class:`InputError` (an image that does not decode) or gives
-    NaN/inf raises :class:`InputError` naming the set, every time it is asked for.
-    """
-
-    def __init__(self, adapter: ModelAdapter, batch_size: int) -> None:
-        self.adapter, self.batch_size = adapter, batch_size
-        self._embeddings: dict[str, Tensor | InputError] = {}
-        self._probabilities: dict[str, dict[str, Tensor]] = {}  # image key -> {text: (n_images,) column}
-        self._match_errors: dict[str, InputError] = {}
-
-    def embed(self, stimuli: Stimuli) -> Tensor:
-        if stimuli.key not in self._embeddings:
-            embed = embed_images if stimuli.modality == "image" else embed_texts
-            try:
-                self._embeddings[stimuli.key] = _finite(stimuli.key, embed(self.adapter, stimuli.items, self.batch_size))
-            except InputError as err:
-                self._embeddings[stimuli.key] = err
-        return _value(self._embeddings[stimuli.key])
-
-    def prefetch_matches(self, images: Stimuli, texts: Sequence[str]) -> None:
-        """Match probabilities of every image of ``images`` with every one of ``texts``, computed in one
-        pass over the images (each image prepared once)."""
-        cached = self._probabilities.setdefault(images.key, {})
-        texts = [text for text in dict.fromkeys(texts) if text not in cached]
-        if not texts or images.key in self._match_errors:
-            return
-        try:
-            columns = _finite(images.key, self._match_probabilities(images.items, texts))
-        except InputError as err:
-            self._match_errors[images.key] = err
-            return
-        cached.update(zip(texts, columns.T))
-
-    def matches(self, images: Stimuli, texts: Stimuli) -> Tensor:
-        """``(len(images), len(texts))`` probabilities :math:`\\sigma(w, a)`."""
-        self.prefetch_matches(images, texts.items)
-        if images.key in self._match_errors:
-            raise self._match_errors[images.key]
-        cached = self._probabilities[images.key]
-        return torch.stack([cached[text] for text in texts.items], dim=1)
-
-    def _match_probabilities(self, images: Tensor | list, texts: list[str]) -> Tensor:
-        adapter, size = self.adapter, self.batch_size
-        rows = []
-        with measuring(adapter.device):
-            tokens = adapter.prepare_texts(texts)  # (m, T) each
-            for start in range(0, len(images), size):
-                pixels = adapter.prepare_images(images[start : start + size])  # (c, 3, H, W)
-                pairs = torch.arange(len(pixels) * len(texts), device=pixels.device)
-                logits = []
-                for chunk in pairs.split(size):
-                    image_index, text_index = chunk // len(texts), chunk % len(texts)
-                    batch_tokens = {key: value[text_index] for key, value in tokens.items()}
-                    logits.append(adapter.run_capability(Capability.MATCH, pixels[image_index], batch_tokens).float().cpu())
-                rows.append(torch.sigmoid(torch.cat(logits)).view(len(pixels), len(texts)))  # (c, m)
-        return torch.cat(rows)
-
-
-def _finite(key: str, values: Tensor) -> Tensor:
-    bad = int((~torch.isfinite(values)).any(dim=1).sum())
-    if bad:
-        raise InputError(f"The model's outputs for {bad} of the {len(values)} items of set {key!r} hold NaN or inf")
-    return values
-
-
-def _value(entry: Tensor | InputError) -> Tensor:
-    if isinstance(entry, InputError):
-        raise entry
-    return entry
 
 
 class MMBiasSuite(Suite):
@@ -387,104 +306,16 @@ class MMBiasSuite(Suite):
             "confidence": self.confidence,
         }
 
-    def run(self, adapter: ModelAdapter, seed: int = 0) -> SuiteOutput:
-        output = SuiteOutput(metrics={}, skipped=list(self.skipped))
-        probe = _Probe(adapter, self.batch_size)
-        if self.probe == "match":  # one pass over each image set for all the texts it meets
-            for images, texts in _match_plan(self.tests, self.rankings):
-                probe.prefetch_matches(images, texts)
-        rows, measured = [], {}  # measured: stimuli key -> number of items (each set counted once)
-        for test in self.tests:
-            try:
-                rows.append(self._run_test(test, probe, seed, output))
-            except InputError as err:
-                output.skipped.append({"item": test.name, "reason": str(err)})
-                continue
-            measured |= {stimuli.key: len(stimuli) for stimuli in (test.x, test.y, test.a, test.b)}
-        _adjust_p_values(rows)
-        for row in rows:
-            if math.isfinite(row["p_value"]):
-                for suffix, column in (("", "p_value"), ("@holm", "p_holm"), ("@bh", "p_bh")):
-                    output.p_values[f"{row['test']}/effect_size{suffix}"] = row[column]
-        for task in self.rankings:
-            try:
-                rows += self._rank(task, probe, output)
-            except InputError as err:
-                output.skipped.append({"item": f"zero_shot/{_slug(task.group)}", "reason": str(err)})
-                continue
-            measured |= {task.images.key: len(task.images), task.words.key: len(task.words)}
-        output.items = rows
-        output.n_items = sum(measured.values())
-        return output
-
-    def _associations(self, test: AssociationTest, probe: _Probe) -> tuple[Tensor, Tensor, int | None]:
-        if test.kind == "itm":
-            top_k = min(self.top_k, len(test.a), len(test.b))
-            x_a, x_b, y_a, y_b = (probe.matches(w, attributes) for w in (test.x, test.y) for attributes in (test.a, test.b))
-            s_x = itm_association(x_a, x_b, top_k=top_k)  # sigma(w, A, B), Eq. 1 last row
-            return s_x, itm_association(y_a, y_b, top_k=top_k), top_k
-        X, Y, A, B = (probe.embed(stimuli) for stimuli in (test.x, test.y, test.a, test.b))
-        return weat_association(X, A, B), weat_association(Y, A, B), None  # phi(w, A, B), Eq. 1
-
-    def _run_test(self, test: AssociationTest, probe: _Probe, seed: int, output: SuiteOutput) -> dict:
-        s_x, s_y, top_k = self._associations(test, probe)
-        effect = float(effect_size_from_associations(s_x, s_y))
-        if not math.isfinite(effect):
-            raise InputError(f"effect size undefined: all {len(s_x) + len(s_y)} association scores of X ∪ Y are equal")
-        equal = len(s_x) == len(s_y)
-        p_value = float(p_value_from_associations(s_x, s_y, n_permutations=self.n_permutations, seed=seed)) if equal else math.nan
-        p_note = "" if equal else (
-            f"|X| = {len(s_x)} != |Y| = {len(s_y)}: the permutation test re-partitions X ∪ Y into equal halves, so it "
-            "has no p-value; the effect size and its interval stand alone"
-        )
-        low, high = (float(v) for v in interval_from_associations(s_x, s_y, n_bootstrap=self.n_bootstrap, confidence=self.confidence, seed=seed))
-        key = f"{test.name}/effect_size"
-        output.metrics[key] = effect
-        output.intervals[key] = [low, high]
-        row = {"kind": test.kind, "test": test.name, "x": test.x.key, "y": test.y.key, "a": test.a.key, "b": test.b.key}
-        row |= {"effect_size": effect, "p_value": p_value, "p_note": p_note, "ci_low": low, "ci_high": high}
-        if top_k is not None:
-            gap = float(mean_difference_from_associations(s_x, s_y))
-            output.metrics[f"{test.name}/probability_gap"] = gap
-            row |= {"probability_gap": gap, "top_k": top_k}
-        row |= {"n_x": len(s_x), "n_y": len(s_y), "n_a": len(test.a), "n_b": len(test.b)}
-        return row
-
-    def _rank(self, task: RankingTask, probe: _Probe, output: SuiteOutput) -> list[dict]:
+    def stimuli(self) -> list[Stimulus]:
+        """Every item of every set the run reads, each set once: with ``probe="embed"`` images and texts (each
+        embedded once), with ``probe="match"`` the images (each matched with all the texts it meets)."""
         if self.probe == "match":
-            scores = probe.matches(task.images, task.words)
-        else:
-            scores = probe.embed(task.images) @ probe.embed(task.words).T  # cosines, both normalised
-        top_k = min(self.top_k, len(task.words))
-        values, indices = zero_shot_ranking(scores, top_k=top_k)
-        is_pleasant = torch.tensor(task.is_pleasant)
-        name = f"zero_shot/{_slug(task.group)}"
-        output.metrics[f"{name}/pleasant_share"] = float(pleasant_share(indices, is_pleasant))
-        return [
-            {
-                "kind": "zero_shot",
-                "test": name,
-                "x": task.images.key,
-                "rank": rank,
-                "word": task.words.items[index],
-                "valence": "pleasant" if task.is_pleasant[index] else "unpleasant",
-                "score": float(value),
-                "n_x": len(task.images),
-            }
-            for rank, (value, index) in enumerate(zip(values.tolist(), indices.tolist()), start=1)
-        ]
+            return _stimuli([images for t in self.tests for images in (t.x, t.y)] + [task.images for task in self.rankings])
+        sets = [s for t in self.tests for s in (t.x, t.y, t.a, t.b)]
+        return _stimuli(sets + [s for task in self.rankings for s in (task.images, task.words)])
 
-
-def _adjust_p_values(rows: list[dict]) -> None:
-    """Add Holm (``p_holm``) and Benjamini–Hochberg (``p_bh``) adjusted p-values to the test ``rows``, the
-    family being every test of the run with a p-value; rows without one get NaN."""
-    tested = [row for row in rows if math.isfinite(row["p_value"])]
-    for row in rows:
-        row["p_holm"] = row["p_bh"] = math.nan
-    if tested:
-        raw = torch.tensor([row["p_value"] for row in tested], dtype=torch.float64)
-        for row, holm, bh in zip(tested, holm_bonferroni(raw).tolist(), benjamini_hochberg(raw).tolist()):
-            row["p_holm"], row["p_bh"] = holm, bh
+    def start(self, adapter: ModelAdapter, seed: int) -> Measurement:
+        return _MMBiasMeasurement(self, adapter, seed)
 
 
 def _image_problems(data: MMBiasData, pairs: Sequence[tuple[str, str]], kinds: Sequence[str]) -> list[dict[str, str]]:
@@ -575,11 +406,222 @@ def mmbias_rankings(data: MMBiasData) -> list[RankingTask]:
     ]
 
 
-def _match_plan(tests: list[AssociationTest], rankings: list[RankingTask]) -> list[tuple[Stimuli, list[str]]]:
-    """Each image set (once per key) with every text it is matched against."""
-    plan: dict[str, tuple[Stimuli, list[str]]] = {}
+@dataclass(frozen=True)
+class Stimulus:
+    """One item of a set: ``key`` names the set, ``position`` its place there; ``item`` is an image (a float
+    ``(3, H, W)`` tensor in [0, 1], a path or a PIL image) or a text."""
+
+    key: str
+    modality: Literal["image", "text"]
+    position: int
+    item: object
+
+
+def _stimuli(sets: Sequence[Stimuli]) -> list[Stimulus]:
+    """Every item of ``sets`` once per set key, set by set in order of first appearance."""
+    unique = {stimuli.key: stimuli for stimuli in sets}
+    return [Stimulus(s.key, s.modality, i, item) for s in unique.values() for i, item in enumerate(s.items)]
+
+
+def _images(items: list) -> Tensor | list:
+    """A batch for ``prepare_images``: stacked when every image is a tensor, else the list."""
+    return torch.stack(items) if all(isinstance(item, Tensor) for item in items) else items
+
+
+class _MMBiasMeasurement(Measurement):
+    """One run of :class:`MMBiasSuite`: a :class:`~vlbias.metrics.WEATTest` per cosine test, an
+    :class:`~vlbias.metrics.ITMTest` per ``itm`` test, a :class:`~vlbias.metrics.CosineZeroShotRanking` or
+    :class:`~vlbias.metrics.ZeroShotRanking` per ranking. Each stimulus's embedding (or, with
+    ``probe="match"``, each image's match probabilities with every text it meets) goes to every metric whose
+    sets hold it. An item whose output holds NaN or inf is counted (``nonfinite/<set>``) and fed to no metric;
+    every test reading its set is then skipped with the reason; an image that does not decode is skipped alone."""
+
+    def __init__(self, suite: MMBiasSuite, adapter: ModelAdapter, seed: int) -> None:
+        super().__init__()
+        self.suite, self.adapter = suite, adapter
+        options = {"n_permutations": suite.n_permutations, "n_bootstrap": suite.n_bootstrap, "confidence": suite.confidence}
+        options |= {"seed": seed, "sync_on_compute": False}
+        self.tests = {}
+        for test in suite.tests:
+            if test.kind == "itm":
+                self.tests[test.name] = ITMTest(top_k=min(suite.top_k, len(test.a), len(test.b)), **options)
+            else:
+                self.tests[test.name] = WEATTest(**options)
+        self.rankings = {
+            task.group: (ZeroShotRanking if suite.probe == "match" else CosineZeroShotRanking)(
+                n_words=len(task.words), top_k=min(suite.top_k, len(task.words)), sync_on_compute=False
+            )
+            for task in suite.rankings
+        }
+        self.texts = _match_texts(suite.tests, suite.rankings) if suite.probe == "match" else {}
+
+    def metrics(self) -> list[Metric]:
+        return [*self.tests.values(), *self.rankings.values()]
+
+    def probe(self, batch: Batch) -> dict[int, Tensor]:
+        """Per stimulus index: its embedding ``(D,)``, or with ``probe="match"`` its ``(len(texts),)`` match
+        probabilities with the texts of its set (:func:`_match_texts`). Items that do not decode are noted."""
+        groups: dict[tuple[str, str], list[tuple[int, Stimulus]]] = {}
+        for index, stimulus in zip(batch.indices, batch.items, strict=True):
+            groups.setdefault((stimulus.modality, stimulus.key if self.texts else ""), []).append((index, stimulus))
+        outputs = {}
+        with measuring(self.adapter.device):
+            for (modality, key), members in groups.items():
+                try:
+                    values = self._outputs(modality, key, [s.item for _, s in members])
+                except InputError:  # find the items that do not decode; measure the others
+                    values = self._one_by_one(modality, key, members)
+                outputs |= {index: value for (index, _), value in zip(members, values, strict=True) if value is not None}
+        return outputs
+
+    def _one_by_one(self, modality: str, key: str, members: list[tuple[int, Stimulus]]) -> list[Tensor | None]:
+        values = []
+        for index, stimulus in members:
+            try:
+                values.append(self._outputs(modality, key, [stimulus.item])[0])
+            except InputError as err:
+                self.note_skip(index, {"item": str(stimulus.item), "reason": str(err)})
+                values.append(None)
+        return values
+
+    def _outputs(self, modality: str, key: str, items: list) -> Tensor:
+        adapter = self.adapter
+        if self.texts:
+            return _match_probabilities(adapter, adapter.prepare_images(_images(items)), self.texts[key], self.suite.batch_size)
+        if modality == "image":
+            return adapter.embed_images(adapter.prepare_images(_images(items))).float().cpu()
+        return adapter.embed_texts(adapter.prepare_texts(items)).float().cpu()
+
+    def update(self, batch: Batch, outputs: dict[int, Tensor]) -> None:
+        rows: dict[str, list[tuple[Stimulus, Tensor]]] = {}
+        for index, stimulus in zip(batch.indices, batch.items, strict=True):
+            if index not in outputs:
+                continue
+            if not bool(torch.isfinite(outputs[index]).all()):
+                self.count(f"nonfinite/{stimulus.key}")
+                continue
+            rows.setdefault(stimulus.key, []).append((stimulus, outputs[index]))
+        for key, members in rows.items():
+            values = torch.stack([value for _, value in members])  # (n, D) or (n, len(texts))
+            positions = torch.tensor([stimulus.position for stimulus, _ in members])
+            self._feed(key, values, positions)
+
+    def _feed(self, key: str, values: Tensor, positions: Tensor) -> None:
+        """Give the outputs of items ``positions`` of set ``key`` to every metric that reads the set."""
+        for test in self.suite.tests:
+            metric = self.tests[test.name]
+            if test.kind == "itm":
+                columns = {text: c for c, text in enumerate(self.texts.get(key, []))}
+                for target, stimuli in (("x", test.x), ("y", test.y)):
+                    if stimuli.key == key:
+                        a, b = ([columns[t] for t in s.items] for s in (test.a, test.b))
+                        metric.update(values[:, a], values[:, b], target=target)
+                continue
+            for role in ("x", "y", "a", "b"):
+                if getattr(test, role).key == key:
+                    metric.update(**{role: values})
+        for task in self.suite.rankings:
+            metric = self.rankings[task.group]
+            if task.images.key == key:
+                if self.texts:
+                    columns = {text: c for c, text in enumerate(self.texts[key])}
+                    metric.update(values[:, [columns[word] for word in task.words.items]])
+                else:
+                    metric.update(images=values)
+            elif task.words.key == key and not self.texts:
+                metric.update(words=values, positions=positions)
+
+    def compute(self, gathered: Gathered) -> SuiteOutput:
+        suite = self.suite
+        output = SuiteOutput(metrics={}, skipped=list(suite.skipped) + gathered.skipped)
+        nonfinite = {key.removeprefix("nonfinite/"): int(n) for key, n in gathered.counts.items() if key.startswith("nonfinite/")}
+        rows, measured = [], {}  # measured: stimuli key -> number of items (each set counted once)
+        for test in suite.tests:
+            sets = (test.x, test.y, test.a, test.b)
+            try:
+                _check_finite(sets, nonfinite)
+                rows.append(_test_row(test, self.tests[test.name]))
+            except InputError as err:
+                output.skipped.append({"item": test.name, "reason": str(err)})
+                continue
+            measured |= {stimuli.key: len(stimuli) for stimuli in sets}
+        report_tests(output, rows)
+        for row in rows:
+            if row["kind"] == "itm":
+                output.metrics[f"{row['test']}/probability_gap"] = row["probability_gap"]
+        for task in suite.rankings:
+            sets = (task.images, task.words)
+            try:
+                _check_finite(sets, nonfinite)
+                rows += _ranking_rows(task, *self.rankings[task.group].compute(), output)
+            except InputError as err:
+                output.skipped.append({"item": f"zero_shot/{_slug(task.group)}", "reason": str(err)})
+                continue
+            measured |= {stimuli.key: len(stimuli) for stimuli in sets}
+        output.items = rows
+        output.n_items = sum(measured.values())
+        return output
+
+
+def _check_finite(sets: Sequence[Stimuli], nonfinite: dict[str, int]) -> None:
+    for stimuli in sets:
+        if nonfinite.get(stimuli.key):
+            raise InputError(
+                f"The model's outputs for {nonfinite[stimuli.key]} of the {len(stimuli)} items of set {stimuli.key!r} hold NaN or inf"
+            )
+
+
+def _test_row(test: AssociationTest, metric: WEATTest | ITMTest) -> dict:
+    """The item-table row of one association test (the statistics from :func:`~vlbias.suites.rows.association_row`)."""
+    result = metric.compute()
+    row = association_row(result)
+    if not math.isfinite(row["effect_size"]):
+        raise InputError(f"effect size undefined: all {row['n_x'] + row['n_y']} association scores of X ∪ Y are equal")
+    head = {"kind": test.kind, "test": test.name, "x": test.x.key, "y": test.y.key, "a": test.a.key, "b": test.b.key}
+    stats = {key: row[key] for key in ("effect_size", "p_value", "p_note", "ci_low", "ci_high")}
+    if test.kind == "itm":
+        stats |= {"probability_gap": float(result["mean_difference"]), "top_k": metric.top_k}
+    return head | stats | {"n_x": row["n_x"], "n_y": row["n_y"], "n_a": len(test.a), "n_b": len(test.b)}
+
+
+def _ranking_rows(task: RankingTask, values: Tensor, indices: Tensor, output: SuiteOutput) -> list[dict]:
+    """Fig. 5 as rows (one per ranked word) and the group's ``pleasant_share`` metric."""
+    values, indices = values.reshape(-1), indices.reshape(-1)  # compute squeezes a ranking of one word
+    name = f"zero_shot/{_slug(task.group)}"
+    output.metrics[f"{name}/pleasant_share"] = float(pleasant_share(indices, torch.tensor(task.is_pleasant)))
+    return [
+        {
+            "kind": "zero_shot",
+            "test": name,
+            "x": task.images.key,
+            "rank": rank,
+            "word": task.words.items[index],
+            "valence": "pleasant" if task.is_pleasant[index] else "unpleasant",
+            "score": float(value),
+            "n_x": len(task.images),
+        }
+        for rank, (value, index) in enumerate(zip(values.tolist(), indices.tolist(), strict=True), start=1)
+    ]
+
+
+def _match_probabilities(adapter: ModelAdapter, pixels: Tensor, texts: list[str], batch_size: int) -> Tensor:
+    """``(len(pixels), len(texts))`` probabilities :math:`\\sigma(w, a)` = sigmoid of the match logits, in
+    chunks of ``batch_size`` image-text pairs."""
+    tokens = adapter.prepare_texts(texts)  # (m, T) each
+    pairs = torch.arange(len(pixels) * len(texts), device=pixels.device)
+    logits = []
+    for chunk in pairs.split(batch_size):
+        image_index, text_index = chunk // len(texts), chunk % len(texts)
+        batch_tokens = {key: value[text_index] for key, value in tokens.items()}
+        logits.append(adapter.run_capability(Capability.MATCH, pixels[image_index], batch_tokens).float().cpu())
+    return torch.sigmoid(torch.cat(logits)).view(len(pixels), len(texts))
+
+
+def _match_texts(tests: list[AssociationTest], rankings: list[RankingTask]) -> dict[str, list[str]]:
+    """Each image set's key -> every text its images are matched against (each once, in order)."""
+    plan: dict[str, dict[str, None]] = {}
     pairs = [(images, texts) for t in tests for images in (t.x, t.y) for texts in (t.a, t.b)]
     pairs += [(task.images, task.words) for task in rankings]
     for images, texts in pairs:
-        plan.setdefault(images.key, (images, []))[1].extend(texts.items)
-    return list(plan.values())
+        plan.setdefault(images.key, {}).update(dict.fromkeys(texts.items))
+    return {key: list(texts) for key, texts in plan.items()}

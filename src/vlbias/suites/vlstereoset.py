@@ -38,6 +38,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -46,6 +47,7 @@ from torch import Tensor
 
 from vlbias.counterfactual.neutralise import NeutralLexicon
 from vlbias.data.biasworld import ACTIVITIES, STEREOTYPES, BiasWorld
+from vlbias.data.images import ImageInput, load_image
 from vlbias.data.vlstereoset import BIAS_TYPES, CSV_NAME, read_vlstereoset
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional.vlstereoset import (
@@ -56,9 +58,12 @@ from vlbias.metrics.functional.vlstereoset import (
     shift_scores,
 )
 from vlbias.metrics.vlstereoset import VLStereoSetScores, VLStereoSetShift
-from vlbias.models.base import Capability, ImageInput, ModelAdapter, load_image
+from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
-from vlbias.suites.base import Suite, SuiteOutput
+from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+
+if TYPE_CHECKING:
+    from torchmetrics import Metric
 
 DEFAULT_TEMPERATURE = {Capability.MATCH: 1.0, Capability.EMBED: 0.01}
 
@@ -228,125 +233,188 @@ class VLStereoSetSuite(Suite):
             "confidence": self.confidence,
         }
 
-    def run(self, adapter: ModelAdapter, seed: int = 0) -> SuiteOutput:
-        options = {"n_bootstrap": self.n_bootstrap, "confidence": self.confidence, "seed": seed}
-        scores_metric = VLStereoSetScores(categories=BIAS_TYPES, **options)
-        shift_all, shift_picked = (VLStereoSetShift(temperature=self.temperature, **options) for _ in range(2))
-        output = SuiteOutput(metrics={}, skipped=list(self.skipped))
-        measured_anti: list[bool] = []
-        measured_categories: list[int] = []
-        blank = adapter.prepare_images([Image.new("RGB", (self.blank_size, self.blank_size), "white")]) if self.shift else None
-        for start in range(0, len(self.items), self.batch_size):
-            batch, images = [], []
-            for item in self.items[start : start + self.batch_size]:
-                try:
-                    images.append(load_image(item.image))
-                    batch.append(item)
-                except InputError as err:
-                    output.skipped.append({"item": item.key, "reason": str(err), "scope": "all"})
-            if not batch:
-                continue
-            rows, pairs = self._measure(adapter, batch, images, blank, output.skipped)
-            anti = torch.tensor([item.anti_stereotypical for item in batch])
-            category = torch.tensor([BIAS_TYPES.index(item.category) for item in batch])
-            scores_metric.update(torch.tensor([row["scores"] for row in rows], dtype=torch.float64), anti, category)
-            if pairs is not None:
-                original, neutral, blank_pair, picked = pairs
-                shift_all.update(original, neutral, blank_pair)
-                shift_picked.update(original[picked], neutral[picked], blank_pair[picked])
-            output.items += [self._item_row(row) for row in rows]
-            measured_anti += anti.tolist()
-            measured_categories += category.tolist()
-        if not measured_anti:
-            kinds = Counter(_reason_kind(entry) for entry in output.skipped)
-            raise InputError(f"No VLStereoSet item could be measured: all {len(output.skipped)} were skipped ({dict(kinds)}); check the data path and the image folder {self.data_config.get('image_dir')!r}.")
-        self._fill_metrics(output, scores_metric, shift_all, shift_picked, measured_anti, measured_categories, seed)
-        return output
+    def stimuli(self) -> list[ProbeItem]:
+        return self.items
 
-    def _measure(self, adapter: ModelAdapter, batch: list[ProbeItem], images: list, blank: Tensor | None, skipped: list[dict]) -> tuple[list[dict], tuple | None]:
-        """Scores of one batch: per item a row (3 caption scores, probabilities, selection, lmss,
-        vlss), and for the neutralisable anti-stereotypical items the ``(N', 2)`` score pairs
-        (original captions with I, neutralised with I, neutralised with I') plus a mask of those
-        where the model picked S_s; ``None`` when there are none."""
-        neutral: dict[int, list[str]] = {}
-        if self.shift:
-            for index, item in enumerate(batch):
-                if not item.anti_stereotypical:
-                    continue
-                captions, reason = self.lexicon.neutralise_item(item.target, item.captions[:2])
-                if captions is None:
-                    skipped.append({"item": item.key, "reason": f"not neutralised, left out of lmss/vlss: {reason}", "scope": "lmss_vlss"})
-                else:
-                    neutral[index] = captions
+    def start(self, adapter: ModelAdapter, seed: int) -> VLStereoSetMeasurement:
+        return VLStereoSetMeasurement(self, adapter, seed)
+
+
+@dataclass
+class Probed:
+    """Model outputs of one batch: ``skipped`` (stimulus index, skip entry) for images that did not load and
+    anti-stereotypical items that could not be neutralised; ``measured`` (stimulus index, item) for the
+    items whose image loaded, with their caption ``scores`` ``(M, 3)``; ``neutral`` the neutralised
+    captions of the measured positions in ``shifted``, whose score pairs with the image ``I`` and with
+    the blank image ``I'`` are ``with_image`` and ``with_blank`` ``(K, 2)``."""
+
+    skipped: list[tuple[int, dict[str, str]]]
+    measured: list[tuple[int, ProbeItem]]
+    scores: Tensor
+    neutral: dict[int, list[str]]
+    with_image: Tensor | None = None
+    with_blank: Tensor | None = None
+
+    @property
+    def shifted(self) -> list[int]:
+        """Positions in ``measured`` of the items with lmss and vlss."""
+        return list(self.neutral)
+
+
+class VLStereoSetMeasurement(Measurement):
+    """One vlstereoset run of one adapter on one rank: the scores of the measured items, the same items
+    scored as each reference model would (IDM, BIM, RAM: only their anti flags and categories matter),
+    and lmss/vlss over all neutralised items and over those where the model picked S_s."""
+
+    def __init__(self, suite: VLStereoSetSuite, adapter: ModelAdapter, seed: int) -> None:
+        super().__init__()
+        self.suite, self.adapter = suite, adapter
+        options = {"n_bootstrap": suite.n_bootstrap, "confidence": suite.confidence, "seed": seed, "sync_on_compute": False}
+        self.scores = VLStereoSetScores(categories=BIAS_TYPES, **options)
+        self.references = {model: VLStereoSetScores(categories=BIAS_TYPES, **options) for model in REFERENCE_MODELS}
+        self.shift_all, self.shift_picked = (VLStereoSetShift(temperature=suite.temperature, **options) for _ in range(2))
+        white = Image.new("RGB", (suite.blank_size, suite.blank_size), "white")
+        self.blank = adapter.prepare_images([white]) if suite.shift else None
+
+    def metrics(self) -> list[Metric]:
+        shift = [self.shift_all, self.shift_picked] if self.suite.shift else []
+        return [self.scores, *self.references.values(), *shift]
+
+    def probe(self, batch: Batch) -> Probed:
+        skipped, measured, images = [], [], []
+        for index, item in zip(batch.indices, batch.items):
+            try:
+                images.append(load_image(item.image))
+                measured.append((index, item))
+            except InputError as err:
+                skipped.append((index, {"item": item.key, "reason": str(err), "scope": "all"}))
+        if not measured:
+            return Probed(skipped, measured, torch.empty(0, 3, dtype=torch.float64), {})
+        neutral = self._neutralise(measured, skipped)
         chosen = list(neutral)
-        with measuring(adapter.device):
-            pixel_values = adapter.prepare_images(images)
-            scores = _caption_scores(adapter, self.capability, pixel_values, [list(item.captions) for item in batch])
-            if chosen:
-                texts = [neutral[index] for index in chosen]
-                with_image = _caption_scores(adapter, self.capability, pixel_values[chosen], texts)
-                with_blank = _caption_scores(adapter, self.capability, blank.expand(len(chosen), *blank.shape[1:]), texts)
-        probabilities = caption_probabilities(scores, self.temperature)
+        capability = self.suite.capability
+        with measuring(self.adapter.device):
+            pixel_values = self.adapter.prepare_images(images)
+            scores = _caption_scores(self.adapter, capability, pixel_values, [list(item.captions) for _, item in measured])
+            if not chosen:
+                return Probed(skipped, measured, scores, neutral)
+            texts = [neutral[position] for position in chosen]
+            with_image = _caption_scores(self.adapter, capability, pixel_values[chosen], texts)
+            with_blank = _caption_scores(self.adapter, capability, self.blank.expand(len(chosen), *self.blank.shape[1:]), texts)
+        return Probed(skipped, measured, scores, neutral, with_image, with_blank)
+
+    def _neutralise(self, measured: list[tuple[int, ProbeItem]], skipped: list[tuple[int, dict[str, str]]]) -> dict[int, list[str]]:
+        """Neutralised ``(S'_s, S'_a)`` of the measured anti-stereotypical items, by position (none without
+        ``shift``); an item the lexicon cannot neutralise gets a ``lmss_vlss`` skip entry."""
+        neutral: dict[int, list[str]] = {}
+        if not self.suite.shift:
+            return neutral
+        for position, (index, item) in enumerate(measured):
+            if not item.anti_stereotypical:
+                continue
+            captions, reason = self.suite.lexicon.neutralise_item(item.target, item.captions[:2])
+            if captions is None:
+                skipped.append((index, {"item": item.key, "reason": f"not neutralised, left out of lmss/vlss: {reason}", "scope": "lmss_vlss"}))
+            else:
+                neutral[position] = captions
+        return neutral
+
+    def update(self, batch: Batch, outputs: Probed) -> None:
+        for index, entry in outputs.skipped:
+            self.note_skip(index, entry)
+        if not outputs.measured:
+            return
+        items = [item for _, item in outputs.measured]
+        anti = torch.tensor([item.anti_stereotypical for item in items])
+        category = torch.tensor([BIAS_TYPES.index(item.category) for item in items])
+        self.scores.update(outputs.scores, anti, category)
+        for model, reference in self.references.items():
+            reference.update(reference_scores(model, anti), anti, category)
+        rows = self._rows(outputs)
+        if outputs.shifted:
+            chosen = outputs.shifted
+            original = outputs.scores[chosen, :2]
+            picked = torch.tensor([rows[position]["selected"] == CAPTIONS[0] for position in chosen])
+            self.shift_all.update(original, outputs.with_image, outputs.with_blank)
+            self.shift_picked.update(original[picked], outputs.with_image[picked], outputs.with_blank[picked])
+        for (index, _), row in zip(outputs.measured, rows):
+            self.note_row(index, row)
+
+    def _rows(self, outputs: Probed) -> list[dict[str, object]]:
+        """Item-table rows of the measured items: the three scores, their probabilities
+        ``softmax(scores / temperature)``, the selected caption (``"tie"`` for a tied maximum), lmss (Eq. 2)
+        and vlss (Eq. 3) where the item was neutralised (nan elsewhere), and the neutralised captions."""
+        scores = outputs.scores
+        probabilities = caption_probabilities(scores, self.suite.temperature)
         top = scores == scores.max(dim=1, keepdim=True).values
         selected = [CAPTIONS[int(hits.nonzero()[0])] if int(hits.sum()) == 1 else "tie" for hits in top]
-        rows = [
-            {"item": item, "scores": scores[i].tolist(), "probabilities": probabilities[i].tolist(), "selected": selected[i], "neutral": neutral.get(i), "lmss": float("nan"), "vlss": float("nan")}
-            for i, item in enumerate(batch)
+        shifts = {position: (float("nan"), float("nan")) for position in range(len(scores))}
+        if outputs.shifted:
+            lmss = shift_scores(scores[outputs.shifted, :2], outputs.with_image, self.suite.temperature)  # Eq. 2
+            vlss = shift_scores(outputs.with_image, outputs.with_blank, self.suite.temperature)  # Eq. 3
+            shifts.update({position: (float(lmss[at]), float(vlss[at])) for at, position in enumerate(outputs.shifted)})
+        return [
+            _item_row(item, scores[position].tolist(), probabilities[position].tolist(), selected[position], shifts[position], outputs.neutral.get(position))
+            for position, (_, item) in enumerate(outputs.measured)
         ]
-        if not chosen:
-            return rows, None
-        original = scores[chosen, :2]
-        lmss = shift_scores(original, with_image, self.temperature)  # Eq. 2
-        vlss = shift_scores(with_image, with_blank, self.temperature)  # Eq. 3
-        for at, index in enumerate(chosen):
-            rows[index]["lmss"], rows[index]["vlss"] = float(lmss[at]), float(vlss[at])
-        picked = torch.tensor([selected[index] == CAPTIONS[0] for index in chosen])
-        return rows, (original, with_image, with_blank, picked)
 
-    def _item_row(self, row: dict) -> dict[str, object]:
-        item: ProbeItem = row["item"]
-        return {
-            "item": item.key,
-            "category": item.category,
-            "target": item.target,
-            "label": "anti-stereotypical" if item.anti_stereotypical else "stereotypical",
-            **{f"score_{name}": value for name, value in zip(CAPTIONS, row["scores"])},
-            **{f"p_{name}": value for name, value in zip(CAPTIONS, row["probabilities"])},
-            "selected": row["selected"],
-            "lmss": row["lmss"],
-            "vlss": row["vlss"],
-            "neutral_stereotype": row["neutral"][0] if row["neutral"] else None,
-            "neutral_anti_stereotype": row["neutral"][1] if row["neutral"] else None,
-        }
+    def compute(self, gathered: Gathered) -> SuiteOutput:
+        skipped = self.suite.skipped + gathered.skipped
+        if not gathered.rows:
+            kinds = Counter(_reason_kind(entry) for entry in skipped)
+            raise InputError(f"No VLStereoSet item could be measured: all {len(skipped)} were skipped ({dict(kinds)}); check the data path and the image folder {self.suite.data_config.get('image_dir')!r}.")
+        output = SuiteOutput(metrics={}, items=gathered.rows, skipped=skipped, n_items=len(gathered.rows))
+        self._fill_scores(output)
+        if self.suite.shift:
+            self._fill_shift(output)
+        output.metrics = {key: value for key, value in output.metrics.items() if math.isfinite(value)}  # nan: undefined, e.g. vlbs without anti-stereotypical items
+        output.intervals = {key: value for key, value in output.intervals.items() if all(map(math.isfinite, value))}
+        kinds = Counter(_reason_kind(entry) for entry in skipped)
+        output.metrics["n_skipped"] = float(sum(count for kind, count in kinds.items() if kind != "not_neutralised"))
+        output.metrics["n_not_neutralised"] = float(kinds.pop("not_neutralised", 0))
+        output.metrics.update({f"n_skipped/{kind}": float(count) for kind, count in sorted(kinds.items())})
+        return output
 
-    def _fill_metrics(self, output, scores_metric, shift_all, shift_picked, anti: list[bool], categories: list[int], seed: int) -> None:
-        for key, value in scores_metric.compute().items():
+    def _fill_scores(self, output: SuiteOutput) -> None:
+        """vlrs, vlbs, ivlas with their intervals and counts, overall and per category, and the reference
+        models' vlrs, vlbs and ivlas on the same items."""
+        for key, value in self.scores.compute().items():
             if key.endswith("/interval"):
                 output.intervals[key.removesuffix("/interval")] = [float(v) for v in value]
             else:
                 output.metrics[key] = float(value)
-        anti_flags = torch.tensor(anti)
-        for model in REFERENCE_MODELS:
-            reference = VLStereoSetScores(categories=BIAS_TYPES, n_bootstrap=self.n_bootstrap, confidence=self.confidence, seed=seed)
-            reference.update(reference_scores(model, anti_flags), anti_flags, torch.tensor(categories))
+        for model, reference in self.references.items():
             for name, value in reference.compute().items():
                 if name in ("vlrs", "vlbs", "ivlas"):
                     output.metrics[f"reference/{model}/{name}"] = float(value)
-        if self.shift:
-            for prefix, metric in (("", shift_all), ("picked_stereotype/", shift_picked)):
-                summary = metric.compute()
-                for name in ("lmss", "vlss"):
-                    output.metrics[f"{name}/{prefix}mean"] = float(summary[f"{name}/mean"])
-                    output.metrics[f"{name}/{prefix}fraction_positive"] = float(summary[f"{name}/fraction_positive"])
-                    output.intervals[f"{name}/{prefix}mean"] = [float(v) for v in summary[f"{name}/interval"]]
-                output.metrics[f"n_shift_items{'/' + prefix.rstrip('/') if prefix else ''}"] = float(summary["n_items"])
-        output.metrics = {key: value for key, value in output.metrics.items() if math.isfinite(value)}  # nan: undefined, e.g. vlbs without anti-stereotypical items
-        output.intervals = {key: value for key, value in output.intervals.items() if all(map(math.isfinite, value))}
-        kinds = Counter(_reason_kind(entry) for entry in output.skipped)
-        output.metrics["n_skipped"] = float(sum(count for kind, count in kinds.items() if kind != "not_neutralised"))
-        output.metrics["n_not_neutralised"] = float(kinds.pop("not_neutralised", 0))
-        output.metrics.update({f"n_skipped/{kind}": float(count) for kind, count in sorted(kinds.items())})
-        output.n_items = len(anti)
+
+    def _fill_shift(self, output: SuiteOutput) -> None:
+        """lmss and vlss mean, fraction above zero and interval of the mean, over all neutralised items and
+        over those where the model picked S_s, with their item counts."""
+        for prefix, metric in (("", self.shift_all), ("picked_stereotype/", self.shift_picked)):
+            summary = metric.compute()
+            for name in ("lmss", "vlss"):
+                output.metrics[f"{name}/{prefix}mean"] = float(summary[f"{name}/mean"])
+                output.metrics[f"{name}/{prefix}fraction_positive"] = float(summary[f"{name}/fraction_positive"])
+                output.intervals[f"{name}/{prefix}mean"] = [float(v) for v in summary[f"{name}/interval"]]
+            output.metrics[f"n_shift_items{'/' + prefix.rstrip('/') if prefix else ''}"] = float(summary["n_items"])
+
+
+def _item_row(item: ProbeItem, scores: list[float], probabilities: list[float], selected: str, shifts: tuple[float, float], neutral: list[str] | None) -> dict[str, object]:
+    """One row of the item table."""
+    return {
+        "item": item.key,
+        "category": item.category,
+        "target": item.target,
+        "label": "anti-stereotypical" if item.anti_stereotypical else "stereotypical",
+        **{f"score_{name}": value for name, value in zip(CAPTIONS, scores)},
+        **{f"p_{name}": value for name, value in zip(CAPTIONS, probabilities)},
+        "selected": selected,
+        "lmss": shifts[0],
+        "vlss": shifts[1],
+        "neutral_stereotype": neutral[0] if neutral else None,
+        "neutral_anti_stereotype": neutral[1] if neutral else None,
+    }
 
 
 def _reason_kind(entry: dict[str, str]) -> str:

@@ -53,29 +53,16 @@ from pathlib import Path
 
 import torch
 from torch import Tensor
+from torchmetrics import Metric
 
 from vlbias.data.seat import GroundedTest, SeatTest, read_specs, spec_files
 from vlbias.errors import CapabilityError, ConfigError, InputError
-from vlbias.metrics.functional.grounded_weat import (
-    congruence_effect_size,
-    congruence_interval,
-    congruence_p_value,
-    congruence_statistic,
-)
-from vlbias.metrics.functional.multiple_testing import (
-    benjamini_hochberg,
-    holm_bonferroni,
-)
-from vlbias.metrics.functional.weat import (
-    effect_size_from_associations,
-    interval_from_associations,
-    p_value_from_associations,
-    statistic_from_associations,
-    weat_association,
-)
+from vlbias.metrics import GroundedCongruenceTest, WEATTest
+from vlbias.metrics.weat import _test_results
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
-from vlbias.suites.base import Suite, SuiteOutput
+from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+from vlbias.suites.rows import association_row, report_tests
 
 EMBEDDINGS = ("word", "sentence", "contextual", "auto")
 POOLINGS = ("cls", "mean")
@@ -83,6 +70,8 @@ SOURCES = ("token_states", "embed")
 EXPERIMENTS = ("1", "2", "3_congruence", "3_mask_text", "3_mask_image")
 ON_MISSING = ("skip", "stop")
 _SHOWN = 10
+_SEAT_ROLES = {"targ1": "x", "targ2": "y", "attr1": "a", "attr2": "b"}
+_POOLED_ROLES = {"x": "x", "y": "y", "ax": "a", "ay": "a", "bx": "b", "by": "b"}  # Experiment 1
 
 
 @dataclass(frozen=True)
@@ -93,6 +82,28 @@ class Stimulus:
     image: Path | None = None
     mask_text: bool = False
     mask_person: bool = False
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One stimulus of the run: a :class:`Stimulus` embedded as ``kind`` under test number ``test``'s
+    contextual words (one embedding per distinct item, shared by every row that uses it)."""
+
+    test: int
+    kind: str
+    stimulus: Stimulus
+
+
+@dataclass
+class _Row:
+    """One row of the battery: a test, an embedding kind, an experiment (``"seat"`` for SEAT specs) and the
+    names of its sets (``targ1``, ... for SEAT; ``x``, ``y``, ``ax``, ``ay``, ``bx``, ``by`` for grounded)."""
+
+    key: str
+    test: int
+    kind: str
+    experiment: str
+    sets: list[str]
 
 
 def _choice(name: str, value: object, choices: Sequence[str]) -> None:
@@ -109,7 +120,8 @@ def _word_pattern(words: Sequence[str]) -> re.Pattern | None:
 
 
 class Encoder:
-    """Embeds :class:`Stimulus` lists with one adapter and one embedding kind, caching each stimulus."""
+    """Embeds batches of :class:`Stimulus` with one adapter and one embedding kind; a batch shares its
+    masking and whether it has images."""
 
     def __init__(
         self,
@@ -119,20 +131,9 @@ class Encoder:
         source: str,
         contextual: re.Pattern | None,
         person_object_ids: Sequence[int],
-        batch_size: int,
     ) -> None:
-        self.adapter, self.kind, self.pooling, self.source = (
-            adapter,
-            kind,
-            pooling,
-            source,
-        )
-        self.contextual, self.person_object_ids, self.batch_size = (
-            contextual,
-            list(person_object_ids),
-            batch_size,
-        )
-        self.cache: dict[Stimulus, Tensor] = {}
+        self.adapter, self.kind, self.pooling, self.source = adapter, kind, pooling, source
+        self.contextual, self.person_object_ids = contextual, list(person_object_ids)
 
     def text(self, stimulus: Stimulus) -> str:
         if not stimulus.mask_text:
@@ -148,16 +149,8 @@ class Encoder:
         match = self.contextual.search(text) if self.contextual is not None else None
         return None if match is None else match.start()
 
-    def __call__(self, stimuli: list[Stimulus]) -> Tensor:
-        todo = list(dict.fromkeys(s for s in stimuli if s not in self.cache))
-        with measuring(self.adapter.device):
-            for start in range(0, len(todo), self.batch_size):
-                batch = todo[start : start + self.batch_size]
-                for stimulus, row in zip(batch, self._encode(batch)):
-                    self.cache[stimulus] = row
-        return torch.stack([self.cache[s] for s in stimuli])
-
-    def _encode(self, batch: list[Stimulus]) -> Tensor:
+    def __call__(self, batch: list[Stimulus]) -> Tensor:
+        """Embeddings ``(len(batch), D)`` in float32 on CPU (call under :func:`measuring`)."""
         adapter, texts = self.adapter, [self.text(s) for s in batch]
         tokens = adapter.prepare_texts(texts)
         images = [s.image for s in batch]
@@ -201,12 +194,56 @@ class Encoder:
         return torch.tensor(positions)
 
 
-@dataclass
-class _Set:
-    """Embeddings of one set, with its name and size."""
+class _PooledTest:
+    r"""A row whose targets share one pair of attribute sets: SEAT, and Experiment 1 (:math:`A = A_x \cup A_y`,
+    :math:`B = B_x \cup B_y`); one :class:`~vlbias.metrics.WEATTest`."""
 
-    name: str
-    embeddings: Tensor
+    def __init__(self, roles: dict[str, str], options: dict) -> None:
+        self.roles, self.test = roles, WEATTest(**options)
+
+    def feeds(self, name: str) -> list[tuple[Metric, str]]:
+        """The (metric, ``update`` keyword) pairs that set ``name``'s embeddings go to."""
+        return [(self.test, self.roles[name])]
+
+    def metrics(self) -> list[Metric]:
+        return [self.test]
+
+    def compute(self) -> dict[str, Tensor]:
+        return self.test.compute()
+
+
+class _OwnGroupTest:
+    r"""A row that scores each target against the attributes pictured with its own group: Experiment 2 and
+    3_mask_* on :math:`s(x, A_x, B_x)` and :math:`s(y, A_y, B_y)`, or 3_congruence on those and the
+    other group's :math:`s(x, A_y, B_y)`, :math:`s(y, A_x, B_x)`.
+
+    A target's score needs every attribute embedding, which may lie on other ranks, so the embeddings are kept
+    (and synced) in two :class:`~vlbias.metrics.WEATTest` states, ``by_x`` (X, Y, :math:`A_x`, :math:`B_x`) and
+    ``by_y`` (X, Y, :math:`A_y`, :math:`B_y`); both receive X and Y in the same order, so a target's own and
+    other scores stay paired. ``compute`` takes the scores from them and the test from
+    :mod:`vlbias.metrics`."""
+
+    def __init__(self, congruence: bool, options: dict) -> None:
+        self.congruence, self.options = congruence, options
+        self.by_x, self.by_y = WEATTest(**options), WEATTest(**options)
+
+    def feeds(self, name: str) -> list[tuple[Metric, str]]:
+        """The (metric, ``update`` keyword) pairs that set ``name``'s embeddings go to."""
+        if name in ("x", "y"):
+            return [(self.by_x, name), (self.by_y, name)]
+        return [(self.by_x if name.endswith("x") else self.by_y, name[0])]
+
+    def metrics(self) -> list[Metric]:
+        return [self.by_x, self.by_y]
+
+    def compute(self) -> dict[str, Tensor]:
+        x_own, y_other = self.by_x._associations()
+        x_other, y_own = self.by_y._associations()
+        if not self.congruence:
+            return _test_results(x_own, y_own, self.by_x)
+        test = GroundedCongruenceTest(**self.options)
+        test.update(x_own=x_own, x_other=x_other, y_own=y_own, y_other=y_other)
+        return test.compute()
 
 
 def _image_keys(test: GroundedTest, file: str) -> list[str]:
@@ -226,6 +263,10 @@ class WEATSuite(Suite):
     ``p_value``, ``p_holm``, ``p_bh`` (across the battery), ``ci_low``/``ci_high``, ``n_x``, ``n_y``,
     ``n_a``, ``n_b`` (and ``n_ax``, ``n_ay``, ``n_bx``, ``n_by`` for grounded rows), ``p_note``.
     Metrics ``<row>/effect_size``; p-values under the same key and ``<key>@holm``, ``<key>@bh``.
+
+    Stimuli (the unit of sharding): each distinct (test, embedding kind, stimulus) once, in the order the rows
+    first use it; its embedding goes to every row and set that lists it. Rows a model cannot run (no mask
+    token; no labelled person region) are skipped when the measurement starts, and their stimuli are not embedded.
 
     Args:
         tests: the specs.
@@ -293,6 +334,7 @@ class WEATSuite(Suite):
         )
         self.images = Path(images) if images is not None else None
         self.image_paths, self.missing = self._find_images()
+        self._plan()
 
     @property
     def capability(self) -> Capability:
@@ -357,8 +399,100 @@ class WEATSuite(Suite):
             raise InputError(f"Images missing from {str(self.images)!r} (on_missing_images='stop'): {lines}.")
         return found, missing
 
-    # ------------------------------------------------------------------------- running
-    def run(self, adapter: ModelAdapter, seed: int = 0) -> SuiteOutput:
+
+    # ------------------------------------------------------------------------- the battery
+    def _plan(self) -> None:
+        """The rows, the distinct items they embed (in the order the rows first use them) and, per item, the
+        (row, set) pairs it belongs to; skips known from the specs alone go to ``self.skipped``."""
+        self.skipped: list[dict[str, str]] = []
+        self.rows: list[_Row] = []
+        members: dict[_Item, list[tuple[int, str]]] = {}
+        for index, test in enumerate(self.tests):
+            self.skipped += test.duplicates
+            self.skipped += [
+                {
+                    "item": f"{test.name}: image {file}",
+                    "reason": f"not found in {str(self.images)!r} (listed in {', '.join(_image_keys(test, file))})",
+                }
+                for file in self.missing.get(test.name, [])
+            ]
+            for kind in self._kinds(test):
+                for row, sets in self._test_rows(index, test, kind):
+                    self._add_row(row, sets, members)
+        self._items = list(members)
+        self._members = list(members.values())
+
+    def _kinds(self, test: SeatTest | GroundedTest) -> list[str]:
+        if self.embedding != "auto":
+            kinds = [self.embedding]
+        elif isinstance(test, GroundedTest):
+            kinds = list(test.test_types)
+        else:
+            kinds = ["sentence" if test.path.stem.startswith("sent-") else "word"]
+        keep = []
+        for kind in kinds:
+            if kind == "contextual" and self.source == "embed":
+                reason = "source='embed' has no token states for contextual embeddings"
+            elif kind == "contextual" and not test.contextual_words:
+                reason = f"{test.path} lists no contextual_words"
+            else:
+                keep.append(kind)
+                continue
+            self.skipped.append({"item": f"{test.name}/contextual", "reason": reason})
+        return keep
+
+    def _test_rows(
+        self, index: int, test: SeatTest | GroundedTest, kind: str
+    ) -> list[tuple[_Row, dict[str, list[Stimulus]]]]:
+        """The rows of one test and embedding kind, each with the stimuli of its sets."""
+        if isinstance(test, SeatTest):
+            sets = {s.key: [Stimulus(e) for e in s.examples] for s in test.sets}
+            return [(_Row(f"{test.name}/{kind}", index, kind, "seat", list(sets)), sets)]
+        rows = []
+        cat_x, cat_y = test.targ1.category, test.targ2.category
+        named = {
+            "x": test.targ1.pairs(),
+            "y": test.targ2.pairs(),
+            "ax": test.attr1.pairs(cat_x),
+            "ay": test.attr1.pairs(cat_y),
+            "bx": test.attr2.pairs(cat_x),
+            "by": test.attr2.pairs(cat_y),
+        }
+        for experiment in self.experiments:
+            key = f"{test.name}/{kind}/exp{experiment}"
+            if experiment == "3_mask_text" and not test.contextual_words:
+                self.skipped.append({"item": key, "reason": "no contextual_words to mask"})
+                continue
+            flags = {"mask_text": experiment == "3_mask_text", "mask_person": experiment == "3_mask_image"}
+            sets = {
+                name: [
+                    Stimulus(caption, self.image_paths[(test.name, image)], **flags)
+                    for caption, image in pairs
+                    if (test.name, image) in self.image_paths
+                ]
+                for name, pairs in named.items()
+            }
+            rows.append((_Row(key, index, kind, experiment, list(sets)), sets))
+        return rows
+
+    def _add_row(self, row: _Row, sets: dict[str, list[Stimulus]], members: dict[_Item, list[tuple[int, str]]]) -> None:
+        """Enter ``row`` and its sets' stimuli (once per set), leaving out contextual sentences without the word."""
+        pattern = _word_pattern(self.tests[row.test].contextual_words)
+        for name, stimuli in sets.items():
+            for stimulus in dict.fromkeys(stimuli):
+                if row.kind == "contextual" and pattern.search(stimulus.text) is None:
+                    self.skipped.append(
+                        {"item": f"{row.key}/{name}: {stimulus.text!r}", "reason": "holds none of the contextual_words"}
+                    )
+                else:
+                    members.setdefault(_Item(row.test, row.kind, stimulus), []).append((len(self.rows), name))
+        self.rows.append(row)
+
+    def stimuli(self) -> Sequence[_Item]:
+        """Every distinct (test, embedding kind, stimulus) of the battery, each embedded once per run."""
+        return self._items
+
+    def start(self, adapter: ModelAdapter, seed: int) -> _WEATMeasurement:
         grounded = [t.name for t in self.tests if isinstance(t, GroundedTest)]
         if grounded and adapter.text_only:
             raise CapabilityError(
@@ -373,298 +507,159 @@ class WEATSuite(Suite):
                     f"Experiment '3_mask_image' masks person regions, but model {adapter.name!r} reads no regions "
                     "(region models: visualbert, lxmert)."
                 )
-        output = SuiteOutput(metrics={})
-        rows: list[dict] = []
-        n_embedded = 0
-        for test in self.tests:
-            output.skipped.extend(test.duplicates)
-            for file in self.missing.get(test.name, []):
-                output.skipped.append(
-                    {
-                        "item": f"{test.name}: image {file}",
-                        "reason": f"not found in {str(self.images)!r} (listed in {', '.join(_image_keys(test, file))})",
-                    }
-                )
-            for kind in self._kinds(test, output):
-                encoder = self._encoder(adapter, test, kind)
-                if isinstance(test, SeatTest):
-                    rows += self._seat_rows(test, kind, encoder, output, seed)
-                else:
-                    rows += self._grounded_rows(test, kind, encoder, output, seed)
-                n_embedded += len(encoder.cache)
-        for row in (r for r in rows if not math.isfinite(r["effect_size"])):
-            output.skipped.append(
-                {
-                    "item": row["key"],
-                    "reason": "all association scores are equal (e.g. every item embeds "
-                    "alike, as words unknown to the tokenizer do): the effect size is undefined",
-                }
-            )
-        rows = [row for row in rows if math.isfinite(row["effect_size"])]
-        self._adjust(rows)
-        for row in rows:
-            key = row["key"]
-            output.metrics[f"{key}/effect_size"] = row["effect_size"]
-            output.intervals[f"{key}/effect_size"] = [row["ci_low"], row["ci_high"]]
-            if not math.isnan(row["p_value"]):
-                for suffix, column in (
-                    ("", "p_value"),
-                    ("@holm", "p_holm"),
-                    ("@bh", "p_bh"),
-                ):
-                    output.p_values[f"{key}/effect_size{suffix}"] = row[column]
-        output.items = rows
-        output.n_items = n_embedded
-        return output
+        return _WEATMeasurement(self, adapter, seed)
 
-    def _kinds(self, test: SeatTest | GroundedTest, output: SuiteOutput) -> list[str]:
-        if self.embedding != "auto":
-            kinds = [self.embedding]
-        elif isinstance(test, GroundedTest):
-            kinds = list(test.test_types)
-        else:
-            kinds = ["sentence" if test.path.stem.startswith("sent-") else "word"]
-        keep = []
-        for kind in kinds:
-            if kind == "contextual" and self.source == "embed":
-                output.skipped.append(
-                    {
-                        "item": f"{test.name}/contextual",
-                        "reason": "source='embed' has no token states for contextual embeddings",
-                    }
-                )
-            elif kind == "contextual" and not test.contextual_words:
-                output.skipped.append(
-                    {
-                        "item": f"{test.name}/contextual",
-                        "reason": f"{test.path} lists no contextual_words",
-                    }
-                )
-            else:
-                keep.append(kind)
-        return keep
-
-    def _encoder(self, adapter: ModelAdapter, test: SeatTest | GroundedTest, kind: str) -> Encoder:
-        pattern = _word_pattern(test.contextual_words)
-        return Encoder(
-            adapter,
-            kind,
-            self.pooling,
-            self.source,
-            pattern,
-            self.person_object_ids,
-            self.batch_size,
-        )
-
-    def _embed(self, name: str, stimuli: list[Stimulus], encoder: Encoder, output: SuiteOutput) -> _Set:
-        """Embeddings of ``stimuli``, leaving out (with reasons) contextual sentences without the word
-        and non-finite embeddings."""
-        kept = []
-        for stimulus in dict.fromkeys(stimuli):
-            if encoder.kind == "contextual" and encoder.anchor(stimulus) is None:
-                output.skipped.append(
-                    {
-                        "item": f"{name}: {stimulus.text!r}",
-                        "reason": "holds none of the contextual_words",
-                    }
-                )
-            else:
-                kept.append(stimulus)
-        embeddings = encoder(kept) if kept else torch.zeros(0, 1)
-        finite = torch.isfinite(embeddings).all(dim=1) if kept else torch.zeros(0, dtype=torch.bool)
-        for stimulus in (s for s, ok in zip(kept, finite.tolist()) if not ok):
-            output.skipped.append(
-                {
-                    "item": f"{name}: {stimulus.text!r} {stimulus.image or ''}".rstrip(),
-                    "reason": "embedding holds NaN or inf",
-                }
-            )
-        return _Set(name, embeddings[finite])
-
-    def _seat_rows(
-        self,
-        test: SeatTest,
-        kind: str,
-        encoder: Encoder,
-        output: SuiteOutput,
-        seed: int,
-    ) -> list[dict]:
-        key = f"{test.name}/{kind}"
-        sets = [self._embed(f"{key}/{s.key}", [Stimulus(e) for e in s.examples], encoder, output) for s in test.sets]
-        if not self._usable(key, sets, output):
-            return []
-        x, y, a, b = (s.embeddings for s in sets)
-        row = self._weat_row(weat_association(x, a, b), weat_association(y, a, b), seed)
-        return [
-            {
-                "key": key,
-                "test": test.name,
-                "file": str(test.path),
-                "embedding": kind,
-                "experiment": "seat",
-                **row,
-                "n_a": len(a),
-                "n_b": len(b),
-            }
-        ]
-
-    def _grounded_rows(
-        self,
-        test: GroundedTest,
-        kind: str,
-        encoder: Encoder,
-        output: SuiteOutput,
-        seed: int,
-    ) -> list[dict]:
-        rows = []
-        cat_x, cat_y = test.targ1.category, test.targ2.category
-        for experiment in self.experiments:
-            key = f"{test.name}/{kind}/exp{experiment}"
-            if experiment == "3_mask_text" and (
-                encoder.contextual is None or not getattr(encoder.adapter.tokenizer, "mask_token", None)
-            ):
-                reason = (
-                    "no contextual_words to mask"
-                    if encoder.contextual is None
-                    else f"model {encoder.adapter.name!r} has no mask token"
-                )
-                output.skipped.append({"item": key, "reason": reason})
-                continue
-            flags = {
-                "mask_text": experiment == "3_mask_text",
-                "mask_person": experiment == "3_mask_image",
-            }
-
-            def stimuli(pairs: list[tuple[str, str]], flags: dict[str, bool] = flags) -> list[Stimulus]:
-                present = [(caption, self.image_paths.get((test.name, image))) for caption, image in pairs]
-                return [Stimulus(caption, path, **flags) for caption, path in present if path is not None]
-
-            named = {
-                "x": test.targ1.pairs(),
-                "y": test.targ2.pairs(),
-                "ax": test.attr1.pairs(cat_x),
-                "ay": test.attr1.pairs(cat_y),
-                "bx": test.attr2.pairs(cat_x),
-                "by": test.attr2.pairs(cat_y),
-            }
-            sets = {n: self._embed(f"{key}/{n}", stimuli(pairs), encoder, output) for n, pairs in named.items()}
-            if not self._usable(key, list(sets.values()), output):
-                continue
-            if experiment == "3_mask_image" and not self._has_person_regions(test, encoder):
-                output.skipped.append(
-                    {
-                        "item": key,
-                        "reason": f"no region of the test's images has a label in person_object_ids "
-                        f"{self.person_object_ids} (grid features carry no labels: give labelled region features)",
-                    }
-                )
-                continue
-            e = {n: s.embeddings for n, s in sets.items()}
-            counts = {f"n_{n}": len(v) for n, v in e.items()} | {
-                "n_a": len(e["ax"]) + len(e["ay"]),
-                "n_b": len(e["bx"]) + len(e["by"]),
-            }
-            if experiment == "1":
-                a, b = torch.cat([e["ax"], e["ay"]]), torch.cat([e["bx"], e["by"]])
-                row = self._weat_row(weat_association(e["x"], a, b), weat_association(e["y"], a, b), seed)
-            elif experiment == "3_congruence":
-                row = self._congruence_row(
-                    weat_association(e["x"], e["ax"], e["bx"]),
-                    weat_association(e["x"], e["ay"], e["by"]),
-                    weat_association(e["y"], e["ay"], e["by"]),
-                    weat_association(e["y"], e["ax"], e["bx"]),
-                    seed,
-                )
-            else:  # 2, and 3_mask_* (Experiment 2 on masked inputs)
-                row = self._weat_row(
-                    weat_association(e["x"], e["ax"], e["bx"]),
-                    weat_association(e["y"], e["ay"], e["by"]),
-                    seed,
-                )
-            rows.append(
-                {
-                    "key": key,
-                    "test": test.name,
-                    "file": str(test.path),
-                    "embedding": kind,
-                    "experiment": experiment,
-                    **row,
-                    **counts,
-                }
-            )
-        return rows
-
-    def _has_person_regions(self, test: GroundedTest, encoder: Encoder) -> bool:
-        if getattr(encoder.adapter, "store", None) is None:  # grid "regions" have no detector labels
+    def _has_person_regions(self, test: GroundedTest, adapter: ModelAdapter) -> bool:
+        if getattr(adapter, "store", None) is None:  # grid "regions" have no detector labels
             return False
         images = sorted({p for (name, _), p in self.image_paths.items() if name == test.name})
         ids = torch.tensor(self.person_object_ids)
-        return any(
-            bool(torch.isin(encoder.adapter.prepare_images([image]).object_ids.cpu(), ids).any()) for image in images
-        )
+        return any(bool(torch.isin(adapter.prepare_images([image]).object_ids.cpu(), ids).any()) for image in images)
+
+
+class _WEATMeasurement(Measurement):
+    """One run of :class:`WEATSuite`: a test object per row that can run on this adapter (the others are
+    skipped with a reason), fed the embeddings of the rows' sets."""
+
+    def __init__(self, suite: WEATSuite, adapter: ModelAdapter, seed: int) -> None:
+        super().__init__()
+        self.suite, self.adapter = suite, adapter
+        self.row_skips = self._row_skips()
+        options = {
+            "n_permutations": suite.n_permutations,
+            "n_bootstrap": suite.n_bootstrap,
+            "confidence": suite.confidence,
+            "seed": seed,
+            "sync_on_compute": False,
+        }
+        self.tests: dict[int, _PooledTest | _OwnGroupTest] = {
+            index: self._test(row, options) for index, row in enumerate(suite.rows) if index not in self.row_skips
+        }
+        self.encoders = {
+            (row.test, row.kind): Encoder(
+                adapter,
+                row.kind,
+                suite.pooling,
+                suite.source,
+                _word_pattern(suite.tests[row.test].contextual_words),
+                suite.person_object_ids,
+            )
+            for row in suite.rows
+        }
+
+    def _row_skips(self) -> dict[int, str]:
+        """``{row: reason}`` of the rows this adapter cannot run: text masking without a mask token, person
+        masking on images none of whose regions is labelled a person."""
+        suite, skips, has_regions = self.suite, {}, {}
+        for index, row in enumerate(suite.rows):
+            if row.experiment == "3_mask_text" and not getattr(self.adapter.tokenizer, "mask_token", None):
+                skips[index] = f"model {self.adapter.name!r} has no mask token"
+            elif row.experiment == "3_mask_image":
+                if row.test not in has_regions:
+                    has_regions[row.test] = suite._has_person_regions(suite.tests[row.test], self.adapter)
+                if not has_regions[row.test]:
+                    skips[index] = (
+                        f"no region of the test's images has a label in person_object_ids {suite.person_object_ids} "
+                        "(grid features carry no labels: give labelled region features)"
+                    )
+        return skips
 
     @staticmethod
-    def _usable(key: str, sets: list[_Set], output: SuiteOutput) -> bool:
-        empty = [s.name for s in sets if len(s.embeddings) == 0]
-        if empty:
-            output.skipped.append(
-                {
-                    "item": key,
-                    "reason": f"empty set(s) after skipping bad items: {', '.join(empty)}",
-                }
-            )
-        return not empty
+    def _test(row: _Row, options: dict) -> _PooledTest | _OwnGroupTest:
+        if row.experiment == "seat":
+            return _PooledTest(_SEAT_ROLES, options)
+        if row.experiment == "1":
+            return _PooledTest(_POOLED_ROLES, options)
+        return _OwnGroupTest(row.experiment == "3_congruence", options)
 
-    def _weat_row(self, s_x: Tensor, s_y: Tensor, seed: int) -> dict:
-        """Effect size, statistic, p-value (NaN with a note when |X| != |Y|) and interval of one test."""
-        low, high = (float(v) for v in interval_from_associations(s_x, s_y, self.n_bootstrap, self.confidence, seed))
-        if len(s_x) == len(s_y):
-            p_value, note = (
-                float(p_value_from_associations(s_x, s_y, self.n_permutations, seed)),
-                "",
-            )
+    def metrics(self) -> list[Metric]:
+        return [metric for test in self.tests.values() for metric in test.metrics()]
+
+    def _memberships(self, index: int) -> list[tuple[int, str]]:
+        """The (row, set) pairs of stimulus ``index`` whose row runs."""
+        return [(row, name) for row, name in self.suite._members[index] if row in self.tests]
+
+    def probe(self, batch: Batch) -> list[Tensor | None]:
+        """Each item's embedding (``None`` for an item no running row uses), embedded in groups that share the
+        test, kind, masking and image presence."""
+        groups: dict[tuple, list[int]] = {}
+        for position, (index, item) in enumerate(zip(batch.indices, batch.items)):
+            if self._memberships(index):
+                stimulus = item.stimulus
+                groups.setdefault((item.test, item.kind, stimulus.image is None, stimulus.mask_person), []).append(position)
+        embeddings: list[Tensor | None] = [None] * len(batch)
+        with measuring(self.adapter.device):
+            for (test, kind, _, _), positions in groups.items():
+                embedded = self.encoders[(test, kind)]([batch.items[p].stimulus for p in positions])
+                for position, embedding in zip(positions, embedded):
+                    embeddings[position] = embedding
+        return embeddings
+
+    def update(self, batch: Batch, outputs: list[Tensor | None]) -> None:
+        """Feed each finite embedding to the metrics of every (row, set) it belongs to, counting the sets'
+        sizes; a non-finite one is skipped in each of its sets."""
+        pending: dict[tuple[int, str], tuple[Metric, str, list[Tensor]]] = {}
+        rows = self.suite.rows
+        for index, item, embedding in zip(batch.indices, batch.items, outputs):
+            if embedding is None:
+                continue
+            self.count("embedded")
+            memberships = self._memberships(index)
+            if not torch.isfinite(embedding).all():
+                for row, name in memberships:
+                    where = f"{rows[row].key}/{name}: {item.stimulus.text!r} {item.stimulus.image or ''}".rstrip()
+                    self.note_skip(index, {"item": where, "reason": "embedding holds NaN or inf"})
+                continue
+            for row, name in memberships:
+                self.count(f"{rows[row].key}/{name}")
+                for metric, role in self.tests[row].feeds(name):
+                    pending.setdefault((id(metric), role), (metric, role, []))[2].append(embedding)
+        for metric, role, embeddings in pending.values():
+            metric.update(**{role: torch.stack(embeddings)})
+
+    def compute(self, gathered: Gathered) -> SuiteOutput:
+        output = SuiteOutput(metrics={}, skipped=[*self.suite.skipped, *gathered.skipped])
+        rows = []
+        for index, row in enumerate(self.suite.rows):
+            sizes = {name: int(gathered.counts.get(f"{row.key}/{name}", 0)) for name in row.sets}
+            reason = self.row_skips.get(index) or self._empty(row, sizes)
+            if reason:
+                output.skipped.append({"item": row.key, "reason": reason})
+            else:
+                rows.append(self._row(row, self.tests[index].compute(), sizes))
+        output.skipped += [
+            {
+                "item": row["key"],
+                "reason": "all association scores are equal (e.g. every item embeds "
+                "alike, as words unknown to the tokenizer do): the effect size is undefined",
+            }
+            for row in rows
+            if not math.isfinite(row["effect_size"])
+        ]
+        output.items = [row for row in rows if math.isfinite(row["effect_size"])]
+        report_tests(output, output.items, name="key")
+        output.n_items = int(gathered.counts.get("embedded", 0))
+        return output
+
+    @staticmethod
+    def _empty(row: _Row, sizes: dict[str, int]) -> str:
+        empty = [f"{row.key}/{name}" for name, size in sizes.items() if size == 0]
+        return f"empty set(s) after skipping bad items: {', '.join(empty)}" if empty else ""
+
+    def _row(self, row: _Row, result: dict[str, Tensor], sizes: dict[str, int]) -> dict:
+        """The item-table row: the suite's columns, the test's numbers and the set sizes."""
+        test = self.suite.tests[row.test]
+        if row.experiment == "seat":
+            counts = {"n_a": sizes["attr1"], "n_b": sizes["attr2"]}
         else:
-            p_value = math.nan
-            note = (
-                f"|X| = {len(s_x)} != |Y| = {len(s_y)}: the permutation test re-partitions X ∪ Y into equal halves, "
-                "so it has no p-value; the effect size and its interval stand alone"
-            )
+            counts = {f"n_{name}": size for name, size in sizes.items()}
+            counts |= {"n_a": sizes["ax"] + sizes["ay"], "n_b": sizes["bx"] + sizes["by"]}
         return {
-            "effect_size": float(effect_size_from_associations(s_x, s_y)),
-            "statistic": float(statistic_from_associations(s_x, s_y)),
-            "p_value": p_value,
-            "p_note": note,
-            "ci_low": low,
-            "ci_high": high,
-            "n_x": len(s_x),
-            "n_y": len(s_y),
+            "key": row.key,
+            "test": test.name,
+            "file": str(test.path),
+            "embedding": row.kind,
+            "experiment": row.experiment,
+            **association_row(result),
+            **counts,
         }
-
-    def _congruence_row(self, x_own: Tensor, x_other: Tensor, y_own: Tensor, y_other: Tensor, seed: int) -> dict:
-        scores = (x_own, x_other, y_own, y_other)
-        low, high = (float(v) for v in congruence_interval(*scores, self.n_bootstrap, self.confidence, seed))
-        return {
-            "effect_size": float(congruence_effect_size(*scores)),
-            "statistic": float(congruence_statistic(*scores)),
-            "p_value": float(congruence_p_value(*scores, n_permutations=self.n_permutations, seed=seed)),
-            "p_note": "",
-            "ci_low": low,
-            "ci_high": high,
-            "n_x": len(x_own),
-            "n_y": len(y_own),
-        }
-
-    @staticmethod
-    def _adjust(rows: list[dict]) -> None:
-        """Holm and BH adjusted p-values across every row that has a p-value."""
-        tested = [row for row in rows if not math.isnan(row["p_value"])]
-        for row in rows:
-            row["p_holm"] = row["p_bh"] = math.nan
-        if tested:
-            p_values = torch.tensor([row["p_value"] for row in tested], dtype=torch.float64)
-            for row, holm, bh in zip(
-                tested,
-                holm_bonferroni(p_values).tolist(),
-                benjamini_hochberg(p_values).tolist(),
-            ):
-                row["p_holm"], row["p_bh"] = holm, bh

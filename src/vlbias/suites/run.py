@@ -1,0 +1,144 @@
+"""Running a suite: build it from a name and data, measure one adapter over this rank's shard, wrap the
+numbers in :class:`~vlbias.results.Results`. ``vlbias measure`` and
+:class:`~vlbias.callbacks.BiasSuiteCallback` both come here.
+
+Under ``torch.distributed`` (a DDP trainer, or any initialised process group) every rank measures its own
+shard of :meth:`Suite.stimuli` and all ranks return the same output, equal to a one-process run up to the
+float rounding of summing in another order. Metric states and notes travel over a gloo group (the default
+group when it is gloo, else one made once for this purpose), so metrics stay on the CPU under NCCL too.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch.distributed as dist
+
+from vlbias.errors import ConfigError
+from vlbias.models.base import ModelAdapter, require_capability
+from vlbias.results import Results
+from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+from vlbias.suites.registry import suite_class
+
+if TYPE_CHECKING:
+    from vlbias.data.biasworld import BiasWorld
+
+
+def build_suite(name: str, data: str | Path | BiasWorld, options: dict | None = None, biasworld: dict | None = None) -> Suite:
+    """Suite ``name`` over ``data``: ``"biasworld"`` (built from ``biasworld`` options), a
+    :class:`~vlbias.data.biasworld.BiasWorld`, or a directory or file in the suite's public format."""
+    cls, options = suite_class(name), options or {}
+    if str(data) == "biasworld" or not isinstance(data, (str, Path)):
+        from vlbias.data.biasworld import BiasWorld
+
+        world = data if isinstance(data, BiasWorld) else BiasWorld(**(biasworld or {}))
+        return cls.from_biasworld(world, **options)
+    path = Path(data)
+    if not path.exists():
+        raise ConfigError(f"Data path {str(path)!r} does not exist; expected a directory or file in the {name!r} format or 'biasworld'.")
+    return cls.from_path(path, **options)
+
+
+PROBED = "stimuli_probed/rank"  # the count of stimuli each rank probed, in ``Gathered.counts``
+
+
+def shard() -> tuple[int, int]:
+    """``(rank, world_size)`` of this process: ``(0, 1)`` without an initialised process group."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+@functools.cache
+def _cpu_group(default_group: object) -> object:
+    """A gloo process group over every rank: the default group when it is gloo, else a new one (made once per
+    default group; every rank reaches this at the same point, as ``new_group`` requires)."""
+    if dist.get_backend() == "gloo":
+        return None
+    return dist.new_group(backend="gloo")
+
+
+def measure_suite(suite: Suite, adapter: ModelAdapter, seed: int = 0) -> SuiteOutput:
+    """Measure ``adapter`` with ``suite`` over this rank's shard, sync the metrics, gather the notes, and
+    compute: every rank gets the whole run's :class:`SuiteOutput`.
+
+    The stimuli are cut into batches of ``suite.batch_size`` in order, and rank ``r`` of ``W`` probes batches
+    ``r, r + W, ...``: each batch holds the same stimuli as in a one-process run, so a model's outputs (whose
+    float32 rounding can depend on what else is in the batch) are the same wherever a batch runs."""
+    rank, world_size = shard()
+    stimuli = suite.stimuli()
+    measurement = suite.start(adapter, seed)
+    probed = 0
+    for start in range(rank * suite.batch_size, len(stimuli), world_size * suite.batch_size):
+        indices = list(range(start, min(start + suite.batch_size, len(stimuli))))
+        batch = Batch(indices, [stimuli[i] for i in indices])
+        measurement.update(batch, measurement.probe(batch))
+        probed += len(batch)
+    measurement.count(f"{PROBED}{rank}", probed)
+    if world_size == 1:
+        gathered = _gathered([_notes(measurement)])
+        return _finished(measurement.compute(gathered), gathered, world_size)
+    group = _cpu_group(dist.group.WORLD)
+    metrics = measurement.metrics()
+    for metric in metrics:
+        if metric.sync_on_compute:
+            raise ConfigError(
+                f"Suite {suite.name!r} built metric {type(metric).__name__} with sync_on_compute=True; a suite's "
+                "metrics are synced by measure_suite and need sync_on_compute=False"
+            )
+        metric.sync(process_group=group, distributed_available=lambda: True)
+    notes: list = [None] * world_size
+    dist.all_gather_object(notes, _notes(measurement), group=group)
+    gathered = _gathered(notes)
+    try:
+        with warnings.catch_warnings():  # a rank that fed a metric nothing computes it on the synced state
+            warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+            return _finished(measurement.compute(gathered), gathered, world_size)
+    finally:
+        for metric in metrics:  # a metric's own compute already restored its local state (torchmetrics)
+            metric.unsync(should_unsync=metric._is_synced)
+
+
+def _notes(measurement: Measurement) -> tuple[list, list, dict]:
+    return measurement.rows, measurement.skipped, dict(measurement.counts)
+
+
+def _finished(output: SuiteOutput, gathered: Gathered, world_size: int) -> SuiteOutput:
+    output.stimuli_per_rank = [int(gathered.counts.get(f"{PROBED}{rank}", 0)) for rank in range(world_size)]
+    return output
+
+
+def _gathered(notes: list[tuple[list, list, dict]]) -> Gathered:
+    """Every rank's notes in stimulus order (``sorted`` is stable: one stimulus's notes keep their order)."""
+    rows = sorted((entry for rank_rows, _, _ in notes for entry in rank_rows), key=lambda entry: entry[0])
+    skipped = sorted((entry for _, rank_skipped, _ in notes for entry in rank_skipped), key=lambda entry: entry[0])
+    counts: Counter[str] = Counter()
+    for _, _, rank_counts in notes:
+        counts.update(rank_counts)
+    return Gathered([row for _, row in rows], [entry for _, entry in skipped], dict(counts))
+
+
+def run_suite(
+    suite: Suite, adapter: ModelAdapter, *, model: str, checkpoint: str | None, seed: int, config: dict
+) -> tuple[Results, list[dict]]:
+    """Run ``suite`` on ``adapter`` (refusing a model without the suite's capability before any compute)
+    and wrap its output in :class:`Results`, with the item table."""
+    require_capability(adapter, suite.capability, suite.name, suite.capability_hint)
+    output = suite.run(adapter, seed=seed)
+    results = Results(
+        suite=suite.name,
+        model=model,
+        checkpoint=checkpoint,
+        config={**config, "suite_config": suite.config, "stimuli_per_rank": output.stimuli_per_rank},
+        seed=seed,
+        n_items=output.n_items,
+        metrics=output.metrics,
+        intervals=output.intervals,
+        p_values=output.p_values,
+        skipped=output.skipped,
+    )
+    return results, output.items
