@@ -10,25 +10,11 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentParser
 
 from vlbias.errors import VlbiasError
-
-USAGE = """usage: vlbias {fit,validate,test,predict,measure,models} ...
-
-Measure and mitigate social bias in vision-language models.
-
-subcommands:
-  fit, validate, test, predict   LightningCLI: train or evaluate from YAML configs
-                                 (vlbias fit --config configs/experiment/quickstart.yaml)
-  measure                        run one bias suite on one model and write results
-  models                         list the model adapters and their capabilities
-
-Run `vlbias <subcommand> --help` for the options of each."""
-
-LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
 
 
 def measure_parser() -> ArgumentParser:
@@ -126,20 +112,39 @@ def _vlbias_cause(error: BaseException) -> VlbiasError | None:
     return None
 
 
+# subcommand -> (one line of help, handler taking the arguments after the subcommand, or all of argv for Lightning)
+SUBCOMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], None]]] = {
+    "fit": ("LightningCLI: train from YAML configs (--config FILE ...)", lambda argv: _lightning(["fit", *argv])),
+    "validate": ("LightningCLI: evaluate a checkpoint (--ckpt_path); bias callbacks measure it", lambda argv: _lightning(["validate", *argv])),
+    "test": ("LightningCLI: test a checkpoint on the test split", lambda argv: _lightning(["test", *argv])),
+    "predict": ("LightningCLI: predict with a checkpoint", lambda argv: _lightning(["predict", *argv])),
+    "measure": ("run one bias suite on one model and write results", _measure),
+    "models": ("list the model adapters and their capabilities", _models),
+}
+
+
+def usage() -> str:
+    """The top-level help: every subcommand of :data:`SUBCOMMANDS` with its line of help."""
+    lines = [f"  {name:<12} {help_}" for name, (help_, _) in SUBCOMMANDS.items()]
+    return (
+        f"usage: vlbias {{{','.join(SUBCOMMANDS)}}} ...\n\n"
+        "Measure and mitigate social bias in vision-language models.\n\nsubcommands:\n"
+        + "\n".join(lines)
+        + "\n\nExample: vlbias fit --config configs/experiment/quickstart.yaml\n"
+        "Run `vlbias <subcommand> --help` for the options of each."
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[0] if argv else None
     try:
-        if command == "measure":
-            _measure(argv[1:])
-        elif command == "models":
-            _models(argv[1:])
-        elif command in LIGHTNING_SUBCOMMANDS:
-            _lightning(argv)
-        elif command in (None, "-h", "--help"):
-            print(USAGE)
+        if command in (None, "-h", "--help"):
+            print(usage())
+        elif command in SUBCOMMANDS:
+            SUBCOMMANDS[command][1](argv[1:])
         else:
-            print(f"{USAGE}\n\nvlbias: error: unknown subcommand {command!r}.", file=sys.stderr)
+            print(f"{usage()}\n\nvlbias: error: unknown subcommand {command!r}.", file=sys.stderr)
             sys.exit(2)
     except BrokenPipeError:  # output piped into a reader that stopped early (e.g. `| head`)
         sys.stderr.close()

@@ -42,4 +42,4 @@ def callback_suite_options(config: str | Path, suite: str) -> dict:
     model the way its training run did each epoch."""
     callbacks = yaml.safe_load(Path(config).read_text())["trainer"]["callbacks"]
     callback = next(c for c in callbacks if c["class_path"].endswith("BiasSuiteCallback"))
-    return callback["init_args"]["suite_options"][suite]
+    return next(spec.get("options", {}) for spec in callback["init_args"]["suites"] if spec["suite"] == suite)

@@ -1,74 +1,188 @@
-"""Run bias suites during training and log them next to accuracy."""
+"""Run bias suites inside a Trainer, on every rank over that rank's shard, and log them next to accuracy."""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lightning.pytorch import Callback, LightningModule, Trainer
+from lightning.pytorch.trainer.states import TrainerFn
 from lightning.pytorch.utilities import rank_zero_info
 from typing_extensions import override
 
-from vlbias.measure import build_suite, run_suite
-from vlbias.results import write_results
+from vlbias.errors import ConfigError
+from vlbias.results import Results, write_results
+from vlbias.suites import Suite
+from vlbias.suites.run import build_suite, run_suite
+
+
+@dataclass
+class SuiteSpec:
+    """One suite the callback runs: ``suite`` (a name from ``vlbias.suites``), ``data`` (a path in the suite's
+    public format, or ``"biasworld"``: the datamodule's world when it has one, else a world built from the
+    callback's ``biasworld`` options), the suite's keyword ``options``, and ``name``, the log prefix
+    (default: the suite name; give distinct names when one suite runs on two data sets)."""
+
+    suite: str
+    data: str = "biasworld"
+    options: dict[str, Any] = field(default_factory=dict)
+    name: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.name or self.suite
 
 
 class BiasSuiteCallback(Callback):
-    """Every ``every_n_epochs`` validation epochs, run ``suites`` on ``pl_module.adapter`` with
-    stimuli from the datamodule's BiasWorld (``trainer.datamodule.world``), log each metric as
-    ``bias/<suite>/<metric>`` (plus ``.../ci_low``, ``.../ci_high``, ``.../p_value``), print a
-    line per metric, and write the results schema to ``<out_dir>/epoch=NNN/`` and, as the
-    latest, to ``<out_dir>/``. ``out_dir`` defaults to ``<trainer.log_dir>/bias``.
+    """Measure bias while training: after every ``every_n_epochs``-th validation epoch of ``fit``, and after
+    every ``validate`` and ``test`` epoch, run each suite of ``suites`` on ``pl_module.adapter``.
 
-    Skipped during the sanity check and ``fast_dev_run``. Every rank computes the same numbers
-    (the suites are deterministic); rank 0 writes.
+    Suites are built once, in ``setup`` (their data read once per fit). Under DDP every rank measures its
+    own shard of each suite's stimuli and all ranks get the same numbers, equal to a one-process run
+    (:func:`vlbias.suites.run.measure_suite`). Skipped during the sanity check and ``fast_dev_run``.
+
+    Logged (to whatever logger the trainer has), per suite and metric: ``bias/<name>/<metric>``, and where
+    the suite gives them ``bias/<name>/<metric>/ci_low``, ``.../ci_high``, ``.../p_value``. A line per metric
+    is printed. Rank 0 writes the results schema to ``<out_dir>/epoch=NNN/`` and, as the latest, to
+    ``<out_dir>/`` during fit, and to ``<out_dir>/<validate|test>/`` otherwise; ``out_dir`` defaults to
+    ``<trainer.log_dir>/bias``.
+
+    The callback's state (the metrics of every measured epoch, ``history``) is saved in checkpoints under
+    :attr:`state_key`, so a resumed run keeps it.
 
     Args:
-        suites: suite names.
-        every_n_epochs: run after every n-th validation epoch.
+        suites: what to run: suite names (on BiasWorld, default options) or
+            ``{suite, data, options, name}`` mappings (:class:`SuiteSpec`).
+        every_n_epochs: during fit, run after every n-th validation epoch.
         out_dir: where results go.
-        seed: seed of the suites' permutation tests and bootstrap.
-        suite_options: per-suite keyword options, e.g. ``{"mmbias": {"n_permutations": 2000}}``.
+        seed: seed of the suites' permutation tests and bootstrap (recorded in every result).
+        biasworld: options of the :class:`~vlbias.data.biasworld.BiasWorld` built for ``data: biasworld``
+            when the datamodule has no ``world``.
     """
 
     def __init__(
         self,
-        suites: list[str] | None = None,
+        suites: list[str | dict[str, Any]] | None = None,
         every_n_epochs: int = 1,
         out_dir: str | None = None,
         seed: int = 0,
-        suite_options: dict[str, dict] | None = None,
+        biasworld: dict[str, Any] | None = None,
     ) -> None:
-        self.suites = suites or ["mmbias"]
+        if isinstance(every_n_epochs, bool) or not isinstance(every_n_epochs, int) or every_n_epochs < 1:
+            raise ConfigError(f"Expected `every_n_epochs` to be a positive integer but got {every_n_epochs!r}")
+        self.specs = [_spec(entry, index) for index, entry in enumerate(suites or ["mmbias"])]
+        names = [spec.key for spec in self.specs]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"Expected distinct suite names (give `name` to tell two runs of a suite apart) but got {names}")
         self.every_n_epochs = every_n_epochs
         self.out_dir = out_dir
         self.seed = seed
-        self.suite_options = suite_options or {}
+        self.biasworld = biasworld or {}
+        self.suites: dict[str, Suite] = {}
+        self.history: list[dict[str, Any]] = []
+
+    @property
+    def state_key(self) -> str:
+        return self._generate_state_key(suites=[asdict(spec) for spec in self.specs], every_n_epochs=self.every_n_epochs)
+
+    @override
+    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        if self.suites:
+            return
+        world = getattr(trainer.datamodule, "world", None) if trainer.datamodule is not None else None
+        for spec in self.specs:
+            data = world if spec.data == "biasworld" and world is not None else spec.data
+            self.suites[spec.key] = build_suite(spec.suite, data, spec.options, self.biasworld)
 
     @override
     def on_validation_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        if trainer.sanity_checking or trainer.fast_dev_run or (trainer.current_epoch + 1) % self.every_n_epochs:
+        if trainer.sanity_checking or trainer.fast_dev_run:
             return
-        out_dir = Path(self.out_dir or Path(trainer.log_dir or trainer.default_root_dir) / "bias")
-        was_training = pl_module.adapter.training
-        pl_module.adapter.eval()
-        for name in self.suites:
-            suite = build_suite(name, trainer.datamodule.world, self.suite_options.get(name))
-            config = {"trainer_epoch": trainer.current_epoch, "global_step": trainer.global_step, "module": dict(pl_module.hparams)}
-            results, items = run_suite(suite, pl_module.adapter, model=pl_module.adapter.name, checkpoint=None, seed=self.seed, config=config)
-            for metric, value in results.metrics.items():
-                key = f"bias/{name}/{metric}"
-                logged = {key: value}
-                line = f"epoch {trainer.current_epoch}: {key} = {value:+.3f}"
-                if metric in results.intervals:
-                    low, high = results.intervals[metric]
-                    logged |= {f"{key}/ci_low": low, f"{key}/ci_high": high}
-                    line += f" [{low:+.3f}, {high:+.3f}]"
-                if metric in results.p_values:
-                    logged[f"{key}/p_value"] = results.p_values[metric]
-                    line += f" p={results.p_values[metric]:.4f}"
+        fitting = trainer.state.fn == TrainerFn.FITTING
+        if fitting and (trainer.current_epoch + 1) % self.every_n_epochs:
+            return
+        self._measure(trainer, pl_module, stage=None if fitting else "validate")
+
+    @override
+    def on_test_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if not trainer.fast_dev_run:
+            self._measure(trainer, pl_module, stage="test")
+
+    @override
+    def state_dict(self) -> dict[str, Any]:
+        return {"history": self.history}
+
+    @override
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.history = list(state_dict["history"])
+
+    def _measure(self, trainer: Trainer, pl_module: LightningModule, stage: str | None) -> None:
+        adapter = pl_module.adapter
+        was_training = adapter.training
+        adapter.eval()
+        config = {"stage": stage or "fit", "trainer_epoch": trainer.current_epoch, "global_step": trainer.global_step}
+        config["module"] = dict(pl_module.hparams)
+        measured = {"stage": config["stage"], "epoch": trainer.current_epoch, "global_step": trainer.global_step}
+        try:
+            for spec in self.specs:
+                suite = self.suites[spec.key]
+                results, items = run_suite(
+                    suite, adapter, model=adapter.name, checkpoint=None, seed=self.seed,
+                    config={**config, "data": spec.data, "suite_options": spec.options},
+                )  # fmt: skip
+                logged = _logged(spec.key, results)
                 pl_module.log_dict(logged, rank_zero_only=True)
-                rank_zero_info(line)
-            if trainer.is_global_zero:
-                write_results(out_dir / f"epoch={trainer.current_epoch:03d}", results, items)
-                write_results(out_dir, results, items)
-        pl_module.adapter.train(was_training)
+                measured |= logged
+                for line in _lines(spec.key, results, trainer.current_epoch):
+                    rank_zero_info(line)
+                if trainer.is_global_zero:
+                    self._write(trainer, stage, results, items)
+        finally:
+            adapter.train(was_training)
+        self.history.append(measured)
+
+    def _write(self, trainer: Trainer, stage: str | None, results: Results, items: list[dict]) -> None:
+        out_dir = Path(self.out_dir or Path(trainer.log_dir or trainer.default_root_dir) / "bias")
+        if stage is not None:
+            write_results(out_dir / stage, results, items)
+            return
+        write_results(out_dir / f"epoch={trainer.current_epoch:03d}", results, items)
+        write_results(out_dir, results, items)
+
+
+def _spec(entry: str | dict[str, Any], index: int) -> SuiteSpec:
+    if isinstance(entry, str):
+        return SuiteSpec(entry)
+    if not isinstance(entry, dict) or "suite" not in entry:
+        raise ConfigError(f"Expected `suites[{index}]` to be a suite name or a mapping with key 'suite' but got {entry!r}")
+    unknown = sorted(set(entry) - {"suite", "data", "options", "name"})
+    if unknown:
+        raise ConfigError(f"Unknown key(s) {unknown} in `suites[{index}]`; expected among ['suite', 'data', 'options', 'name']")
+    return SuiteSpec(**entry)
+
+
+def _logged(name: str, results: Results) -> dict[str, float]:
+    """``bias/<name>/<metric>`` with its ``ci_low``, ``ci_high`` and ``p_value`` where the results have them."""
+    logged = {}
+    for metric, value in results.metrics.items():
+        key = f"bias/{name}/{metric}"
+        logged[key] = value
+        if metric in results.intervals:
+            logged[f"{key}/ci_low"], logged[f"{key}/ci_high"] = results.intervals[metric]
+        if metric in results.p_values:
+            logged[f"{key}/p_value"] = results.p_values[metric]
+    return logged
+
+
+def _lines(name: str, results: Results, epoch: int) -> list[str]:
+    lines = []
+    for metric, value in results.metrics.items():
+        line = f"epoch {epoch}: bias/{name}/{metric} = {value:+.3f}"
+        if metric in results.intervals:
+            low, high = results.intervals[metric]
+            line += f" [{low:+.3f}, {high:+.3f}]"
+        if metric in results.p_values:
+            line += f" p={results.p_values[metric]:.4f}"
+        lines.append(line)
+    return lines

@@ -1,0 +1,188 @@
+"""BiasSuiteCallback: suites built once per fit, any data, logged keys, state in checkpoints, validate/test;
+and (slow) the same numbers on 1 and 2 DDP processes and from ``vlbias measure``."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from vlbias.callbacks import BiasSuiteCallback
+from vlbias.cli import main
+from vlbias.errors import ConfigError
+from vlbias.results import read_results
+from vlbias.suites.mmbias import MMBiasSuite
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "configs" / "experiment" / "quickstart.yaml"
+TINY_FIT = [
+    "--trainer.enable_progress_bar", "false",
+    "--trainer.log_every_n_steps", "1",
+    "--data.init_args.n_train", "64",
+    "--data.init_args.eval_per_combination", "2",
+    "--data.init_args.batch_size", "32",
+]  # fmt: skip
+KEY = "bias/mmbias/man_vs_woman/stereotyped_activities/effect_size"
+BATCH = 8
+
+
+def biasworld_seat(path: Path) -> Path:
+    """A SEAT spec (May et al.'s JSON format) in the tiny models' words: men and women against BiasWorld's
+    stereotyped activities, so that a tiny CLIP sees no unknown word."""
+    def phrases(word: str) -> list[str]:
+        return [word, f"a {word}", f"the {word}", f"a {word} in the photo", f"the {word} in an image"]
+
+    spec = {
+        "targ1": {"category": "Men", "examples": phrases("man")},
+        "targ2": {"category": "Women", "examples": phrases("woman")},
+        "attr1": {"category": "ManActivities", "examples": ["repairing", "driving", "coding", "someone is repairing"]},
+        "attr2": {"category": "WomanActivities", "examples": ["cooking", "sewing", "cleaning", "someone is cooking"]},
+    }
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def callbacks(out: Path, seat: Path) -> str:
+    """``--trainer.callbacks``: the three EMBED suites of ``callbacks/embed_suites.yaml``, SEAT on ``seat``."""
+    batches = {"batch_size": BATCH}  # small, so that two ranks share even BiasWorld's smallest test split
+    suites = [
+        {"suite": "mmbias", "data": "biasworld", "options": {"n_permutations": 10000, "n_bootstrap": 1000, **batches}},
+        {"suite": "vlstereoset", "data": "biasworld", "options": {"shift": False, "n_bootstrap": 1000, **batches}},
+        {"suite": "weat", "data": str(seat), "options": {"source": "embed", "n_bootstrap": 1000, **batches}},
+    ]
+    return json.dumps([{"class_path": "vlbias.callbacks.BiasSuiteCallback", "init_args": {"suites": suites, "out_dir": str(out)}}])
+
+
+def fit(tmp_path: Path, *extra: str) -> Path:
+    main(["fit", "--config", str(QUICKSTART), "--trainer.logger.init_args.save_dir", str(tmp_path), *TINY_FIT, *extra])
+    return tmp_path / "quickstart" / "version_0"
+
+
+def test_each_suite_is_built_once_per_fit_and_logged_every_epoch(tmp_path, monkeypatch):
+    built = []
+    original = MMBiasSuite.from_biasworld.__func__
+
+    def counting(cls, world, **options):
+        built.append(options)
+        return original(cls, world, **options)
+
+    monkeypatch.setattr(MMBiasSuite, "from_biasworld", classmethod(counting))
+    run = fit(tmp_path, "--trainer.max_epochs", "3")
+    assert len(built) == 1
+    metrics = pd.read_csv(run / "metrics.csv")
+    assert metrics[KEY].notna().sum() == 3
+    for suffix in ("ci_low", "ci_high", "p_value"):
+        assert metrics[f"{KEY}/{suffix}"].notna().sum() == 3
+    low, value, high = (metrics[k].dropna().iloc[-1] for k in (f"{KEY}/ci_low", KEY, f"{KEY}/ci_high"))
+    assert low <= value <= high
+    # the history is saved in the checkpoint under the callback's state key, and read back
+    (checkpoint,) = (run / "checkpoints").glob("*.ckpt")
+    state = torch.load(checkpoint, weights_only=False)["callbacks"]
+    (key,) = [k for k in state if k.startswith("BiasSuiteCallback")]
+    history = state[key]["history"]
+    assert [entry["epoch"] for entry in history] == [0, 1, 2]
+    assert history[-1][KEY] == pytest.approx(metrics[KEY].dropna().iloc[-1], rel=1e-6)
+    callback = BiasSuiteCallback(suites=[{"suite": "mmbias", "options": {"n_permutations": 10000, "n_bootstrap": 1000}}])
+    callback.load_state_dict(state[key])
+    assert callback.history == history
+
+
+def test_validate_measures_a_checkpoint_on_a_public_data_file(tmp_path):
+    run = fit(tmp_path, "--trainer.max_epochs", "1")
+    (checkpoint,) = (run / "checkpoints").glob("*.ckpt")
+    out, seat = tmp_path / "validate", biasworld_seat(tmp_path / "seat.jsonl")
+    main(["validate", "--config", str(QUICKSTART), "--ckpt_path", str(checkpoint), "--trainer.logger", "false", *TINY_FIT,
+          "--trainer.default_root_dir", str(tmp_path),
+          "--trainer.callbacks", callbacks(out, seat)])  # fmt: skip
+    results = read_results(out / "validate" / "weat.json")
+    assert results.config["stage"] == "validate" and results.config["data"] == str(seat)
+    assert list(results.metrics) == ["seat/word/effect_size"] and not results.skipped
+    assert results.config["stimuli_per_rank"] == [results.n_items] == [18]
+    assert read_results(out / "validate" / "mmbias.json").metrics
+
+
+def test_bad_suite_entries_are_refused_by_name():
+    with pytest.raises(ConfigError, match=r"`suites\[1\]` to be a suite name or a mapping with key 'suite'"):
+        BiasSuiteCallback(suites=["mmbias", {"data": "biasworld"}])
+    with pytest.raises(ConfigError, match=r"Unknown key\(s\) \['option'\] in `suites\[0\]`"):
+        BiasSuiteCallback(suites=[{"suite": "mmbias", "option": {}}])
+    with pytest.raises(ConfigError, match="distinct suite names"):
+        BiasSuiteCallback(suites=["mmbias", {"suite": "mmbias", "data": "biasworld"}])
+    with pytest.raises(ConfigError, match="`every_n_epochs` to be a positive integer but got 0"):
+        BiasSuiteCallback(every_n_epochs=0)
+
+
+def vlbias(*argv: str, cwd: Path) -> None:
+    """``vlbias argv`` in a fresh process (DDP launches its other ranks from the command line)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "vlbias.cli", *argv]
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.slow  # three trainer launches, one of them two processes: ~2 min on 2 cores
+def test_validate_gives_the_same_bias_on_one_and_two_processes_and_as_measure(tmp_path):
+    """The quickstart model (trained briefly), measured by the callback in ``vlbias validate`` on 1 process and on
+    2 DDP processes (gloo), and by ``vlbias measure`` on the exported model: counts exactly, floats to 1e-5."""
+    world = ["--data.init_args.n_train", "2048", "--data.init_args.eval_per_combination", "3"]  # odd: uneven shards
+    small = ["--trainer.limit_train_batches", "4", "--trainer.limit_val_batches", "2", "--trainer.enable_progress_bar", "false"]
+    vlbias("fit", "--config", str(QUICKSTART), "--trainer.max_epochs", "1", "--trainer.logger.init_args.save_dir", str(tmp_path), "--trainer.callbacks", "[]", *world, *small, cwd=ROOT)
+    run = tmp_path / "quickstart" / "version_0"
+    (checkpoint,) = (run / "checkpoints").glob("*.ckpt")
+    outputs, seat = {}, biasworld_seat(tmp_path / "seat.jsonl")
+    for processes in (1, 2):
+        outputs[processes] = out = tmp_path / f"validate{processes}"
+        ddp = ["--trainer.strategy", "ddp", "--trainer.accelerator", "cpu"] if processes == 2 else []
+        vlbias(
+            "validate", "--config", str(QUICKSTART), "--ckpt_path", str(checkpoint), "--trainer.devices", str(processes),
+            *ddp, "--trainer.logger", "false", *world, *small, "--trainer.callbacks", callbacks(out, seat),
+            "--trainer.default_root_dir", str(out), cwd=ROOT,
+        )  # fmt: skip
+    for suite in ("mmbias", "vlstereoset", "weat"):
+        one, two = (read_results(outputs[n] / "validate" / f"{suite}.json") for n in (1, 2))
+        assert_same_results(two, one)
+        (n_stimuli,), per_rank = one.config["stimuli_per_rank"], two.config["stimuli_per_rank"]
+        assert len(per_rank) == 2 and sum(per_rank) == n_stimuli and abs(per_rank[0] - per_rank[1]) <= BATCH, per_rank
+    measured = tmp_path / "measure"
+    vlbias(
+        "measure", "--suite", "mmbias", "--model", "clip", "--checkpoint", str(run / "model"), "--data", "biasworld",
+        "--biasworld.bias_strength", "0.9", "--biasworld.eval_per_combination", "3", "--biasworld.neutral_caption_rate", "0.5",
+        "--suite_options", f"{{n_permutations: 10000, n_bootstrap: 1000, batch_size: {BATCH}}}", "--out", str(measured), cwd=ROOT,
+    )  # fmt: skip
+    assert_same_results(read_results(measured / "mmbias.json"), read_results(outputs[1] / "validate" / "mmbias.json"))
+
+
+def assert_same_results(actual, expected, atol=1e-5) -> None:
+    assert actual.n_items == expected.n_items and actual.skipped == expected.skipped
+    for field in ("metrics", "p_values"):
+        got, want = getattr(actual, field), getattr(expected, field)
+        assert sorted(got) == sorted(want), field
+        for key in want:
+            assert got[key] == pytest.approx(want[key], abs=atol), (field, key)
+    assert sorted(actual.intervals) == sorted(expected.intervals)
+    for key, interval in expected.intervals.items():
+        assert actual.intervals[key] == pytest.approx(interval, abs=atol), key
+
+
+@pytest.mark.slow  # a two-process DDP fit: ~1 min on 2 cores
+def test_two_process_fit_runs_the_callback_to_the_end(tmp_path):
+    """The quickstart with the three EMBED suites on 2 CPU processes (gloo), each suite's stimuli split over
+    the ranks (one image per combination in BiasWorld's balanced split)."""
+    vlbias(
+        "fit", "--config", str(QUICKSTART), "--trainer.max_epochs", "2",
+        "--trainer.callbacks", callbacks(tmp_path / "bias", biasworld_seat(tmp_path / "seat.jsonl")),
+        "--trainer.strategy", "ddp", "--trainer.accelerator", "cpu", "--trainer.devices", "2",
+        "--trainer.logger.init_args.save_dir", str(tmp_path), "--trainer.enable_progress_bar", "false",
+        "--data.init_args.n_train", "64", "--data.init_args.eval_per_combination", "1", cwd=ROOT,
+    )  # fmt: skip
+    run = tmp_path / "quickstart" / "version_0"
+    metrics = pd.read_csv(run / "metrics.csv")
+    assert metrics[KEY].notna().sum() == 2
+    for suite in ("mmbias", "vlstereoset", "weat"):
+        results = read_results(tmp_path / "bias" / "epoch=001" / f"{suite}.json")
+        per_rank = results.config["stimuli_per_rank"]
+        assert len(per_rank) == 2 and min(per_rank) > 0 and results.metrics, (suite, per_rank)
