@@ -25,7 +25,10 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-SUITES = {"mmbias": {"n_permutations": 10_000, "n_bootstrap": 1_000}, "vlstereoset": {"shift": False, "n_bootstrap": 1_000}}
+SUITES = {
+    "mmbias": {"n_permutations": 10_000, "n_bootstrap": 1_000},
+    "vlstereoset": {"shift": False, "n_bootstrap": 1_000},
+}
 
 
 def _cpu_name() -> str:
@@ -85,11 +88,15 @@ def _time(world_size: int, threads: int, args: argparse.Namespace) -> tuple[floa
 def main(argv: Sequence[str] | None = None) -> list[tuple[str, float, list]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--eval_per_combination", type=int, default=32, help="BiasWorld images per combination (the quickstart's 32)")
+    parser.add_argument(
+        "--eval_per_combination", type=int, default=32, help="BiasWorld images per combination (the quickstart's 32)"
+    )
     args = parser.parse_args(argv)
     settings = [("1 process, 1 thread", 1, 1), ("1 process, 2 threads", 1, 2), ("2 processes, 1 thread each", 2, 1)]
     rows = [(label, *_time(world_size, threads, args)) for label, world_size, threads in settings]
-    print(f"CPU: {_cpu_name()}, {os.cpu_count()} cores; suites: {', '.join(SUITES)}; median of {args.repeats} after a warm-up")
+    print(
+        f"CPU: {_cpu_name()}, {os.cpu_count()} cores; suites: {', '.join(SUITES)}; median of {args.repeats} after a warm-up"
+    )
     print("| setting | wall s | stimuli per rank (" + ", ".join(SUITES) + ") | time vs 1 process, 1 thread |")
     print("|---|---:|---|---:|")
     for label, seconds, per_rank in rows:

@@ -87,7 +87,9 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     adapter = load(args.model, tiny=True, device="cpu")
     world = BiasWorld(eval_per_combination=-(-args.n_images // 12))
-    suite = CounterBiasSuite.from_biasworld(world, attack=ATTACK, require_attack_success=False, batch_size=args.batch_size)
+    suite = CounterBiasSuite.from_biasworld(
+        world, attack=ATTACK, require_attack_success=False, batch_size=args.batch_size
+    )
     suite.items = suite.items[: args.n_images]
 
     items = suite.items
@@ -110,12 +112,16 @@ def main(argv: list[str] | None = None) -> None:
         by_item[row["item"]].append(row["p_target_f"])
     max_diff = max(abs(a - b) for a, b in zip([p for ps in by_item.values() for p in ps], looped))
     n = len(by_item)
-    print(f"model={args.model} (tiny, CPU: {cpu_name()}, {args.threads} thread(s)), {n} images x {len(CAPTION_TEMPLATES)} templates, "
-          f"PGD {ATTACK['steps']} steps, eps={ATTACK['eps']:.4f}, fastest of {args.repeats} runs")
+    print(
+        f"model={args.model} (tiny, CPU: {cpu_name()}, {args.threads} thread(s)), {n} images x {len(CAPTION_TEMPLATES)} templates, "
+        f"PGD {ATTACK['steps']} steps, eps={ATTACK['eps']:.4f}, fastest of {args.repeats} runs"
+    )
     print(f"{'implementation':<28}{'seconds':>10}{'items/s':>10}")
     print(f"{'vlbias batched (' + str(args.batch_size) + ')':<28}{batched:>10.2f}{n / batched:>10.1f}")
     print(f"{'per-image loop':<28}{loop:>10.2f}{n / loop:>10.1f}")
-    print(f"speed-up: {loop / batched:.1f}x   max |P(T|V_f,L_f) batched - loop| = {max_diff:.2e} over {len(suite_factual)} pairs")
+    print(
+        f"speed-up: {loop / batched:.1f}x   max |P(T|V_f,L_f) batched - loop| = {max_diff:.2e} over {len(suite_factual)} pairs"
+    )
 
 
 if __name__ == "__main__":

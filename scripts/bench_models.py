@@ -107,19 +107,33 @@ def bench(model, weights: str, capability: Capability, batch_size: int, repeats:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=list_models(), choices=list_models())
-    parser.add_argument("--checkpoint", nargs="+", default=[], metavar="NAME=PATH", type=name_and_path,
-                        help="real weights for some models (hub id or local directory); others stay tiny")
+    parser.add_argument(
+        "--checkpoint",
+        nargs="+",
+        default=[],
+        metavar="NAME=PATH",
+        type=name_and_path,
+        help="real weights for some models (hub id or local directory); others stay tiny",
+    )
     parser.add_argument("--base-size", action="store_true", help="random models at ViT-B/BERT-base sizes")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--max-overhead", type=float, default=None,
-                        help="exit with status 1 if any overhead exceeds this fraction (e.g. 0.05)")
+    parser.add_argument(
+        "--max-overhead",
+        type=float,
+        default=None,
+        help="exit with status 1 if any overhead exceeds this fraction (e.g. 0.05)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON list instead of a table")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="CPU threads for torch (default 1: on a shared CPU, a pool of several threads "
-                             "stalls for ~100 ms whenever one of them is descheduled)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="CPU threads for torch (default 1: on a shared CPU, a pool of several threads "
+        "stalls for ~100 ms whenever one of them is descheduled)",
+    )
     args = parser.parse_args(argv)
     if torch.device(args.device).type == "cpu":
         torch.set_num_threads(args.threads)
@@ -140,12 +154,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"device={args.device}{threads} batch={args.batch_size} repeats={args.repeats} torch={torch.__version__}")
         print(f"{'model':<11} {'capability':<13} {'adapter it/s':>13} {'direct it/s':>12} {'overhead':>9}  weights")
         for row in rows:
-            print(f"{row['model']:<11} {row['capability']:<13} {row['adapter_items_per_s']:>13.1f} "
-                  f"{row['direct_items_per_s']:>12.1f} {row['overhead']:>+9.1%}  {row['weights']}")
+            print(
+                f"{row['model']:<11} {row['capability']:<13} {row['adapter_items_per_s']:>13.1f} "
+                f"{row['direct_items_per_s']:>12.1f} {row['overhead']:>+9.1%}  {row['weights']}"
+            )
     worst = max(rows, key=lambda row: row["overhead"])
     if args.max_overhead is not None and worst["overhead"] > args.max_overhead:
-        print(f"overhead {worst['overhead']:.1%} of {worst['model']}/{worst['capability']} exceeds "
-              f"{args.max_overhead:.1%}", file=sys.stderr)
+        print(
+            f"overhead {worst['overhead']:.1%} of {worst['model']}/{worst['capability']} exceeds "
+            f"{args.max_overhead:.1%}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

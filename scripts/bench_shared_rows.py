@@ -100,9 +100,13 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'variant':<34}{'seconds':>10}{'rows/s':>10}{'speed-up':>10}{'max |diff|':>12}")
     for name in variants:
         diff = float((outputs[name] - reference).abs().max())
-        print(f"{name:<34}{seconds[name]:>10.2f}{rows / seconds[name]:>10.0f}{baseline / seconds[name]:>9.2f}x{diff:>12.1e}")
+        print(
+            f"{name:<34}{seconds[name]:>10.2f}{rows / seconds[name]:>10.0f}{baseline / seconds[name]:>9.2f}x{diff:>12.1e}"
+        )
     print(f"largest |log-probability| of the first variant: {float(reference.abs().max()):.1f}")
-    print(f"(R, T, V) logits the head no longer computes: {rows * args.length * config.vocab_size * 4 / 2**20:.0f} MiB in float32")
+    print(
+        f"(R, T, V) logits the head no longer computes: {rows * args.length * config.vocab_size * 4 / 2**20:.0f} MiB in float32"
+    )
 
 
 if __name__ == "__main__":

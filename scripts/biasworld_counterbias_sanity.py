@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from vlbias.suites.run import build_suite, run_suite
 from vlbias.sanity import callback_suite_options, fit_on_biasworld
+from vlbias.suites.run import build_suite, run_suite
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "biasworld_mlm.yaml"
 MEASURES = ("B@V-L", "B@V", "B@L", "B@L_log")
@@ -61,7 +61,9 @@ def main() -> None:
                 rows.append((strength, seed, train_and_measure(strength, seed, run_dir, args.epochs)))
                 print(f"done: strength {strength}, seed {seed}: {rows[-1][2]}", flush=True)
     header = " | ".join(MEASURES)
-    print(f"\n| bias_strength | seed | {header} | attack success | items measured | val acc group / activity | train s | measure s |")
+    print(
+        f"\n| bias_strength | seed | {header} | attack success | items measured | val acc group / activity | train s | measure s |"
+    )
     print("|---:|---:|" + "---:|" * len(MEASURES) + "---:|---:|---|---:|---:|")
     for strength, seed, r in rows:
         values = " | ".join(f"{r[m]:.2f}" for m in MEASURES)

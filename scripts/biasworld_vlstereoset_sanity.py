@@ -28,7 +28,9 @@ QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "q
 OPTIONS = {"n_bootstrap": 1_000, "shift": False}
 
 
-def train_and_measure(strength: float, hidden: float, unrelated: str, epochs: int, seed: int, run_dir: str) -> dict[str, float]:
+def train_and_measure(
+    strength: float, hidden: float, unrelated: str, epochs: int, seed: int, run_dir: str
+) -> dict[str, float]:
     start = time.perf_counter()
     cli = fit_on_biasworld(
         QUICKSTART,
@@ -73,7 +75,9 @@ def main() -> None:
         f"\nhidden_object_rate = {args.hidden_object_rate}, unrelated = {args.unrelated!r}, epochs = {args.epochs};"
         " scores in %"
     )
-    print("| bias_strength | seed | vlrs | vlbs (95% CI) | ivlas | vlbs, object visible | vlbs, object hidden | train s |")
+    print(
+        "| bias_strength | seed | vlrs | vlbs (95% CI) | ivlas | vlbs, object visible | vlbs, object hidden | train s |"
+    )
     print("|---:|---:|---:|---|---:|---:|---:|---:|")
     for strength, seed, r in rows:
         print(
@@ -86,7 +90,9 @@ def main() -> None:
     for strength in args.strengths:
         vlbs = [r["all/vlbs"] for s, _, r in rows if s == strength]
         hidden = [r.get("hidden/vlbs", float("nan")) for s, _, r in rows if s == strength]
-        print(f"| {strength:.2f} | {statistics.mean(vlbs):.1f} | {min(vlbs):.1f} | {max(vlbs):.1f} | {statistics.mean(hidden):.1f} |")
+        print(
+            f"| {strength:.2f} | {statistics.mean(vlbs):.1f} | {min(vlbs):.1f} | {max(vlbs):.1f} | {statistics.mean(hidden):.1f} |"
+        )
 
 
 if __name__ == "__main__":

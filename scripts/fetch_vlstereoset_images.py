@@ -98,7 +98,9 @@ def fetch_one(url: str, out_dir: Path, timeout: float, retries: int, backoff: fl
     return entry
 
 
-def fetch(csv_path: Path, out_dir: Path, workers: int = 8, timeout: float = 20.0, retries: int = 3, backoff: float = 1.0) -> dict[str, list]:
+def fetch(
+    csv_path: Path, out_dir: Path, workers: int = 8, timeout: float = 20.0, retries: int = 3, backoff: float = 1.0
+) -> dict[str, list]:
     """Fetch every image URL of ``csv_path`` not already in ``out_dir``; returns ``{"ok", "skipped", "failed"}``
     lists (URLs, URLs, manifest entries)."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -115,7 +117,9 @@ def fetch(csv_path: Path, out_dir: Path, workers: int = 8, timeout: float = 20.0
             manifest[entry["url"]] = entry
             log.write(json.dumps(entry) + "\n")
             log.flush()
-            report["ok" if entry["status"] == "ok" else "failed"].append(entry["url"] if entry["status"] == "ok" else entry)
+            report["ok" if entry["status"] == "ok" else "failed"].append(
+                entry["url"] if entry["status"] == "ok" else entry
+            )
     compacted = "".join(json.dumps(manifest[url]) + "\n" for url in urls if url in manifest)
     atomic_write(out_dir / MANIFEST, lambda handle: handle.write(compacted.encode("utf-8")))
     return report
@@ -131,7 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--backoff", type=float, default=1.0, help="first retry delay in seconds (doubles each time)")
     args = parser.parse_args(argv)
     report = fetch(args.csv, args.out, args.workers, args.timeout, args.retries, args.backoff)
-    print(f"{len(report['ok'])} downloaded, {len(report['skipped'])} already present, {len(report['failed'])} failed; manifest: {args.out / MANIFEST}")
+    print(
+        f"{len(report['ok'])} downloaded, {len(report['skipped'])} already present, {len(report['failed'])} failed; manifest: {args.out / MANIFEST}"
+    )
     for entry in report["failed"]:
         print(f"  failed {entry['url']}: {entry['error']}")
     return 1 if report["failed"] else 0

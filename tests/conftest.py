@@ -9,7 +9,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-
 torch.set_num_threads(1)  # tiny models: threads cost more than they save
 
 

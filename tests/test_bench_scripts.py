@@ -19,7 +19,9 @@ def script(name: str):
 
 def test_bench_counterbias_agrees_with_the_per_image_loop(capsys):
     threads = str(torch.get_num_threads())  # leave this process's thread count alone
-    script("bench_counterbias").main(["--model", "albef", "--n_images", "4", "--batch_size", "2", "--repeats", "1", "--threads", threads])
+    script("bench_counterbias").main(
+        ["--model", "albef", "--n_images", "4", "--batch_size", "2", "--repeats", "1", "--threads", threads]
+    )
     out = capsys.readouterr().out
     assert "vlbias batched (2)" in out and "per-image loop" in out
     (diff,) = re.findall(r"batched - loop\| = (\S+) over 16 pairs", out)
@@ -28,7 +30,20 @@ def test_bench_counterbias_agrees_with_the_per_image_loop(capsys):
 
 def test_bench_shared_rows_variants_agree(capsys):
     threads = str(torch.get_num_threads())
-    arguments = ["--images", "3", "--rows_per_image", "2", "--texts", "2", "--length", "6", "--repeats", "1", "--threads", threads]
+    arguments = [
+        "--images",
+        "3",
+        "--rows_per_image",
+        "2",
+        "--texts",
+        "2",
+        "--length",
+        "6",
+        "--repeats",
+        "1",
+        "--threads",
+        threads,
+    ]
     script("bench_shared_rows").main(arguments)
     out = capsys.readouterr().out
     names = "per-row K/V, head everywhere|per-row K/V, head at masks|shared K/V, head at masks|shared K/V, last layer at masks"

@@ -42,7 +42,9 @@ def test_hidden_objects_leave_only_the_object_out():
     hiding = BiasWorld(n_train=400, eval_per_combination=2, hidden_object_rate=0.5)
     for split in ("train", "test"):
         items, images, reference = hiding.items(split), hiding.images(split), shown.images(split)
-        assert [(i.group, i.activity, i.caption) for i in items] == [(i.group, i.activity, i.caption) for i in shown.items(split)]
+        assert [(i.group, i.activity, i.caption) for i in items] == [
+            (i.group, i.activity, i.caption) for i in shown.items(split)
+        ]
         hidden = torch.tensor([not item.object_visible for item in items])
         assert all(item.object_visible for item in shown.items(split))
         assert hidden.float().mean().item() == pytest.approx(0.5, abs=0.1)
@@ -124,6 +126,9 @@ def test_datamodule_batches():
     module = BiasWorldDataModule(n_train=10, eval_per_combination=1, batch_size=4)
     batch = next(iter(module.train_dataloader()))
     assert batch["pixel_values"].shape == (4, 3, 64, 64)
-    assert batch["pixel_values"].dtype == torch.float32 and 0 <= batch["pixel_values"].min() <= batch["pixel_values"].max() <= 1
+    assert (
+        batch["pixel_values"].dtype == torch.float32
+        and 0 <= batch["pixel_values"].min() <= batch["pixel_values"].max() <= 1
+    )
     assert len(batch["caption"]) == 4 and batch["stereotyped"].dtype == torch.bool
     assert sum(len(b["caption"]) for b in module.val_dataloader()) == 12

@@ -44,7 +44,20 @@ def test_models_json_lists_clip_with_embed(run_cli):
 
 
 def test_measure_writes_the_results_schema(tmp_path, run_cli):
-    argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--data", "biasworld", "--out", str(tmp_path), "--seed", "7"]
+    argv = [
+        "measure",
+        "--suite",
+        "mmbias",
+        "--model",
+        "clip",
+        "--tiny",
+        "--data",
+        "biasworld",
+        "--out",
+        str(tmp_path),
+        "--seed",
+        "7",
+    ]
     code, out, err = run_cli(argv + SMALL_WORLD)
     assert code == 0, err
     results = read_results(tmp_path / "mmbias.json")
@@ -70,12 +83,34 @@ def test_measure_is_deterministic(tmp_path, run_cli):
 
 
 def test_measure_missing_data_path(tmp_path, run_cli):
-    argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]
+    argv = [
+        "measure",
+        "--suite",
+        "mmbias",
+        "--model",
+        "clip",
+        "--tiny",
+        "--data",
+        str(tmp_path / "nowhere"),
+        "--out",
+        str(tmp_path / "o"),
+    ]
     assert_one_line_error(run_cli(argv), "Data path", "nowhere' does not exist")
 
 
 def test_measure_negative_bias_strength(tmp_path, run_cli):
-    argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--out", str(tmp_path), "--biasworld.bias_strength", "-0.5"]
+    argv = [
+        "measure",
+        "--suite",
+        "mmbias",
+        "--model",
+        "clip",
+        "--tiny",
+        "--out",
+        str(tmp_path),
+        "--biasworld.bias_strength",
+        "-0.5",
+    ]
     assert_one_line_error(run_cli(argv), "`bias_strength` in [0, 1] but got -0.5")
 
 
@@ -99,14 +134,30 @@ def test_fit_config_with_unknown_key(tmp_path):
 
 
 def test_fit_negative_bias_strength():
-    argv = ["fit", "--config", str(QUICKSTART), "--data.init_args.bias_strength", "-1", "--trainer.fast_dev_run", "true"]
+    argv = [
+        "fit",
+        "--config",
+        str(QUICKSTART),
+        "--data.init_args.bias_strength",
+        "-1",
+        "--trainer.fast_dev_run",
+        "true",
+    ]
     assert_one_line_error(run_subprocess(argv), "`bias_strength` in [0, 1] but got -1")
 
 
 def test_fit_unwritable_output_directory(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    argv = ["fit", "--config", str(QUICKSTART), "--trainer.logger.init_args.save_dir", str(blocker / "runs"), "--trainer.max_epochs", "1"]
+    argv = [
+        "fit",
+        "--config",
+        str(QUICKSTART),
+        "--trainer.logger.init_args.save_dir",
+        str(blocker / "runs"),
+        "--trainer.max_epochs",
+        "1",
+    ]
     assert_one_line_error(run_subprocess(argv), "cannot write or read", "file/runs", "Not a directory")
 
 

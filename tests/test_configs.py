@@ -49,7 +49,11 @@ def test_delta_configs_stack_on_the_quickstart(delta, tmp_path):
 
 
 def test_wandb_config_selects_an_offline_wandb_logger(tmp_path):
-    cli = instantiate(QUICKSTART, ROOT / "configs" / "logger" / "wandb.yaml", extra=("--trainer.logger.init_args.save_dir", str(tmp_path)))
+    cli = instantiate(
+        QUICKSTART,
+        ROOT / "configs" / "logger" / "wandb.yaml",
+        extra=("--trainer.logger.init_args.save_dir", str(tmp_path)),
+    )
     assert type(cli.trainer.logger).__name__ == "WandbLogger"
     assert cli.config["trainer"]["logger"]["init_args"]["offline"] is True
 

@@ -19,7 +19,9 @@ HEADER = "bias_type,target,context,stereotype,anti-stereotype,unrelated,label,Im
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("fetch_vlstereoset_images", ROOT / "scripts" / "fetch_vlstereoset_images.py")
+    spec = importlib.util.spec_from_file_location(
+        "fetch_vlstereoset_images", ROOT / "scripts" / "fetch_vlstereoset_images.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -73,8 +75,13 @@ def server():
 
 
 def write_csv(path: Path, base: str) -> dict[str, str]:
-    urls = {name: f"{base}/{name}" for name in ("good.png", "also-good", "text.jpg", "gone.jpg", "flaky.png", "broken.png")}
-    lines = [HEADER] + [f"gender,sister,My sister is ,My sister is caring,My sister is rude,My sister is hi,1,{url},\n" for url in urls.values()]
+    urls = {
+        name: f"{base}/{name}" for name in ("good.png", "also-good", "text.jpg", "gone.jpg", "flaky.png", "broken.png")
+    }
+    lines = [HEADER] + [
+        f"gender,sister,My sister is ,My sister is caring,My sister is rude,My sister is hi,1,{url},\n"
+        for url in urls.values()
+    ]
     lines.append(lines[1].replace("caring", "kind"))  # a second row with the same image: fetched once
     path.write_text("".join(lines))
     return urls
@@ -84,13 +91,33 @@ def test_fetch_downloads_verifies_retries_and_resumes(tmp_path, server):
     script = load_script()
     urls = write_csv(tmp_path / "VLStereoSet.csv", server)
     out = tmp_path / "images"
-    argv = ["--csv", str(tmp_path / "VLStereoSet.csv"), "--out", str(out), "--workers", "3", "--timeout", "5", "--retries", "2", "--backoff", "0.01"]
+    argv = [
+        "--csv",
+        str(tmp_path / "VLStereoSet.csv"),
+        "--out",
+        str(out),
+        "--workers",
+        "3",
+        "--timeout",
+        "5",
+        "--retries",
+        "2",
+        "--backoff",
+        "0.01",
+    ]
 
     assert script.main(argv) == 1  # some failed
     manifest = {entry["url"]: entry for entry in map(json.loads, (out / "manifest.jsonl").read_text().splitlines())}
     assert set(manifest) == set(urls.values())
     status = {name: manifest[url]["status"] for name, url in urls.items()}
-    assert status == {"good.png": "ok", "also-good": "ok", "flaky.png": "ok", "text.jpg": "failed", "gone.jpg": "failed", "broken.png": "failed"}
+    assert status == {
+        "good.png": "ok",
+        "also-good": "ok",
+        "flaky.png": "ok",
+        "text.jpg": "failed",
+        "gone.jpg": "failed",
+        "broken.png": "failed",
+    }
     for name in ("good.png", "also-good", "flaky.png"):
         entry = manifest[urls[name]]
         assert entry["file"] == image_name(urls[name])

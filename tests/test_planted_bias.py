@@ -32,7 +32,9 @@ MEASURES = {  # suite: (options, metric, share of images whose activity object i
 
 def measured(suite_name: str, strength: float, seed: int, run_dir: Path) -> float:
     options, metric, hidden_object_rate = MEASURES[suite_name]
-    cli = fit_on_biasworld(QUICKSTART, strength, seed, run_dir, ["--data.init_args.hidden_object_rate", str(hidden_object_rate)])
+    cli = fit_on_biasworld(
+        QUICKSTART, strength, seed, run_dir, ["--data.init_args.hidden_object_rate", str(hidden_object_rate)]
+    )
     suite = build_suite(suite_name, cli.datamodule.world, options)
     results, _ = run_suite(suite, cli.model.adapter, model="clip", checkpoint=None, seed=seed, config={})
     return results.metrics[metric]

@@ -36,7 +36,9 @@ def test_quickstart_logs_and_writes_the_effect_size_every_epoch(tmp_path, caplog
         results = read_results(run / "bias" / f"epoch={epoch:03d}" / "mmbias.json")
         assert results.config["trainer_epoch"] == epoch
     latest = read_results(run / "bias" / "mmbias.json")
-    assert latest.metrics["man_vs_woman/stereotyped_activities/effect_size"] == pytest.approx(metrics[key].dropna().iloc[-1], rel=1e-6)
+    assert latest.metrics["man_vs_woman/stereotyped_activities/effect_size"] == pytest.approx(
+        metrics[key].dropna().iloc[-1], rel=1e-6
+    )
     assert any(record.getMessage().startswith("epoch 1: " + key) for record in caplog.records)
     # the exported model loads through the real loading path
     adapter = load("clip", checkpoint=str(run / "model"), device="cpu")

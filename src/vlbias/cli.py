@@ -20,18 +20,36 @@ from vlbias.errors import VlbiasError
 def measure_parser() -> ArgumentParser:
     from vlbias.data.biasworld import BiasWorld
 
-    parser = ArgumentParser(prog="vlbias measure", description="Run one bias suite on one model; write <out>/<suite>.json and <out>/<suite>.items.parquet.", exit_on_error=True)
+    parser = ArgumentParser(
+        prog="vlbias measure",
+        description="Run one bias suite on one model; write <out>/<suite>.json and <out>/<suite>.items.parquet.",
+        exit_on_error=True,
+    )
     parser.add_argument("--config", action=ActionConfigFile, help="YAML with any of these options.")
     parser.add_argument("--suite", type=str, required=True, help="Suite name (see the README).")
     parser.add_argument("--model", type=str, required=True, help="Model adapter name (vlbias models).")
     parser.add_argument("--checkpoint", type=str | None, default=None, help="Hub id or local path of the weights.")
-    parser.add_argument("--model_options", type=dict, default={}, help="The adapter's own loading options, e.g. '{region_features: feats.tsv}'.")
+    parser.add_argument(
+        "--model_options",
+        type=dict,
+        default={},
+        help="The adapter's own loading options, e.g. '{region_features: feats.tsv}'.",
+    )
     parser.add_argument("--tiny", action=ActionYesNo, default=False, help="Use a tiny random model instead of weights.")
-    parser.add_argument("--data", type=str, default="biasworld", help="Data directory or file in the suite's public format, or 'biasworld' for the synthetic world.")
+    parser.add_argument(
+        "--data",
+        type=str,
+        default="biasworld",
+        help="Data directory or file in the suite's public format, or 'biasworld' for the synthetic world.",
+    )
     parser.add_argument("--out", type=str, required=True, help="Output directory.")
     parser.add_argument("--seed", type=int, default=0, help="Seed of everything random (recorded in the results).")
-    parser.add_argument("--device", type=str | None, default=None, help="Torch device; default CUDA if present, else CPU.")
-    parser.add_argument("--suite_options", type=dict, default={}, help="Suite keyword options, e.g. '{n_permutations: 2000}'.")
+    parser.add_argument(
+        "--device", type=str | None, default=None, help="Torch device; default CUDA if present, else CPU."
+    )
+    parser.add_argument(
+        "--suite_options", type=dict, default={}, help="Suite keyword options, e.g. '{n_permutations: 2000}'."
+    )
     parser.add_method_arguments(BiasWorld, "__init__", "biasworld", as_group=True, skip={"n_train"})
     return parser
 
@@ -115,7 +133,10 @@ def _vlbias_cause(error: BaseException) -> VlbiasError | None:
 # subcommand -> (one line of help, handler taking the arguments after the subcommand, or all of argv for Lightning)
 SUBCOMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], None]]] = {
     "fit": ("LightningCLI: train from YAML configs (--config FILE ...)", lambda argv: _lightning(["fit", *argv])),
-    "validate": ("LightningCLI: evaluate a checkpoint (--ckpt_path); bias callbacks measure it", lambda argv: _lightning(["validate", *argv])),
+    "validate": (
+        "LightningCLI: evaluate a checkpoint (--ckpt_path); bias callbacks measure it",
+        lambda argv: _lightning(["validate", *argv]),
+    ),
     "test": ("LightningCLI: test a checkpoint on the test split", lambda argv: _lightning(["test", *argv])),
     "predict": ("LightningCLI: predict with a checkpoint", lambda argv: _lightning(["predict", *argv])),
     "measure": ("run one bias suite on one model and write results", _measure),

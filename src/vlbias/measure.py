@@ -40,7 +40,9 @@ def measure(
     table; return the JSON path. Bad arguments fail before the model is loaded."""
     out = ensure_writable(out)
     built = build_suite(suite, data, suite_options, biasworld)
-    require_capability(adapter_class(model), built.capability, built.name, built.capability_hint)  # before loading weights
+    require_capability(
+        adapter_class(model), built.capability, built.name, built.capability_hint
+    )  # before loading weights
     seed_everything(seed)
     adapter = load(model, checkpoint=checkpoint, tiny=tiny, device=device, options=model_options)
     config = {

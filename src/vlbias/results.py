@@ -150,13 +150,17 @@ def read_results(path: str | Path) -> Results:
                 f"but is {type(payload[name]).__name__} ({payload[name]!r:.60})."
             )
     if payload["schema_version"] != SCHEMA_VERSION:
-        raise SchemaError(f"Results file {str(path)!r}: schema_version {payload['schema_version']} is not {SCHEMA_VERSION}.")
+        raise SchemaError(
+            f"Results file {str(path)!r}: schema_version {payload['schema_version']} is not {SCHEMA_VERSION}."
+        )
     for name, value in payload["intervals"].items():
         if not (isinstance(value, list) and len(value) == 2):
             raise SchemaError(f"Results file {str(path)!r}: interval {name!r} should be [lo, hi] but is {value!r}.")
     for entry in payload["skipped"]:
         if not (isinstance(entry, dict) and {"item", "reason"} <= entry.keys()):
-            raise SchemaError(f"Results file {str(path)!r}: each skipped entry needs 'item' and 'reason', got {entry!r}.")
+            raise SchemaError(
+                f"Results file {str(path)!r}: each skipped entry needs 'item' and 'reason', got {entry!r}."
+            )
     return Results(**payload)
 
 

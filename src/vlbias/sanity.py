@@ -10,7 +10,9 @@ import yaml
 from lightning.pytorch.cli import LightningCLI
 
 
-def fit_on_biasworld(config: str | Path, bias_strength: float, seed: int, run_dir: str | Path, extra_args: Sequence[str] = ()) -> LightningCLI:
+def fit_on_biasworld(
+    config: str | Path, bias_strength: float, seed: int, run_dir: str | Path, extra_args: Sequence[str] = ()
+) -> LightningCLI:
     """Fit the experiment ``config`` with BiasWorld's ``bias_strength`` and every seed set to
     ``seed``, with no logger, callbacks, checkpoints or progress bar; the trained model is exported
     under ``run_dir``. Returns the CLI (its ``model``, ``datamodule`` and ``trainer``)."""

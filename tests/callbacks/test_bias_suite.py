@@ -33,6 +33,7 @@ BATCH = 8
 def biasworld_seat(path: Path) -> Path:
     """A SEAT spec (May et al.'s JSON format) in the tiny models' words: men and women against BiasWorld's
     stereotyped activities, so that a tiny CLIP sees no unknown word."""
+
     def phrases(word: str) -> list[str]:
         return [word, f"a {word}", f"the {word}", f"a {word} in the photo", f"the {word} in an image"]
 
@@ -54,7 +55,9 @@ def callbacks(out: Path, seat: Path) -> str:
         {"suite": "vlstereoset", "data": "biasworld", "options": {"shift": False, "n_bootstrap": 1000, **batches}},
         {"suite": "weat", "data": str(seat), "options": {"source": "embed", "n_bootstrap": 1000, **batches}},
     ]
-    return json.dumps([{"class_path": "vlbias.callbacks.BiasSuiteCallback", "init_args": {"suites": suites, "out_dir": str(out)}}])
+    return json.dumps(
+        [{"class_path": "vlbias.callbacks.BiasSuiteCallback", "init_args": {"suites": suites, "out_dir": str(out)}}]
+    )
 
 
 def fit(tmp_path: Path, *extra: str) -> Path:
@@ -86,7 +89,9 @@ def test_each_suite_is_built_once_per_fit_and_logged_every_epoch(tmp_path, monke
     history = state[key]["history"]
     assert [entry["epoch"] for entry in history] == [0, 1, 2]
     assert history[-1][KEY] == pytest.approx(metrics[KEY].dropna().iloc[-1], rel=1e-6)
-    callback = BiasSuiteCallback(suites=[{"suite": "mmbias", "options": {"n_permutations": 10000, "n_bootstrap": 1000}}])
+    callback = BiasSuiteCallback(
+        suites=[{"suite": "mmbias", "options": {"n_permutations": 10000, "n_bootstrap": 1000}}]
+    )
     callback.load_state_dict(state[key])
     assert callback.history == history
 
@@ -129,8 +134,28 @@ def test_validate_gives_the_same_bias_on_one_and_two_processes_and_as_measure(tm
     """The quickstart model (trained briefly), measured by the callback in ``vlbias validate`` on 1 process and on
     2 DDP processes (gloo), and by ``vlbias measure`` on the exported model: counts exactly, floats to 1e-5."""
     world = ["--data.init_args.n_train", "2048", "--data.init_args.eval_per_combination", "3"]  # odd: uneven shards
-    small = ["--trainer.limit_train_batches", "4", "--trainer.limit_val_batches", "2", "--trainer.enable_progress_bar", "false"]
-    vlbias("fit", "--config", str(QUICKSTART), "--trainer.max_epochs", "1", "--trainer.logger.init_args.save_dir", str(tmp_path), "--trainer.callbacks", "[]", *world, *small, cwd=ROOT)
+    small = [
+        "--trainer.limit_train_batches",
+        "4",
+        "--trainer.limit_val_batches",
+        "2",
+        "--trainer.enable_progress_bar",
+        "false",
+    ]
+    vlbias(
+        "fit",
+        "--config",
+        str(QUICKSTART),
+        "--trainer.max_epochs",
+        "1",
+        "--trainer.logger.init_args.save_dir",
+        str(tmp_path),
+        "--trainer.callbacks",
+        "[]",
+        *world,
+        *small,
+        cwd=ROOT,
+    )
     run = tmp_path / "quickstart" / "version_0"
     (checkpoint,) = (run / "checkpoints").glob("*.ckpt")
     outputs, seat = {}, biasworld_seat(tmp_path / "seat.jsonl")

@@ -66,7 +66,9 @@ def test_attack_runs_in_the_measurements_autocast_dtype(albef, pixels_and_groups
     assert generator.cache_key(pixels[0], "woman") != float32_key
 
     dtypes = set()
-    hook = albef.model.text_encoder.cls.predictions.decoder.register_forward_hook(lambda m, i, out: dtypes.add(out.dtype))
+    hook = albef.model.text_encoder.cls.predictions.decoder.register_forward_hook(
+        lambda m, i, out: dtypes.add(out.dtype)
+    )
     try:
         result = generator.generate(pixels[:8], 1 - groups[:8])
     finally:

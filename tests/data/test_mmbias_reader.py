@@ -65,7 +65,10 @@ def test_group_ids_ignore_case_separators_and_resolve_the_papers_names():
         ({"pleasant_phrases": []}, "attribute set 'pleasant_phrases' is empty"),
         ({"unpleasant_phrases": ["bad", 3]}, r"unpleasant_phrases\[1\] should be a non-empty string but is 3"),
         ({"unpleasant_phrases": ["bad", "  "]}, r"unpleasant_phrases\[1\] should be a non-empty string"),
-        ({"category_phrases": {"Muslim": ["a"], "muslim ": ["b"]}}, "keys 'Muslim' and 'muslim ' both name group 'muslim'"),
+        (
+            {"category_phrases": {"Muslim": ["a"], "muslim ": ["b"]}},
+            "keys 'Muslim' and 'muslim ' both name group 'muslim'",
+        ),
         ({"category_phrases": ["muslim"]}, "should map group names to phrase lists but is list"),
     ],
 )

@@ -62,15 +62,18 @@ def test_p_values_with_templates_and_exclusions_match_brute_force():
 
 def test_sampled_p_value_when_flips_are_too_many():
     values = torch.full((40, 1), 0.5, dtype=torch.float64)  # all positive: only the identity and its negation reach
-    p = counterbias_p_values(values, torch.zeros(40, dtype=torch.long), torch.ones(40, dtype=torch.long), 1, n_permutations=999)
+    p = counterbias_p_values(
+        values, torch.zeros(40, dtype=torch.long), torch.ones(40, dtype=torch.long), 1, n_permutations=999
+    )
     assert p.item() == pytest.approx(1 / 1000)  # (1 + 0) / (1 + 999): no random flip of 40 items is all + or all -
 
 
 def test_bootstrap_interval_matches_the_normal_approximation():
     generator = torch.Generator().manual_seed(0)
     values = torch.randn(400, generator=generator, dtype=torch.float64) + 0.3
-    out = counterbias_intervals(values[:, None], torch.zeros(400, dtype=torch.long), torch.ones(400, dtype=torch.long), 1,
-                                n_bootstrap=4000)
+    out = counterbias_intervals(
+        values[:, None], torch.zeros(400, dtype=torch.long), torch.ones(400, dtype=torch.long), 1, n_bootstrap=4000
+    )
     low, high = out["per_target"][0].tolist()
     half_width = 1.96 * values.std().item() / math.sqrt(400)
     assert (high - low) / 2 == pytest.approx(half_width, rel=0.1)
@@ -84,8 +87,9 @@ def test_an_items_templates_are_resampled_together():
     generator = torch.Generator().manual_seed(1)
     column = torch.randn(30, generator=generator, dtype=torch.float64)
     bias = torch.stack([column, column], dim=1)
-    resampled = counterbias_bootstrap(bias, torch.randint(0, 3, (30,), generator=generator), torch.ones(30, dtype=torch.long), 3,
-                                      n_bootstrap=50)
+    resampled = counterbias_bootstrap(
+        bias, torch.randint(0, 3, (30,), generator=generator), torch.ones(30, dtype=torch.long), 3, n_bootstrap=50
+    )
     assert resampled.shape == (50, 2, 3)
     torch.testing.assert_close(resampled[:, 0], resampled[:, 1])  # separate draws per template would differ
 
@@ -105,14 +109,19 @@ def test_results_do_not_depend_on_row_order():
     generator = torch.Generator().manual_seed(2)
     bias = torch.randn(25, 3, generator=generator, dtype=torch.float64)
     bias[[2, 7], 1] = NAN
-    target, direction = torch.randint(0, 4, (25,), generator=generator), torch.randint(0, 2, (25,), generator=generator) * 2 - 1
+    target, direction = (
+        torch.randint(0, 4, (25,), generator=generator),
+        torch.randint(0, 2, (25,), generator=generator) * 2 - 1,
+    )
     order = torch.randperm(25, generator=generator)
     first = counterbias_intervals(bias, target, direction, 4, n_bootstrap=200, seed=5)
     second = counterbias_intervals(bias[order], target[order], direction[order], 4, n_bootstrap=200, seed=5)
     for key in first:
         torch.testing.assert_close(first[key], second[key], equal_nan=True)
-    torch.testing.assert_close(counterbias_p_values(bias, target, direction, 4, 300, seed=5),
-                               counterbias_p_values(bias[order], target[order], direction[order], 4, 300, seed=5))
+    torch.testing.assert_close(
+        counterbias_p_values(bias, target, direction, 4, 300, seed=5),
+        counterbias_p_values(bias[order], target[order], direction[order], 4, 300, seed=5),
+    )
 
 
 def test_bad_inputs_are_refused():
@@ -164,7 +173,9 @@ def test_metric_equals_functional_and_brackets_the_point_estimate():
     expected = counterbias_intervals(bias, target, direction, N_TARGETS, n_bootstrap=300, seed=4)
     for key, value in expected.items():
         torch.testing.assert_close(out[key], value, equal_nan=True)
-    torch.testing.assert_close(out["p_value"], counterbias_p_values(bias, target, direction, N_TARGETS, 500, seed=4), equal_nan=True)
+    torch.testing.assert_close(
+        out["p_value"], counterbias_p_values(bias, target, direction, N_TARGETS, 500, seed=4), equal_nan=True
+    )
     point = CounterBiasScore(N_TARGETS)  # the suite's point estimate: mean over templates of Eq. 7
     per_template = []
     for k in range(N_TEMPLATES):

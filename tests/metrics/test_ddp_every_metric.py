@@ -73,8 +73,10 @@ def _entities(g: torch.Generator, n: int, num_entities: int = 3) -> Tensor:
 # ----------------------------------------------------------------------------- batches per class
 def _language_association(g: torch.Generator) -> list[Batch]:
     # per image: entity index, log P(E|g, I), log P(E|p, I)
-    return [[("", dict(entity=_entities(g, 5), log_p_agent=_rand(g, 5).log(), log_p_neutral=_rand(g, 5).log()))]
-            for _ in range(N_BATCHES)]
+    return [
+        [("", dict(entity=_entities(g, 5), log_p_agent=_rand(g, 5).log(), log_p_neutral=_rand(g, 5).log()))]
+        for _ in range(N_BATCHES)
+    ]
 
 
 _NO_IMAGE = torch.tensor([0.2, 0.05, 0.1], dtype=torch.float64).log()  # log P(E|p) per entity, repeated per row
@@ -93,28 +95,45 @@ def _bias_score_language(g: torch.Generator) -> list[Batch]:
 
 def _bias_score_visual(g: torch.Generator) -> list[Batch]:
     # the second group's images come only in batches 1 and 3: in "split" rank 0 has none of them
-    return [[("metric_a", _visual_rows(g))] + ([("metric_b", _visual_rows(g))] if i % 2 else [])
-            for i in range(N_BATCHES)]
+    return [
+        [("metric_a", _visual_rows(g))] + ([("metric_b", _visual_rows(g))] if i % 2 else []) for i in range(N_BATCHES)
+    ]
 
 
 def _pretraining_association(g: torch.Generator) -> list[Batch]:
     # entity index, log P_VL(E|g) without an image, log P_L(E|g) of the text-only model
-    return [[("", dict(entity=_entities(g, 4), log_p_vl=_rand(g, 4).log(), log_p_l=_rand(g, 4).log()))]
-            for _ in range(N_BATCHES)]
+    return [
+        [("", dict(entity=_entities(g, 4), log_p_vl=_rand(g, 4).log(), log_p_l=_rand(g, 4).log()))]
+        for _ in range(N_BATCHES)
+    ]
 
 
 def _language_bias_interval(g: torch.Generator) -> list[Batch]:
     # order: the rows' global place (distinct over all batches), as a stimulus index would be
-    return [[("", dict(order=torch.arange(6 * i, 6 * i + 6), entity=_entities(g, 6), log_p_first=_rand(g, 6).log(),
-                       log_p_second=_rand(g, 6).log()))] for i in range(N_BATCHES)]
+    return [
+        [
+            (
+                "",
+                dict(
+                    order=torch.arange(6 * i, 6 * i + 6),
+                    entity=_entities(g, 6),
+                    log_p_first=_rand(g, 6).log(),
+                    log_p_second=_rand(g, 6).log(),
+                ),
+            )
+        ]
+        for i in range(N_BATCHES)
+    ]
 
 
 def _visual_bias_interval(g: torch.Generator) -> list[Batch]:
     # group: 0 for an image of the first group, 1 for the second; every batch has both for every entity
     group = torch.tensor([0, 0, 0, 1, 1, 1, 0, 1])
     entity = torch.tensor([0, 1, 2, 0, 1, 2, 0, 2])
-    return [[("", dict(order=torch.arange(8 * i, 8 * i + 8), entity=entity, group=group, log_p_image=_rand(g, 8).log()))]
-            for i in range(N_BATCHES)]
+    return [
+        [("", dict(order=torch.arange(8 * i, 8 * i + 8), entity=entity, group=group, log_p_image=_rand(g, 8).log()))]
+        for i in range(N_BATCHES)
+    ]
 
 
 def _counterbias_score(g: torch.Generator) -> list[Batch]:
@@ -176,21 +195,27 @@ def _cosine_zero_shot(g: torch.Generator) -> list[Batch]:
 
 def _vlstereoset_scores(g: torch.Generator) -> list[Batch]:
     # caption scores (N, 3) as (S_s, S_a, S_i), anti flags (N,), category index (N,); "religion" (3) never occurs
-    return [[("", dict(scores=_randn(g, 6, 3), anti=_ints(g, 2, 6).bool(), category=_ints(g, 3, 6)))]
-            for _ in range(N_BATCHES)]
+    return [
+        [("", dict(scores=_randn(g, 6, 3), anti=_ints(g, 2, 6).bool(), category=_ints(g, 3, 6)))]
+        for _ in range(N_BATCHES)
+    ]
 
 
 def _vlstereoset_shift(g: torch.Generator) -> list[Batch]:
     # three (N, 2) (stereotype, anti-stereotype) score pairs
-    return [[("", dict(original=_randn(g, 4, 2), neutral=_randn(g, 4, 2), neutral_blank=_randn(g, 4, 2)))]
-            for _ in range(N_BATCHES)]
+    return [
+        [("", dict(original=_randn(g, 4, 2), neutral=_randn(g, 4, 2), neutral_blank=_randn(g, 4, 2)))]
+        for _ in range(N_BATCHES)
+    ]
 
 
 _TEST = dict(n_permutations=50, n_bootstrap=20, seed=3)  # few random draws, fixed seed
 
 RECIPES: dict[str, Recipe] = {
     "BiasScore[LanguageAssociation]": Recipe(
-        lambda: metrics.BiasScore(metrics.LanguageAssociation(num_entities=3), metrics.LanguageAssociation(num_entities=3)),
+        lambda: metrics.BiasScore(
+            metrics.LanguageAssociation(num_entities=3), metrics.LanguageAssociation(num_entities=3)
+        ),
         _bias_score_language,
     ),
     "BiasScore[VisualAssociation]": Recipe(
@@ -202,7 +227,9 @@ RECIPES: dict[str, Recipe] = {
     "CounterBiasUncertainty": Recipe(
         lambda: metrics.CounterBiasUncertainty(n_targets=3, n_templates=2, **_TEST), _counterbias_uncertainty
     ),
-    "GroundedCongruenceTest": Recipe(lambda: metrics.GroundedCongruenceTest(exact_limit=16, **_TEST), _grounded_congruence),
+    "GroundedCongruenceTest": Recipe(
+        lambda: metrics.GroundedCongruenceTest(exact_limit=16, **_TEST), _grounded_congruence
+    ),
     "ITMEffectSize": Recipe(lambda: metrics.ITMEffectSize(top_k=2), _itm),
     "ITMTest": Recipe(lambda: metrics.ITMTest(top_k=2, exact_limit=100, **_TEST), _itm),  # C(12, 6) > 100: random test
     "LanguageAssociation": Recipe(lambda: metrics.LanguageAssociation(num_entities=3), _language_association),
@@ -215,7 +242,9 @@ RECIPES: dict[str, Recipe] = {
     "VisualAssociation": Recipe(
         lambda: metrics.VisualAssociation(num_entities=3), lambda g: [[("", _visual_rows(g))] for _ in range(N_BATCHES)]
     ),
-    "VisualBiasInterval": Recipe(lambda: metrics.VisualBiasInterval(num_entities=3, n_bootstrap=20, seed=3), _visual_bias_interval),
+    "VisualBiasInterval": Recipe(
+        lambda: metrics.VisualBiasInterval(num_entities=3, n_bootstrap=20, seed=3), _visual_bias_interval
+    ),
     "WEATEffectSize": Recipe(lambda: metrics.WEATEffectSize(), _weat),
     "WEATTest": Recipe(lambda: metrics.WEATTest(exact_limit=100, **_TEST), _weat),  # C(10, 5) > 100: random test
     "ZeroShotRanking": Recipe(lambda: metrics.ZeroShotRanking(n_words=6, top_k=3), _zero_shot),
@@ -271,11 +300,15 @@ def _assert_same(actual: Any, expected: Any, where: str) -> None:
     if isinstance(actual, str):
         raise AssertionError(f"{where} raised {actual}")
     if isinstance(expected, dict):
-        assert isinstance(actual, dict) and actual.keys() == expected.keys(), f"{where}: keys {actual!r} != {list(expected)}"
+        assert isinstance(actual, dict) and actual.keys() == expected.keys(), (
+            f"{where}: keys {actual!r} != {list(expected)}"
+        )
         for key in expected:
             _assert_same(actual[key], expected[key], f"{where}[{key!r}]")
     elif isinstance(expected, (tuple, list)):
-        assert isinstance(actual, (tuple, list)) and len(actual) == len(expected), f"{where}: {actual!r} != {expected!r}"
+        assert isinstance(actual, (tuple, list)) and len(actual) == len(expected), (
+            f"{where}: {actual!r} != {expected!r}"
+        )
         for index, (got, want) in enumerate(zip(actual, expected, strict=True)):
             _assert_same(got, want, f"{where}[{index}]")
     else:
@@ -294,7 +327,8 @@ def _tensors(value: Any) -> list[Tensor]:
 # ----------------------------------------------------------------------------- tests
 def test_every_exported_metric_has_a_recipe():
     exported = {
-        name for name in metrics.__all__
+        name
+        for name in metrics.__all__
         if inspect.isclass(getattr(metrics, name)) and issubclass(getattr(metrics, name), Metric)
     }
     covered = {type(recipe.make()).__name__ for recipe in RECIPES.values()}

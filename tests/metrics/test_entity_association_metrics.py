@@ -36,7 +36,10 @@ def test_hand_computed_scores():
     agent, neutral = torch.tensor([0.3, 0.2, 0.05]).log(), torch.tensor([0.1, 0.2, 0.1]).log()
     assert_close(language_association(agent, neutral), torch.tensor((log(3) + 0 + log(0.5)) / 3))
     # S_V averages probabilities, not log-probabilities: mean(.3, .2, .05) = .55 / 3 against P(E) = .1
-    assert_close(visual_association(neutral.new_tensor([0.3, 0.2, 0.05]).log(), torch.tensor(log(0.1))), torch.tensor(log(0.55 / 3 / 0.1)))
+    assert_close(
+        visual_association(neutral.new_tensor([0.3, 0.2, 0.05]).log(), torch.tensor(log(0.1))),
+        torch.tensor(log(0.55 / 3 / 0.1)),
+    )
     assert_close(bias_score(torch.tensor([log(3.0)]), torch.tensor([log(1.5)])), torch.tensor([log(2.0)]))
 
 
@@ -46,12 +49,17 @@ def test_scores_along_a_dimension():
     neutral = torch.full((2, 3), 0.2).log()
     expected = torch.tensor([(log(0.5) + log(1.5)) / 2, 0.0, (log(1.5) + log(0.5)) / 2])
     assert_close(language_association(agent, neutral), expected)
-    assert_close(visual_association(agent, torch.full((3,), 0.2).log()), torch.tensor([0.0, 0.0, 0.0]), atol=1e-6, rtol=0)
+    assert_close(
+        visual_association(agent, torch.full((3,), 0.2).log()), torch.tensor([0.0, 0.0, 0.0]), atol=1e-6, rtol=0
+    )
 
 
 def test_visual_association_is_stable_for_tiny_probabilities():
     tiny = torch.tensor([-2000.0, -2000.0 + log(3.0)], dtype=torch.float64)  # exp() underflows to 0
-    assert_close(visual_association(tiny, torch.tensor(-2000.0, dtype=torch.float64)), torch.tensor(log(2.0), dtype=torch.float64))
+    assert_close(
+        visual_association(tiny, torch.tensor(-2000.0, dtype=torch.float64)),
+        torch.tensor(log(2.0), dtype=torch.float64),
+    )
 
 
 def reference_percentiles(values: list[float], confidence: float) -> list[float]:
@@ -62,7 +70,10 @@ def test_bias_intervals_match_reference_loops():
     first, second = torch.tensor([0.3, 0.2, 0.05, 0.1]).log(), torch.tensor([0.1, 0.25, 0.1, 0.2]).log()
     generator = torch.Generator().manual_seed(4)  # the same draws as the functions make
     rows = torch.randint(4, (200, 4), generator=generator).tolist()
-    statistics = [sum(log(p_f / p_m) for p_f, p_m in ((float(first[i].exp()), float(second[i].exp())) for i in row)) / 4 for row in rows]
+    statistics = [
+        sum(log(p_f / p_m) for p_f, p_m in ((float(first[i].exp()), float(second[i].exp())) for i in row)) / 4
+        for row in rows
+    ]
     interval = language_bias_interval(first, second, n_bootstrap=200, confidence=0.9, seed=4)
     assert_close(interval.double(), torch.tensor(reference_percentiles(statistics, 0.9), dtype=torch.float64))
 
@@ -97,7 +108,9 @@ def test_shape_errors_name_the_argument(call, message):
 
 # ----------------------------------------------------------------------------- metric twins
 CUTS = [(0, 3), (3, 4), (4, 8), (8, 10)]
-GROUP = torch.tensor([0, 0, 1, 1, 0, 1, 0, 1, 1, 0])  # each of entities 0 and 1 has images of both groups, in the even batches too
+GROUP = torch.tensor(
+    [0, 0, 1, 1, 0, 1, 0, 1, 1, 0]
+)  # each of entities 0 and 1 has images of both groups, in the even batches too
 INTERVAL_OPTIONS = {"n_bootstrap": 200, "confidence": 0.9, "seed": 6}
 
 
@@ -124,7 +137,12 @@ def run_metrics(order):
         "language_interval": LanguageBiasInterval(num_entities=3, **INTERVAL_OPTIONS),
         "visual_interval": VisualBiasInterval(num_entities=3, **INTERVAL_OPTIONS),
     }
-    metrics.update({f"even_{name}": type(metric)(num_entities=3, **(INTERVAL_OPTIONS if "interval" in name else {})) for name, metric in metrics.items()})
+    metrics.update(
+        {
+            f"even_{name}": type(metric)(num_entities=3, **(INTERVAL_OPTIONS if "interval" in name else {}))
+            for name, metric in metrics.items()
+        }
+    )
     for i in order:
         entity, agent, neutral, no_image = parts[i]
         rows = torch.arange(*CUTS[i])
@@ -155,15 +173,23 @@ def test_new_metrics_equal_the_functional_scores():
         rows = entity == index
         assert_close(result["pretraining"][index], pretraining_association(agent[rows], neutral[rows]).mean())
         assert_close(result["bias"][index], bias_score(result["language"][index], result["pretraining"][index]))
-        assert_close(result["language_interval"][index], language_bias_interval(agent[rows], neutral[rows], **INTERVAL_OPTIONS))
+        assert_close(
+            result["language_interval"][index], language_bias_interval(agent[rows], neutral[rows], **INTERVAL_OPTIONS)
+        )
         first, second = (neutral[rows & (GROUP == g)] for g in (0, 1))
         assert_close(result["visual_interval"][index], visual_bias_interval(first, second, **INTERVAL_OPTIONS))
-    assert result["pretraining"][2].isnan() and result["language_interval"][2].isnan().all() and result["visual_interval"][2].isnan().all()
+    assert (
+        result["pretraining"][2].isnan()
+        and result["language_interval"][2].isnan().all()
+        and result["visual_interval"][2].isnan().all()
+    )
 
 
 def test_visual_interval_needs_both_groups():
     metric = VisualBiasInterval(num_entities=2, n_bootstrap=10)
-    metric.update(torch.tensor([0, 1, 2]), torch.tensor([0, 1, 1]), torch.tensor([0, 0, 1]), torch.tensor([-1.0, -1.0, -2.0]))
+    metric.update(
+        torch.tensor([0, 1, 2]), torch.tensor([0, 1, 1]), torch.tensor([0, 0, 1]), torch.tensor([-1.0, -1.0, -2.0])
+    )
     interval = metric.compute()
     assert interval[0].isnan().all() and interval[1].tolist() == [1.0, 1.0]  # entity 0 has no image of group 1
 
@@ -186,15 +212,21 @@ def test_metric_errors():
         metric.update(torch.tensor([0, 1]), torch.zeros(2), torch.zeros(3))
     assert metric.compute().isnan().all()  # nothing seen yet
     with pytest.raises(ConfigError, match="no rows of its own"):
-        BiasScore(LanguageAssociation(num_entities=1), LanguageAssociation(num_entities=1)).update(torch.tensor([0]), torch.zeros(1), torch.zeros(1))
+        BiasScore(LanguageAssociation(num_entities=1), LanguageAssociation(num_entities=1)).update(
+            torch.tensor([0]), torch.zeros(1), torch.zeros(1)
+        )
     with pytest.raises(ConfigError, match="n_bootstrap"):
         LanguageBiasInterval(num_entities=2, n_bootstrap=0)
     with pytest.raises(ConfigError, match="confidence"):
         VisualBiasInterval(num_entities=2, confidence=1.0)
     with pytest.raises(InputError, match="`order`"):
-        LanguageBiasInterval(num_entities=2).update(torch.tensor([0]), torch.tensor([0, 1]), torch.zeros(2), torch.zeros(2))
+        LanguageBiasInterval(num_entities=2).update(
+            torch.tensor([0]), torch.tensor([0, 1]), torch.zeros(2), torch.zeros(2)
+        )
     with pytest.raises(InputError, match="`group` to hold 0"):
-        VisualBiasInterval(num_entities=2).update(torch.tensor([0]), torch.tensor([0]), torch.tensor([2]), torch.zeros(1))
+        VisualBiasInterval(num_entities=2).update(
+            torch.tensor([0]), torch.tensor([0]), torch.tensor([2]), torch.zeros(1)
+        )
     with pytest.raises(InputError, match="`log_p_l`"):
         PretrainingAssociation(num_entities=2).update(torch.tensor([0]), torch.zeros(1), torch.zeros(2))
 

@@ -28,7 +28,9 @@ def test_probabilities_match_hand_computed_softmax():
     expected = torch.tensor([[E, 1, 1], [1, E**2, 1]], dtype=torch.float64)
     assert_close(caption_probabilities(logits), expected / expected.sum(1, keepdim=True))
     # temperature 0.5 doubles the logits: e^2 : 1 : 1 for the first row
-    assert_close(caption_probabilities(logits, temperature=0.5)[0], torch.tensor([E**2, 1, 1], dtype=torch.float64) / (E**2 + 2))
+    assert_close(
+        caption_probabilities(logits, temperature=0.5)[0], torch.tensor([E**2, 1, 1], dtype=torch.float64) / (E**2 + 2)
+    )
 
 
 @pytest.mark.parametrize("temperature", [0.01, 0.07, 1.0, 100.0])
@@ -36,7 +38,10 @@ def test_selection_does_not_depend_on_the_temperature(temperature):
     cosines = torch.tensor([[0.31, 0.30, 0.29], [0.1, 0.2, 0.3], [0.5, -0.5, 0.0]], dtype=torch.float64)
     anti = torch.tensor([True, True, False])
     assert_close(caption_selection(caption_probabilities(cosines, temperature)), caption_selection(cosines))
-    assert_close(vlstereoset_scores(caption_probabilities(cosines, temperature), anti)["vlbs"], torch.tensor(50.0, dtype=torch.float64))
+    assert_close(
+        vlstereoset_scores(caption_probabilities(cosines, temperature), anti)["vlbs"],
+        torch.tensor(50.0, dtype=torch.float64),
+    )
 
 
 def test_hand_computed_scores_with_a_tie():
@@ -79,17 +84,26 @@ def test_ivlas_of_nothing_is_zero():
     assert ivlas(0.0, 100.0).item() == 0.0
 
 
-@pytest.mark.parametrize("model, expected", [("IDM", (100.0, 0.0, 100.0)), ("BIM", (100.0, 100.0, 0.0)), ("RAM", (200 / 3, 100 / 3, 200 / 3))])
+@pytest.mark.parametrize(
+    "model, expected",
+    [("IDM", (100.0, 0.0, 100.0)), ("BIM", (100.0, 100.0, 0.0)), ("RAM", (200 / 3, 100 / 3, 200 / 3))],
+)
 def test_reference_models_are_exact(model, expected):
     anti = torch.rand(101, generator=torch.Generator().manual_seed(1)) < 0.4
     result = vlstereoset_scores(reference_scores(model, anti), anti)
-    assert_close(torch.stack([result[k] for k in ("vlrs", "vlbs", "ivlas")]), torch.tensor(expected, dtype=torch.float64), atol=1e-12, rtol=0)
+    assert_close(
+        torch.stack([result[k] for k in ("vlrs", "vlbs", "ivlas")]),
+        torch.tensor(expected, dtype=torch.float64),
+        atol=1e-12,
+        rtol=0,
+    )
 
 
 def test_shift_scores_match_hand_computed_log_ratios():
     original = torch.tensor([[2.0, 1.0], [0.0, 1.0]], dtype=torch.float64)
     neutral = torch.tensor([[1.0, 1.0], [0.0, 0.0]], dtype=torch.float64)
     blank = torch.tensor([[0.0, 1.0], [0.0, 0.0]], dtype=torch.float64)
+
     def log_sigmoid(x):  # ln p(first) of a 2-way softmax whose logits differ by x
         return -math.log1p(math.exp(-x))
 

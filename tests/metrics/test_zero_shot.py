@@ -1,6 +1,5 @@
 """Zero-shot attribute ranking (MMBias Fig. 5): functional form, the metric class, bad input."""
 
-
 import pytest
 import torch
 
@@ -35,7 +34,9 @@ def test_metric_over_batches_equals_the_functional_form_and_merges_by_sums():
     assert indices.tolist() == expected[1].tolist()
     # two "ranks" holding batches 0, 2 and 1: their summed states give the same answer
     rank0, rank1 = ZeroShotRanking(n_words=6, top_k=4), ZeroShotRanking(n_words=6, top_k=4)
-    rank0.update(scores[0]); rank0.update(scores[2]); rank1.update(scores[1])
+    rank0.update(scores[0])
+    rank0.update(scores[2])
+    rank1.update(scores[1])
     rank0.score_sum += rank1.score_sum
     rank0.n_images += rank1.n_images
     assert rank0.compute()[1].tolist() == indices.tolist()

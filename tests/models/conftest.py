@@ -111,7 +111,7 @@ class AdapterChecks:
                 row = whole[b : b + 1]
                 if capability in (Capability.FILL_MASK, Capability.TOKEN_STATES):
                     row, alone = row[:, :length], alone[:, :length]
-                torch.testing.assert_close(row, alone, rtol=0, atol=1e-5, msg=lambda m: f"item {b}: {m}")
+                torch.testing.assert_close(row, alone, rtol=0, atol=1e-5, msg=lambda m, b=b: f"item {b}: {m}")
 
     @staticmethod
     def equals_direct_call(adapter: ModelAdapter, capability: Capability) -> None:

@@ -39,7 +39,9 @@ def assert_same(first, second, atol=0.0):
     for capability in first:
         a, b = first[capability], second[capability]
         for x, y in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
-            torch.testing.assert_close(x, y, rtol=0, atol=atol, msg=lambda m: f"{capability.value}: {m}")
+            torch.testing.assert_close(
+                x, y, rtol=0, atol=atol, msg=lambda m, capability=capability: f"{capability.value}: {m}"
+            )
 
 
 def official_keys(layers: int, fusion_layer: int, vision_layers: int) -> set[str]:
@@ -53,7 +55,9 @@ def official_keys(layers: int, fusion_layer: int, vision_layers: int) -> set[str
     keys = {"temp", vit + "cls_token", vit + "pos_embed"}
     keys |= linear("vision_proj", "text_proj", "itm_head", vit + "patch_embed.proj", vit + "norm")
     for i in range(vision_layers):
-        keys |= linear(*(f"{vit}blocks.{i}.{m}" for m in ("norm1", "attn.qkv", "attn.proj", "norm2", "mlp.fc1", "mlp.fc2")))
+        keys |= linear(
+            *(f"{vit}blocks.{i}.{m}" for m in ("norm1", "attn.qkv", "attn.proj", "norm2", "mlp.fc1", "mlp.fc2"))
+        )
     keys |= {f"{bert}embeddings.{m}_embeddings.weight" for m in ("word", "position", "token_type")}
     keys |= linear(bert + "embeddings.LayerNorm")
     for i in range(layers):
@@ -71,7 +75,9 @@ def official_checkpoint(adapter, retrieval: bool = False) -> dict:
     the position-id buffer, under ``"model"``, next to optimiser state and config."""
     state = {key: value.clone() for key, value in adapter.model.state_dict().items()}
     if retrieval:  # model_retrieval.py: a bare BertModel as text_encoder, no MLM head
-        state = {key.replace("text_encoder.bert.", "text_encoder."): v for key, v in state.items() if ".cls." not in key}
+        state = {
+            key.replace("text_encoder.bert.", "text_encoder."): v for key, v in state.items() if ".cls." not in key
+        }
     momentum = {
         key.replace(part, part + "_m", 1): value + 0.01
         for key, value in state.items()
@@ -88,7 +94,12 @@ def official_checkpoint(adapter, retrieval: bool = False) -> dict:
         extra["idx_queue"] = torch.full((1, queue), -100)
     bert = "text_encoder." if retrieval else "text_encoder.bert."
     extra[bert + "embeddings.position_ids"] = torch.arange(adapter.model.config.max_position_embeddings)[None]
-    return {"model": {**state, **momentum, **extra}, "optimizer": {"state": {}}, "config": {"image_res": 32}, "epoch": 29}
+    return {
+        "model": {**state, **momentum, **extra},
+        "optimizer": {"state": {}},
+        "config": {"image_res": 32},
+        "epoch": 29,
+    }
 
 
 # -- the protocol checks ----------------------------------------------------------------------
@@ -105,14 +116,23 @@ def test_loads_official_pretraining_checkpoint(model, inputs, tmp_path, caplog):
     torch.save(checkpoint, path)
     with caplog.at_level(logging.INFO, logger="vlbias.models.albef"):
         loaded = ALBEFAdapter.from_pretrained(path, tokenizer=model.tokenizer, config=model.model.config).eval()
-    assert "ignored entries: image_queue (1), queue_ptr (1), text_encoder.bert.embeddings.position_ids (1), text_encoder_m (" in caplog.text
+    assert (
+        "ignored entries: image_queue (1), queue_ptr (1), text_encoder.bert.embeddings.position_ids (1), text_encoder_m ("
+        in caplog.text
+    )
     assert_same(outputs(model, *inputs), outputs(loaded, *inputs))
     report = loaded.loading_report
     assert report.layout == "pretrain" and report.pos_embed_grid == (4, 4)
     ignored = set(checkpoint["model"]) - set(model.model.state_dict())
     assert set(report.ignored) == ignored
-    assert {"image_queue", "text_queue", "queue_ptr", "visual_encoder_m.pos_embed", "text_encoder_m.cls.predictions.bias",
-            "text_encoder.bert.embeddings.position_ids"} <= ignored
+    assert {
+        "image_queue",
+        "text_queue",
+        "queue_ptr",
+        "visual_encoder_m.pos_embed",
+        "text_encoder_m.cls.predictions.bias",
+        "text_encoder.bert.embeddings.position_ids",
+    } <= ignored
 
 
 def test_loads_official_retrieval_checkpoint_without_mlm_head(model, inputs, tmp_path):
@@ -130,7 +150,9 @@ def test_loads_official_retrieval_checkpoint_without_mlm_head(model, inputs, tmp
 def test_other_image_size_interpolates_position_embeddings(model, inputs, tmp_path):
     path = tmp_path / "ALBEF.pth"
     torch.save(official_checkpoint(model), path)
-    loaded = ALBEFAdapter.from_pretrained(path, tokenizer=model.tokenizer, config=model.model.config, image_size=48).eval()
+    loaded = ALBEFAdapter.from_pretrained(
+        path, tokenizer=model.tokenizer, config=model.model.config, image_size=48
+    ).eval()
     assert loaded.loading_report.pos_embed_grid == (4, 6)
     pos_embed = loaded.model.visual_encoder.pos_embed
     assert pos_embed.shape == (1, 1 + 6 * 6, 32)
@@ -159,7 +181,9 @@ def test_checkpoint_with_missing_and_unexpected_keys_is_refused_listing_them(mod
     checkpoint["model"]["itm_head.extra"] = torch.zeros(1)
     path = tmp_path / "broken.pth"
     torch.save(checkpoint, path)
-    with pytest.raises(InputError, match=r"1 missing key\(s\): itm_head\.weight; 1 unexpected key\(s\): itm_head\.extra"):
+    with pytest.raises(
+        InputError, match=r"1 missing key\(s\): itm_head\.weight; 1 unexpected key\(s\): itm_head\.extra"
+    ):
         ALBEFAdapter.from_pretrained(path, tokenizer=model.tokenizer, config=model.model.config)
 
 
@@ -188,14 +212,18 @@ def test_tokenizer_from_a_directory_holding_bert_base_uncased_vocab(minilm_dir, 
     loaded = ALBEFAdapter.from_pretrained(path, tokenizer=minilm_dir, config=adapter.model.config).eval()
     assert len(loaded.tokenizer) == adapter.model.config.vocab_size == 30522
     tokens = loaded.prepare_texts(["a woman with a briefcase"])
-    torch.testing.assert_close(tokens["input_ids"][0], torch.tensor(minilm_tokenizer("a woman with a briefcase")["input_ids"]))
+    torch.testing.assert_close(
+        tokens["input_ids"][0], torch.tensor(minilm_tokenizer("a woman with a briefcase")["input_ids"])
+    )
     torch.testing.assert_close(loaded.token_states(None, tokens), adapter.token_states(None, tokens), rtol=0, atol=0)
 
 
 def test_tokenizer_larger_than_the_vocabulary_is_refused(model, minilm_dir, tmp_path):
     path = tmp_path / "ALBEF.pth"
     torch.save(official_checkpoint(model), path)
-    with pytest.raises(InputError, match=rf"Tokenizer has 30522 tokens but the ALBEF model's vocabulary has {len(model.tokenizer)}"):
+    with pytest.raises(
+        InputError, match=rf"Tokenizer has 30522 tokens but the ALBEF model's vocabulary has {len(model.tokenizer)}"
+    ):
         ALBEFAdapter.from_pretrained(path, tokenizer=minilm_dir, config=model.model.config)
 
 
@@ -211,9 +239,14 @@ def test_default_tokenizer_unavailable_offline_says_how_to_pass_one(model, tmp_p
 def test_text_layers_equal_transformers_bert(model, inputs):
     """The text-only layers are BERT: transformers' BertModel with the same weights agrees."""
     config = model.model.config
-    bert = BertModel(dataclasses.replace(config, num_layers=config.fusion_layer).bert_config(), add_pooling_layer=False).eval()
-    weights = {key: value for key, value in model.model.text_encoder.bert.state_dict().items()
-               if not key.startswith("encoder.layer.") or int(key.split(".")[2]) < config.fusion_layer}
+    bert = BertModel(
+        dataclasses.replace(config, num_layers=config.fusion_layer).bert_config(), add_pooling_layer=False
+    ).eval()
+    weights = {
+        key: value
+        for key, value in model.model.text_encoder.bert.state_dict().items()
+        if not key.startswith("encoder.layer.") or int(key.split(".")[2]) < config.fusion_layer
+    }
     bert.load_state_dict(weights, strict=True)
     tokens = inputs[1]
     with torch.no_grad():
@@ -249,7 +282,9 @@ def test_no_image_is_a_white_image(model, inputs):
     mean, std = torch.tensor(model.transform.mean), torch.tensor(model.transform.std)
     torch.testing.assert_close(model.no_image(len(TEXTS)), ((1 - mean) / std)[None, :, None, None].expand_as(white))
     with torch.no_grad():
-        torch.testing.assert_close(model.fill_mask_logits(None, tokens), model.fill_mask_logits(white, tokens), rtol=0, atol=0)
+        torch.testing.assert_close(
+            model.fill_mask_logits(None, tokens), model.fill_mask_logits(white, tokens), rtol=0, atol=0
+        )
 
 
 def test_match_logit_is_log_odds_and_logit_scale_is_inverse_temperature(model, inputs):

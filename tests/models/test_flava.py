@@ -72,8 +72,11 @@ def test_checkpoint_with_image_codebook_loads_without_it(model, tmp_path):
     """A checkpoint saved with its codebook (as ``facebook/flava-full`` may be) loads with the
     codebook neither built nor reported; every other output is unchanged."""
     config = model.model.config.__class__.from_dict(
-        {**model.model.config.to_dict(), "init_codebook": True,
-         "image_codebook_config": {"hidden_size": 8, "num_blocks_per_group": 1, "vocab_size": 64}}
+        {
+            **model.model.config.to_dict(),
+            "init_codebook": True,
+            "image_codebook_config": {"hidden_size": 8, "num_blocks_per_group": 1, "vocab_size": 64},
+        }
     )
     with_codebook = FlavaForPreTraining(config)
     with_codebook.load_state_dict(model.model.state_dict(), strict=False)

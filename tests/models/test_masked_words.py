@@ -131,7 +131,11 @@ def test_image_rows_score_the_same_as_one_image_per_row(name):
 
 @pytest.mark.parametrize(
     ("image_rows", "message"),
-    [(torch.tensor([0, 3]), "indices below 3"), (torch.tensor([[0, 1]]), "1-d integer"), (torch.tensor([0.0, 1.0]), "1-d integer")],
+    [
+        (torch.tensor([0, 3]), "indices below 3"),
+        (torch.tensor([[0, 1]]), "1-d integer"),
+        (torch.tensor([0.0, 1.0]), "1-d integer"),
+    ],
 )
 def test_image_rows_must_index_the_images(image_rows, message):
     model = load("vilt", tiny=True, device="cpu")
@@ -139,4 +143,6 @@ def test_image_rows_must_index_the_images(image_rows, message):
     with pytest.raises(InputError, match=message):
         word_log_probs(model, pixels, f"the {model.tokenizer.mask_token} is cooking", ["man"], image_rows=image_rows)
     with pytest.raises(InputError, match="not one"):
-        word_log_probs(model, None, f"the {model.tokenizer.mask_token} is cooking", ["man"], image_rows=torch.tensor([0]))
+        word_log_probs(
+            model, None, f"the {model.tokenizer.mask_token} is cooking", ["man"], image_rows=torch.tensor([0])
+        )

@@ -44,7 +44,10 @@ def test_replacing_keeps_the_parameters_and_state_dict_keys():
 
 @pytest.mark.parametrize(
     ("name", "path"),
-    [("albef", "model.visual_encoder.patch_embed.proj"), ("flava", "model.flava.image_model.embeddings.patch_embeddings.projection")],
+    [
+        ("albef", "model.visual_encoder.patch_embed.proj"),
+        ("flava", "model.flava.image_model.embeddings.patch_embeddings.projection"),
+    ],
 )
 def test_attacked_image_encoders_project_patches_as_one_product(name, path):
     """ALBEF's and FLAVA's pixel paths, which the counterfactual-image attack differentiates, use it."""

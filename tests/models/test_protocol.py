@@ -31,7 +31,6 @@ def test_adapter_protocol(name, capability, check, adapter_checks, tmp_path):
     getattr(adapter_checks, check)(tiny(name), capability, *extra)
 
 
-
 FILL_MASK_MODELS = [name for name, capability in CASES if capability is Capability.FILL_MASK]
 
 
@@ -50,7 +49,9 @@ def test_paired_rows_equal_the_gathered_rows(name):
     blank = adapter.no_image(len(text_rows))
     with torch.no_grad():
         expected = adapter.fill_mask_logits(blank, gathered)
-        torch.testing.assert_close(adapter.paired_fill_mask_logits(blank, tokens, None, text_rows), expected, rtol=0, atol=1e-5)
+        torch.testing.assert_close(
+            adapter.paired_fill_mask_logits(blank, tokens, None, text_rows), expected, rtol=0, atol=1e-5
+        )
         paired = adapter.paired_fill_mask_logits(blank, tokens, None, text_rows, positions)
         torch.testing.assert_close(paired, at_positions(expected, positions), rtol=0, atol=1e-5)
         if isinstance(pixel_values, Tensor):

@@ -42,8 +42,13 @@ def fake_image(image_id, count, seed, dim=DIM, h=480, w=640):
 def tsv_line(item):
     """One line of LXMERT's ``*_obj36.tsv``: arrays as base64 of their raw bytes."""
     fields = [item["img_id"], str(item["img_h"]), str(item["img_w"])]
-    fields += [base64.b64encode(item[key].tobytes()).decode() for key in ("objects_id", "objects_conf", "attrs_id", "attrs_conf")]
-    fields += [str(item["num_boxes"])] + [base64.b64encode(item[key].tobytes()).decode() for key in ("boxes", "features")]
+    fields += [
+        base64.b64encode(item[key].tobytes()).decode()
+        for key in ("objects_id", "objects_conf", "attrs_id", "attrs_conf")
+    ]
+    fields += [str(item["num_boxes"])] + [
+        base64.b64encode(item[key].tobytes()).decode() for key in ("boxes", "features")
+    ]
     return "\t".join(fields) + "\n"
 
 
@@ -73,8 +78,14 @@ def test_tsv_reader_decodes_each_field(tsv_file, items):
 
 def test_npz_reader_with_both_key_conventions(tmp_path, items):
     first, second = items
-    np.savez(tmp_path / f"{first['img_id']}.npz", features=first["features"], boxes=first["boxes"],
-             image_h=480, image_w=640, objects_id=first["objects_id"])
+    np.savez(
+        tmp_path / f"{first['img_id']}.npz",
+        features=first["features"],
+        boxes=first["boxes"],
+        image_h=480,
+        image_w=640,
+        objects_id=first["objects_id"],
+    )
     np.savez(tmp_path / f"{second['img_id']}.npz", x=second["features"], bbox=second["boxes"], image_h=480, image_w=640)
     store = RegionFeatureStore(tmp_path)
     regions = store[first["img_id"]]
@@ -94,7 +105,9 @@ def test_npz_without_features_names_the_file_and_its_keys(tmp_path, items):
 @pytest.mark.parametrize("layout", ["tsv", "npz"])
 def test_missing_image_id_names_the_id_and_the_file(tmp_path, tsv_file, items, layout):
     if layout == "npz":
-        np.savez(tmp_path / "only.npz", features=items[0]["features"], boxes=items[0]["boxes"], image_h=480, image_w=640)
+        np.savez(
+            tmp_path / "only.npz", features=items[0]["features"], boxes=items[0]["boxes"], image_h=480, image_w=640
+        )
         path = tmp_path
     else:
         path = tsv_file
@@ -226,22 +239,33 @@ def test_padded_regions_change_nothing(tmp_path, adapter_class):
     alone, and what the padding holds does not matter."""
     rng = np.random.default_rng(0)
     for image_id, count in (("img_a", 3), ("img_b", 5)):
-        np.savez(tmp_path / f"{image_id}.npz", features=rng.normal(size=(count, 16)).astype(np.float32),
-                 boxes=np.tile(np.array([[2, 4, 20, 16]], np.float32), (count, 1)), image_h=20, image_w=40)
+        np.savez(
+            tmp_path / f"{image_id}.npz",
+            features=rng.normal(size=(count, 16)).astype(np.float32),
+            boxes=np.tile(np.array([[2, 4, 20, 16]], np.float32), (count, 1)),
+            image_h=20,
+            image_w=40,
+        )
     model = adapter_class.tiny(region_features=tmp_path).eval()
     texts = ["a man is cooking.", "someone."]
     tokens = model.prepare_texts(texts)
     regions = model.prepare_images(["img_a", "img_b"])
     assert regions.mask.tolist() == [[1, 1, 1, 0, 0], [1] * 5]
-    noisy = RegionFeatures(regions.features.masked_fill(regions.mask[..., None] == 0, 100.0), regions.boxes,
-                           regions.mask, regions.object_ids)
+    noisy = RegionFeatures(
+        regions.features.masked_fill(regions.mask[..., None] == 0, 100.0),
+        regions.boxes,
+        regions.mask,
+        regions.object_ids,
+    )
     with torch.no_grad():
         logits, states = model.match_logits(regions, tokens), model.token_states(regions, tokens)
         torch.testing.assert_close(model.token_states(noisy, tokens), states, rtol=0, atol=1e-5)
         for b, image_id in enumerate(("img_a", "img_b")):
             alone_regions, alone_tokens = model.prepare_images([image_id]), model.prepare_texts([texts[b]])
             length = alone_tokens["input_ids"].shape[1]
-            torch.testing.assert_close(logits[b : b + 1], model.match_logits(alone_regions, alone_tokens), rtol=0, atol=1e-5)
+            torch.testing.assert_close(
+                logits[b : b + 1], model.match_logits(alone_regions, alone_tokens), rtol=0, atol=1e-5
+            )
             torch.testing.assert_close(
                 states[b : b + 1, :length], model.token_states(alone_regions, alone_tokens), rtol=0, atol=1e-5
             )

@@ -94,11 +94,26 @@ def test_bench_script_times_adapter_and_direct_call_for_each_capability(capsys):
     spec = importlib.util.spec_from_file_location("bench_models", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    arguments = ["--models", "bert", "blip", "--batch-size", "2", "--repeats", "2", "--warmup", "0", "--json",
-                 "--threads", str(torch.get_num_threads())]  # leave this process's thread count alone
+    arguments = [
+        "--models",
+        "bert",
+        "blip",
+        "--batch-size",
+        "2",
+        "--repeats",
+        "2",
+        "--warmup",
+        "0",
+        "--json",
+        "--threads",
+        str(torch.get_num_threads()),
+    ]  # leave this process's thread count alone
     assert bench.main(arguments) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(row["model"], row["capability"]) for row in rows] == [
-        ("bert", "fill_mask"), ("bert", "token_states"), ("blip", "embed"), ("blip", "match")
+        ("bert", "fill_mask"),
+        ("bert", "token_states"),
+        ("blip", "embed"),
+        ("blip", "match"),
     ]
     assert all(row["adapter_items_per_s"] > 0 and row["direct_items_per_s"] > 0 for row in rows)

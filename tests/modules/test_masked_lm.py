@@ -53,7 +53,9 @@ def test_mask_tokens_never_touches_special_tokens_and_replaces_80_10_10():
 
 def test_mask_tokens_rate_is_the_fraction_of_chosen_ordinary_tokens():
     ids, special = _ids(4000)
-    _, labels, _ = mask_tokens(ids, special, torch.tensor([], dtype=torch.long), MASK, 30, 0.15, torch.Generator().manual_seed(1))
+    _, labels, _ = mask_tokens(
+        ids, special, torch.tensor([], dtype=torch.long), MASK, 30, 0.15, torch.Generator().manual_seed(1)
+    )
     assert (labels[~special] != IGNORE_INDEX).float().mean().item() == pytest.approx(0.15, abs=0.01)
 
 

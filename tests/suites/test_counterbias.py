@@ -45,8 +45,20 @@ def vl_bias_folder(tmp_path):
 
 def test_measure_vl_bias_folder_reports_bad_items(vl_bias_folder, tmp_path, run_cli):
     options = {"attack": ATTACK, "require_attack_success": False, "language_baseline": {"model": "bert", "tiny": True}}
-    argv = ["measure", "--suite", "counterbias", "--model", "albef", "--tiny", "--data", str(vl_bias_folder),
-            "--out", str(tmp_path / "out"), "--suite_options", json.dumps(options)]
+    argv = [
+        "measure",
+        "--suite",
+        "counterbias",
+        "--model",
+        "albef",
+        "--tiny",
+        "--data",
+        str(vl_bias_folder),
+        "--out",
+        str(tmp_path / "out"),
+        "--suite_options",
+        json.dumps(options),
+    ]
     code, out, err = run_cli(argv)
     assert code == 0, err
     results = read_results(tmp_path / "out" / "counterbias.json")
@@ -68,8 +80,11 @@ def test_measure_vl_bias_folder_reports_bad_items(vl_bias_folder, tmp_path, run_
     assert suite_config["target_normalisation"] == "concepts"
     assert suite_config["data"]["layout"] == "vlbias-local-v1"
     # of VL-Bias's 52 activities the folder holds cooking, driving, sewing, cleaning and shopping
-    assert suite_config["data"]["coverage"] == {"activities": "5 of 52", "occupations": "0 of 13",
-                                                "other_concepts": ["coding", "repairing"]}
+    assert suite_config["data"]["coverage"] == {
+        "activities": "5 of 52",
+        "occupations": "0 of 13",
+        "other_concepts": ["coding", "repairing"],
+    }
     items = read_items(tmp_path / "out" / "counterbias.json")
     assert len(items) == 4 * 4  # items x templates
     assert (items["linf_delta"] <= ATTACK["eps"] + 1e-6).all()
@@ -81,7 +96,9 @@ def test_unannotated_images_can_take_the_models_reading(vl_bias_folder):
     with (vl_bias_folder / "annotations.csv").open("a") as annotations:
         annotations.write("f.png,shopping,activity,\n")  # unannotated, and its target is not in the vocabulary
     adapter = load("albef", tiny=True, device="cpu")
-    suite = CounterBiasSuite.from_path(vl_bias_folder, attack=ATTACK, require_attack_success=False, unannotated="model_reading")
+    suite = CounterBiasSuite.from_path(
+        vl_bias_folder, attack=ATTACK, require_attack_success=False, unannotated="model_reading"
+    )
     output = suite.run(adapter)
     assert suite.config["unannotated"] == "model_reading"
     assert not any(entry["kind"] == "no_gender" for entry in output.skipped)
@@ -99,21 +116,42 @@ def test_measure_an_index_of_the_authors_release(vl_bias_folder, tmp_path, run_c
     # The layout of the index files that CounterBias_Activity.py / CounterBias_Occu.py of the release read.
     release = tmp_path / "release"
     release.mkdir()
-    index = {"version": "1.0", "data": {
-        "cooking": [{"original": "../vl_bias/images/a.png", "attack": "x/a.npy"},
-                    {"original": str(vl_bias_folder / "images" / "b.png"), "attack": "x/b.npy"}],
-        "driving": [{"original": "../vl_bias/images/gone.png", "attack": "x/gone.npy"}],
-    }}
+    index = {
+        "version": "1.0",
+        "data": {
+            "cooking": [
+                {"original": "../vl_bias/images/a.png", "attack": "x/a.npy"},
+                {"original": str(vl_bias_folder / "images" / "b.png"), "attack": "x/b.npy"},
+            ],
+            "driving": [{"original": "../vl_bias/images/gone.png", "attack": "x/gone.npy"}],
+        },
+    }
     (release / "verb_attack.json").write_text(json.dumps(index))
     options = {"attack": ATTACK, "require_attack_success": False, "unannotated": "model_reading"}
-    argv = ["measure", "--suite", "counterbias", "--model", "albef", "--tiny", "--data", str(release / "verb_attack.json"),
-            "--out", str(tmp_path / "out"), "--suite_options", json.dumps(options)]
+    argv = [
+        "measure",
+        "--suite",
+        "counterbias",
+        "--model",
+        "albef",
+        "--tiny",
+        "--data",
+        str(release / "verb_attack.json"),
+        "--out",
+        str(tmp_path / "out"),
+        "--suite_options",
+        json.dumps(options),
+    ]
     code, _, err = run_cli(argv)
     assert code == 0, err
     results = read_results(tmp_path / "out" / "counterbias.json")
     assert results.n_items == 2
     (missing,) = results.skipped
-    assert missing["kind"] == "image" and missing["item"].endswith("gone.png@entry3") and "does not exist" in missing["reason"]
+    assert (
+        missing["kind"] == "image"
+        and missing["item"].endswith("gone.png@entry3")
+        and "does not exist" in missing["reason"]
+    )
     data = results.config["suite_config"]["data"]
     assert data["layout"] == "vl-bias-release-index"
     assert data["coverage"] == {"activities": "2 of 52", "occupations": "0 of 13", "other_concepts": []}
@@ -129,29 +167,42 @@ def test_bad_release_index_files_are_refused(tmp_path):
     for text, message in (
         ("{not json", "is not a JSON file"),
         ('{"cooking": []}', 'expected an object with a "data" object'),
-        ('{"data": {"repairing": [{"original": "a.png"}]}}', r"concept 'repairing' is not among VL-Bias's .*`concept_type`"),
+        (
+            '{"data": {"repairing": [{"original": "a.png"}]}}',
+            r"concept 'repairing' is not among VL-Bias's .*`concept_type`",
+        ),
         ('{"data": {"cooking": "a.png"}}', r"data\['cooking'\] should be a list of images but is str"),
-        ('{"data": {"cooking": [{"attack": "a.npy"}]}}', r"data\['cooking'\]\[0\] should be an object with an \"original\" image path"),
+        (
+            '{"data": {"cooking": [{"attack": "a.npy"}]}}',
+            r"data\['cooking'\]\[0\] should be an object with an \"original\" image path",
+        ),
         ('{"data": {"cooking": []}}', "lists no images"),
     ):
         index.write_text(text)
         with pytest.raises(InputError, match=message):
             read_release_index(index)
     index.write_text('{"data": {"Doctor": [{"original": "d.png"}], "cooking": [{"original": "/abs/c.png"}]}}')
-    assert [(item.row, item.image, item.concept, item.concept_type, item.gender) for item in read_release_index(index)] == [
-        (1, str(tmp_path / "d.png"), "doctor", "occupation", None), (2, "/abs/c.png", "cooking", "activity", None)
-    ]
+    assert [
+        (item.row, item.image, item.concept, item.concept_type, item.gender) for item in read_release_index(index)
+    ] == [(1, str(tmp_path / "d.png"), "doctor", "occupation", None), (2, "/abs/c.png", "cooking", "activity", None)]
 
 
 def test_biasworld_dataset_bias_matches_item_rows(tmp_path):
-    suite = build_suite("counterbias", BiasWorld(eval_per_combination=1), {"attack": ATTACK, "require_attack_success": False})
+    suite = build_suite(
+        "counterbias", BiasWorld(eval_per_combination=1), {"attack": ATTACK, "require_attack_success": False}
+    )
     output = suite.run(load("albef", tiny=True, device="cpu"))
     assert output.n_items == 12 and not output.skipped
     rows = [row for row in output.items if row["template"] == "Sw/O" and row["target"] == "cooking"]
     signed = [row["bias_B@L"] * (1 if row["bias"] == "man" else -1) for row in rows]
     expected = sum(signed) / len(signed)  # Eq. 7 for "cooking" under one template
     per_template = [
-        sum(r["bias_B@L"] * (1 if r["bias"] == "man" else -1) for r in output.items if r["template"] == t and r["target"] == "cooking") / 2
+        sum(
+            r["bias_B@L"] * (1 if r["bias"] == "man" else -1)
+            for r in output.items
+            if r["template"] == t and r["target"] == "cooking"
+        )
+        / 2
         for t in ("Sw/O", "Sw/", "Pw/O", "Pw/")
     ]
     assert output.metrics["activity/cooking/B@L"] == pytest.approx(sum(per_template) / 4)
@@ -159,11 +210,19 @@ def test_biasworld_dataset_bias_matches_item_rows(tmp_path):
 
 
 def test_intervals_and_p_values_come_from_the_item_rows():
-    options = {"attack": ATTACK, "require_attack_success": False, "n_bootstrap": 300, "n_permutations": 200, "confidence": 0.9}
+    options = {
+        "attack": ATTACK,
+        "require_attack_success": False,
+        "n_bootstrap": 300,
+        "n_permutations": 200,
+        "confidence": 0.9,
+    }
     suite = build_suite("counterbias", BiasWorld(eval_per_combination=2), options)
     output = suite.run(load("albef", tiny=True, device="cpu"), seed=3)
     assert {key: suite.config[key] for key in ("n_bootstrap", "n_permutations", "confidence")} == {
-        "n_bootstrap": 300, "n_permutations": 200, "confidence": 0.9
+        "n_bootstrap": 300,
+        "n_permutations": 200,
+        "confidence": 0.9,
     }
     templates = ("Sw/O", "Sw/", "Pw/O", "Pw/")
     for measure in ("B@V-L", "B@V", "B@L"):
@@ -176,14 +235,24 @@ def test_intervals_and_p_values_come_from_the_item_rows():
             assert low <= output.metrics[key] <= high  # holds here; a percentile interval need not hold the estimate
             assert 0 < output.p_values[key] <= output.p_values[f"{key}@holm"] <= 1
             assert output.p_values[key] <= output.p_values[f"{key}@bh"] <= output.p_values[f"{key}@holm"]
-    assert not [key for key in (*output.intervals, *output.p_values) if "B@L_log" in key]  # text only: no images to resample
+    assert not [
+        key for key in (*output.intervals, *output.p_values) if "B@L_log" in key
+    ]  # text only: no images to resample
     # the B@L p-value of one target, from the item rows by brute force over the 2^4 sign flips
     rows = [row for row in output.items if row["target"] == "cooking"]
     images = sorted({row["item"] for row in rows})
-    signed = torch.tensor([
-        [row["bias_B@L"] * (1 if row["bias"] == "man" else -1) for t in templates for row in rows
-         if row["item"] == image and row["template"] == t] for image in images
-    ], dtype=torch.float64)
+    signed = torch.tensor(
+        [
+            [
+                row["bias_B@L"] * (1 if row["bias"] == "man" else -1)
+                for t in templates
+                for row in rows
+                if row["item"] == image and row["template"] == t
+            ]
+            for image in images
+        ],
+        dtype=torch.float64,
+    )
     flips = torch.tensor(list(itertools.product([1.0, -1.0], repeat=len(images))), dtype=torch.float64)
     statistics = (flips @ signed).mean(dim=1) / len(images)
     observed = signed.mean()
@@ -196,7 +265,9 @@ def test_intervals_and_p_values_come_from_the_item_rows():
 
 
 def test_failed_attacks_are_skipped_with_reason():
-    suite = CounterBiasSuite.from_biasworld(BiasWorld(eval_per_combination=1), attack={"eps": 1e-4, "alpha": 1e-4, "steps": 1})
+    suite = CounterBiasSuite.from_biasworld(
+        BiasWorld(eval_per_combination=1), attack={"eps": 1e-4, "alpha": 1e-4, "steps": 1}
+    )
     output = suite.run(load("vilt", tiny=True, device="cpu"))
     failed = [entry for entry in output.skipped if entry["reason"].startswith("attack failed")]
     assert failed and output.metrics["n_attack_failed"] == len(failed) == output.metrics["n_skipped/attack_failed"]
@@ -208,9 +279,15 @@ def test_failed_attacks_are_skipped_with_reason():
 
 def test_a_group_with_one_target_is_summarised():
     # torchmetrics hands back a one-target group's per-target bias as a 0-d tensor
-    suite = CounterBiasSuite.from_biasworld(BiasWorld(eval_per_combination=1), attack=ATTACK, require_attack_success=False)
-    suite = CounterBiasSuite([item for item in suite.items if item.target == "cooking"], suite.data_config, attack=ATTACK,
-                             require_attack_success=False)
+    suite = CounterBiasSuite.from_biasworld(
+        BiasWorld(eval_per_combination=1), attack=ATTACK, require_attack_success=False
+    )
+    suite = CounterBiasSuite(
+        [item for item in suite.items if item.target == "cooking"],
+        suite.data_config,
+        attack=ATTACK,
+        require_attack_success=False,
+    )
     output = suite.run(load("albef", tiny=True, device="cpu"))
     assert output.n_items == 2
     rows = [row for row in output.items if row["template"] == "Sw/O"]
@@ -242,17 +319,31 @@ def test_repeated_measurement_hits_the_cache(tmp_path):
 
 def test_vocabulary_normalisation_is_an_option():
     world, adapter = BiasWorld(eval_per_combination=1), load("albef", tiny=True, device="cpu")
-    suite = CounterBiasSuite.from_biasworld(world, attack=ATTACK, require_attack_success=False, target_normalisation="vocabulary", templates=["Sw/O"])
+    suite = CounterBiasSuite.from_biasworld(
+        world, attack=ATTACK, require_attack_success=False, target_normalisation="vocabulary", templates=["Sw/O"]
+    )
     output = suite.run(adapter)
     assert suite.config["target_normalisation"] == "vocabulary"
-    concepts = CounterBiasSuite.from_biasworld(world, attack=ATTACK, require_attack_success=False, templates=["Sw/O"]).run(adapter)
+    concepts = CounterBiasSuite.from_biasworld(
+        world, attack=ATTACK, require_attack_success=False, templates=["Sw/O"]
+    ).run(adapter)
     for vocab_row, concept_row in zip(output.items, concepts.items):
         assert vocab_row["p_target_f"] < concept_row["p_target_f"]  # 6 concepts share less than the vocabulary
 
 
 def test_region_model_is_refused(tmp_path, run_cli):
-    argv = ["measure", "--suite", "counterbias", "--model", "visualbert", "--tiny", "--out", str(tmp_path),
-            "--biasworld.eval_per_combination", "1"]
+    argv = [
+        "measure",
+        "--suite",
+        "counterbias",
+        "--model",
+        "visualbert",
+        "--tiny",
+        "--out",
+        str(tmp_path),
+        "--biasworld.eval_per_combination",
+        "1",
+    ]
     code, _, err = run_cli(argv)
     assert code == 2 and "Traceback" not in err
     assert "cannot be attacked in pixel space" in err
@@ -275,9 +366,12 @@ def test_bad_options_and_files_are_refused(vl_bias_folder):
     annotations.write_text("image,concept,concept_type,gender\na.png,cooking,hobby,woman\n")
     with pytest.raises(InputError, match=r"row 2: `concept_type` is 'hobby'"):
         read_vl_bias(vl_bias_folder)
-    annotations.write_text("image,concept,gender\na.png,doctor,woman\nb.png,Cooking,man\n")  # types from VL-Bias's lists
+    annotations.write_text(
+        "image,concept,gender\na.png,doctor,woman\nb.png,Cooking,man\n"
+    )  # types from VL-Bias's lists
     assert [(item.concept, item.concept_type) for item in read_vl_bias(vl_bias_folder)] == [
-        ("doctor", "occupation"), ("cooking", "activity")
+        ("doctor", "occupation"),
+        ("cooking", "activity"),
     ]
     annotations.write_text("image,concept,gender\na.png,repairing,woman\n")
     with pytest.raises(InputError, match=r"row 2: concept 'repairing' is not among VL-Bias's .* must be given"):
@@ -294,11 +388,16 @@ def test_bias_words_outside_the_vocabulary_are_reported_per_item(vl_bias_folder)
     (vl_bias_folder / "annotations.csv").write_text("image,concept,gender\na.png,cooking,boy\nb.png,driving,\n")
     adapter = load("albef", tiny=True, device="cpu")  # its tiny vocabulary has man and woman, not boy or girl
     for unannotated in ("skip", "model_reading"):
-        suite = CounterBiasSuite.from_path(vl_bias_folder, bias_concepts=["boy", "girl"], b0="boy", unannotated=unannotated)
+        suite = CounterBiasSuite.from_path(
+            vl_bias_folder, bias_concepts=["boy", "girl"], b0="boy", unannotated=unannotated
+        )
         output = suite.run(adapter)
         reasons = {entry["item"]: (entry["kind"], entry["reason"]) for entry in output.skipped}
         assert reasons["a.png@row2"][0] == "bias_word_unusable"
-        assert reasons["a.png@row2"][1].startswith("bias word 'boy' is not usable") and "vocabulary" in reasons["a.png@row2"][1]
+        assert (
+            reasons["a.png@row2"][1].startswith("bias word 'boy' is not usable")
+            and "vocabulary" in reasons["a.png@row2"][1]
+        )
         expected = "no_gender" if unannotated == "skip" else "bias_word_unusable"
         assert reasons["b.png@row3"][0] == expected and output.n_items == 0
 
@@ -322,15 +421,29 @@ def sharded_case():
     any rank."""
     images = BiasWorld(eval_per_combination=1).images("test").float() / 255.0
     rows = [  # group, target, bias concept
-        ("activity", "cooking", "man"), ("activity", "driving", "woman"), ("occupation", "coding", "man"),
-        ("activity", "cooking", "woman"), ("occupation", "sewing", "woman"), ("activity", "driving", "man"),
-        ("activity", "shopping", "woman"), ("activity", "cleaning", None), ("activity", "repairing", "man"),
+        ("activity", "cooking", "man"),
+        ("activity", "driving", "woman"),
+        ("occupation", "coding", "man"),
+        ("activity", "cooking", "woman"),
+        ("occupation", "sewing", "woman"),
+        ("activity", "driving", "man"),
+        ("activity", "shopping", "woman"),
+        ("activity", "cleaning", None),
+        ("activity", "repairing", "man"),
     ]
-    items = [CounterBiasItem(f"image {index}", images[index], target, group, bias) for index, (group, target, bias) in enumerate(rows)]
+    items = [
+        CounterBiasItem(f"image {index}", images[index], target, group, bias)
+        for index, (group, target, bias) in enumerate(rows)
+    ]
     items[5] = CounterBiasItem("image 5", Path("/nonexistent/counterbias/missing.png"), "driving", "activity", "man")
     suite = CounterBiasSuite(
-        items, {"data": "sharded_case"}, attack={"eps": 0.02, "alpha": 0.01, "steps": 2},
-        language_baseline={"model": "bert", "tiny": True}, n_bootstrap=50, n_permutations=50, batch_size=1,
+        items,
+        {"data": "sharded_case"},
+        attack={"eps": 0.02, "alpha": 0.01, "steps": 2},
+        language_baseline={"model": "bert", "tiny": True},
+        n_bootstrap=50,
+        n_permutations=50,
+        batch_size=1,
     )
     return suite, load("albef", tiny=True, device="cpu")
 
@@ -340,7 +453,10 @@ def test_sharded_case_measures_every_kind_of_item():
     output = suite.run(adapter)
     assert output.n_items == 5 and output.stimuli_per_rank == [9]
     assert [(entry["item"], entry["kind"]) for entry in output.skipped] == [
-        ("image 6", "target_word_unusable"), ("image 7", "no_gender"), ("image 3", "attack_failed"), ("image 5", "image")
+        ("image 6", "target_word_unusable"),
+        ("image 7", "no_gender"),
+        ("image 3", "attack_failed"),
+        ("image 5", "image"),
     ]
     assert [row["item"] for row in output.items] == [f"image {index}" for index in (0, 1, 2, 4, 8) for _ in range(4)]
     assert output.metrics["n_attack_failed"] == 1 and output.metrics["attack_success_rate"] == pytest.approx(5 / 6)

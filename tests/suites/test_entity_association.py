@@ -70,12 +70,22 @@ class FixedLogits(ModelAdapter):
         return out
 
 
-VL_LOGITS = {"woman": {"purse": 2.0, "briefcase": 0.5}, "man": {"purse": 0.2, "briefcase": 1.5}, "person": {"purse": 1.0, "briefcase": 1.0}}
-TEXT_LOGITS = {"woman": {"purse": 1.5, "briefcase": 0.0}, "man": {"purse": 0.5, "briefcase": 1.0}, "person": {"purse": 0.7, "briefcase": 0.7}}
+VL_LOGITS = {
+    "woman": {"purse": 2.0, "briefcase": 0.5},
+    "man": {"purse": 0.2, "briefcase": 1.5},
+    "person": {"purse": 1.0, "briefcase": 1.0},
+}
+TEXT_LOGITS = {
+    "woman": {"purse": 1.5, "briefcase": 0.0},
+    "man": {"purse": 0.5, "briefcase": 1.0},
+    "person": {"purse": 0.7, "briefcase": 0.7},
+}
 IMAGE_WEIGHT = {"purse": 1.0, "briefcase": -2.0}
 
 
-def hand_probability(logits: dict[str, dict[str, float]], agent: str, entity: str, x: float, vocab_size: int, weight=IMAGE_WEIGHT) -> float:
+def hand_probability(
+    logits: dict[str, dict[str, float]], agent: str, entity: str, x: float, vocab_size: int, weight=IMAGE_WEIGHT
+) -> float:
     """Full-vocabulary softmax at the mask, written out: exp(l_E) / sum_v exp(l_v)."""
     values = {w: v + x * weight.get(w, 0.0) for w, v in logits[agent].items()}
     return math.exp(values[entity]) / (sum(math.exp(v) for v in values.values()) + (vocab_size - len(values)))
@@ -137,7 +147,9 @@ def test_scores_equal_hand_computed_probabilities(bag_folder, monkeypatch):
         expected[f"B_L_text_model/{entity}"] = math.log(p_l("woman", entity) / p_l("man", entity))
         xs = [x for (e, _), values in brightness.items() if e == entity for x in values]  # I_E
         for group, agent in agents.items():
-            expected[f"S_L/{entity}/{group}"] = sum(math.log(p_vl(agent, entity, x) / p_vl("person", entity, x)) for x in xs) / len(xs)
+            expected[f"S_L/{entity}/{group}"] = sum(
+                math.log(p_vl(agent, entity, x) / p_vl("person", entity, x)) for x in xs
+            ) / len(xs)
             group_xs = brightness.get((entity, group), [])
             if group_xs:  # S_V: mean probability over I_g against no image
                 mean_p = sum(p_vl("person", entity, x) for x in group_xs) / len(group_xs)
@@ -161,7 +173,9 @@ def test_scores_equal_hand_computed_probabilities(bag_folder, monkeypatch):
     rows = output.items
     assert output.n_items == len(rows) == 2 * 2 + 5  # (no image, text model) per entity + one per image
     image_rows = [r for r in rows if r["source"] == "image" and r["entity"] == "purse" and r["image_group"] == "male"]
-    assert [r["log_p_neutral"] for r in image_rows] == pytest.approx([math.log(p_vl("person", "purse", x)) for x in (0.0, 0.2)], abs=1e-6)
+    assert [r["log_p_neutral"] for r in image_rows] == pytest.approx(
+        [math.log(p_vl("person", "purse", x)) for x in (0.0, 0.2)], abs=1e-6
+    )
 
 
 def test_shipped_spec_is_the_papers_table_2():
@@ -181,10 +195,22 @@ def test_shipped_spec_is_the_papers_table_2():
     [
         ("groups: {female: woman}\nneutral: person\ntemplates: []", "exactly two groups"),
         ("groups: {f: woman, m: man}\ntemplates: []", "missing key 'neutral'"),
-        ("groups: {f: woman, m: man}\nneutral: person\ntemplates: [{name: t, text: 'the {agent} is', entities: [x]}]", r"templates\[0\].text should hold \{entity\}"),
-        ("groups: {f: woman, m: man}\nneutral: person\ntemplates: [{name: t, text: '{agent} {entity} {x}', entities: [x]}]", r"templates\[0\].text may hold only"),
-        ("groups: {f: woman, m: man}\nneutral: person\ntemplates: [{name: t, text: '{agent} {entity}', entities: []}]", r"templates\[0\].entities is empty"),
-        ("groups: {f: woman, m: man}\nneutral: person\ntemplates: [{name: t, text: '{agent} {entity}', entities: [a]}, {name: u, text: '{agent} {entity}', entities: [a]}]", r"entity 'a' in templates\[1\]"),
+        (
+            "groups: {f: woman, m: man}\nneutral: person\ntemplates: [{name: t, text: 'the {agent} is', entities: [x]}]",
+            r"templates\[0\].text should hold \{entity\}",
+        ),
+        (
+            "groups: {f: woman, m: man}\nneutral: person\ntemplates: [{name: t, text: '{agent} {entity} {x}', entities: [x]}]",
+            r"templates\[0\].text may hold only",
+        ),
+        (
+            "groups: {f: woman, m: man}\nneutral: person\ntemplates: [{name: t, text: '{agent} {entity}', entities: []}]",
+            r"templates\[0\].entities is empty",
+        ),
+        (
+            "groups: {f: woman, m: man}\nneutral: person\ntemplates: [{name: t, text: '{agent} {entity}', entities: [a]}, {name: u, text: '{agent} {entity}', entities: [a]}]",
+            r"entity 'a' in templates\[1\]",
+        ),
         ("groups: {f: woman, m: man}\nneutral: person\nextra: 1\ntemplates: []", r"unknown key\(s\) \['extra'\]"),
         ("groups: [unclosed", "not valid YAML"),
     ],
@@ -216,7 +242,10 @@ def test_reader_and_option_errors(tmp_path, bag_folder):
     write_image(images / "purse" / "male" / "nested" / "0.png", 10)
     found = read_images(images, read_spec(spec))
     assert sorted(found.images) == [("briefcase", "female"), ("purse", "female"), ("purse", "male")]
-    assert {"item": str(images / "purse" / "male" / "nested"), "reason": f"is a folder; images go directly in {str(images / 'purse' / 'male')!r}"} in found.skipped
+    assert {
+        "item": str(images / "purse" / "male" / "nested"),
+        "reason": f"is a folder; images go directly in {str(images / 'purse' / 'male')!r}",
+    } in found.skipped
     assert len(found.images[("purse", "male")]) == 2
 
 
@@ -249,9 +278,13 @@ def test_real_vocabulary_multi_piece_entity_and_plumbing(tmp_path, minilm_tokeni
 
     none = vilt.no_image(1)
     assert metrics["S_PT/hairdresser/female"] == pytest.approx(lp(vilt, "woman", none) - lp(bert, "woman"), abs=1e-5)
-    assert metrics["B_PT/hairdresser"] == pytest.approx(metrics["B_L_no_image/hairdresser"] - metrics["B_L_text_model/hairdresser"], abs=1e-5)
+    assert metrics["B_PT/hairdresser"] == pytest.approx(
+        metrics["B_L_no_image/hairdresser"] - metrics["B_L_text_model/hairdresser"], abs=1e-5
+    )
     pixels = vilt.prepare_images([images / "hairdresser" / "female" / "0.png"])
-    assert metrics["S_V/hairdresser/female"] == pytest.approx(lp(vilt, "person", pixels) - lp(vilt, "person", none), abs=1e-5)
+    assert metrics["S_V/hairdresser/female"] == pytest.approx(
+        lp(vilt, "person", pixels) - lp(vilt, "person", none), abs=1e-5
+    )
     assert all(math.isfinite(v) for v in metrics.values())
     assert "S_L/purse/female" not in metrics  # no purse images: image scores left out, not filled in
 
@@ -279,20 +312,43 @@ def test_cli_end_to_end_with_missing_and_corrupt_images(tmp_path, capsys):
     write_image(images / "repairing" / "female" / "a.png", 120)  # repairing/male is absent
     out = tmp_path / "out"
     options = json.dumps({"spec": str(spec), "text_tiny": True, "batch_size": 2})
-    main(["measure", "--suite", "entity_association", "--model", "vilt", "--tiny", "--data", str(images), "--out", str(out), "--suite_options", options])
+    main(
+        [
+            "measure",
+            "--suite",
+            "entity_association",
+            "--model",
+            "vilt",
+            "--tiny",
+            "--data",
+            str(images),
+            "--out",
+            str(out),
+            "--suite_options",
+            options,
+        ]
+    )
     assert "entity_association/B_V/cooking" in capsys.readouterr().out
 
     results = read_results(out / "entity_association.json")
     assert results.suite == "entity_association" and results.config["suite_config"]["text_model"] == "bert"
     skipped = {entry["item"]: entry["reason"] for entry in results.skipped}
-    assert set(skipped) == {str(images / "cooking" / "male" / n) for n in ("corrupt.png", "missing.png")} | {"repairing/male"}
+    assert set(skipped) == {str(images / "cooking" / "male" / n) for n in ("corrupt.png", "missing.png")} | {
+        "repairing/male"
+    }
     assert results.metrics["n_skipped"] == 3 and results.metrics["n_images"] == 4
     assert "B_V/cooking" in results.metrics and "S_V/repairing/female" in results.metrics
     assert "S_V/repairing/male" not in results.metrics and "B_V/repairing" not in results.metrics
     items = read_items(out / "entity_association.json")
     assert len(items) == results.n_items == 2 * 2 + 4
     assert sorted(items.loc[items.source == "image", "image"]) == sorted(
-        str(p) for p in (images / "cooking" / "female" / "a.png", images / "cooking" / "female" / "b.png", images / "cooking" / "male" / "a.png", images / "repairing" / "female" / "a.png")
+        str(p)
+        for p in (
+            images / "cooking" / "female" / "a.png",
+            images / "cooking" / "female" / "b.png",
+            images / "cooking" / "male" / "a.png",
+            images / "repairing" / "female" / "a.png",
+        )
     )
 
 
@@ -311,7 +367,9 @@ def test_words_the_model_lacks(tmp_path):
 
 
 def test_shipped_config_builds_the_suite(tmp_path):
-    args = measure_parser().parse_args(["--config", str(CONFIG), "--model", "vilt", "--out", str(tmp_path), "--data", str(shipped_spec_path())])
+    args = measure_parser().parse_args(
+        ["--config", str(CONFIG), "--model", "vilt", "--out", str(tmp_path), "--data", str(shipped_spec_path())]
+    )
     suite = build_suite(args.suite, args.data, args.suite_options)
     assert isinstance(suite, EntityAssociationSuite) and suite.images is None
     assert (suite.text_model, suite.text_checkpoint, suite.strategy) == ("bert", "bert-base-uncased", "mean_all_masked")
@@ -338,12 +396,30 @@ def test_cli_shipped_spec_with_a_saved_checkpoint(tmp_path, minilm_tokenizer, ca
     write_image(images / "purse" / "female" / "0.png", 60)
     write_image(images / "purse" / "male" / "0.png", 180)
     out = tmp_path / "out"
-    main(["measure", "--suite", "entity_association", "--model", "vilt", "--checkpoint", str(checkpoint), "--data", str(images), "--out", str(out), "--suite_options", "{text_tiny: true}"])
+    main(
+        [
+            "measure",
+            "--suite",
+            "entity_association",
+            "--model",
+            "vilt",
+            "--checkpoint",
+            str(checkpoint),
+            "--data",
+            str(images),
+            "--out",
+            str(out),
+            "--suite_options",
+            "{text_tiny: true}",
+        ]
+    )
     capsys.readouterr()
     results = read_results(out / "entity_association.json")
     assert {f"B_PT/{e}" for e in ("purse", "briefcase", "apron", "suit", "wine", "beer")} <= set(results.metrics)
     assert set(results.intervals) == {"B_L/purse", "B_V/purse"}
-    assert len(results.skipped) == 10 and all("does not exist" in entry["reason"] for entry in results.skipped)  # 5 entities x 2 groups
+    assert len(results.skipped) == 10 and all(
+        "does not exist" in entry["reason"] for entry in results.skipped
+    )  # 5 entities x 2 groups
     assert results.config["suite_config"]["data"]["spec"] == str(shipped_spec_path())
 
 
@@ -353,20 +429,48 @@ def sharded_case():
     then its images: purse (female 2, male 1), briefcase (female 1, male 1), wallet (not in the vocabulary:
     refused, its image never scored), and a construction-time skip. One unit per batch: rank 0 of 2 gets stimuli 0, 2, 4, 6, 8 (no
     male image of purse, no female image of briefcase); rank 1 gets 1, 3, 5, 7 (no text unit that is scored)."""
-    spec = parse_spec({"groups": {"female": "woman", "male": "man"}, "neutral": "person", "templates": [{"name": "bags", "text": "the {agent} is carrying a {entity}.", "entities": ["purse", "briefcase", "wallet"]}]})
-    brightness = {("purse", "female"): [204, 255], ("purse", "male"): [0], ("briefcase", "female"): [102], ("briefcase", "male"): [51], ("wallet", "female"): [10]}
+    spec = parse_spec(
+        {
+            "groups": {"female": "woman", "male": "man"},
+            "neutral": "person",
+            "templates": [
+                {
+                    "name": "bags",
+                    "text": "the {agent} is carrying a {entity}.",
+                    "entities": ["purse", "briefcase", "wallet"],
+                }
+            ],
+        }
+    )
+    brightness = {
+        ("purse", "female"): [204, 255],
+        ("purse", "male"): [0],
+        ("briefcase", "female"): [102],
+        ("briefcase", "male"): [51],
+        ("wallet", "female"): [10],
+    }
     images = EntityImages(
         "memory",
-        {key: [(f"{key[0]}/{key[1]}/{i}", Image.fromarray(np.full((8, 8, 3), value, dtype=np.uint8))) for i, value in enumerate(values)] for key, values in brightness.items()},
+        {
+            key: [
+                (f"{key[0]}/{key[1]}/{i}", Image.fromarray(np.full((8, 8, 3), value, dtype=np.uint8)))
+                for i, value in enumerate(values)
+            ]
+            for key, values in brightness.items()
+        },
         skipped=[{"item": "wallet/male", "reason": "folder 'wallet/male' does not exist"}],
     )
-    return EntityAssociationSuite(spec, images, text_tiny=True, n_bootstrap=50, batch_size=1), FixedLogits(VL_LOGITS, IMAGE_WEIGHT)
+    return EntityAssociationSuite(spec, images, text_tiny=True, n_bootstrap=50, batch_size=1), FixedLogits(
+        VL_LOGITS, IMAGE_WEIGHT
+    )
 
 
 def test_sharded_case_is_uneven_and_biased():
     suite, adapter = sharded_case()
     stimuli = suite.stimuli()
-    assert len(stimuli) == 9 and not any(getattr(stimuli[i], "group", None) == "male" and stimuli[i].entity == "purse" for i in range(0, 9, 2))
+    assert len(stimuli) == 9 and not any(
+        getattr(stimuli[i], "group", None) == "male" and stimuli[i].entity == "purse" for i in range(0, 9, 2)
+    )
     output = suite.run(adapter, seed=2)
     assert set(output.intervals) == {"B_L/purse", "B_V/purse", "B_L/briefcase", "B_V/briefcase"}
     assert output.metrics["B_V/purse"] > 0.5 and output.metrics["B_L/briefcase"] < -0.5

@@ -75,7 +75,9 @@ def save_image(path: Path, red: int, green: int) -> None:
     :func:`sharded_case`, writing the same files, never read a half-written one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}")
-    Image.fromarray(np.full((4, 4, 3), (red, green, 0), dtype=np.uint8)).save(partial, format=Image.registered_extensions()[path.suffix])
+    Image.fromarray(np.full((4, 4, 3), (red, green, 0), dtype=np.uint8)).save(
+        partial, format=Image.registered_extensions()[path.suffix]
+    )
     os.replace(partial, path)
 
 
@@ -91,7 +93,12 @@ def write_vector_data(root: Path) -> Path:
     phrases = {
         "unpleasant_phrases": ["bad"],
         "pleasant_phrases": ["good"],
-        "category_phrases": {"muslim": ["islam", "quran"], "christian": ["church", "bible"], "jewish": ["torah", "synagogue"], "Hindu": []},
+        "category_phrases": {
+            "muslim": ["islam", "quran"],
+            "christian": ["church", "bible"],
+            "jewish": ["torah", "synagogue"],
+            "Hindu": [],
+        },
     }
     partial = root / f".textual_phrases.json.{os.getpid()}"
     partial.write_text(json.dumps(phrases))
@@ -160,7 +167,9 @@ def test_hand_computed_itm_gap_and_effect_size(vector_data):
     assert row["p_value"] == pytest.approx(1 / 3) and row["top_k"] == 1
     assert output.metrics["muslim_vs_christian/itm/probability_gap"] == pytest.approx(0.4)
     zero_shot = [row for row in output.items if row["test"] == "zero_shot/muslim"]
-    assert zero_shot[0]["word"] == "bad" and zero_shot[0]["score"] == pytest.approx(0.5 + 0.4 * (1 + math.sqrt(0.5)) / 2)
+    assert zero_shot[0]["word"] == "bad" and zero_shot[0]["score"] == pytest.approx(
+        0.5 + 0.4 * (1 + math.sqrt(0.5)) / 2
+    )
 
 
 def test_empty_sets_nan_embeddings_missing_groups_and_unequal_sets(vector_data):
@@ -177,7 +186,9 @@ def test_empty_sets_nan_embeddings_missing_groups_and_unequal_sets(vector_data):
     rows = by_test(output)
     assert set(rows) == {"hindu_vs_christian/cross_modal", "muslim_vs_hindu/cross_modal"}
     unequal = rows["muslim_vs_hindu/cross_modal"]  # |X| = 2, |Y| = 3: no permutation p-value, d still reported
-    assert (unequal["n_x"], unequal["n_y"]) == (2, 3) and math.isnan(unequal["p_value"]) and math.isnan(unequal["p_holm"])
+    assert (
+        (unequal["n_x"], unequal["n_y"]) == (2, 3) and math.isnan(unequal["p_value"]) and math.isnan(unequal["p_holm"])
+    )
     assert "muslim_vs_hindu/cross_modal/effect_size" in output.metrics
     assert "muslim_vs_hindu/cross_modal/effect_size" not in output.p_values
     assert unequal["p_note"].startswith("|X| = 2 != |Y| = 3: the permutation test re-partitions X ∪ Y")
@@ -187,14 +198,18 @@ def test_empty_sets_nan_embeddings_missing_groups_and_unequal_sets(vector_data):
 def test_unreadable_images_are_listed_and_skipped_or_stop_the_run(vector_data):
     broken = vector_data / "images" / "Religion" / "Muslim" / "3.jpg"
     broken.write_bytes(b"truncated")
-    suite = MMBiasSuite.from_path(vector_data, pairs=[["muslim", "christian"]], experiments=["cross_modal"], n_bootstrap=20)
+    suite = MMBiasSuite.from_path(
+        vector_data, pairs=[["muslim", "christian"]], experiments=["cross_modal"], n_bootstrap=20
+    )
     output = suite.run(VectorAdapter())
     assert output.skipped[0]["item"] == str(broken) and "could not be decoded" in output.skipped[0]["reason"]
     assert output.items[0]["n_x"] == 2 and output.items[0]["effect_size"] == pytest.approx(SQRT_3_2)
     with pytest.raises(InputError, match=r"1 missing or unreadable image.*Muslim/3\.jpg: could not be decoded"):
         MMBiasSuite.from_path(vector_data, pairs=[["muslim", "christian"]], on_missing_images="stop")
     # textual tests need no images, so a broken image does not stop them
-    MMBiasSuite.from_path(vector_data, pairs=[["muslim", "christian"]], experiments=["textual"], on_missing_images="stop")
+    MMBiasSuite.from_path(
+        vector_data, pairs=[["muslim", "christian"]], experiments=["textual"], on_missing_images="stop"
+    )
 
 
 def test_bad_options_are_refused(vector_data):
@@ -212,13 +227,18 @@ def test_default_pairs_are_table2_and_groups_without_images_are_skipped(vector_d
     suite = MMBiasSuite.from_path(vector_data, experiments=["cross_modal"])
     assert len(suite.config["data"]["pairs"]) == 19 and suite.config["data"]["pairs"][0] == ["muslim", "christian"]
     skipped = {entry["item"] for entry in suite.skipped}
-    assert "mexican_vs_american/cross_modal" in skipped and [t.name for t in suite.tests] == ["muslim_vs_christian/cross_modal"]
+    assert "mexican_vs_american/cross_modal" in skipped and [t.name for t in suite.tests] == [
+        "muslim_vs_christian/cross_modal"
+    ]
 
 
 def test_biasworld_itm_and_textual_tests(tmp_path):
     world = BiasWorld(n_train=8, eval_per_combination=1, image_size=32)
     embed = MMBiasSuite.from_biasworld(world, experiments=["cross_modal", "textual"], n_bootstrap=20, n_permutations=50)
-    assert [t.name for t in embed.tests] == ["man_vs_woman/stereotyped_activities", "man_vs_woman/stereotyped_activities/textual"]
+    assert [t.name for t in embed.tests] == [
+        "man_vs_woman/stereotyped_activities",
+        "man_vs_woman/stereotyped_activities/textual",
+    ]
     match = MMBiasSuite.from_biasworld(world, probe="match", n_bootstrap=20, n_permutations=50)
     output = match.run(VectorAdapterForWorld())
     assert set(output.metrics) == {
@@ -238,7 +258,10 @@ class VectorAdapterForWorld(VectorAdapter):
 
 
 # ----------------------------------------------------------------------------- end to end, tiny models
-WORDS = {"unpleasant_phrases": ["cooking", "cleaning", "sewing"], "pleasant_phrases": ["reading", "painting", "running"]}
+WORDS = {
+    "unpleasant_phrases": ["cooking", "cleaning", "sewing"],
+    "pleasant_phrases": ["reading", "painting", "running"],
+}
 
 
 @pytest.fixture
@@ -259,7 +282,20 @@ def tiny_data(tmp_path) -> Path:
 
 
 def measure_argv(model: str, data: Path, out: Path, options: str) -> list[str]:
-    return ["measure", "--suite", "mmbias", "--model", model, "--tiny", "--data", str(data), "--out", str(out), "--suite_options", options]
+    return [
+        "measure",
+        "--suite",
+        "mmbias",
+        "--model",
+        model,
+        "--tiny",
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--suite_options",
+        options,
+    ]
 
 
 def test_measure_clip_writes_one_row_per_test_and_the_ranking_table(tiny_data, tmp_path, run_cli):
@@ -275,7 +311,9 @@ def test_measure_clip_writes_one_row_per_test_and_the_ranking_table(tiny_data, t
         assert tests[column].notna().all(), column
     assert (tests["p_holm"] >= tests["p_value"]).all()
     ranking = items[items["kind"] == "zero_shot"]
-    assert ranking.groupby("test")["rank"].apply(list).to_dict() == {f"zero_shot/{g}": [1, 2, 3, 4] for g in ("christian", "muslim")}
+    assert ranking.groupby("test")["rank"].apply(list).to_dict() == {
+        f"zero_shot/{g}": [1, 2, 3, 4] for g in ("christian", "muslim")
+    }
     assert set(ranking["word"]) <= set(WORDS["unpleasant_phrases"] + WORDS["pleasant_phrases"])
     assert results.skipped[0]["item"].endswith("bad.jpg")
     assert set(results.metrics) == {
@@ -298,7 +336,9 @@ def test_measure_match_only_model_uses_itm_probabilities(tiny_data, tmp_path, ru
     assert (items.loc["zero_shot/muslim", "score"].between(0, 1)).all()
 
 
-def test_measure_refuses_a_match_only_model_with_the_embed_probe_and_stops_on_missing_images(tiny_data, tmp_path, run_cli):
+def test_measure_refuses_a_match_only_model_with_the_embed_probe_and_stops_on_missing_images(
+    tiny_data, tmp_path, run_cli
+):
     code, _, err = run_cli(measure_argv("vilt", tiny_data, tmp_path / "a", "{}"))
     assert code == 2 and "needs capability 'embed'" in err and "probe: match" in err
     code, _, err = run_cli(measure_argv("clip", tiny_data, tmp_path / "b", "{on_missing_images: stop}"))
@@ -308,7 +348,13 @@ def test_measure_refuses_a_match_only_model_with_the_embed_probe_and_stops_on_mi
 @pytest.mark.skipif(not SHARED.is_dir(), reason="shared MMBias data not beside the repository")
 def test_intra_visual_test_on_the_real_valence_images(tiny_data, tmp_path, run_cli):
     options = json.dumps(
-        {"pairs": [["muslim", "christian"]], "experiments": ["visual"], "valence_images": str(SHARED / "valence_images"), "n_permutations": 100, "n_bootstrap": 50}
+        {
+            "pairs": [["muslim", "christian"]],
+            "experiments": ["visual"],
+            "valence_images": str(SHARED / "valence_images"),
+            "n_permutations": 100,
+            "n_bootstrap": 50,
+        }
     )
     with pytest.warns(UserWarning, match="converted to RGB"):  # one valence image is greyscale
         code, _, err = run_cli(measure_argv("clip", tiny_data, tmp_path / "out", options))
@@ -320,12 +366,28 @@ def test_intra_visual_test_on_the_real_valence_images(tiny_data, tmp_path, run_c
 
 def test_the_suite_config_runs_table2_on_what_the_data_holds(tiny_data, tmp_path, run_cli):
     config = Path(__file__).resolve().parents[2] / "configs" / "suite" / "mmbias.yaml"
-    argv = ["measure", "--config", str(config), "--model", "clip", "--tiny", "--data", str(tiny_data), "--out", str(tmp_path / "out")]
+    argv = [
+        "measure",
+        "--config",
+        str(config),
+        "--model",
+        "clip",
+        "--tiny",
+        "--data",
+        str(tiny_data),
+        "--out",
+        str(tmp_path / "out"),
+    ]
     code, _, err = run_cli(argv)
     assert code == 0, err
     results = read_results(tmp_path / "out" / "mmbias.json")
-    assert results.config["suite_config"]["probe"] == "embed" and len(results.config["suite_config"]["data"]["pairs"]) == 19
-    assert {"muslim_vs_christian/cross_modal/effect_size", "muslim_vs_christian/textual/effect_size"} <= set(results.metrics)
+    assert (
+        results.config["suite_config"]["probe"] == "embed"
+        and len(results.config["suite_config"]["data"]["pairs"]) == 19
+    )
+    assert {"muslim_vs_christian/cross_modal/effect_size", "muslim_vs_christian/textual/effect_size"} <= set(
+        results.metrics
+    )
     reasons = {entry["item"]: entry["reason"] for entry in results.skipped}
     assert reasons[str(tiny_data / "valence_images" / "Pleasant")] == "valence image folder does not exist"
     assert "empty set(s) ['images/arab', 'images/american']" in reasons["arab_vs_american/cross_modal"]
@@ -397,6 +459,12 @@ def test_sharded_cases_measure_every_kind_of_test():
     stimuli = sharded_case()[0].stimuli()
     assert len(stimuli) == 19 and [s.key for s in stimuli[4:6]] == ["attributes/unpleasant", "attributes/pleasant"]
     assert len(sharded_match_case()[0].stimuli()) == 7
-    assert {row["test"] for row in embed["items"]} >= {"muslim_vs_hindu/cross_modal", "muslim_vs_christian/visual", "zero_shot/hindu"}
+    assert {row["test"] for row in embed["items"]} >= {
+        "muslim_vs_hindu/cross_modal",
+        "muslim_vs_christian/visual",
+        "zero_shot/hindu",
+    }
     assert any("NaN or inf" in entry["reason"] for entry in embed["skipped"])
-    assert "muslim_vs_hindu/itm/effect_size" in match["metrics"] and "zero_shot/hindu/pleasant_share" in match["metrics"]
+    assert (
+        "muslim_vs_hindu/itm/effect_size" in match["metrics"] and "zero_shot/hindu/pleasant_share" in match["metrics"]
+    )

@@ -235,7 +235,9 @@ def test_contextual_embedding_is_the_first_piece_of_the_contextual_word(grounded
 def test_missing_images_are_listed_then_skipped_or_stop(grounded_dir):
     (grounded_dir / "images" / "m1.png").unlink()
     (grounded_dir / "images" / "w1.png").unlink()
-    with pytest.raises(InputError, match=r"g \(.*g\.jsonl\): 2 missing, e\.g\. m1\.png \(targ1\.images\), w1\.png \(targ2\.images\)"):
+    with pytest.raises(
+        InputError, match=r"g \(.*g\.jsonl\): 2 missing, e\.g\. m1\.png \(targ1\.images\), w1\.png \(targ2\.images\)"
+    ):
         WEATSuite.from_path(grounded_dir, on_missing_images="stop")
     output = WEATSuite.from_path(grounded_dir, experiments=["2"], embedding="sentence", n_bootstrap=20).run(
         FakeAdapter()
@@ -521,11 +523,16 @@ def sharded_case():
     root = Path(tempfile.gettempdir()) / "vlbias-weat-sharded-case"
     (root / "images").mkdir(parents=True, exist_ok=True)
     for name, colour in COLOURS.items():
-        _write_atomically(root / "images" / f"{name}.png", lambda tmp, c=colour: Image.new("RGB", (16, 16), c).save(tmp, "PNG"))
+        _write_atomically(
+            root / "images" / f"{name}.png", lambda tmp, c=colour: Image.new("RGB", (16, 16), c).save(tmp, "PNG")
+        )
     spec = grounded_spec()
     spec["attr2"]["Woman_Images"] = {"wb.png": [1]}
     _write_atomically(root / "g.jsonl", lambda tmp: tmp.write_text(json.dumps(spec)))
-    seat = seat_dir(Path(tempfile.mkdtemp()), targ2=["a woman is there", "the woman in the picture", "a photo of a woman", "the woman of the photo"])
+    seat = seat_dir(
+        Path(tempfile.mkdtemp()),
+        targ2=["a woman is there", "the woman in the picture", "a photo of a woman", "the woman of the photo"],
+    )
     _write_atomically(root / "sent-toy.jsonl", lambda tmp: tmp.write_text((seat / "sent-toy.jsonl").read_text()))
     shutil.rmtree(seat)
     suite = WEATSuite.from_path(
@@ -546,11 +553,15 @@ def test_sharded_case_runs_every_kind_of_row():
     assert sum(s["reason"] == "embedding holds NaN or inf" for s in output.skipped) == 13
     rows = {row["key"]: row for row in output.items}
     assert sorted(rows) == sorted(
-        ["sent-toy/sentence"] + [f"g/{kind}/exp{e}" for kind in ("sentence", "contextual") for e in ("1", "2", "3_congruence", "3_mask_text")]
+        ["sent-toy/sentence"]
+        + [f"g/{kind}/exp{e}" for kind in ("sentence", "contextual") for e in ("1", "2", "3_congruence", "3_mask_text")]
     )
     assert (rows["g/sentence/exp2"]["n_ax"], rows["g/sentence/exp2"]["n_by"]) == (1, 1)
-    assert math.isnan(rows["sent-toy/sentence"]["p_value"]) and "|X| = 3 != |Y| = 4" in rows["sent-toy/sentence"]["p_note"]
+    assert (
+        math.isnan(rows["sent-toy/sentence"]["p_value"]) and "|X| = 3 != |Y| = 4" in rows["sent-toy/sentence"]["p_note"]
+    )
     assert "g/sentence/exp3_congruence/effect_size@holm" in output.p_values
+
 
 def test_missing_attribute_image_names_its_key(grounded_dir):
     (grounded_dir / "images" / "ma.png").unlink()
@@ -559,10 +570,36 @@ def test_missing_attribute_image_names_its_key(grounded_dir):
 
 
 def test_embed_model_without_token_states_is_told_about_source(tmp_path, run_cli):
-    code, _, err = run_cli(["measure", "--suite", "weat", "--model", "clip", "--tiny", "--data", str(seat_dir(tmp_path)),
-                            "--out", str(tmp_path / "out")])
+    code, _, err = run_cli(
+        [
+            "measure",
+            "--suite",
+            "weat",
+            "--model",
+            "clip",
+            "--tiny",
+            "--data",
+            str(seat_dir(tmp_path)),
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     assert code == 2 and "Traceback" not in err
     assert "--suite_options '{source: embed}'" in err
-    code, _, err = run_cli(["measure", "--suite", "weat", "--model", "clip", "--tiny", "--data", str(seat_dir(tmp_path)),
-                            "--out", str(tmp_path / "out"), "--suite_options", '{"source": "embed", "embedding": "sentence"}'])
+    code, _, err = run_cli(
+        [
+            "measure",
+            "--suite",
+            "weat",
+            "--model",
+            "clip",
+            "--tiny",
+            "--data",
+            str(seat_dir(tmp_path)),
+            "--out",
+            str(tmp_path / "out"),
+            "--suite_options",
+            '{"source": "embed", "embedding": "sentence"}',
+        ]
+    )
     assert code == 0, err

@@ -74,7 +74,9 @@ class BiasSuiteCallback(Callback):
         self.specs = [_spec(entry, index) for index, entry in enumerate(suites or ["mmbias"])]
         names = [spec.key for spec in self.specs]
         if len(set(names)) != len(names):
-            raise ConfigError(f"Expected distinct suite names (give `name` to tell two runs of a suite apart) but got {names}")
+            raise ConfigError(
+                f"Expected distinct suite names (give `name` to tell two runs of a suite apart) but got {names}"
+            )
         self.every_n_epochs = every_n_epochs
         self.out_dir = out_dir
         self.seed = seed
@@ -84,7 +86,9 @@ class BiasSuiteCallback(Callback):
 
     @property
     def state_key(self) -> str:
-        return self._generate_state_key(suites=[asdict(spec) for spec in self.specs], every_n_epochs=self.every_n_epochs)
+        return self._generate_state_key(
+            suites=[asdict(spec) for spec in self.specs], every_n_epochs=self.every_n_epochs
+        )
 
     @override
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
@@ -155,10 +159,14 @@ def _spec(entry: str | dict[str, Any], index: int) -> SuiteSpec:
     if isinstance(entry, str):
         return SuiteSpec(entry)
     if not isinstance(entry, dict) or "suite" not in entry:
-        raise ConfigError(f"Expected `suites[{index}]` to be a suite name or a mapping with key 'suite' but got {entry!r}")
+        raise ConfigError(
+            f"Expected `suites[{index}]` to be a suite name or a mapping with key 'suite' but got {entry!r}"
+        )
     unknown = sorted(set(entry) - {"suite", "data", "options", "name"})
     if unknown:
-        raise ConfigError(f"Unknown key(s) {unknown} in `suites[{index}]`; expected among ['suite', 'data', 'options', 'name']")
+        raise ConfigError(
+            f"Unknown key(s) {unknown} in `suites[{index}]`; expected among ['suite', 'data', 'options', 'name']"
+        )
     return SuiteSpec(**entry)
 
 

@@ -108,7 +108,9 @@ class AttackConfig:
     def build(self, model: nn.Module) -> torchattacks.attack.Attack:
         """The ``torchattacks`` attack on ``model``, in targeted-by-label mode."""
         if self.method == "pgd":
-            attack = torchattacks.PGD(model, eps=self.eps, alpha=self.alpha, steps=self.steps, random_start=self.random_start)
+            attack = torchattacks.PGD(
+                model, eps=self.eps, alpha=self.alpha, steps=self.steps, random_start=self.random_start
+            )
         else:
             attack = torchattacks.FGSM(model, eps=self.eps)
         attack.set_mode_targeted_by_label(quiet=True)
@@ -171,7 +173,9 @@ class BiasWordLogits(nn.Module):
         self.strategy = strategy
 
     def forward(self, pixels: Tensor) -> Tensor:
-        return word_log_probs(self.adapter, normalise(self.adapter, pixels), self.prompt, self.words, self.strategy).float()
+        return word_log_probs(
+            self.adapter, normalise(self.adapter, pixels), self.prompt, self.words, self.strategy
+        ).float()
 
     def probabilities(self, pixels: Tensor, batch_size: int = 32) -> Tensor:
         """P(B | V) ``(B, n_words)``, the softmax over the bias words, without gradients."""
@@ -193,7 +197,9 @@ def model_fingerprint(adapter: ModelAdapter) -> str:
 def image_fingerprint(pixels: Tensor) -> str:
     """SHA-256 of one image's ``[0, 1]`` float32 pixels ``(3, S, S)``."""
     data = pixels.detach().float().cpu().contiguous()
-    return hashlib.sha256(f"{tuple(data.shape)}".encode() + data.view(-1).view(torch.uint8).numpy().tobytes()).hexdigest()
+    return hashlib.sha256(
+        f"{tuple(data.shape)}".encode() + data.view(-1).view(torch.uint8).numpy().tobytes()
+    ).hexdigest()
 
 
 @dataclass
@@ -262,7 +268,9 @@ class CounterfactualImages:
             raise InputError("Expected pixels in [0, 1] (un-normalised) for the attack.")
         target = torch.as_tensor(target, dtype=torch.long).cpu()
         if target.shape != (pixels.shape[0],) or bool(((target < 0) | (target >= len(self.logits.words))).any()):
-            raise InputError(f"Expected one target index in [0, {len(self.logits.words)}) per image but got {target.tolist()}.")
+            raise InputError(
+                f"Expected one target index in [0, {len(self.logits.words)}) per image but got {target.tolist()}."
+            )
         pixels = pixels.detach().float().cpu()
         output = torch.empty_like(pixels)
         hit = torch.zeros(len(pixels), dtype=torch.bool)

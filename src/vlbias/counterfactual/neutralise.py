@@ -87,7 +87,9 @@ class NeutralLexicon:
             raise InputError(f"Neutral lexicon {source!r} is not valid YAML: {err}.") from err
         if not isinstance(spec, dict) or not isinstance(spec.get("replace"), dict) or not spec["replace"]:
             raise InputError(f"Neutral lexicon {source!r}: expected a mapping with a non-empty `replace` mapping.")
-        bad = {k: v for k, v in spec["replace"].items() if not (isinstance(k, str) and isinstance(v, str) and k.strip())}
+        bad = {
+            k: v for k, v in spec["replace"].items() if not (isinstance(k, str) and isinstance(v, str) and k.strip())
+        }
         if bad:
             raise InputError(f"Neutral lexicon {source!r}: `replace` entries must map text to text; got {bad!r}.")
         ambiguous = spec.get("ambiguous") or []
@@ -115,5 +117,8 @@ class NeutralLexicon:
                 return None, f"caption {before!r} contains no word of the neutral lexicon"
             left = leftovers.search(after)
             if left is not None:
-                return None, f"neutralised caption {after!r} still contains {left.group(0)!r}, which has no single neutral form"
+                return (
+                    None,
+                    f"neutralised caption {after!r} still contains {left.group(0)!r}, which has no single neutral form",
+                )
         return neutral, None

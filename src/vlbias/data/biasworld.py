@@ -131,7 +131,11 @@ class BiasWorld:
         for name, value in rates:
             if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
                 raise ConfigError(f"Expected `{name}` in [0, 1] but got {value!r}.")
-        for name, value, low in (("n_train", n_train, 1), ("eval_per_combination", eval_per_combination, 1), ("image_size", image_size, 32)):
+        for name, value, low in (
+            ("n_train", n_train, 1),
+            ("eval_per_combination", eval_per_combination, 1),
+            ("image_size", image_size, 32),
+        ):
             if not isinstance(value, int) or value < low:
                 raise ConfigError(f"Expected `{name}` to be an integer >= {low} but got {value!r}.")
         self.bias_strength = float(bias_strength)
@@ -315,11 +319,16 @@ def _draw_object(draw: ImageDraw.ImageDraw, activity: str, x: float, y: float, u
         draw.ellipse([x - 10 * u, y - 10 * u, x + 10 * u, y + 10 * u], outline=colour, width=max(1, round(3 * u)))
         for angle in (90, 210, 330):
             rad = math.radians(angle)
-            draw.line([x, y, x + 9 * u * math.cos(rad), y + 9 * u * math.sin(rad)], fill=colour, width=max(1, round(2 * u)))
+            draw.line(
+                [x, y, x + 9 * u * math.cos(rad), y + 9 * u * math.sin(rad)], fill=colour, width=max(1, round(2 * u))
+            )
     elif activity == "coding":  # laptop: a screen over a keyboard
         draw.rectangle([x - 9 * u, y - 9 * u, x + 9 * u, y + 3 * u], fill=colour)
         draw.rectangle([x - 7 * u, y - 7 * u, x + 7 * u, y + 1 * u], fill=(150, 220, 255))
-        draw.polygon([(x - 9 * u, y + 4 * u), (x + 9 * u, y + 4 * u), (x + 12 * u, y + 8 * u), (x - 12 * u, y + 8 * u)], fill=(90, 90, 90))
+        draw.polygon(
+            [(x - 9 * u, y + 4 * u), (x + 9 * u, y + 4 * u), (x + 12 * u, y + 8 * u), (x - 12 * u, y + 8 * u)],
+            fill=(90, 90, 90),
+        )
     elif activity == "cooking":  # pot: a bowl with two handles
         draw.chord([x - 10 * u, y - 8 * u, x + 10 * u, y + 10 * u], 0, 180, fill=colour)
         draw.rectangle([x - 10 * u, y - 2 * u, x + 10 * u, y + 1 * u], fill=colour)

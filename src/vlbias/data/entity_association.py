@@ -89,17 +89,23 @@ def _need(mapping: dict, key: str, kind: type, where: str, source: str):
 def parse_spec(payload: object, source: str = "<in memory>") -> EntitySpec:
     """Validate a loaded spec; every error names ``source`` and the key at fault."""
     if not isinstance(payload, dict):
-        raise InputError(f"Spec {source!r}: expected a mapping with keys groups, neutral, templates but got {type(payload).__name__}.")
+        raise InputError(
+            f"Spec {source!r}: expected a mapping with keys groups, neutral, templates but got {type(payload).__name__}."
+        )
     unknown = sorted(set(payload) - {"groups", "neutral", "templates"})
     if unknown:
         raise InputError(f"Spec {source!r}: unknown key(s) {unknown}; expected groups, neutral, templates.")
     groups = _need(payload, "groups", dict, "", source)
     if len(groups) != 2:
-        raise InputError(f"Spec {source!r}: key 'groups' needs exactly two groups (B(E) = S(E, first) - S(E, second)) but has {list(groups)}.")
+        raise InputError(
+            f"Spec {source!r}: key 'groups' needs exactly two groups (B(E) = S(E, first) - S(E, second)) but has {list(groups)}."
+        )
     for name in groups:
         _need(groups, name, str, "groups.", source)
         if name == "neutral":
-            raise InputError(f"Spec {source!r}: key 'groups' may not hold a group named 'neutral' (reserved for the neutral agent).")
+            raise InputError(
+                f"Spec {source!r}: key 'groups' may not hold a group named 'neutral' (reserved for the neutral agent)."
+            )
     neutral = _need(payload, "neutral", str, "", source)
     raw_templates = _need(payload, "templates", list, "", source)
     if not raw_templates:
@@ -113,7 +119,9 @@ def parse_spec(payload: object, source: str = "<in memory>") -> EntitySpec:
         try:
             text.format(agent="", entity="")
         except (KeyError, IndexError, ValueError) as err:
-            raise InputError(f"Spec {source!r}: key {where}text may hold only the slots {{agent}} and {{entity}} but is {text!r} ({err!r}).") from err
+            raise InputError(
+                f"Spec {source!r}: key {where}text may hold only the slots {{agent}} and {{entity}} but is {text!r} ({err!r})."
+            ) from err
         for slot in ("{agent}", "{entity}"):
             if text.count(slot) != 1:
                 raise InputError(f"Spec {source!r}: key {where}text should hold {slot} exactly once but is {text!r}.")
@@ -122,7 +130,9 @@ def parse_spec(payload: object, source: str = "<in memory>") -> EntitySpec:
             if not isinstance(entity, str) or not entity.strip():
                 raise InputError(f"Spec {source!r}: key {where}entities holds {entity!r}; expected non-empty words.")
             if entity in seen:
-                raise InputError(f"Spec {source!r}: entity {entity!r} in {where}entities appears more than once in the spec.")
+                raise InputError(
+                    f"Spec {source!r}: entity {entity!r} in {where}entities appears more than once in the spec."
+                )
             seen.add(entity)
         if not entities:
             raise InputError(f"Spec {source!r}: key {where}entities is empty.")
@@ -172,7 +182,9 @@ def read_images(root: str | Path, spec: EntitySpec) -> EntityImages:
                 continue
             for path in sorted(p for p in folder.iterdir() if not p.name.startswith(".")):
                 if path.is_dir():
-                    found.skipped.append({"item": str(path), "reason": f"is a folder; images go directly in {str(folder)!r}"})
+                    found.skipped.append(
+                        {"item": str(path), "reason": f"is a folder; images go directly in {str(folder)!r}"}
+                    )
                     continue
                 try:
                     load_image(path)
@@ -183,5 +195,7 @@ def read_images(root: str | Path, spec: EntitySpec) -> EntityImages:
             if usable:
                 found.images[(entity, group)] = usable
             else:
-                found.skipped.append({"item": f"{entity}/{group}", "reason": f"folder {str(folder)!r} holds no usable image"})
+                found.skipped.append(
+                    {"item": f"{entity}/{group}", "reason": f"folder {str(folder)!r} holds no usable image"}
+                )
     return found

@@ -133,7 +133,9 @@ def read_phrases(path: str | Path) -> tuple[list[str], list[str], dict[str, list
     """
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"MMBias phrases file {str(path)!r} does not exist (expected {PHRASES_FILE} with keys {PLEASANT_KEY!r}, {UNPLEASANT_KEY!r}, {GROUPS_KEY!r})")
+        raise InputError(
+            f"MMBias phrases file {str(path)!r} does not exist (expected {PHRASES_FILE} with keys {PLEASANT_KEY!r}, {UNPLEASANT_KEY!r}, {GROUPS_KEY!r})"
+        )
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -150,7 +152,9 @@ def read_phrases(path: str | Path) -> tuple[list[str], list[str], dict[str, list
             raise InputError(f"{str(path)!r}: attribute set {key!r} is empty; every association test needs it")
     groups = payload[GROUPS_KEY]
     if not isinstance(groups, dict):
-        raise InputError(f"{str(path)!r}: key {GROUPS_KEY!r} should map group names to phrase lists but is {type(groups).__name__}")
+        raise InputError(
+            f"{str(path)!r}: key {GROUPS_KEY!r} should map group names to phrase lists but is {type(groups).__name__}"
+        )
     phrases: dict[str, list[str]] = {}
     names: dict[str, str] = {}
     for name, value in groups.items():
@@ -272,9 +276,12 @@ def read_mmbias(
     ]
     for key, words in ((PLEASANT_KEY, pleasant), (UNPLEASANT_KEY, unpleasant)):
         if not words:
-            raise InputError(f"{str(path)!r}: attribute set {key!r} is empty once the words it shares with the other are dropped")
+            raise InputError(
+                f"{str(path)!r}: attribute set {key!r} is empty once the words it shares with the other are dropped"
+            )
     group_phrases = {
-        group: _kept_once(listed, path.name, f"{GROUPS_KEY}.{group}", duplicates) for group, listed in group_phrases.items()
+        group: _kept_once(listed, path.name, f"{GROUPS_KEY}.{group}", duplicates)
+        for group, listed in group_phrases.items()
     }
     data = MMBiasData(pleasant, unpleasant, group_phrases, duplicates=duplicates)
     image_root = _resolve(root, images, IMAGES_DIR)

@@ -99,7 +99,9 @@ def read_vl_bias(root: str | Path) -> list[VLBiasItem]:
         reader = csv.DictReader(handle)
         missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
-            raise InputError(f"VL-Bias annotations {str(path)!r}: missing column(s) {missing}; found {reader.fieldnames}.")
+            raise InputError(
+                f"VL-Bias annotations {str(path)!r}: missing column(s) {missing}; found {reader.fieldnames}."
+            )
         items = [_item(path, line, row) for line, row in enumerate(reader, start=2)]
     if not items:
         raise InputError(f"VL-Bias annotations {str(path)!r} hold no rows.")
@@ -122,7 +124,9 @@ def _item(path: Path, line: int, row: dict[str, str]) -> VLBiasItem:
     if concept_type not in CONCEPT_TYPES:
         raise InputError(f"{where}: `concept_type` is {concept_type!r}; expected one of {', '.join(CONCEPT_TYPES)}.")
     if _RELEASED_TYPE.get(concept, concept_type) != concept_type:
-        raise InputError(f"{where}: {concept!r} is a VL-Bias {_RELEASED_TYPE[concept]}, but `concept_type` is {concept_type!r}.")
+        raise InputError(
+            f"{where}: {concept!r} is a VL-Bias {_RELEASED_TYPE[concept]}, but `concept_type` is {concept_type!r}."
+        )
     gender = values["gender"].lower()
     return VLBiasItem(line, values["image"], concept, concept_type, GENDER_ALIASES.get(gender, gender) or None)
 
@@ -159,7 +163,7 @@ def read_release_index(path: str | Path) -> list[VLBiasItem]:
         raise InputError(f"{where} is not a JSON file: {err}.") from None
     concepts = index.get("data") if isinstance(index, dict) else None
     if not isinstance(concepts, dict):
-        raise InputError(f"{where}: expected an object with a \"data\" object mapping each concept to its images.")
+        raise InputError(f'{where}: expected an object with a "data" object mapping each concept to its images.')
     items = []
     for concept, entries in concepts.items():
         concept_type = _RELEASED_TYPE.get(concept.lower())
@@ -173,7 +177,9 @@ def read_release_index(path: str | Path) -> list[VLBiasItem]:
         for k, entry in enumerate(entries):
             original = entry.get("original") if isinstance(entry, dict) else None
             if not isinstance(original, str) or not original.strip():
-                raise InputError(f"{where}: data[{concept!r}][{k}] should be an object with an \"original\" image path but is {entry!r}.")
+                raise InputError(
+                    f'{where}: data[{concept!r}][{k}] should be an object with an "original" image path but is {entry!r}.'
+                )
             image = Path(original.strip())
             image = image if image.is_absolute() else path.parent / image
             items.append(VLBiasItem(len(items) + 1, str(image), concept.lower(), concept_type, None))

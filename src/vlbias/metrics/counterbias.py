@@ -86,7 +86,9 @@ class CounterBiasScore(Metric):
 
     def update(self, bias: Tensor, target: Tensor, direction: Tensor) -> None:
         """Add ``N`` items' instance bias with their target indices and bias directions."""
-        sums, counts, excluded = _counterbias_update(bias, target.to(self.device), direction.to(self.device), self.n_targets)
+        sums, counts, excluded = _counterbias_update(
+            bias, target.to(self.device), direction.to(self.device), self.n_targets
+        )
         self.sums += sums.to(self.sums.device)
         self.counts += counts.to(self.counts.device)
         self.n_excluded += excluded.to(self.n_excluded.device)
@@ -152,15 +154,28 @@ class CounterBiasUncertainty(TypedListStates, Metric):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        for name, value in (("n_targets", n_targets), ("n_templates", n_templates), ("n_bootstrap", n_bootstrap),
-                            ("n_permutations", n_permutations)):
+        for name, value in (
+            ("n_targets", n_targets),
+            ("n_templates", n_templates),
+            ("n_bootstrap", n_bootstrap),
+            ("n_permutations", n_permutations),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"Expected argument `{name}` to be a positive integer but got {value!r}")
         if not 0.0 < confidence < 1.0:
             raise ConfigError(f"Expected argument `confidence` in (0, 1) but got {confidence!r}")
         self.n_targets, self.n_templates, self.percent = n_targets, n_templates, percent
-        self.n_bootstrap, self.n_permutations, self.confidence, self.seed = n_bootstrap, n_permutations, confidence, seed
-        self.list_state_specs = (("bias", torch.float64, (n_templates,)), ("target", torch.int64, ()), ("direction", torch.int64, ()))
+        self.n_bootstrap, self.n_permutations, self.confidence, self.seed = (
+            n_bootstrap,
+            n_permutations,
+            confidence,
+            seed,
+        )
+        self.list_state_specs = (
+            ("bias", torch.float64, (n_templates,)),
+            ("target", torch.int64, ()),
+            ("direction", torch.int64, ()),
+        )
         self.add_state("bias", default=[], dist_reduce_fx="cat")
         self.add_state("target", default=[], dist_reduce_fx="cat")
         self.add_state("direction", default=[], dist_reduce_fx="cat")
@@ -178,7 +193,11 @@ class CounterBiasUncertainty(TypedListStates, Metric):
         """Intervals and p-values of everything seen (NaN where a target had no item)."""
         states = [dim_zero_cat(s) if isinstance(s, list) and s else s for s in (self.bias, self.target, self.direction)]
         if isinstance(states[0], list):  # nothing seen
-            states = [torch.empty(0, self.n_templates, dtype=torch.float64), torch.empty(0, dtype=torch.long), torch.empty(0, dtype=torch.long)]
+            states = [
+                torch.empty(0, self.n_templates, dtype=torch.float64),
+                torch.empty(0, dtype=torch.long),
+                torch.empty(0, dtype=torch.long),
+            ]
         bias, target, direction = (s.cpu() for s in states)
         intervals = counterbias_intervals(
             bias, target, direction, self.n_targets, self.percent, self.n_bootstrap, self.confidence, self.seed

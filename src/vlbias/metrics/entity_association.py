@@ -100,7 +100,11 @@ class VisualAssociation(TypedListStates, Metric):
     is_differentiable = False
     higher_is_better = None
     full_state_update = False
-    list_state_specs = (("entity", torch.int64, ()), ("log_p_image", torch.float64, ()), ("log_p_no_image", torch.float64, ()))
+    list_state_specs = (
+        ("entity", torch.int64, ()),
+        ("log_p_image", torch.float64, ()),
+        ("log_p_no_image", torch.float64, ()),
+    )
 
     def __init__(self, num_entities: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -117,7 +121,10 @@ class VisualAssociation(TypedListStates, Metric):
         self.log_p_no_image.append(log_p_no_image.double())
 
     def compute(self) -> Tensor:
-        joined = [dim_zero_cat(s) if not isinstance(s, Tensor) and s else s for s in (self.entity, self.log_p_image, self.log_p_no_image)]
+        joined = [
+            dim_zero_cat(s) if not isinstance(s, Tensor) and s else s
+            for s in (self.entity, self.log_p_image, self.log_p_no_image)
+        ]
         if isinstance(joined[0], list):  # nothing seen
             return torch.full((self.num_entities,), float("nan"), dtype=torch.float64)
         return _visual_compute(*joined, self.num_entities)
@@ -190,7 +197,9 @@ def _check_bootstrap_options(n_bootstrap: int, confidence: float) -> None:
 
 def _check_order(order: Tensor, entity: Tensor) -> None:
     if order.dtype not in (torch.int32, torch.int64) or order.shape != entity.shape:
-        raise InputError(f"Expected argument `order` to be an integer tensor shaped like `entity` {tuple(entity.shape)} but got {order.dtype} of shape {tuple(order.shape)}.")
+        raise InputError(
+            f"Expected argument `order` to be an integer tensor shaped like `entity` {tuple(entity.shape)} but got {order.dtype} of shape {tuple(order.shape)}."
+        )
 
 
 def _joined(states: tuple[list | Tensor, ...]) -> tuple[Tensor, ...] | None:
@@ -210,7 +219,9 @@ class _BootstrapInterval(TypedListStates, Metric):
     higher_is_better = None
     full_state_update = False
 
-    def __init__(self, num_entities: int, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0, **kwargs: Any) -> None:
+    def __init__(
+        self, num_entities: int, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         _check_num_entities(num_entities)
         _check_bootstrap_options(n_bootstrap, confidence)
@@ -241,7 +252,12 @@ class LanguageBiasInterval(_BootstrapInterval):
                 [nan, nan]], dtype=torch.float64)
     """
 
-    list_state_specs = (("order", torch.int64, ()), ("entity", torch.int64, ()), ("log_p_first", torch.float64, ()), ("log_p_second", torch.float64, ()))
+    list_state_specs = (
+        ("order", torch.int64, ()),
+        ("entity", torch.int64, ()),
+        ("log_p_first", torch.float64, ()),
+        ("log_p_second", torch.float64, ()),
+    )
 
     def update(self, order: Tensor, entity: Tensor, log_p_first: Tensor, log_p_second: Tensor) -> None:
         _check_entity_batch(entity, (log_p_first, log_p_second), ("log_p_first", "log_p_second"), self.num_entities)
@@ -258,7 +274,9 @@ class LanguageBiasInterval(_BootstrapInterval):
             entity, first, second = rows
             for index in entity.unique().tolist():
                 of_entity = entity == index
-                intervals[index] = language_bias_interval(first[of_entity], second[of_entity], self.n_bootstrap, self.confidence, self.seed)
+                intervals[index] = language_bias_interval(
+                    first[of_entity], second[of_entity], self.n_bootstrap, self.confidence, self.seed
+                )
         return intervals
 
 
@@ -280,13 +298,22 @@ class VisualBiasInterval(_BootstrapInterval):
         tensor([[1., 1.]], dtype=torch.float64)
     """
 
-    list_state_specs = (("order", torch.int64, ()), ("entity", torch.int64, ()), ("group", torch.int64, ()), ("log_p_image", torch.float64, ()))
+    list_state_specs = (
+        ("order", torch.int64, ()),
+        ("entity", torch.int64, ()),
+        ("group", torch.int64, ()),
+        ("log_p_image", torch.float64, ()),
+    )
 
     def update(self, order: Tensor, entity: Tensor, group: Tensor, log_p_image: Tensor) -> None:
         _check_entity_batch(entity, (group, log_p_image), ("group", "log_p_image"), self.num_entities)
         _check_order(order, entity)
-        if group.dtype not in (torch.int32, torch.int64) or (group.numel() and not bool(((group == 0) | (group == 1)).all())):
-            raise InputError(f"Expected argument `group` to hold 0 (first group) or 1 (second group) but got {group.tolist()}.")
+        if group.dtype not in (torch.int32, torch.int64) or (
+            group.numel() and not bool(((group == 0) | (group == 1)).all())
+        ):
+            raise InputError(
+                f"Expected argument `group` to hold 0 (first group) or 1 (second group) but got {group.tolist()}."
+            )
         self.order.append(order.long())
         self.entity.append(entity.long())
         self.group.append(group.long())

@@ -98,9 +98,13 @@ class VLStereoSetScores(TypedListStates, Metric):
         selection, anti = _vlstereoset_update(scores, anti)
         category = torch.as_tensor(category)
         if category.shape != anti.shape or category.is_floating_point():
-            raise InputError(f"Expected argument `category` to be integer indices of shape {tuple(anti.shape)} but got {category.dtype} {tuple(category.shape)}.")
+            raise InputError(
+                f"Expected argument `category` to be integer indices of shape {tuple(anti.shape)} but got {category.dtype} {tuple(category.shape)}."
+            )
         if len(category) and (category.min() < 0 or category.max() >= len(self.categories)):
-            raise InputError(f"Expected argument `category` in [0, {len(self.categories)}) (indices into {self.categories}) but got {category.unique().tolist()}.")
+            raise InputError(
+                f"Expected argument `category` in [0, {len(self.categories)}) (indices into {self.categories}) but got {category.unique().tolist()}."
+            )
         self.selection.append(selection)
         self.anti.append(anti)
         self.category.append(category.long())
@@ -115,7 +119,12 @@ class VLStereoSetScores(TypedListStates, Metric):
             if members.any():
                 results.update(self._scores(selection[members], anti[members], f"/{name}"))
             else:
-                results.update({f"n_items/{name}": torch.tensor(0.0, dtype=torch.float64), f"n_anti/{name}": torch.tensor(0.0, dtype=torch.float64)})
+                results.update(
+                    {
+                        f"n_items/{name}": torch.tensor(0.0, dtype=torch.float64),
+                        f"n_anti/{name}": torch.tensor(0.0, dtype=torch.float64),
+                    }
+                )
         return results
 
     def _scores(self, selection: Tensor, anti: Tensor, suffix: str) -> dict[str, Tensor]:
@@ -159,12 +168,19 @@ class VLStereoSetShift(TypedListStates, Metric):
     full_state_update = False
     list_state_specs = (("lmss", torch.float64, ()), ("vlss", torch.float64, ()))
 
-    def __init__(self, temperature: float = 1.0, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0, **kwargs: Any) -> None:
+    def __init__(
+        self, temperature: float = 1.0, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         if not (isinstance(temperature, (int, float)) and temperature > 0):
             raise ConfigError(f"Expected argument `temperature` to be a positive number but got {temperature!r}.")
         _check_bootstrap(n_bootstrap, confidence)
-        self.temperature, self.n_bootstrap, self.confidence, self.seed = float(temperature), n_bootstrap, confidence, seed
+        self.temperature, self.n_bootstrap, self.confidence, self.seed = (
+            float(temperature),
+            n_bootstrap,
+            confidence,
+            seed,
+        )
         self.add_state("lmss", default=[], dist_reduce_fx="cat")
         self.add_state("vlss", default=[], dist_reduce_fx="cat")
 

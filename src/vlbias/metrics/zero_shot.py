@@ -103,7 +103,9 @@ class CosineZeroShotRanking(TypedListStates, Metric):
             self.add_state(name, default=[], dist_reduce_fx="cat")
         self.add_state("embedding_dim", default=torch.tensor(0), dist_reduce_fx="max")
 
-    def update(self, images: Tensor | None = None, words: Tensor | None = None, positions: Tensor | None = None) -> None:
+    def update(
+        self, images: Tensor | None = None, words: Tensor | None = None, positions: Tensor | None = None
+    ) -> None:
         if (words is None) != (positions is None):
             raise InputError("Expected `words` and `positions` together (each word embedding with its index)")
         for name, embeddings in (("images", images), ("words", words)):
@@ -124,7 +126,9 @@ class CosineZeroShotRanking(TypedListStates, Metric):
         if images.numel() == 0:
             raise InputError("CosineZeroShotRanking.compute() called before any image: the group has no images")
         if sorted(positions.tolist()) != list(range(self.n_words)):
-            raise InputError(f"Expected every one of the {self.n_words} words once but got positions {sorted(positions.tolist())}")
+            raise InputError(
+                f"Expected every one of the {self.n_words} words once but got positions {sorted(positions.tolist())}"
+            )
         words = words.reshape(-1, dim)[positions.argsort()]
         return zero_shot_ranking(images.reshape(-1, dim) @ words.T, self.top_k)
 

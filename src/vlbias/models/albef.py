@@ -75,7 +75,9 @@ class ALBEFAdapter(ModelAdapter):
         super().__init__()
         config = model.config
         if len(tokenizer) > config.vocab_size:
-            raise InputError(f"Tokenizer has {len(tokenizer)} tokens but the ALBEF model's vocabulary has {config.vocab_size}.")
+            raise InputError(
+                f"Tokenizer has {len(tokenizer)} tokens but the ALBEF model's vocabulary has {config.vocab_size}."
+            )
         self.model = model
         self.tokenizer = tokenizer
         self.transform = ImageTransform(image_size=config.image_size, mean=config.image_mean, std=config.image_std)
@@ -98,7 +100,9 @@ class ALBEFAdapter(ModelAdapter):
         return self.model.image_features(self.model.image_embeds(pixel_values))  # (B, E)
 
     def embed_texts(self, tokens: dict[str, Tensor]) -> Tensor:
-        return self.model.text_features(self.model.text_embeds(tokens["input_ids"], tokens.get("attention_mask")))  # (B, E)
+        return self.model.text_features(
+            self.model.text_embeds(tokens["input_ids"], tokens.get("attention_mask"))
+        )  # (B, E)
 
     def match_logits(self, pixel_values: Tensor, tokens: dict[str, Tensor]) -> Tensor:
         logits = self.model.itm_logits(self._fused(pixel_values, tokens))  # (B, 2)
@@ -128,7 +132,9 @@ class ALBEFAdapter(ModelAdapter):
             pixel_values, image_rows = self.no_image(1), torch.zeros_like(text_rows)
         image_embeds = self.model.image_embeds(pixel_values)
         if image_rows is None and image_embeds.shape[0] != text_rows.shape[0]:
-            raise InputError(f"Expected one image per row but got {image_embeds.shape[0]} images and {text_rows.shape[0]} rows.")
+            raise InputError(
+                f"Expected one image per row but got {image_embeds.shape[0]} images and {text_rows.shape[0]} rows."
+            )
         attention_mask = tokens.get("attention_mask")
         text_embeds = self.model.text_embeds(tokens["input_ids"], attention_mask).index_select(0, text_rows)
         mask = None if attention_mask is None else attention_mask.index_select(0, text_rows)
@@ -154,7 +160,10 @@ class ALBEFAdapter(ModelAdapter):
                 text_feat = F.normalize(model.text_proj(text_embeds[:, 0, :]), dim=-1)
                 return image_feat, text_feat
             output = model.text_encoder.bert(
-                encoder_embeds=text_embeds, attention_mask=attention_mask, encoder_hidden_states=image_embeds, mode="fusion"
+                encoder_embeds=text_embeds,
+                attention_mask=attention_mask,
+                encoder_hidden_states=image_embeds,
+                mode="fusion",
             )
             log_probs = model.itm_head(output[:, 0, :]).log_softmax(dim=-1)
             return log_probs[:, 1] - log_probs[:, 0]

@@ -99,7 +99,9 @@ class ALBEFConfig:
                 f"text width) but got {self.vision_width} and {self.hidden_size}."
             )
         if self.image_size % self.patch_size:
-            raise ConfigError(f"Expected `image_size` ({self.image_size}) to be a multiple of `patch_size` ({self.patch_size}).")
+            raise ConfigError(
+                f"Expected `image_size` ({self.image_size}) to be a multiple of `patch_size` ({self.patch_size})."
+            )
 
     @property
     def grid(self) -> int:
@@ -202,7 +204,9 @@ class ALBEFLayer(nn.Module):
 class ALBEFEncoder(nn.Module):
     def __init__(self, config: BertConfig, fusion_layer: int) -> None:
         super().__init__()
-        self.layer = nn.ModuleList(ALBEFLayer(config, cross_attention=i >= fusion_layer) for i in range(config.num_hidden_layers))
+        self.layer = nn.ModuleList(
+            ALBEFLayer(config, cross_attention=i >= fusion_layer) for i in range(config.num_hidden_layers)
+        )
 
 
 class ALBEFBert(nn.Module):
@@ -386,7 +390,9 @@ def interpolate_pos_embed(pos_embed: Tensor, grid: int) -> Tensor:
     ``models/vit.py``. A same-size grid is returned unchanged."""
     old = round((pos_embed.shape[1] - 1) ** 0.5)
     if old * old != pos_embed.shape[1] - 1:
-        raise InputError(f"Position embeddings of shape {tuple(pos_embed.shape)} do not hold 1 + a square number of patches.")
+        raise InputError(
+            f"Position embeddings of shape {tuple(pos_embed.shape)} do not hold 1 + a square number of patches."
+        )
     if old == grid:
         return pos_embed
     cls_token, patches = pos_embed[:, :1], pos_embed[:, 1:]

@@ -115,9 +115,7 @@ class BLIPAdapter(ModelAdapter):
         fields take BLIP's defaults: the vision config's image size, CLIP's mean and std)."""
         model = from_pretrained_strict(BlipForImageTextRetrieval, name_or_path, cls.name)
         tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
-        transform = ImageTransform.load(
-            name_or_path, "size", model.config.vision_config.image_size, center_crop=False
-        )
+        transform = ImageTransform.load(name_or_path, "size", model.config.vision_config.image_size, center_crop=False)
         return cls(model, tokenizer, transform)
 
     @classmethod

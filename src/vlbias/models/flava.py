@@ -70,9 +70,7 @@ class FLAVAAdapter(ModelAdapter):
     """
 
     name = "flava"
-    capabilities = frozenset(
-        {Capability.EMBED, Capability.MATCH, Capability.FILL_MASK, Capability.TOKEN_STATES}
-    )
+    capabilities = frozenset({Capability.EMBED, Capability.MATCH, Capability.FILL_MASK, Capability.TOKEN_STATES})
 
     def __init__(self, model: FlavaForPreTraining, tokenizer, transform: ImageTransform) -> None:
         super().__init__()
@@ -131,12 +129,16 @@ class FLAVAAdapter(ModelAdapter):
         if pixel_values is None:
             states = flava.text_model(**tokens).last_hidden_state.index_select(0, text_rows)
             return self.model.mlm_head(states if positions is None else at_positions(states, positions))
-        image = flava.image_to_mm_projection(flava.image_model(pixel_values=pixel_values, output_hidden_states=True).hidden_states[-1])
+        image = flava.image_to_mm_projection(
+            flava.image_model(pixel_values=pixel_values, output_hidden_states=True).hidden_states[-1]
+        )
         text = flava.text_to_mm_projection(flava.text_model(**tokens, output_hidden_states=True).hidden_states[-1])
         if image_rows is not None:
             image = image.index_select(0, image_rows)
         if image.shape[0] != text_rows.shape[0]:
-            raise InputError(f"Expected one image per row but got {image.shape[0]} images and {text_rows.shape[0]} rows.")
+            raise InputError(
+                f"Expected one image per row but got {image.shape[0]} images and {text_rows.shape[0]} rows."
+            )
         text, attention_mask = text.index_select(0, text_rows), tokens.get("attention_mask")
         multimodal = flava.multimodal_model
         image_length = image.shape[1] + int(multimodal.use_cls_token)
@@ -174,9 +176,7 @@ class FLAVAAdapter(ModelAdapter):
             image = self.model.flava.get_image_features(pixel_values=pixel_values).pooler_output[:, 0]
             text = self.model.flava.get_text_features(**tokens).pooler_output[:, 0]
             return F.normalize(image, dim=-1), F.normalize(text, dim=-1)
-        out = self.model(
-            **tokens, input_ids_masked=tokens["input_ids"], pixel_values=pixel_values, return_loss=False
-        )
+        out = self.model(**tokens, input_ids_masked=tokens["input_ids"], pixel_values=pixel_values, return_loss=False)
         if capability is Capability.MATCH:
             return out.itm_logits[:, 1] - out.itm_logits[:, 0]
         if capability is Capability.FILL_MASK:

@@ -121,7 +121,9 @@ def word_log_probs(
     scores = torch.empty(batch, len(words), device=adapter.device)
     for n_pieces in sorted({len(p) for p in pieces}):
         columns = [i for i, p in enumerate(pieces) if len(p) == n_pieces]
-        tokens, text_rows = _tokenised_once(adapter, [text.replace(mask, " ".join([mask] * n_pieces)) for text in templates])
+        tokens, text_rows = _tokenised_once(
+            adapter, [text.replace(mask, " ".join([mask] * n_pieces)) for text in templates]
+        )
         is_mask = tokens["input_ids"].index_select(0, text_rows) == tokenizer.mask_token_id  # (B, T)
         if (is_mask.sum(dim=1) != n_pieces).any():
             raise InputError(
@@ -141,7 +143,11 @@ def _checked_rows(image_rows: Tensor, pixel_values: Tensor | None, device: torch
     if pixel_values is None or not isinstance(pixel_values, Tensor):
         raise InputError("`image_rows` index into a tensor of images, but `pixel_values` is not one.")
     rows = torch.as_tensor(image_rows, device=device)
-    if rows.ndim != 1 or rows.is_floating_point() or (len(rows) and not 0 <= int(rows.min()) <= int(rows.max()) < len(pixel_values)):
+    if (
+        rows.ndim != 1
+        or rows.is_floating_point()
+        or (len(rows) and not 0 <= int(rows.min()) <= int(rows.max()) < len(pixel_values))
+    ):
         raise InputError(
             f"Expected `image_rows` to be a 1-d integer tensor of indices below {len(pixel_values)} (the number of "
             f"images) but got {image_rows!r}."

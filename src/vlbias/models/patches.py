@@ -46,7 +46,11 @@ class PatchProjection(nn.Conv2d):
     def replacing(cls, conv: nn.Conv2d) -> PatchProjection:
         """A :class:`PatchProjection` holding ``conv``'s own parameters (not copies)."""
         projection = cls(
-            conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, bias=conv.bias is not None,
+            conv.in_channels,
+            conv.out_channels,
+            conv.kernel_size,
+            conv.stride,
+            bias=conv.bias is not None,
             device="meta",
         )
         projection.weight, projection.bias = conv.weight, conv.bias

@@ -47,7 +47,12 @@ class ImageTransform:
                 raise InputError(f"Expected image tensor of shape (B, 3, H, W) but got {tuple(images.shape)}.")
             pixels = self._resize_crop(images.float())  # the whole batch at once: one size
         else:
-            pixels = torch.stack([self._resize_crop(TF.to_dtype(TF.pil_to_tensor(load_image(i)), torch.float32, scale=True)) for i in images])
+            pixels = torch.stack(
+                [
+                    self._resize_crop(TF.to_dtype(TF.pil_to_tensor(load_image(i)), torch.float32, scale=True))
+                    for i in images
+                ]
+            )
         pixels = pixels.clamp(0.0, 1.0)
         return TF.normalize(pixels, list(self.mean), list(self.std))
 
@@ -72,7 +77,9 @@ class ImageTransform:
         (Path(directory) / PREPROCESSOR_FILE).write_text(json.dumps(fields, indent=2))
 
     @classmethod
-    def load(cls, name_or_path: str | Path, size_key: str, default_size: int, center_crop: bool = True) -> ImageTransform:
+    def load(
+        cls, name_or_path: str | Path, size_key: str, default_size: int, center_crop: bool = True
+    ) -> ImageTransform:
         """The transform of ``name_or_path/preprocessor_config.json``; fields it lacks (or a hub id
         without a local file) take ``default_size`` and CLIP's mean and std."""
         path = Path(name_or_path) / PREPROCESSOR_FILE

@@ -248,7 +248,9 @@ class RegionFeatureStore:
             fields = file.readline().rstrip(b"\r\n").split(b"\t")
         where = f"line of image {image_id!r} in {str(self.path)!r}"
         if len(fields) != len(TSV_FIELDS):
-            raise InputError(f"Expected {len(TSV_FIELDS)} tab-separated fields {TSV_FIELDS} on the {where} but got {len(fields)}.")
+            raise InputError(
+                f"Expected {len(TSV_FIELDS)} tab-separated fields {TSV_FIELDS} on the {where} but got {len(fields)}."
+            )
         row = dict(zip(TSV_FIELDS, fields))
         try:
             count = int(row["num_boxes"])
@@ -311,7 +313,9 @@ class RegionFeatureStore:
         where = f"image {regions.image_id!r} in {str(self.path)!r}"
         count = regions.features.shape[0]
         if regions.features.ndim != 2 or count == 0:
-            raise InputError(f"Expected features of shape (N >= 1, D) for {where} but got {tuple(regions.features.shape)}.")
+            raise InputError(
+                f"Expected features of shape (N >= 1, D) for {where} but got {tuple(regions.features.shape)}."
+            )
         if tuple(regions.boxes.shape) != (count, 4) or tuple(regions.object_ids.shape) != (count,):
             raise InputError(
                 f"Expected boxes (N, 4) and objects_id (N,) with N={count} for {where} but got "
@@ -352,7 +356,9 @@ class GridFeatures(nn.Module):
     CONFIG_FILE = "grid_config.json"
     WEIGHTS_FILE = "grid_backbone.safetensors"
 
-    def __init__(self, backbone: nn.Module, backbone_name: str, backbone_kwargs: dict, grid_size: int, image_size: int) -> None:
+    def __init__(
+        self, backbone: nn.Module, backbone_name: str, backbone_kwargs: dict, grid_size: int, image_size: int
+    ) -> None:
         super().__init__()
         if grid_size < 1:
             raise ConfigError(f"Expected `grid_size` >= 1 but got {grid_size}.")
@@ -365,7 +371,12 @@ class GridFeatures(nn.Module):
 
     @classmethod
     def create(
-        cls, backbone_name: str = "resnet50", pretrained: bool = True, grid_size: int = 6, image_size: int = 448, **backbone_kwargs
+        cls,
+        backbone_name: str = "resnet50",
+        pretrained: bool = True,
+        grid_size: int = 6,
+        image_size: int = 448,
+        **backbone_kwargs,
     ) -> GridFeatures:
         """Build the backbone with ``timm.create_model`` (``pretrained`` downloads its ImageNet
         weights through timm's hub cache); ``backbone_kwargs`` go to timm (e.g. ``channels``)."""
@@ -380,7 +391,9 @@ class GridFeatures(nn.Module):
         """Images (PIL, paths, or ``(B, 3, H, W)`` floats in ``[0, 1]``) -> regions on the backbone's device."""
         weight = next(self.backbone.parameters())
         pixels = self.transform(images).to(device=weight.device, dtype=weight.dtype)
-        feature_map = self.backbone.forward_intermediates(pixels, indices=1, intermediates_only=True)[-1]  # (B, C, h, w)
+        feature_map = self.backbone.forward_intermediates(pixels, indices=1, intermediates_only=True)[
+            -1
+        ]  # (B, C, h, w)
         cells = F.adaptive_avg_pool2d(feature_map, self.grid_size)  # (B, C, g, g)
         features = cells.flatten(2).transpose(1, 2)  # (B, g*g, C)
         batch, count = features.shape[:2]
@@ -407,7 +420,9 @@ class GridFeatures(nn.Module):
             image_size=self.transform.image_size,
         )
         (directory / self.CONFIG_FILE).write_text(json.dumps(config, indent=2))
-        save_file({k: v.contiguous() for k, v in self.backbone.state_dict().items()}, str(directory / self.WEIGHTS_FILE))
+        save_file(
+            {k: v.contiguous() for k, v in self.backbone.state_dict().items()}, str(directory / self.WEIGHTS_FILE)
+        )
 
     @classmethod
     def load(cls, directory: Path, model_name: str) -> GridFeatures:
@@ -444,10 +459,18 @@ class RegionAdapter(ModelAdapter):
     visual_dim_field: ClassVar[str]
     base_tokenizer = "google-bert/bert-base-uncased"  # the vocabulary both families were trained with
 
-    def __init__(self, model: PreTrainedModel, tokenizer, store: RegionFeatureStore | None = None, grid: GridFeatures | None = None) -> None:
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer,
+        store: RegionFeatureStore | None = None,
+        grid: GridFeatures | None = None,
+    ) -> None:
         super().__init__()
         if (store is None) == (grid is None):
-            raise ConfigError(f"Model {self.name!r} needs exactly one region source: a feature store or a grid backbone.")
+            raise ConfigError(
+                f"Model {self.name!r} needs exactly one region source: a feature store or a grid backbone."
+            )
         self.model = model
         self.tokenizer = tokenizer
         self.max_text_length = model.config.max_position_embeddings
@@ -529,7 +552,9 @@ class RegionAdapter(ModelAdapter):
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
         except (OSError, ValueError):
-            warnings.warn(f"Checkpoint {str(name_or_path)!r} has no tokenizer; using {cls.base_tokenizer!r}.", stacklevel=2)
+            warnings.warn(
+                f"Checkpoint {str(name_or_path)!r} has no tokenizer; using {cls.base_tokenizer!r}.", stacklevel=2
+            )
             tokenizer = AutoTokenizer.from_pretrained(cls.base_tokenizer)
         if region_features is not None:
             return cls(model, tokenizer, store=RegionFeatureStore(region_features))

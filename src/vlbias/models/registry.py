@@ -62,6 +62,8 @@ def load(
                 f"it takes: {', '.join(k for k in accepted if k not in ('seed', 'name_or_path')) or 'none'}."
             )
     adapter = builder(**options)
-    device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = (
+        torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    )
     adapter = adapter.to(device=device, dtype=dtype) if dtype is not None else adapter.to(device)
     return adapter.eval()

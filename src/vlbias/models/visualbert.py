@@ -58,11 +58,15 @@ class VisualBERTAdapter(RegionAdapter):
         return output.prediction_logits[:, : tokens["input_ids"].shape[1]]  # (B, T, V)
 
     def match_logits(self, pixel_values: RegionFeatures, tokens: dict[str, Tensor]) -> Tensor:
-        scores = self.model(**self._text_inputs(tokens), **self._visual_inputs(pixel_values, tokens)).seq_relationship_logits
+        scores = self.model(
+            **self._text_inputs(tokens), **self._visual_inputs(pixel_values, tokens)
+        ).seq_relationship_logits
         return scores[:, 0] - scores[:, 1]  # (B,) label 0 = "matches"
 
     def token_states(self, pixel_values: RegionFeatures | None, tokens: dict[str, Tensor]) -> Tensor:
-        states = self.model.visual_bert(**self._text_inputs(tokens), **self._visual_inputs(pixel_values, tokens)).last_hidden_state
+        states = self.model.visual_bert(
+            **self._text_inputs(tokens), **self._visual_inputs(pixel_values, tokens)
+        ).last_hidden_state
         return states[:, : tokens["input_ids"].shape[1]]  # (B, T, H)
 
     def direct_call(
@@ -76,7 +80,9 @@ class VisualBERTAdapter(RegionAdapter):
         if pixel_values is not None:
             inputs.update(
                 visual_embeds=pixel_values.features,
-                visual_token_type_ids=torch.ones(pixel_values.features.shape[:-1], dtype=torch.long, device=self.device),
+                visual_token_type_ids=torch.ones(
+                    pixel_values.features.shape[:-1], dtype=torch.long, device=self.device
+                ),
                 visual_attention_mask=pixel_values.mask,
             )
         output = self.model(**inputs, output_hidden_states=True)

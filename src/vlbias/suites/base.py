@@ -69,7 +69,9 @@ class Suite(abc.ABC):
     @classmethod
     def from_path(cls, path: Path, **options) -> Suite:
         """This suite's stimuli read from ``path`` in the suite's public data format."""
-        raise ConfigError(f"Suite {cls.name!r} reads its stimuli from BiasWorld only (`--data biasworld`), not from {str(path)!r}.")
+        raise ConfigError(
+            f"Suite {cls.name!r} reads its stimuli from BiasWorld only (`--data biasworld`), not from {str(path)!r}."
+        )
 
     @abc.abstractmethod
     def stimuli(self) -> Sequence:

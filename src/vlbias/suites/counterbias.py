@@ -86,7 +86,14 @@ NORMALISATIONS = ("concepts", "vocabulary")
 UNANNOTATED = ("skip", "model_reading")
 MEASURES = ("B@V-L", "B@V", "B@L", "B@L_log")
 #: Why an item was not measured: the ``kind`` of its ``skipped`` entry, counted in ``n_skipped/<kind>``.
-SKIP_KINDS = ("no_gender", "unknown_bias_concept", "bias_word_unusable", "target_word_unusable", "image", "attack_failed")
+SKIP_KINDS = (
+    "no_gender",
+    "unknown_bias_concept",
+    "bias_word_unusable",
+    "target_word_unusable",
+    "image",
+    "attack_failed",
+)
 
 
 @dataclass(frozen=True)
@@ -214,7 +221,9 @@ class CounterBiasSuite(Suite):
                 )
         self.b0 = [b0] if isinstance(b0, str) else list(b0)
         b1 = [self.lexicon.mapping.get(word) for word in self.b0]
-        if any(word not in self.bias_concepts for word in self.b0) or sorted(self.b0 + b1) != sorted(self.bias_concepts):
+        if any(word not in self.bias_concepts for word in self.b0) or sorted(self.b0 + b1) != sorted(
+            self.bias_concepts
+        ):
             raise ConfigError(
                 f"Expected `b0` to name the B0 side of Eq. 7, bias concepts whose counterparts are the others, so that "
                 f"every one of {', '.join(self.bias_concepts)} is on one side, but got {b0!r}; with more than two "
@@ -238,8 +247,12 @@ class CounterBiasSuite(Suite):
             raise ConfigError(f"Expected `min_bias_change` to be positive but got {min_bias_change!r}.")
         if language_baseline is not None and "model" not in language_baseline:
             raise ConfigError(f"Expected `language_baseline` to name a `model` but got {language_baseline!r}.")
-        for name, value in (("batch_size", batch_size), ("max_rows", max_rows), ("n_bootstrap", n_bootstrap),
-                            ("n_permutations", n_permutations)):
+        for name, value in (
+            ("batch_size", batch_size),
+            ("max_rows", max_rows),
+            ("n_bootstrap", n_bootstrap),
+            ("n_permutations", n_permutations),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"Expected `{name}` to be a positive integer but got {value!r}.")
         if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
@@ -316,7 +329,12 @@ class CounterBiasSuite(Suite):
 
     # -- scoring ---------------------------------------------------------------------------
     def _target_log_probs(
-        self, adapter: ModelAdapter, pixel_values: Tensor | None, image_rows: Tensor | None, texts: list[str], words: list[str],
+        self,
+        adapter: ModelAdapter,
+        pixel_values: Tensor | None,
+        image_rows: Tensor | None,
+        texts: list[str],
+        words: list[str],
         group_columns: list[list[int]],
     ) -> Tensor:
         """``(R, n_words)`` log P(T | V, L) of every target word for ``R`` rows, row ``r`` reading text ``texts[r]``
@@ -328,7 +346,9 @@ class CounterBiasSuite(Suite):
             if pixel_values is not None:  # only the images this chunk reads, each once
                 used, rows = image_rows[start : start + self.max_rows].unique(return_inverse=True)
                 pixels = pixel_values.index_select(0, used)
-            scores = word_log_probs(adapter, pixels, texts[start : start + self.max_rows], words, self.strategy, image_rows=rows)
+            scores = word_log_probs(
+                adapter, pixels, texts[start : start + self.max_rows], words, self.strategy, image_rows=rows
+            )
             chunks.append(scores.float().cpu())
         scores = torch.cat(chunks)
         if self.target_normalisation == "vocabulary":
@@ -353,7 +373,9 @@ class CounterBiasSuite(Suite):
                 problems[word] = str(err)
         return problems
 
-    def _text_only_log_probs(self, adapter: ModelAdapter, words: list[str], columns: list[list[int]]) -> dict[tuple[str, str], Tensor]:
+    def _text_only_log_probs(
+        self, adapter: ModelAdapter, words: list[str], columns: list[list[int]]
+    ) -> dict[tuple[str, str], Tensor]:
         """log P(T | L) with no image (Eq. 12) of every target word, per (template, bias word):
         captions depend on nothing else. Words outside ``adapter``'s vocabulary get NaN."""
         problems = self._vocabulary_problems(adapter.tokenizer, words)
@@ -381,9 +403,15 @@ class CounterBiasSuite(Suite):
     def _annotation_skip(self, item: CounterBiasItem) -> dict[str, str] | None:
         """The skip entry of an item whose annotation this suite cannot measure (whatever the model), else None."""
         if item.bias is None and self.unannotated == "skip":
-            kind, reason = "no_gender", "no gender annotation (unannotated='model_reading' would take the model's reading)"
+            kind, reason = (
+                "no_gender",
+                "no gender annotation (unannotated='model_reading' would take the model's reading)",
+            )
         elif item.bias is not None and item.bias not in self.bias_concepts:
-            kind, reason = "unknown_bias_concept", f"bias concept {item.bias!r} is not one of {', '.join(self.bias_concepts)}"
+            kind, reason = (
+                "unknown_bias_concept",
+                f"bias concept {item.bias!r} is not one of {', '.join(self.bias_concepts)}",
+            )
         else:
             return None
         return {"item": item.id, "kind": kind, "reason": reason}
@@ -448,15 +476,23 @@ class CounterBiasMeasurement(Measurement):
         }
         self.uncertainty = {  # the text-only measures read no image: nothing to resample (module docstring)
             (group, measure): CounterBiasUncertainty(
-                len(targets), len(suite.templates), n_bootstrap=suite.n_bootstrap, n_permutations=suite.n_permutations,
-                confidence=suite.confidence, seed=seed, sync_on_compute=False,
+                len(targets),
+                len(suite.templates),
+                n_bootstrap=suite.n_bootstrap,
+                n_permutations=suite.n_permutations,
+                confidence=suite.confidence,
+                seed=seed,
+                sync_on_compute=False,
             )
             for group, targets in suite.groups.items()
             for measure in self.measures
             if not measure.startswith("B@L_log")
         }
         self.generator = CounterfactualImages(
-            adapter, suite.bias_concepts, AttackConfig(**suite.attack_options, seed=seed), suite.cache_dir,
+            adapter,
+            suite.bias_concepts,
+            AttackConfig(**suite.attack_options, seed=seed),
+            suite.cache_dir,
             strategy=suite.strategy,
         )
 
@@ -488,7 +524,11 @@ class CounterBiasMeasurement(Measurement):
         counter = torch.tensor([suite.bias_concepts.index(suite.lexicon.mapping[item.bias]) for item in items])
         result = self.generator.generate(pixels, counter)
         p_bias_cf = suite._bias_probs(self.generator, result.pixels)
-        keep = p_bias_cf.argmax(dim=-1) == counter if suite.require_attack_success else torch.ones(len(items), dtype=torch.bool)
+        keep = (
+            p_bias_cf.argmax(dim=-1) == counter
+            if suite.require_attack_success
+            else torch.ones(len(items), dtype=torch.bool)
+        )
         attacked = _Attacked(indices, items, counter, p_bias_f, p_bias_cf, keep)
         rows = keep.nonzero().flatten()
         if not len(rows):
@@ -496,8 +536,12 @@ class CounterBiasMeasurement(Measurement):
         kept = [items[r] for r in rows.tolist()]
         factual = torch.tensor([suite.bias_concepts.index(item.bias) for item in kept])
         measured = _Measured(
-            [indices[r] for r in rows.tolist()], kept, p_bias_f[rows, factual], p_bias_cf[rows, factual],
-            result.cache_hit[rows], (result.pixels[rows] - pixels[rows]).abs().flatten(1).amax(dim=1),
+            [indices[r] for r in rows.tolist()],
+            kept,
+            p_bias_f[rows, factual],
+            p_bias_cf[rows, factual],
+            result.cache_hit[rows],
+            (result.pixels[rows] - pixels[rows]).abs().flatten(1).amax(dim=1),
             self._target_probs(kept, pixels[rows], result.pixels[rows]),
         )
         return _Probed(unreadable, attacked, measured)
@@ -561,12 +605,15 @@ class CounterBiasMeasurement(Measurement):
         self.count("succeeded", int((p_bias_cf.argmax(dim=-1) == counter).sum()))
         self.count("counterfactual_before_attack", int((attacked.p_bias_f.argmax(dim=-1) == counter).sum()))
         for b in (~attacked.keep).nonzero().flatten().tolist():
-            self.note_skip(attacked.indices[b], {
-                "item": attacked.items[b].id,
-                "kind": "attack_failed",
-                "reason": f"attack failed: P({concepts[counter[b]]} | V_cf) = {p_bias_cf[b, counter[b]]:.3f}, "
-                f"{concepts[int(p_bias_cf[b].argmax())]!r} is still the most likely bias concept",
-            })
+            self.note_skip(
+                attacked.indices[b],
+                {
+                    "item": attacked.items[b].id,
+                    "kind": "attack_failed",
+                    "reason": f"attack failed: P({concepts[counter[b]]} | V_cf) = {p_bias_cf[b, counter[b]]:.3f}, "
+                    f"{concepts[int(p_bias_cf[b].argmax())]!r} is still the most likely bias concept",
+                },
+            )
 
     def _score(self, measured: _Measured) -> None:
         """Eq. 6, 9, 11 and 13 per item and template into the metrics, and the item rows."""
@@ -599,18 +646,30 @@ class CounterBiasMeasurement(Measurement):
                 by_template.setdefault(measure, []).append(bias)
                 for group, in_group in local.items():
                     if in_group.any():
-                        self.scores[(group, measure, name)].update(bias[in_group], local_target[in_group], direction[in_group])
+                        self.scores[(group, measure, name)].update(
+                            bias[in_group], local_target[in_group], direction[in_group]
+                        )
             fields = {
-                "p_target_f": p_f.tolist(), "p_target_vcf_lcf": p_vl.tolist(), "p_target_vcf_lf": p_v.tolist(),
-                "p_target_vf_lcf": p_l.tolist(), **per_item,
+                "p_target_f": p_f.tolist(),
+                "p_target_vcf_lcf": p_vl.tolist(),
+                "p_target_vcf_lf": p_v.tolist(),
+                "p_target_vf_lcf": p_l.tolist(),
+                **per_item,
                 **{f"bias_{measure}": bias.tolist() for measure, bias in values.items()},
             }
             for b, item in enumerate(items):
-                rows[b].append({
-                    "item": item.id, "group": item.group, "target": item.target, "bias": item.bias,
-                    "bias_annotated": item.bias_annotated, "counterfactual_bias": counterpart[b], "template": name,
-                    **{field: per_row[b] for field, per_row in fields.items()},
-                })
+                rows[b].append(
+                    {
+                        "item": item.id,
+                        "group": item.group,
+                        "target": item.target,
+                        "bias": item.bias,
+                        "bias_annotated": item.bias_annotated,
+                        "counterfactual_bias": counterpart[b],
+                        "template": name,
+                        **{field: per_row[b] for field, per_row in fields.items()},
+                    }
+                )
         for index, item_rows in zip(measured.indices, rows):
             for row in item_rows:
                 self.note_row(index, row)
@@ -618,17 +677,23 @@ class CounterBiasMeasurement(Measurement):
             bias = torch.stack(biases, dim=1)
             for group, in_group in local.items():
                 if in_group.any() and (group, measure) in self.uncertainty:
-                    self.uncertainty[(group, measure)].update(bias[in_group], local_target[in_group], direction[in_group])
+                    self.uncertainty[(group, measure)].update(
+                        bias[in_group], local_target[in_group], direction[in_group]
+                    )
         self.count("n_items", n)
 
     # -- compute: the synced metrics and gathered notes ---------------------------------------
     def compute(self, gathered: Gathered) -> SuiteOutput:
         skipped = [*self.excluded.values(), *gathered.skipped]
-        output = SuiteOutput(metrics={}, items=gathered.rows, skipped=skipped, n_items=int(gathered.counts.get("n_items", 0)))
+        output = SuiteOutput(
+            metrics={}, items=gathered.rows, skipped=skipped, n_items=int(gathered.counts.get("n_items", 0))
+        )
         for group, targets in self.suite.groups.items():
             for measure in self.measures:
                 if (group, measure) in self.uncertainty:
-                    self._summarise_uncertainty(group, targets, measure, _computed(self.uncertainty[(group, measure)]), output)
+                    self._summarise_uncertainty(
+                        group, targets, measure, _computed(self.uncertainty[(group, measure)]), output
+                    )
                 self._summarise(group, targets, measure, output)
         attacked, succeeded = (gathered.counts.get(name, 0) for name in ("attacked", "succeeded"))
         output.metrics["attack_success_rate"] = succeeded / attacked if attacked else float("nan")
@@ -653,7 +718,9 @@ class CounterBiasMeasurement(Measurement):
         excluded = float(sum(r["n_excluded"] for r in results))
         output.metrics[f"n_excluded/{measure}"] = output.metrics.get(f"n_excluded/{measure}", 0.0) + excluded
 
-    def _summarise_uncertainty(self, group: str, targets: list[str], measure: str, result: dict[str, Tensor], output: SuiteOutput) -> None:
+    def _summarise_uncertainty(
+        self, group: str, targets: list[str], measure: str, result: dict[str, Tensor], output: SuiteOutput
+    ) -> None:
         """Intervals of Table 2 and of bias(T), and bias(T)'s p-values, raw and adjusted over the group's targets."""
         templates = self.suite.templates
         mean_absolute = result["mean_absolute"].reshape(len(templates), 2)  # torchmetrics squeezes 1-element outputs

@@ -116,11 +116,17 @@ class EntityAssociationSuite(Suite):
         data_config: dict | None = None,
     ) -> None:
         if Capability.FILL_MASK not in adapter_class(text_model).capabilities:
-            raise ConfigError(f"Suite option `text_model` must be a model with capability 'fill_mask' but {text_model!r} lacks it.")
+            raise ConfigError(
+                f"Suite option `text_model` must be a model with capability 'fill_mask' but {text_model!r} lacks it."
+            )
         if not text_tiny and text_checkpoint is None:
-            raise ConfigError("Suite option `text_checkpoint` (e.g. 'bert-base-uncased') or `text_tiny: true` is needed for P_L.")
+            raise ConfigError(
+                "Suite option `text_checkpoint` (e.g. 'bert-base-uncased') or `text_tiny: true` is needed for P_L."
+            )
         if strategy not in STRATEGIES:
-            raise ConfigError(f"Expected suite option `strategy` to be one of {', '.join(STRATEGIES)} but got {strategy!r}.")
+            raise ConfigError(
+                f"Expected suite option `strategy` to be one of {', '.join(STRATEGIES)} but got {strategy!r}."
+            )
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ConfigError(f"Expected suite option `batch_size` to be a positive integer but got {batch_size!r}.")
         if not isinstance(n_bootstrap, int) or isinstance(n_bootstrap, bool) or n_bootstrap < 1:
@@ -146,7 +152,9 @@ class EntityAssociationSuite(Suite):
         path = Path(path)
         if path.is_file():
             if spec is not None:
-                raise ConfigError(f"Give the spec once: data {str(path)!r} is a spec file and suite option `spec` is {str(spec)!r}.")
+                raise ConfigError(
+                    f"Give the spec once: data {str(path)!r} is a spec file and suite option `spec` is {str(spec)!r}."
+                )
             read = read_spec(path)
             return cls(read, None, data_config={"spec": str(path), "images": None}, **options)
         read = read_spec(spec)
@@ -162,7 +170,9 @@ class EntityAssociationSuite(Suite):
         pictures = world.images(split).float() / 255.0  # (N, 3, H, W)
         found = EntityImages(source=f"biasworld/{split}", images={})
         for item, picture in zip(world.items(split), pictures):
-            found.images.setdefault((item.activity, item.group), []).append((f"biasworld/{split}/{item.index}", picture))
+            found.images.setdefault((item.activity, item.group), []).append(
+                (f"biasworld/{split}/{item.index}", picture)
+            )
         return cls(spec, found, data_config={"data": "biasworld", "split": split, **world.config}, **options)
 
     @property
@@ -190,7 +200,10 @@ class EntityAssociationSuite(Suite):
             for entity in template.entities:
                 units.append(TextUnit(template, entity))
                 if self.images is not None:
-                    units.extend(ImageUnit(template, entity, group, label, image) for group, label, image in self.images.of(entity))
+                    units.extend(
+                        ImageUnit(template, entity, group, label, image)
+                        for group, label, image in self.images.of(entity)
+                    )
         return units
 
     def start(self, adapter: ModelAdapter, seed: int) -> EntityAssociationMeasurement:
@@ -202,15 +215,25 @@ class EntityAssociationSuite(Suite):
         options = dict(self.text_options)
         if self.text_tiny:
             options.setdefault("tokenizer", adapter.tokenizer)
-        return load(self.text_model, checkpoint=self.text_checkpoint, tiny=self.text_tiny, device=adapter.device, options=options)
+        return load(
+            self.text_model,
+            checkpoint=self.text_checkpoint,
+            tiny=self.text_tiny,
+            device=adapter.device,
+            options=options,
+        )
 
     def _refused(self, models: tuple[ModelAdapter, ...]) -> list[dict[str, str]]:
         """Skip entries of the entities that a model cannot score. An agent word that a model does not know is
         refused outright (the caption would condition on ``[UNK]``), as is a spec with no scorable entity."""
         for model in models:
-            unknown = [a for a in self.spec.agents().values() if model.tokenizer.unk_token in model.tokenizer.tokenize(a)]
+            unknown = [
+                a for a in self.spec.agents().values() if model.tokenizer.unk_token in model.tokenizer.tokenize(a)
+            ]
             if unknown:
-                raise InputError(f"Spec {self.spec.source!r}: agent word(s) {unknown} are not in model {model.name!r}'s vocabulary.")
+                raise InputError(
+                    f"Spec {self.spec.source!r}: agent word(s) {unknown} are not in model {model.name!r}'s vocabulary."
+                )
         refused = []
         for entity in self.spec.entities:
             try:
@@ -219,7 +242,9 @@ class EntityAssociationSuite(Suite):
             except InputError as err:
                 refused.append({"item": entity, "reason": f"model {model.name!r}: {err}"})
         if len(refused) == len(self.spec.entities):
-            raise InputError(f"Spec {self.spec.source!r}: no entity can be scored: {'; '.join(e['reason'] for e in refused)}")
+            raise InputError(
+                f"Spec {self.spec.source!r}: no entity can be scored: {'; '.join(e['reason'] for e in refused)}"
+            )
         return refused
 
 
@@ -255,7 +280,12 @@ class EntityAssociationMeasurement(Measurement):
     ``B_L`` and ``B_V``. Entities are indexed in spec order; refused entities are never probed."""
 
     def __init__(
-        self, suite: EntityAssociationSuite, adapter: ModelAdapter, text_adapter: ModelAdapter, refused: list[dict[str, str]], seed: int
+        self,
+        suite: EntityAssociationSuite,
+        adapter: ModelAdapter,
+        text_adapter: ModelAdapter,
+        refused: list[dict[str, str]],
+        seed: int,
     ) -> None:
         super().__init__()
         self.suite, self.adapter, self.text_adapter, self.refused = suite, adapter, text_adapter, refused
@@ -267,12 +297,19 @@ class EntityAssociationMeasurement(Measurement):
         def per_group(metric: type) -> dict[str, Metric]:
             return {group: metric(n_entities, **options) for group in self.groups}
 
-        self.scores = {"PT": per_group(PretrainingAssociation), "L_no_image": per_group(LanguageAssociation), "L_text_model": per_group(LanguageAssociation)}
+        self.scores = {
+            "PT": per_group(PretrainingAssociation),
+            "L_no_image": per_group(LanguageAssociation),
+            "L_text_model": per_group(LanguageAssociation),
+        }
         self.intervals: dict[str, Metric] = {}
         if suite.images is not None:
             self.scores.update(L=per_group(LanguageAssociation), V=per_group(VisualAssociation))
             bootstrap = {"n_bootstrap": suite.n_bootstrap, "confidence": suite.confidence, "seed": seed, **options}
-            self.intervals = {"L": LanguageBiasInterval(n_entities, **bootstrap), "V": VisualBiasInterval(n_entities, **bootstrap)}
+            self.intervals = {
+                "L": LanguageBiasInterval(n_entities, **bootstrap),
+                "V": VisualBiasInterval(n_entities, **bootstrap),
+            }
         self.biases = {key: BiasScore(*pair.values()) for key, pair in self.scores.items()}  # Eq. 5
 
     def metrics(self) -> list[Metric]:
@@ -298,11 +335,15 @@ class EntityAssociationMeasurement(Measurement):
                 positions.setdefault(unit.template, []).append(position)
         return positions
 
-    def _scores(self, adapter: ModelAdapter, pixel_values, template: Template, entities: list[str]) -> dict[str, Tensor]:
+    def _scores(
+        self, adapter: ModelAdapter, pixel_values, template: Template, entities: list[str]
+    ) -> dict[str, Tensor]:
         """``{agent key: (B, len(entities))}`` log-scores with each agent in the caption."""
         mask = adapter.tokenizer.mask_token
         return {
-            key: word_log_probs(adapter, pixel_values, template.caption(agent, mask), entities, self.suite.strategy).float().cpu()
+            key: word_log_probs(adapter, pixel_values, template.caption(agent, mask), entities, self.suite.strategy)
+            .float()
+            .cpu()
             for key, agent in self.suite.spec.agents().items()
         }
 
@@ -313,7 +354,10 @@ class EntityAssociationMeasurement(Measurement):
         with measuring(self.text_adapter.device):
             lm = self._scores(self.text_adapter, self.text_adapter.no_image(1), template, entities)
         return [
-            {"vl_no_image": {key: v[0, column] for key, v in vl.items()}, "text_model": {key: v[0, column] for key, v in lm.items()}}
+            {
+                "vl_no_image": {key: v[0, column] for key, v in vl.items()},
+                "text_model": {key: v[0, column] for key, v in lm.items()},
+            }
             for column in range(len(units))
         ]
 
@@ -324,7 +368,11 @@ class EntityAssociationMeasurement(Measurement):
         with measuring(self.adapter.device):
             pixels = self.adapter.prepare_images(torch.stack(images) if isinstance(images[0], Tensor) else images)
             scores = self._scores(self.adapter, pixels, template, entities)  # (n_units, n_E) per agent
-            no_image = word_log_probs(self.adapter, self.adapter.no_image(1), neutral, entities, self.suite.strategy).float().cpu()
+            no_image = (
+                word_log_probs(self.adapter, self.adapter.no_image(1), neutral, entities, self.suite.strategy)
+                .float()
+                .cpu()
+            )
         columns = [entities.index(unit.entity) for unit in units]
         return [
             {"image": {key: v[row, column] for key, v in scores.items()}, "no_image_neutral": no_image[0, column]}
@@ -356,9 +404,13 @@ class EntityAssociationMeasurement(Measurement):
         scores, (first, second) = output["image"], self.groups
         for group in self.groups:
             self.scores["L"][group].update(entity, scores[group][None], scores["neutral"][None])  # Eq. 3 over I_E
-        self.scores["V"][unit.group].update(entity, scores["neutral"][None], output["no_image_neutral"][None])  # Eq. 4 over I_g
+        self.scores["V"][unit.group].update(
+            entity, scores["neutral"][None], output["no_image_neutral"][None]
+        )  # Eq. 4 over I_g
         self.intervals["L"].update(order, entity, scores[first][None], scores[second][None])
-        self.intervals["V"].update(order, entity, torch.tensor([self.groups.index(unit.group)]), scores["neutral"][None])
+        self.intervals["V"].update(
+            order, entity, torch.tensor([self.groups.index(unit.group)]), scores["neutral"][None]
+        )
         self.count("n_images")
         self.count(f"images/{unit.entity}/{unit.group}")
         self.note_row(index, _row(unit.template, unit.entity, "image", unit.label, unit.group, scores))
@@ -372,7 +424,9 @@ class EntityAssociationMeasurement(Measurement):
             skipped=[*(images.skipped if images is not None else []), *self.refused, *gathered.skipped],
             n_items=len(gathered.rows),
         )
-        scores = {key: {group: _per_entity(metric) for group, metric in pair.items()} for key, pair in self.scores.items()}
+        scores = {
+            key: {group: _per_entity(metric) for group, metric in pair.items()} for key, pair in self.scores.items()
+        }
         biases = {key: _per_entity(metric) for key, metric in self.biases.items()}
         intervals = {key: metric.compute().reshape(-1, 2).tolist() for key, metric in self.intervals.items()}
         for entity in self.suite.spec.entities:
@@ -382,7 +436,9 @@ class EntityAssociationMeasurement(Measurement):
             for key in self.scores:
                 measured = self._measured_groups(key, entity, gathered.counts)
                 if key not in UNREPORTED_SCORES:
-                    output.metrics.update({f"S_{key}/{entity}/{group}": scores[key][group][index] for group in measured})
+                    output.metrics.update(
+                        {f"S_{key}/{entity}/{group}": scores[key][group][index] for group in measured}
+                    )
                 if measured == self.groups:
                     output.metrics[f"B_{key}/{entity}"] = biases[key][index]
                     if key in intervals:
@@ -407,7 +463,9 @@ def _per_entity(metric: Metric) -> list[float]:
     return metric.compute().reshape(-1).tolist()
 
 
-def _row(template: Template, entity: str, source: str, image: str | None, group: str | None, scores: dict[str, Tensor]) -> dict:
+def _row(
+    template: Template, entity: str, source: str, image: str | None, group: str | None, scores: dict[str, Tensor]
+) -> dict:
     return {
         "template": template.name,
         "entity": entity,

@@ -118,7 +118,9 @@ class RankingTask:
     is_pleasant: list[bool]
 
 
-def biasworld_tests(world: BiasWorld, split: str = "test", experiments: Sequence[str] = ("cross_modal",)) -> list[AssociationTest]:
+def biasworld_tests(
+    world: BiasWorld, split: str = "test", experiments: Sequence[str] = ("cross_modal",)
+) -> list[AssociationTest]:
     """BiasWorld's two groups against their stereotyped activities: ``cross_modal`` (images vs activity
     phrases, named ``man_vs_woman/stereotyped_activities``), ``textual`` (group phrases, ``.../textual``)
     and ``itm`` (match probabilities of the images, ``.../itm``)."""
@@ -131,7 +133,9 @@ def biasworld_tests(world: BiasWorld, split: str = "test", experiments: Sequence
         return Stimuli(f"images/{group}", "image", images[[i for i, g in enumerate(groups) if g == group]])
 
     def activities(group: str) -> Stimuli:
-        return Stimuli(f"activities/{group}", "text", [p for activity in STEREOTYPES[group] for p in activity_phrases(activity)])
+        return Stimuli(
+            f"activities/{group}", "text", [p for activity in STEREOTYPES[group] for p in activity_phrases(activity)]
+        )
 
     def phrases(group: str) -> Stimuli:
         return Stimuli(f"phrases/{group}", "text", group_phrases(group))
@@ -152,7 +156,9 @@ def _slug(group: str) -> str:
     return group.replace(" ", "_")
 
 
-def _check_options(probe: str, experiments: Sequence[str] | None, allowed: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+def _check_options(
+    probe: str, experiments: Sequence[str] | None, allowed: dict[str, tuple[str, ...]]
+) -> tuple[str, ...]:
     if probe not in PROBES:
         raise ConfigError(f"Expected `probe` to be one of {sorted(PROBES)} but got {probe!r}")
     if experiments is None:
@@ -204,7 +210,9 @@ class MMBiasSuite(Suite):
         _check_options(probe, None, EXPERIMENTS)
         wrong = [test.name for test in tests if (test.kind == "itm") != (probe == "match")]
         if wrong:
-            raise ConfigError(f"Tests {wrong} do not fit probe {probe!r}: 'itm' tests need probe 'match', the others 'embed'")
+            raise ConfigError(
+                f"Tests {wrong} do not fit probe {probe!r}: 'itm' tests need probe 'match', the others 'embed'"
+            )
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ConfigError(f"Expected `top_k` to be a positive integer but got {top_k!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -223,7 +231,12 @@ class MMBiasSuite(Suite):
 
     @classmethod
     def from_biasworld(
-        cls, world: BiasWorld, split: str = "test", probe: str = "embed", experiments: Sequence[str] | None = None, **options
+        cls,
+        world: BiasWorld,
+        split: str = "test",
+        probe: str = "embed",
+        experiments: Sequence[str] | None = None,
+        **options,
     ) -> MMBiasSuite:
         """BiasWorld's tests (:func:`biasworld_tests`); ``experiments`` default to ``cross_modal`` for
         ``probe="embed"`` and ``itm`` for ``probe="match"``."""
@@ -260,7 +273,9 @@ class MMBiasSuite(Suite):
         """
         kinds = _check_options(probe, experiments, EXPERIMENTS)
         if on_missing_images not in MISSING_IMAGE_POLICIES:
-            raise ConfigError(f"Expected `on_missing_images` to be one of {list(MISSING_IMAGE_POLICIES)} but got {on_missing_images!r}")
+            raise ConfigError(
+                f"Expected `on_missing_images` to be one of {list(MISSING_IMAGE_POLICIES)} but got {on_missing_images!r}"
+            )
         data = read_mmbias(path, phrases=phrases, images=images, valence_images=valence_images)
         if pairs is None:
             pairs = TABLE2_PAIRS  # data may cover a part of Table 2: the other tests are skipped with the reason
@@ -277,7 +292,9 @@ class MMBiasSuite(Suite):
         if problems and on_missing_images == "stop":
             listed = "; ".join(f"{p['item']}: {p['reason']}" for p in problems[:10])
             more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
-            raise InputError(f"MMBias data {str(path)!r}: {len(problems)} missing or unreadable image(s)/folder(s): {listed}{more}")
+            raise InputError(
+                f"MMBias data {str(path)!r}: {len(problems)} missing or unreadable image(s)/folder(s): {listed}{more}"
+            )
         tests, skipped = mmbias_tests(data, pairs, kinds)
         rankings = mmbias_rankings(data) if "zero_shot" in kinds else []
         config = {
@@ -291,7 +308,9 @@ class MMBiasSuite(Suite):
             "n_images": {group: len(files) for group, files in sorted(data.group_images.items())},
             "n_valence_images": {valence: len(files) for valence, files in data.valence_images.items()},
         }
-        return cls(tests, config, rankings=rankings, skipped=problems + data.duplicates + skipped, probe=probe, **options)
+        return cls(
+            tests, config, rankings=rankings, skipped=problems + data.duplicates + skipped, probe=probe, **options
+        )
 
     @property
     def config(self) -> dict[str, object]:
@@ -310,7 +329,9 @@ class MMBiasSuite(Suite):
         """Every item of every set the run reads, each set once: with ``probe="embed"`` images and texts (each
         embedded once), with ``probe="match"`` the images (each matched with all the texts it meets)."""
         if self.probe == "match":
-            return _stimuli([images for t in self.tests for images in (t.x, t.y)] + [task.images for task in self.rankings])
+            return _stimuli(
+                [images for t in self.tests for images in (t.x, t.y)] + [task.images for task in self.rankings]
+            )
         sets = [s for t in self.tests for s in (t.x, t.y, t.a, t.b)]
         return _stimuli(sets + [s for task in self.rankings for s in (task.images, task.words)])
 
@@ -349,12 +370,16 @@ def _check_pairs(pairs: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
     return tuple(checked)
 
 
-def mmbias_tests(data: MMBiasData, pairs: Sequence[tuple[str, str]], kinds: Sequence[str]) -> tuple[list[AssociationTest], list[dict[str, str]]]:
+def mmbias_tests(
+    data: MMBiasData, pairs: Sequence[tuple[str, str]], kinds: Sequence[str]
+) -> tuple[list[AssociationTest], list[dict[str, str]]]:
     """The association tests of ``pairs`` for each of ``kinds`` on :class:`~vlbias.data.mmbias.MMBiasData`,
     and the tests that cannot run (an empty set) with the reason."""
     unpleasant = Stimuli("attributes/unpleasant", "text", data.unpleasant)
     pleasant = Stimuli("attributes/pleasant", "text", data.pleasant)
-    valence = {v: Stimuli(f"valence_images/{v}", "image", data.valence_images.get(v, [])) for v in ("unpleasant", "pleasant")}
+    valence = {
+        v: Stimuli(f"valence_images/{v}", "image", data.valence_images.get(v, [])) for v in ("unpleasant", "pleasant")
+    }
 
     def images(group: str) -> Stimuli:
         return Stimuli(f"images/{group}", "image", data.group_images.get(group, []))
@@ -379,7 +404,10 @@ def mmbias_tests(data: MMBiasData, pairs: Sequence[tuple[str, str]], kinds: Sequ
                 x_kept, y_kept, shared = dropped_from_both(test.x.items, test.y.items)
             if shared:
                 skipped += [
-                    {"item": f"{test.name}: {item!r}", "reason": f"in both {test.x.key} and {test.y.key}; dropped from both"}
+                    {
+                        "item": f"{test.name}: {item!r}",
+                        "reason": f"in both {test.x.key} and {test.y.key}; dropped from both",
+                    }
                     for item in shared
                 ]
                 test = replace(  # new keys: the cache embeds a set once per key
@@ -439,7 +467,11 @@ class _MMBiasMeasurement(Measurement):
     def __init__(self, suite: MMBiasSuite, adapter: ModelAdapter, seed: int) -> None:
         super().__init__()
         self.suite, self.adapter = suite, adapter
-        options = {"n_permutations": suite.n_permutations, "n_bootstrap": suite.n_bootstrap, "confidence": suite.confidence}
+        options = {
+            "n_permutations": suite.n_permutations,
+            "n_bootstrap": suite.n_bootstrap,
+            "confidence": suite.confidence,
+        }
         options |= {"seed": seed, "sync_on_compute": False}
         self.tests = {}
         for test in suite.tests:
@@ -471,7 +503,9 @@ class _MMBiasMeasurement(Measurement):
                     values = self._outputs(modality, key, [s.item for _, s in members])
                 except InputError:  # find the items that do not decode; measure the others
                     values = self._one_by_one(modality, key, members)
-                outputs |= {index: value for (index, _), value in zip(members, values, strict=True) if value is not None}
+                outputs |= {
+                    index: value for (index, _), value in zip(members, values, strict=True) if value is not None
+                }
         return outputs
 
     def _one_by_one(self, modality: str, key: str, members: list[tuple[int, Stimulus]]) -> list[Tensor | None]:
@@ -487,7 +521,9 @@ class _MMBiasMeasurement(Measurement):
     def _outputs(self, modality: str, key: str, items: list) -> Tensor:
         adapter = self.adapter
         if self.texts:
-            return _match_probabilities(adapter, adapter.prepare_images(_images(items)), self.texts[key], self.suite.batch_size)
+            return _match_probabilities(
+                adapter, adapter.prepare_images(_images(items)), self.texts[key], self.suite.batch_size
+            )
         if modality == "image":
             return adapter.embed_images(adapter.prepare_images(_images(items))).float().cpu()
         return adapter.embed_texts(adapter.prepare_texts(items)).float().cpu()
@@ -534,7 +570,9 @@ class _MMBiasMeasurement(Measurement):
     def compute(self, gathered: Gathered) -> SuiteOutput:
         suite = self.suite
         output = SuiteOutput(metrics={}, skipped=list(suite.skipped) + gathered.skipped)
-        nonfinite = {key.removeprefix("nonfinite/"): int(n) for key, n in gathered.counts.items() if key.startswith("nonfinite/")}
+        nonfinite = {
+            key.removeprefix("nonfinite/"): int(n) for key, n in gathered.counts.items() if key.startswith("nonfinite/")
+        }
         rows, measured = [], {}  # measured: stimuli key -> number of items (each set counted once)
         for test in suite.tests:
             sets = (test.x, test.y, test.a, test.b)

@@ -32,9 +32,13 @@ def association_row(result: dict[str, Tensor]) -> dict[str, object]:
     n_x, n_y = int(result["n_x"]), int(result["n_y"])
     low, high = (float(v) for v in result["interval"])
     p_value = float(result["p_value"])
-    note = "" if n_x == n_y or math.isfinite(p_value) else (
-        f"|X| = {n_x} != |Y| = {n_y}: the permutation test re-partitions X ∪ Y into equal halves, so it has no "
-        "p-value; the effect size and its interval stand alone"
+    note = (
+        ""
+        if n_x == n_y or math.isfinite(p_value)
+        else (
+            f"|X| = {n_x} != |Y| = {n_y}: the permutation test re-partitions X ∪ Y into equal halves, so it has no "
+            "p-value; the effect size and its interval stand alone"
+        )
     )
     return {
         "effect_size": float(result["effect_size"]),

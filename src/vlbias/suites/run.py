@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from vlbias.data.biasworld import BiasWorld
 
 
-def build_suite(name: str, data: str | Path | BiasWorld, options: dict | None = None, biasworld: dict | None = None) -> Suite:
+def build_suite(
+    name: str, data: str | Path | BiasWorld, options: dict | None = None, biasworld: dict | None = None
+) -> Suite:
     """Suite ``name`` over ``data``: ``"biasworld"`` (built from ``biasworld`` options), a
     :class:`~vlbias.data.biasworld.BiasWorld`, or a directory or file in the suite's public format."""
     cls, options = suite_class(name), options or {}
@@ -39,7 +41,9 @@ def build_suite(name: str, data: str | Path | BiasWorld, options: dict | None = 
         return cls.from_biasworld(world, **options)
     path = Path(data)
     if not path.exists():
-        raise ConfigError(f"Data path {str(path)!r} does not exist; expected a directory or file in the {name!r} format or 'biasworld'.")
+        raise ConfigError(
+            f"Data path {str(path)!r} does not exist; expected a directory or file in the {name!r} format or 'biasworld'."
+        )
     return cls.from_path(path, **options)
 
 

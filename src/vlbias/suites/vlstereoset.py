@@ -92,7 +92,9 @@ def csv_items(csv_path: Path, image_dir: Path) -> tuple[list[ProbeItem], list[di
     return items, [{**entry, "scope": "all"} for entry in skipped]
 
 
-def biasworld_items(world: BiasWorld, split: str = "test", template: str = "the {group} is {activity}.", unrelated: str = "photo") -> list[ProbeItem]:
+def biasworld_items(
+    world: BiasWorld, split: str = "test", template: str = "the {group} is {activity}.", unrelated: str = "photo"
+) -> list[ProbeItem]:
     """VLStereoSet-style items from BiasWorld's ``split`` (balanced: half the images are counter-stereotypical).
 
     The target term is the image's group ``g`` and the attribute its activity, so a caption is
@@ -117,18 +119,33 @@ def biasworld_items(world: BiasWorld, split: str = "test", template: str = "the 
         stereotyped = list(STEREOTYPES[item.group])
         counter = [activity for activity in ACTIVITIES if activity not in stereotyped]
         if len(stereotyped) != len(counter):
-            raise ConfigError(f"BiasWorld group {item.group!r} has {len(stereotyped)} stereotyped and {len(counter)} other activities; pairing needs equal numbers.")
+            raise ConfigError(
+                f"BiasWorld group {item.group!r} has {len(stereotyped)} stereotyped and {len(counter)} other activities; pairing needs equal numbers."
+            )
         if item.stereotyped:
             stereotype, anti = item.activity, counter[stereotyped.index(item.activity)]
         else:
             stereotype, anti = stereotyped[counter.index(item.activity)], item.activity
         image = Image.fromarray(pixels.permute(1, 2, 0).numpy())
         key = f"{split}/{item.index}: {item.group} {item.activity}"
-        items.append(ProbeItem(key, "gender", item.group, image, tuple(template.format(group=item.group, activity=attribute) for attribute in (stereotype, anti, unrelated)), not item.stereotyped))
+        items.append(
+            ProbeItem(
+                key,
+                "gender",
+                item.group,
+                image,
+                tuple(
+                    template.format(group=item.group, activity=attribute) for attribute in (stereotype, anti, unrelated)
+                ),
+                not item.stereotyped,
+            )
+        )
     return items
 
 
-def _caption_scores(adapter: ModelAdapter, probe: Capability, pixel_values: Tensor, captions: list[list[str]]) -> Tensor:
+def _caption_scores(
+    adapter: ModelAdapter, probe: Capability, pixel_values: Tensor, captions: list[list[str]]
+) -> Tensor:
     """Scores ``(B, k)`` of image b with each of its k captions: ITM logits or cosine similarities."""
     k = len(captions[0])
     tokens = adapter.prepare_texts([caption for group in captions for caption in group])
@@ -209,12 +226,21 @@ class VLStereoSetSuite(Suite):
         csv_path = path / CSV_NAME if path.is_dir() else path
         images = Path(image_dir) if image_dir is not None else csv_path.parent / "images"
         if not images.is_dir():
-            raise InputError(f"VLStereoSet image folder {str(images)!r} does not exist; fetch the images with scripts/fetch_vlstereoset_images.py or pass the suite option `image_dir`.")
+            raise InputError(
+                f"VLStereoSet image folder {str(images)!r} does not exist; fetch the images with scripts/fetch_vlstereoset_images.py or pass the suite option `image_dir`."
+            )
         items, skipped = csv_items(csv_path, images)
         return cls(items, {"data": "csv", "csv": str(csv_path), "image_dir": str(images)}, skipped=skipped, **options)
 
     @classmethod
-    def from_biasworld(cls, world: BiasWorld, split: str = "test", template: str = "the {group} is {activity}.", unrelated: str = "photo", **options) -> VLStereoSetSuite:
+    def from_biasworld(
+        cls,
+        world: BiasWorld,
+        split: str = "test",
+        template: str = "the {group} is {activity}.",
+        unrelated: str = "photo",
+        **options,
+    ) -> VLStereoSetSuite:
         """Items of BiasWorld's ``split`` built by :func:`biasworld_items`."""
         items = biasworld_items(world, split, template, unrelated)
         config = {"data": "biasworld", "split": split, "template": template, "unrelated": unrelated, **world.config}
@@ -269,10 +295,17 @@ class VLStereoSetMeasurement(Measurement):
     def __init__(self, suite: VLStereoSetSuite, adapter: ModelAdapter, seed: int) -> None:
         super().__init__()
         self.suite, self.adapter = suite, adapter
-        options = {"n_bootstrap": suite.n_bootstrap, "confidence": suite.confidence, "seed": seed, "sync_on_compute": False}
+        options = {
+            "n_bootstrap": suite.n_bootstrap,
+            "confidence": suite.confidence,
+            "seed": seed,
+            "sync_on_compute": False,
+        }
         self.scores = VLStereoSetScores(categories=BIAS_TYPES, **options)
         self.references = {model: VLStereoSetScores(categories=BIAS_TYPES, **options) for model in REFERENCE_MODELS}
-        self.shift_all, self.shift_picked = (VLStereoSetShift(temperature=suite.temperature, **options) for _ in range(2))
+        self.shift_all, self.shift_picked = (
+            VLStereoSetShift(temperature=suite.temperature, **options) for _ in range(2)
+        )
         white = Image.new("RGB", (suite.blank_size, suite.blank_size), "white")
         self.blank = adapter.prepare_images([white]) if suite.shift else None
 
@@ -295,15 +328,21 @@ class VLStereoSetMeasurement(Measurement):
         capability = self.suite.capability
         with measuring(self.adapter.device):
             pixel_values = self.adapter.prepare_images(images)
-            scores = _caption_scores(self.adapter, capability, pixel_values, [list(item.captions) for _, item in measured])
+            scores = _caption_scores(
+                self.adapter, capability, pixel_values, [list(item.captions) for _, item in measured]
+            )
             if not chosen:
                 return Probed(skipped, measured, scores, neutral)
             texts = [neutral[position] for position in chosen]
             with_image = _caption_scores(self.adapter, capability, pixel_values[chosen], texts)
-            with_blank = _caption_scores(self.adapter, capability, self.blank.expand(len(chosen), *self.blank.shape[1:]), texts)
+            with_blank = _caption_scores(
+                self.adapter, capability, self.blank.expand(len(chosen), *self.blank.shape[1:]), texts
+            )
         return Probed(skipped, measured, scores, neutral, with_image, with_blank)
 
-    def _neutralise(self, measured: list[tuple[int, ProbeItem]], skipped: list[tuple[int, dict[str, str]]]) -> dict[int, list[str]]:
+    def _neutralise(
+        self, measured: list[tuple[int, ProbeItem]], skipped: list[tuple[int, dict[str, str]]]
+    ) -> dict[int, list[str]]:
         """Neutralised ``(S'_s, S'_a)`` of the measured anti-stereotypical items, by position (none without
         ``shift``); an item the lexicon cannot neutralise gets a ``lmss_vlss`` skip entry."""
         neutral: dict[int, list[str]] = {}
@@ -314,7 +353,16 @@ class VLStereoSetMeasurement(Measurement):
                 continue
             captions, reason = self.suite.lexicon.neutralise_item(item.target, item.captions[:2])
             if captions is None:
-                skipped.append((index, {"item": item.key, "reason": f"not neutralised, left out of lmss/vlss: {reason}", "scope": "lmss_vlss"}))
+                skipped.append(
+                    (
+                        index,
+                        {
+                            "item": item.key,
+                            "reason": f"not neutralised, left out of lmss/vlss: {reason}",
+                            "scope": "lmss_vlss",
+                        },
+                    )
+                )
             else:
                 neutral[position] = captions
         return neutral
@@ -354,7 +402,14 @@ class VLStereoSetMeasurement(Measurement):
             vlss = shift_scores(outputs.with_image, outputs.with_blank, self.suite.temperature)  # Eq. 3
             shifts.update({position: (float(lmss[at]), float(vlss[at])) for at, position in enumerate(outputs.shifted)})
         return [
-            _item_row(item, scores[position].tolist(), probabilities[position].tolist(), selected[position], shifts[position], outputs.neutral.get(position))
+            _item_row(
+                item,
+                scores[position].tolist(),
+                probabilities[position].tolist(),
+                selected[position],
+                shifts[position],
+                outputs.neutral.get(position),
+            )
             for position, (_, item) in enumerate(outputs.measured)
         ]
 
@@ -362,12 +417,16 @@ class VLStereoSetMeasurement(Measurement):
         skipped = self.suite.skipped + gathered.skipped
         if not gathered.rows:
             kinds = Counter(_reason_kind(entry) for entry in skipped)
-            raise InputError(f"No VLStereoSet item could be measured: all {len(skipped)} were skipped ({dict(kinds)}); check the data path and the image folder {self.suite.data_config.get('image_dir')!r}.")
+            raise InputError(
+                f"No VLStereoSet item could be measured: all {len(skipped)} were skipped ({dict(kinds)}); check the data path and the image folder {self.suite.data_config.get('image_dir')!r}."
+            )
         output = SuiteOutput(metrics={}, items=gathered.rows, skipped=skipped, n_items=len(gathered.rows))
         self._fill_scores(output)
         if self.suite.shift:
             self._fill_shift(output)
-        output.metrics = {key: value for key, value in output.metrics.items() if math.isfinite(value)}  # nan: undefined, e.g. vlbs without anti-stereotypical items
+        output.metrics = {
+            key: value for key, value in output.metrics.items() if math.isfinite(value)
+        }  # nan: undefined, e.g. vlbs without anti-stereotypical items
         output.intervals = {key: value for key, value in output.intervals.items() if all(map(math.isfinite, value))}
         kinds = Counter(_reason_kind(entry) for entry in skipped)
         output.metrics["n_skipped"] = float(sum(count for kind, count in kinds.items() if kind != "not_neutralised"))
@@ -400,7 +459,14 @@ class VLStereoSetMeasurement(Measurement):
             output.metrics[f"n_shift_items{'/' + prefix.rstrip('/') if prefix else ''}"] = float(summary["n_items"])
 
 
-def _item_row(item: ProbeItem, scores: list[float], probabilities: list[float], selected: str, shifts: tuple[float, float], neutral: list[str] | None) -> dict[str, object]:
+def _item_row(
+    item: ProbeItem,
+    scores: list[float],
+    probabilities: list[float],
+    selected: str,
+    shifts: tuple[float, float],
+    neutral: list[str] | None,
+) -> dict[str, object]:
     """One row of the item table."""
     return {
         "item": item.key,

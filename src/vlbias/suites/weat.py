@@ -399,7 +399,6 @@ class WEATSuite(Suite):
             raise InputError(f"Images missing from {str(self.images)!r} (on_missing_images='stop'): {lines}.")
         return found, missing
 
-
     # ------------------------------------------------------------------------- the battery
     def _plan(self) -> None:
         """The rows, the distinct items they embed (in the order the rows first use them) and, per item, the
@@ -586,7 +585,9 @@ class _WEATMeasurement(Measurement):
         for position, (index, item) in enumerate(zip(batch.indices, batch.items)):
             if self._memberships(index):
                 stimulus = item.stimulus
-                groups.setdefault((item.test, item.kind, stimulus.image is None, stimulus.mask_person), []).append(position)
+                groups.setdefault((item.test, item.kind, stimulus.image is None, stimulus.mask_person), []).append(
+                    position
+                )
         embeddings: list[Tensor | None] = [None] * len(batch)
         with measuring(self.adapter.device):
             for (test, kind, _, _), positions in groups.items():

@@ -84,9 +84,14 @@ def instance_bias(
         tensor([0.2000,    nan])
     """
     names = ("target_factual", "target_counterfactual", "bias_factual", "bias_counterfactual")
-    values = [_as_float(n, v) for n, v in zip(names, (target_factual, target_counterfactual, bias_factual, bias_counterfactual))]
+    values = [
+        _as_float(n, v)
+        for n, v in zip(names, (target_factual, target_counterfactual, bias_factual, bias_counterfactual))
+    ]
     if len({v.shape for v in values}) != 1:
-        raise InputError(f"Expected the four probability tensors to have one shape but got {[tuple(v.shape) for v in values]}")
+        raise InputError(
+            f"Expected the four probability tensors to have one shape but got {[tuple(v.shape) for v in values]}"
+        )
     if min_bias_change <= 0:
         raise InputError(f"Expected argument `min_bias_change` to be positive but got {min_bias_change!r}")
     t_f, t_cf, b_f, b_cf = values
@@ -114,7 +119,9 @@ def multimodal_bias(
         tensor([0.2222])
     """
     b_f = bias_concept_vl(_as_float("bias_vision_factual", bias_vision_factual), P_BIAS_TEXT_FACTUAL)
-    b_cf = bias_concept_vl(_as_float("bias_vision_counterfactual", bias_vision_counterfactual), P_BIAS_TEXT_COUNTERFACTUAL)
+    b_cf = bias_concept_vl(
+        _as_float("bias_vision_counterfactual", bias_vision_counterfactual), P_BIAS_TEXT_COUNTERFACTUAL
+    )
     return instance_bias(target_factual, target_vcf_lcf, b_f, b_cf, min_bias_change)
 
 
@@ -126,7 +133,9 @@ def visual_bias(
     min_bias_change: float = DEFAULT_MIN_BIAS_CHANGE,
 ) -> Tensor:
     """bias_V(T, B) of Eq. 9: counterfactual image, factual text."""
-    return instance_bias(target_factual, target_vcf_lf, bias_vision_factual, bias_vision_counterfactual, min_bias_change)
+    return instance_bias(
+        target_factual, target_vcf_lf, bias_vision_factual, bias_vision_counterfactual, min_bias_change
+    )
 
 
 def language_bias(target_factual: Tensor, target_vf_lcf: Tensor) -> Tensor:
@@ -163,12 +172,16 @@ def _check_groups(bias: Tensor, target: Tensor, direction: Tensor, n_targets: in
 def _check_target_direction(target: Tensor, direction: Tensor, n_targets: int) -> None:
     """Refuse target indices outside ``[0, n_targets)`` and directions other than +1 / -1 (Eq. 7's B0 / B1)."""
     if target.is_floating_point() or bool(((target < 0) | (target >= n_targets)).any()):
-        raise InputError(f"Expected argument `target` to hold integer indices in [0, {n_targets}) but got {target.tolist()}")
+        raise InputError(
+            f"Expected argument `target` to hold integer indices in [0, {n_targets}) but got {target.tolist()}"
+        )
     if not bool(((direction == 1) | (direction == -1)).all()):
         raise InputError(f"Expected argument `direction` to be +1 (B = B0) or -1 (B = B1) but got {direction.tolist()}")
 
 
-def _counterbias_update(bias: Tensor, target: Tensor, direction: Tensor, n_targets: int) -> tuple[Tensor, Tensor, Tensor]:
+def _counterbias_update(
+    bias: Tensor, target: Tensor, direction: Tensor, n_targets: int
+) -> tuple[Tensor, Tensor, Tensor]:
     """Per-target sums of the signed bias of Eq. 7, per-target item counts, and the number of
     excluded (NaN) items: ``(n_targets,)`` float64, ``(n_targets,)`` int64, scalar int64."""
     _check_groups(bias, target, direction, n_targets)

@@ -41,7 +41,9 @@ def _same_shape(first: Tensor, second: Tensor, names: tuple[str, str]) -> None:
 
 def _non_empty(values: Tensor, name: str, dim: int) -> None:
     if values.ndim == 0 or values.shape[dim] == 0:
-        raise InputError(f"Expected argument `{name}` to hold at least one image along dim {dim} but got shape {tuple(values.shape)}.")
+        raise InputError(
+            f"Expected argument `{name}` to hold at least one image along dim {dim} but got shape {tuple(values.shape)}."
+        )
 
 
 def pretraining_association(log_p_vl: Tensor, log_p_l: Tensor) -> Tensor:
@@ -175,14 +177,20 @@ def visual_bias_interval(
 # -- per-entity accumulation shared with :mod:`vlbias.metrics.entity_association` ---------------
 def _check_entity_batch(entity: Tensor, values: tuple[Tensor, ...], names: tuple[str, ...], num_entities: int) -> None:
     if entity.ndim != 1 or entity.dtype not in (torch.int32, torch.int64):
-        raise InputError(f"Expected argument `entity` to be a 1-d integer tensor but got {entity.dtype} of shape {tuple(entity.shape)}.")
+        raise InputError(
+            f"Expected argument `entity` to be a 1-d integer tensor but got {entity.dtype} of shape {tuple(entity.shape)}."
+        )
     if entity.numel() and (entity.min() < 0 or entity.max() >= num_entities):
-        raise InputError(f"Expected argument `entity` to hold indices in [0, {num_entities}) but got values in [{int(entity.min())}, {int(entity.max())}].")
+        raise InputError(
+            f"Expected argument `entity` to hold indices in [0, {num_entities}) but got values in [{int(entity.min())}, {int(entity.max())}]."
+        )
     for value, name in zip(values, names):
         _same_shape(entity, value, ("entity", name))
 
 
-def _language_update(entity: Tensor, log_p_agent: Tensor, log_p_neutral: Tensor, num_entities: int) -> tuple[Tensor, Tensor]:
+def _language_update(
+    entity: Tensor, log_p_agent: Tensor, log_p_neutral: Tensor, num_entities: int
+) -> tuple[Tensor, Tensor]:
     """Per-entity sums of ``log P(E|g, I) - log P(E|p, I)`` and image counts, shape ``(num_entities,)``."""
     _check_entity_batch(entity, (log_p_agent, log_p_neutral), ("log_p_agent", "log_p_neutral"), num_entities)
     differences = (log_p_agent - log_p_neutral).double()

@@ -164,7 +164,9 @@ def vlstereoset_intervals(
         rows = selection[stratum]
         if len(rows):
             resampled.append(rows[torch.randint(len(rows), (n_bootstrap, len(rows)), generator=generator)])
-    flags = torch.cat([torch.ones(int(anti.sum()), dtype=torch.bool), torch.zeros(int((~anti).sum()), dtype=torch.bool)])
+    flags = torch.cat(
+        [torch.ones(int(anti.sum()), dtype=torch.bool), torch.zeros(int((~anti).sum()), dtype=torch.bool)]
+    )
     scores = _scores_from_selection(torch.cat(resampled, dim=1), flags)  # each (n_bootstrap,)
     return {name: _percentiles(values, confidence) for name, values in scores.items()}
 
@@ -185,12 +187,16 @@ def shift_scores(numerator: Tensor, denominator: Tensor, temperature: float = 1.
     """
     numerator, denominator = _check_scores("numerator", numerator, 2), _check_scores("denominator", denominator, 2)
     if len(numerator) != len(denominator):
-        raise InputError(f"Expected `numerator` and `denominator` to have the same N but got {len(numerator)} and {len(denominator)}.")
+        raise InputError(
+            f"Expected `numerator` and `denominator` to have the same N but got {len(numerator)} and {len(denominator)}."
+        )
     log_p_numerator = torch.log_softmax(numerator / temperature, dim=1)[:, 0]
     return log_p_numerator - torch.log_softmax(denominator / temperature, dim=1)[:, 0]
 
 
-def shift_summary(values: Tensor, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0) -> dict[str, Tensor]:
+def shift_summary(
+    values: Tensor, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0
+) -> dict[str, Tensor]:
     """``mean``, ``fraction_positive`` (the share above 0, as in the paper's Fig. 4) and a percentile
     bootstrap ``interval`` of the mean, of per-item shifting scores ``(N,)``; nan for no items."""
     _check_bootstrap(n_bootstrap, confidence)
@@ -200,7 +206,11 @@ def shift_summary(values: Tensor, n_bootstrap: int = 1000, confidence: float = 0
         return {"mean": nan, "fraction_positive": nan, "interval": torch.full((2,), math.nan, dtype=torch.float64)}
     generator = torch.Generator().manual_seed(seed)
     means = values[torch.randint(len(values), (n_bootstrap, len(values)), generator=generator)].mean(dim=1)
-    return {"mean": values.mean(), "fraction_positive": (values > 0).double().mean(), "interval": _percentiles(means, confidence)}
+    return {
+        "mean": values.mean(),
+        "fraction_positive": (values > 0).double().mean(),
+        "interval": _percentiles(means, confidence),
+    }
 
 
 def reference_scores(model: str, anti: Tensor) -> Tensor:

@@ -376,9 +376,7 @@ def _sampled_half_sums(pooled: np.ndarray, n: int, n_permutations: int, rng: np.
     return half_sums
 
 
-def _sampled_half_sums_by_keys(
-    pooled: np.ndarray, n: int, n_permutations: int, rng: np.random.Generator
-) -> np.ndarray:
+def _sampled_half_sums_by_keys(pooled: np.ndarray, n: int, n_permutations: int, rng: np.random.Generator) -> np.ndarray:
     """Sums over uniformly random n-subsets of ``pooled``: the n largest of N iid float64 uniform keys per row
     (ties, chance about N^2 2^-54 per row, are broken by position)."""
     total = pooled.size

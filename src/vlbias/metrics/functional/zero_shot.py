@@ -46,7 +46,9 @@ def _check_scores(scores: Tensor) -> Tensor:
 
 def _check_top_k(top_k: int, n_words: int) -> None:
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= n_words:
-        raise ConfigError(f"Expected argument `top_k` to be an integer in [1, {n_words}] (the number of words) but got {top_k!r}")
+        raise ConfigError(
+            f"Expected argument `top_k` to be an integer in [1, {n_words}] (the number of words) but got {top_k!r}"
+        )
 
 
 def ranking_from_mean_scores(mean_scores: Tensor, top_k: int) -> tuple[Tensor, Tensor]:
