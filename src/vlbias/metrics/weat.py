@@ -47,7 +47,10 @@ def _joined(state: list[Tensor] | Tensor) -> Tensor:
     return dim_zero_cat(state) if state else torch.empty(0)
 
 
-def _test_results(s_x: Tensor, s_y: Tensor, metric: _TestOptions) -> dict[str, Tensor]:
+def association_test_results(s_x: Tensor, s_y: Tensor, metric: _TestOptions) -> dict[str, Tensor]:
+    """The dict :meth:`WEATTest.compute` returns, for association scores ``s_x``, ``s_y`` and the test options
+    of ``metric`` (a suite that forms the scores itself, e.g. from two metrics' :meth:`~WEATEffectSize.associations`,
+    gets the same statistics)."""
     equal = s_x.numel() == s_y.numel()  # May et al.'s test re-partitions X ∪ Y into equal halves
     return {
         "effect_size": effect_size_from_associations(s_x, s_y),
@@ -159,7 +162,9 @@ class WEATEffectSize(Metric):
             self.embedding_dim = torch.tensor(embeddings.shape[1], device=self.device)
             getattr(self, role).append(embeddings.to(self.dtype).flatten())
 
-    def _associations(self) -> tuple[Tensor, Tensor]:
+    def associations(self) -> tuple[Tensor, Tensor]:
+        """:math:`s(x, A, B)` of every target in X and :math:`s(y, A, B)` of every target in Y seen so far (after a
+        sync: on every rank, in the gather's order)."""
         dim = int(self.embedding_dim)
         if not dim:
             raise InputError(
@@ -170,7 +175,7 @@ class WEATEffectSize(Metric):
 
     def compute(self) -> Tensor:
         """Effect size over everything seen since the last ``reset``."""
-        return effect_size_from_associations(*self._associations())
+        return effect_size_from_associations(*self.associations())
 
 
 class WEATTest(_TestOptions, WEATEffectSize):
@@ -213,7 +218,7 @@ class WEATTest(_TestOptions, WEATEffectSize):
 
     def compute(self) -> dict[str, Tensor]:  # type: ignore[override]
         """Effect size, statistic, mean difference, p-value and interval over everything seen."""
-        return _test_results(*self._associations(), self)
+        return association_test_results(*self.associations(), self)
 
 
 class ITMEffectSize(Metric):
@@ -263,7 +268,8 @@ class ITMEffectSize(Metric):
         scores = _itm_association(match_a, match_b, self.top_k, names=("match_a", "match_b"))
         getattr(self, f"{target}_scores").append(scores.to(self.dtype))
 
-    def _associations(self) -> tuple[Tensor, Tensor]:
+    def associations(self) -> tuple[Tensor, Tensor]:
+        r""":math:`\sigma(x, A, B)` of every target in X and :math:`\sigma(y, A, B)` of every target in Y seen so far."""
         scores = {"x": _joined(self.x_scores), "y": _joined(self.y_scores)}
         for target, values in scores.items():
             if values.numel() == 0:
@@ -274,7 +280,7 @@ class ITMEffectSize(Metric):
 
     def compute(self) -> Tensor:
         """Effect size over everything seen since the last ``reset``."""
-        return effect_size_from_associations(*self._associations())
+        return effect_size_from_associations(*self.associations())
 
 
 class ITMTest(_TestOptions, ITMEffectSize):
@@ -304,4 +310,4 @@ class ITMTest(_TestOptions, ITMEffectSize):
 
     def compute(self) -> dict[str, Tensor]:  # type: ignore[override]
         """Effect size, statistic, mean difference, p-value and interval over everything seen."""
-        return _test_results(*self._associations(), self)
+        return association_test_results(*self.associations(), self)

@@ -58,7 +58,7 @@ from torchmetrics import Metric
 from vlbias.data.seat import GroundedTest, SeatTest, read_specs, spec_files
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.metrics import GroundedCongruenceTest, WEATTest
-from vlbias.metrics.weat import _test_results
+from vlbias.metrics.weat import association_test_results
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
@@ -237,10 +237,10 @@ class _OwnGroupTest:
         return [self.by_x, self.by_y]
 
     def compute(self) -> dict[str, Tensor]:
-        x_own, y_other = self.by_x._associations()
-        x_other, y_own = self.by_y._associations()
+        x_own, y_other = self.by_x.associations()
+        x_other, y_own = self.by_y.associations()
         if not self.congruence:
-            return _test_results(x_own, y_own, self.by_x)
+            return association_test_results(x_own, y_own, self.by_x)
         test = GroundedCongruenceTest(**self.options)
         test.update(x_own=x_own, x_other=x_other, y_own=y_own, y_other=y_other)
         return test.compute()
