@@ -1,6 +1,7 @@
 """LightningModules."""
 
 from vlbias.modules.contrastive import ContrastivePretraining, contrastive_loss
+from vlbias.modules.fairvlp import FairVLP
 from vlbias.modules.masked_lm import MaskedLMPretraining, mask_tokens
 
-__all__ = ["ContrastivePretraining", "MaskedLMPretraining", "contrastive_loss", "mask_tokens"]
+__all__ = ["ContrastivePretraining", "FairVLP", "MaskedLMPretraining", "contrastive_loss", "mask_tokens"]

@@ -5,69 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-import torch.nn.functional as F
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import Tensor
 
 from vlbias.errors import ConfigError
 from vlbias.models.base import Capability
 from vlbias.modules.adapter_module import AdapterModule
+from vlbias.objectives.itm import itm_loss
+from vlbias.objectives.masked_lm import IGNORE_INDEX, mask_tokens, masked_lm_loss
 
-IGNORE_INDEX = -100  # label of positions that carry no MLM loss (F.cross_entropy's default)
-
-
-def mask_tokens(
-    input_ids: Tensor,
-    special: Tensor,
-    key_ids: Tensor,
-    mask_token_id: int,
-    vocab_size: int,
-    mask_rate: float = 0.15,
-    generator: torch.Generator | None = None,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """BERT's masking (Devlin et al., 2019, Sec. 3.1), as in ALBEF's MLM (Li et al., 2021, eq. 4),
-    plus one *key word* per text that is always masked.
-
-    Each non-special token is chosen with probability ``mask_rate``; in addition one token
-    whose id is in ``key_ids`` (e.g. a group or activity word) is chosen uniformly per text that has
-    one, so the model learns P(group | image, text) and P(activity | image, text), the
-    probabilities CounterBias reads. Chosen tokens become ``[MASK]`` with probability 0.8, a
-    random token with 0.1 and stay unchanged with 0.1.
-
-    Args:
-        input_ids: ``(B, T)`` token ids.
-        special: ``(B, T)`` bool, positions never masked (special tokens, padding).
-        key_ids: ``(K,)`` ids of the key words.
-        mask_token_id: id of ``[MASK]``.
-        vocab_size: random replacements are drawn from ``[0, vocab_size)``.
-        mask_rate: probability that a non-special token is chosen.
-        generator: random source (``None``: torch's global one).
-
-    Returns:
-        The masked ids ``(B, T)``, the labels ``(B, T)`` (the original id at chosen positions,
-        ``-100`` elsewhere) and ``(B, T)`` bool, the forced key-word positions.
-
-    Example:
-        >>> ids = torch.tensor([[2, 10, 11, 12, 3]])
-        >>> special = torch.tensor([[True, False, False, False, True]])
-        >>> masked, labels, key = mask_tokens(ids, special, torch.tensor([11]), 4, 20, mask_rate=0.0)
-        >>> labels.tolist(), key.tolist()
-        ([[-100, -100, 11, -100, -100]], [[False, False, True, False, False]])
-    """
-
-    def rand() -> Tensor:  # (B, T) uniform draws from `generator`, on the ids' device
-        return torch.rand(input_ids.shape, generator=generator).to(input_ids.device)
-
-    is_key = torch.isin(input_ids, key_ids) & ~special  # (B, T)
-    key_score = torch.where(is_key, rand(), torch.full(input_ids.shape, -1.0, device=input_ids.device))
-    forced = F.one_hot(key_score.argmax(dim=1), input_ids.shape[1]).bool() & is_key  # one key word per text
-    chosen = ((rand() < mask_rate) & ~special) | forced
-    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
-    action = rand()
-    random_ids = torch.randint(vocab_size, input_ids.shape, generator=generator).to(input_ids.device)
-    masked = torch.where(chosen & (action < 0.8), torch.full_like(input_ids, mask_token_id), input_ids)
-    masked = torch.where(chosen & (action >= 0.8) & (action < 0.9), random_ids, masked)
-    return masked, labels, forced
+__all__ = ["IGNORE_INDEX", "MaskedLMPretraining", "mask_tokens"]
 
 
 class MaskedLMPretraining(AdapterModule):
@@ -160,26 +107,36 @@ class MaskedLMPretraining(AdapterModule):
         ids = {piece[0] for piece in pieces if len(piece) == 1 and piece[0] != tokenizer.unk_token_id}
         return torch.tensor(sorted(ids), dtype=torch.long)
 
-    def _mlm(
-        self, pixel_values: Tensor, captions: list[str], generator: torch.Generator | None, stage: str, batch_size: int
-    ) -> Tensor:
-        tokens = self.adapter.prepare_texts(captions)
+    def _mask(self, tokens: dict[str, Tensor], generator: torch.Generator | None) -> tuple[Tensor, Tensor, Tensor]:
+        """:func:`mask_tokens` on the texts ``tokens``: masked ids, labels and forced key-word positions ``(B, T)``."""
         input_ids = tokens["input_ids"]
         special = torch.isin(input_ids, self._special_ids.to(input_ids.device))
-        masked, labels, forced = mask_tokens(
+        return mask_tokens(
             input_ids, special, self._key_ids.to(input_ids.device), self.adapter.tokenizer.mask_token_id,
             len(self.adapter.tokenizer), self.hparams.mask_rate, generator,
         )  # fmt: skip
-        logits = self.adapter.fill_mask_logits(pixel_values, {**tokens, "input_ids": masked})  # (B, T, V)
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE_INDEX)
+
+    def _log_mlm(
+        self, stage: str, loss: Tensor, logits: Tensor, input_ids: Tensor, labels: Tensor, forced: Tensor
+    ) -> None:
+        """Log ``{stage}/mlm_loss`` and the accuracies over all masked, forced group and forced key-word positions."""
+        self.log(f"{stage}/mlm_loss", loss, prog_bar=True, batch_size=len(input_ids))
         correct = logits.argmax(dim=-1) == input_ids  # (B, T)
         is_group = torch.isin(input_ids, self._group_ids.to(input_ids.device))
         accuracies = {"mlm": labels != IGNORE_INDEX, "group": forced & is_group, "key_word": forced & ~is_group}
-        self.log(f"{stage}/mlm_loss", loss, prog_bar=True, batch_size=batch_size)
         for name, where in accuracies.items():
             if where.any():
                 accuracy = correct[where].float().mean()
                 self.log(f"{stage}/{name}_accuracy", accuracy, prog_bar=stage == "val", batch_size=int(where.sum()))
+
+    def _mlm(
+        self, pixel_values: Tensor, captions: list[str], generator: torch.Generator | None, stage: str, batch_size: int
+    ) -> Tensor:
+        tokens = self.adapter.prepare_texts(captions)
+        masked, labels, forced = self._mask(tokens, generator)
+        logits = self.adapter.fill_mask_logits(pixel_values, {**tokens, "input_ids": masked})  # (B, T, V)
+        loss = masked_lm_loss(logits, labels)
+        self._log_mlm(stage, loss, logits, tokens["input_ids"], labels, forced)
         return loss
 
     def _itm(
@@ -198,7 +155,7 @@ class MaskedLMPretraining(AdapterModule):
         )  # (2B,)
         targets = self._still_describes(batch, order, captions, shuffled)
         labels = torch.cat([torch.ones(batch_size), targets]).to(logits.device)
-        loss = F.binary_cross_entropy_with_logits(logits.float(), labels)
+        loss = itm_loss(logits, labels)
         self.log(f"{stage}/itm_loss", loss, batch_size=batch_size)
         return loss
 

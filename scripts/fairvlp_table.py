@@ -1,0 +1,167 @@
+"""The Table 4 equivalent on BiasWorld: every FairVLP method x seeds, trained from the same initialisation
+at bias strength 0.9, then CounterBias of the activities and accuracy on the balanced test split.
+
+    python scripts/fairvlp_table.py                                   # 7 methods x seeds 0 1 2, the config's epochs
+    python scripts/fairvlp_table.py --seeds 0 --epochs 5 --workers 2  # reduced
+
+Each run is ``vlbias fit --config configs/experiment/fairvlp_biasworld.yaml --model.init_args.method <m>``
+with BiasWorld's strength and every seed overridden (no logger, no callbacks; :func:`vlbias.sanity.fit_on_biasworld`),
+so the methods of one seed start from the same random initialisation and see the same batches. Then on the
+trained model:
+
+* CounterBias (Zhang et al., 2022) with the config callback's options: ``B@V-L``, ``B@V``, ``B@L`` of the
+  activities (``activity/<measure>/avg``, percent) and their bootstrap intervals;
+* masked-activity accuracy: each test caption that names its activity, the activity masked, argmax over
+  the six activities at the mask == the activity;
+* ITM accuracy: each test image with its own caption (label 1) and with the caption of its group and the
+  next activity (label 0), ``match_logits > 0`` == label;
+* image->text R@1: each test image against the twelve captions "a photo of a {group} {activity}." of
+  every (group, activity) pair, the best match == its own pair.
+
+Runs go to ``--workers`` processes (one torch thread each). Printed: one row per run, then the mean over
+seeds per method (± the standard deviation) and the change of B@V-L against ``vanilla``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import torch
+
+from vlbias.data.biasworld import ACTIVITIES, GROUPS
+from vlbias.models.masked_words import word_log_probs
+from vlbias.modules.fairvlp import METHODS
+from vlbias.sanity import callback_suite_options, fit_on_biasworld
+from vlbias.suites.run import build_suite, run_suite
+
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "fairvlp_biasworld.yaml"
+MEASURES = ("B@V-L", "B@V", "B@L")
+ACCURACIES = ("masked_activity", "itm", "i2t_r1")
+
+
+@torch.no_grad()
+def accuracies(adapter, world) -> dict[str, float]:
+    """Masked-activity accuracy, ITM accuracy and image->text R@1 on the balanced test split (module docstring)."""
+    items = world.items("test")
+    pixels = adapter.prepare_images(world.images("test").float() / 255.0)
+    mask = adapter.tokenizer.mask_token
+    named = [
+        i
+        for i, item in enumerate(items)
+        if item.activity in item.caption.split() or f"{item.activity}." in item.caption
+    ]
+    templates = [items[i].caption.replace(items[i].activity, mask) for i in named]
+    scores = word_log_probs(adapter, pixels[named], templates, list(ACTIVITIES))
+    truth = torch.tensor([ACTIVITIES.index(items[i].activity) for i in named])
+    masked_activity = (scores.argmax(dim=1) == truth).float().mean().item()
+    own = [item.caption for item in items]
+    other = [
+        item.caption.replace(item.activity, ACTIVITIES[(ACTIVITIES.index(item.activity) + 1) % len(ACTIVITIES)])
+        for item in items
+    ]
+    positive = adapter.match_logits(pixels, adapter.prepare_texts(own)) > 0
+    negative = adapter.match_logits(pixels, adapter.prepare_texts(other)) <= 0
+    itm = torch.cat([positive, negative]).float().mean().item()
+    pairs = [(g, a) for g in GROUPS for a in ACTIVITIES]
+    candidates = adapter.prepare_texts([f"a photo of a {g} {a}." for g, a in pairs])
+    n, c = len(items), len(pairs)
+    logits = adapter.match_logits(
+        pixels.repeat_interleave(c, dim=0), {k: v.repeat(n, 1) for k, v in candidates.items()}
+    ).view(n, c)
+    truth = torch.tensor([pairs.index((item.group, item.activity)) for item in items])
+    r1 = (logits.argmax(dim=1) == truth).float().mean().item()
+    return {"masked_activity": 100 * masked_activity, "itm": 100 * itm, "i2t_r1": 100 * r1}
+
+
+def run(method: str, seed: int, strength: float, epochs: int | None) -> dict:
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as run_dir:
+        overrides = ["--model.init_args.method", method] + (["--trainer.max_epochs", str(epochs)] if epochs else [])
+        cli = fit_on_biasworld(CONFIG, strength, seed, run_dir, overrides)
+    trained = time.perf_counter() - start
+    adapter, world = cli.model.adapter, cli.datamodule.world
+    suite = build_suite("counterbias", world, callback_suite_options(CONFIG, "counterbias"))
+    results, _ = run_suite(suite, adapter, model="albef", checkpoint=None, seed=seed, config={})
+    row = {
+        "method": method,
+        "seed": seed,
+        "train_s": trained,
+        "attack_success_rate": results.metrics["attack_success_rate"],
+    }
+    for measure in MEASURES:
+        key = f"activity/{measure}/avg"
+        row[measure], row[f"{measure}_interval"] = results.metrics[key], results.intervals.get(key)
+    return row | accuracies(adapter, world)
+
+
+def _mean_sd(values: list[float]) -> str:
+    spread = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
+    return f"{statistics.mean(values):.2f}{spread}"
+
+
+def _summary(rows: list[dict], methods: Sequence[str]) -> None:
+    print(
+        "\n| method | seeds | "
+        + " | ".join(MEASURES)
+        + " | masked-activity acc | ITM acc | i2t R@1 | B@V-L vs vanilla |"
+    )
+    print("|---|---:|" + "---:|" * (len(MEASURES) + 4))
+    base = (
+        statistics.mean(r["B@V-L"] for r in rows if r["method"] == "vanilla")
+        if any(r["method"] == "vanilla" for r in rows)
+        else None
+    )
+    for method in methods:
+        runs = [r for r in rows if r["method"] == method]
+
+        change = f"{100 * (statistics.mean(r['B@V-L'] for r in runs) / base - 1):+.0f} %" if base else "n/a"
+        cells = " | ".join(_mean_sd([r[key] for r in runs]) for key in (*MEASURES, *ACCURACIES))
+        print(f"| {method} | {len(runs)} | {cells} | {change} |")
+
+
+def main(argv: Sequence[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--strength", type=float, default=0.9)
+    parser.add_argument("--epochs", type=int, default=None, help="Override the config's max_epochs.")
+    parser.add_argument("--workers", type=int, default=1, help="Runs trained at once (processes).")
+    parser.add_argument("--out", type=Path, default=None, help="Also write the rows to this JSON file.")
+    args = parser.parse_args(argv)
+    jobs = [(m, s, args.strength, args.epochs) for s in args.seeds for m in args.methods]
+    with ProcessPoolExecutor(args.workers) as pool:
+        rows = list(pool.map(run, *zip(*jobs)))
+    print(f"bias strength {args.strength}, epochs {args.epochs or 'config'}, seeds {args.seeds}\n")
+    print(
+        "| method | seed | "
+        + " | ".join(f"{m} [interval]" for m in MEASURES)
+        + " | attack success | masked-activity acc | ITM acc | i2t R@1 | train s |"
+    )
+    print("|---|---:|" + "---|" * len(MEASURES) + "---:|---:|---:|---:|---:|")
+    for r in rows:
+        measures = " | ".join(
+            f"{r[m]:.2f} [{r[f'{m}_interval'][0]:.2f}, {r[f'{m}_interval'][1]:.2f}]"
+            if r[f"{m}_interval"]
+            else f"{r[m]:.2f}"
+            for m in MEASURES
+        )
+        print(
+            f"| {r['method']} | {r['seed']} | {measures} | {r['attack_success_rate']:.2f} | {r['masked_activity']:.1f} "
+            f"| {r['itm']:.1f} | {r['i2t_r1']:.1f} | {r['train_s']:.0f} |"
+        )
+    _summary(rows, args.methods)
+    if args.out is not None:
+        args.out.write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,17 @@
+"""Training losses as plain functions, no Lightning: masked LM, image-text matching with hard negatives,
+and FairVLP's counterfactual KL objective."""
+
+from vlbias.objectives.fairvlp import FairVLPLoss, counterfactual_kl, fairvlp_loss
+from vlbias.objectives.itm import itm_loss, sample_negatives
+from vlbias.objectives.masked_lm import IGNORE_INDEX, mask_tokens, masked_lm_loss
+
+__all__ = [
+    "IGNORE_INDEX",
+    "FairVLPLoss",
+    "counterfactual_kl",
+    "fairvlp_loss",
+    "itm_loss",
+    "mask_tokens",
+    "masked_lm_loss",
+    "sample_negatives",
+]

@@ -1,0 +1,47 @@
+"""Image-text matching with hard negatives (ALBEF, Li et al., 2021, Sec. 3.2).
+
+For each image one negative text, and for each text one negative image, is drawn from the batch with
+probability proportional to ``softmax(similarity)`` over the candidates that do not describe it (ALBEF
+draws from the contrastive similarity, so negatives are the pairs the model confuses most); with no
+similarity (an adapter without EMBED) the draw is uniform. The ITM loss is the binary cross-entropy of
+the adapter's match log-odds against the pair labels.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+
+def sample_negatives(
+    allowed: Tensor, similarity: Tensor | None = None, generator: torch.Generator | None = None
+) -> Tensor:
+    """One candidate index per row ``(B,)``: drawn from ``allowed[i]`` ``(B, C)`` bool with probability
+    proportional to ``softmax(similarity[i])`` (uniform when ``similarity`` is ``None``). A row that allows
+    no candidate draws uniformly among all candidates but its own index (its label then says whether the
+    drawn pair matches).
+
+    Example:
+        >>> allowed = torch.tensor([[False, True, False], [True, False, False], [False, True, False]])
+        >>> sample_negatives(allowed).tolist()
+        [1, 0, 1]
+    """
+    rows, columns = allowed.shape
+    weights = torch.ones(rows, columns) if similarity is None else similarity.detach().float().softmax(dim=1).cpu()
+    allowed = allowed.cpu()
+    fallback = ~torch.eye(rows, columns, dtype=torch.bool)
+    fallback[:, 0] |= columns == 1  # a single candidate is the only choice
+    usable = torch.where(allowed.any(dim=1, keepdim=True), allowed, fallback)
+    weights = torch.where(usable, weights + 1e-12, torch.zeros_like(weights))
+    return torch.multinomial(weights, 1, generator=generator).squeeze(1)
+
+
+def itm_loss(logits: Tensor, labels: Tensor) -> Tensor:
+    """Binary cross-entropy of match log-odds ``(N,)`` against labels ``(N,)`` (1: the pair matches), in float32.
+
+    Example:
+        >>> round(itm_loss(torch.zeros(2), torch.tensor([1.0, 0.0])).item(), 4)  # log 2
+        0.6931
+    """
+    return F.binary_cross_entropy_with_logits(logits.float(), labels.float().to(logits.device))

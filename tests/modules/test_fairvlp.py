@@ -1,0 +1,240 @@
+"""FairVLP: token-aligned counterfactuals, the branches of every method, the image-counterfactual policies,
+bad input, a fast_dev_run of every method, and the export that `vlbias measure` reads."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import BertTokenizer
+
+from vlbias.cli import main
+from vlbias.counterfactual.image import AttackConfig
+from vlbias.counterfactual.text import SwapLexicon
+from vlbias.counterfactual.tokens import TokenSwap
+from vlbias.counterfactual.training import TrainingImageCounterfactuals
+from vlbias.data.biasworld import BiasWorld
+from vlbias.errors import ConfigError, InputError
+from vlbias.models import load
+from vlbias.modules.fairvlp import METHODS, FairVLP
+from vlbias.objectives import IGNORE_INDEX
+from vlbias.results import read_results
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "configs" / "experiment" / "fairvlp_biasworld.yaml"
+ACTIVITIES = ["repairing", "driving", "coding", "cooking", "cleaning", "sewing"]
+TINY = {"image_size": 32, "patch_size": 8}
+
+
+def _module(method: str, **options) -> FairVLP:
+    return FairVLP(
+        method=method, groups=["man", "woman"], key_words=ACTIVITIES, tiny_sizes=TINY,
+        content_label_key="activity", group_label_key="group", attack={"steps": 1}, **options,
+    )  # fmt: skip
+
+
+def _batch(n: int = 12) -> dict:
+    dataset = BiasWorld(bias_strength=0.9, n_train=n, eval_per_combination=1, image_size=32).dataset("train")
+    return torch.utils.data.default_collate([dataset[i] for i in range(n)])
+
+
+def _wordpiece(tmp_path) -> BertTokenizer:
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "man", "woman", "is", "cooking", "gentleman"]
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(vocab + ["la", "##dy", "."]))
+    return BertTokenizer(str(path))
+
+
+# -- token-aligned text counterfactuals ----------------------------------------------------------
+def test_masked_positions_coincide_in_factual_and_counterfactual_texts():
+    module = _module("fairvlp_l")
+    captions = ["the man is cooking.", "a photo of a woman sewing.", "someone is coding."]
+    tokens = module.adapter.prepare_texts(captions)
+    masked, labels, _ = module._mask(tokens, torch.Generator().manual_seed(0))
+    rows, _, cf_masked, cf_labels = module._counterfactuals(
+        torch.rand(3, 3, 32, 32),
+        module.adapter.prepare_images(torch.rand(3, 3, 32, 32)),
+        captions,
+        tokens,
+        masked,
+        labels,
+    )
+    assert rows.tolist() == [0, 1]  # the neutral caption has no text counterfactual
+    assert torch.equal(
+        cf_masked == module.adapter.tokenizer.mask_token_id, masked[rows] == module.adapter.tokenizer.mask_token_id
+    )
+    assert torch.equal(cf_labels != IGNORE_INDEX, labels[rows] != IGNORE_INDEX)
+    decoded = module.adapter.tokenizer.batch_decode(module.swap.swap(tokens["input_ids"][:2]), skip_special_tokens=True)
+    assert decoded == ["the woman is cooking.", "a photo of a man sewing."]
+
+
+def test_a_bias_word_split_into_other_pieces_gets_no_text_counterfactual(tmp_path):
+    tokenizer = _wordpiece(tmp_path)
+    swap = TokenSwap(SwapLexicon([("man", "woman"), ("gentleman", "lady")]), tokenizer)
+    assert tokenizer.tokenize("lady") == ["la", "##dy"]
+    assert {"gentleman", "lady"} <= swap.unswappable and "man" not in swap.unswappable
+    texts = ["the man is cooking", "the gentleman is cooking", "the lady is cooking", "the man is la"]
+    ids = tokenizer(texts, padding=True, return_tensors="pt")["input_ids"]
+    assert swap.aligned(texts, ids).tolist() == [True, False, False, True]
+    assert torch.equal(swap.swap(ids)[1], ids[1])  # an unswappable text is left as it is
+
+
+def test_unknown_bias_words_and_texts_without_one_get_no_text_counterfactual():
+    module = _module("fairvlp_l")
+    texts = ["the gal is cooking", "someone is cooking", "the man is cooking"]  # the tiny vocabulary lacks "gal"
+    ids = module.adapter.prepare_texts(texts)["input_ids"]
+    assert module.swap.aligned(texts, ids).tolist() == [False, False, True]
+
+
+# -- every method touches exactly its branches ----------------------------------------------------
+class _Spy:
+    def __init__(self, module: FairVLP):
+        self.logged: dict[str, float] = {}
+        self.calls: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.attacks = 0
+        module.log = lambda key, value, **_: self.logged.__setitem__(key, float(value))
+        forward = module.adapter.fill_mask_logits
+
+        def fill_mask(pixel_values, tokens):
+            self.calls.append((pixel_values.detach().clone(), tokens["input_ids"].clone()))
+            return forward(pixel_values, tokens)
+
+        module.adapter.fill_mask_logits = fill_mask
+        if module.images is not None:
+            attack = module.images._attack
+
+            def counted(pixels):
+                self.attacks += 1
+                made = attack(pixels)
+                made.success[:] = True  # count every attack as a success: the branch must then be used
+                made.pixels = (made.pixels + 0.05).clamp(0, 1)
+                return made
+
+            module.images._attack = counted
+
+
+@pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_each_method_touches_exactly_its_branches(method):
+    module = _module(method, image_counterfactuals="every_step")
+    spy = _Spy(module)
+    batch = _batch()
+    loss = module.training_step(batch, 0)
+    loss.backward()
+    branches = METHODS[method]
+    pixels, ids = spy.calls[0]
+    n = len(batch["caption"])
+    if branches is None:
+        assert len(ids) == n and spy.attacks == 0
+        assert not any(key.startswith(("train/kl", "train/cf", "train/mlm_cf")) for key in spy.logged)
+        return
+    factual_pixels, factual_ids, cf_pixels, cf_ids = pixels[:n], ids[:n], pixels[n:], ids[n:]
+    rows = (
+        torch.ones(n, dtype=torch.bool)
+        if branches.image
+        else torch.tensor(["man" in c.split() or "woman" in c.split() for c in batch["caption"]])
+    )
+    assert len(cf_ids) == int(rows.sum())
+    assert (spy.attacks == 1) == branches.image
+    assert torch.equal(cf_pixels, factual_pixels[rows]) != branches.image
+    assert torch.equal(cf_ids, factual_ids[rows]) != branches.text
+    assert ("train/kl_loss" in spy.logged) == branches.kl
+    assert ("train/cf_text_rate" in spy.logged) == branches.text
+    assert ("train/cf_image_success" in spy.logged) == branches.image
+
+
+def test_dropout_method_raises_every_dropout_layer_and_others_leave_them():
+    raised = _module("dropout", dropout=0.4)
+    layers = [m for m in raised.adapter.modules() if isinstance(m, torch.nn.Dropout)]
+    assert layers and all(layer.p == 0.4 for layer in layers)
+    default = [m.p for m in load("albef", tiny=True, options=TINY).modules() if isinstance(m, torch.nn.Dropout)]
+    assert [m.p for m in _module("vanilla").adapter.modules() if isinstance(m, torch.nn.Dropout)] == default
+
+
+# -- image-counterfactual policies ------------------------------------------------------------------
+def _policy(policy: str, k: int) -> tuple[TrainingImageCounterfactuals, list[int]]:
+    adapter = load("albef", tiny=True, options=TINY)
+    images = TrainingImageCounterfactuals(
+        adapter, ["man", "woman"], SwapLexicon.default(), AttackConfig(steps=1), policy, k
+    )
+    sizes: list[int] = []
+    attack = images._attack
+    images._attack = lambda pixels: sizes.append(len(pixels)) or attack(pixels)
+    return images, sizes
+
+
+def test_every_n_steps_attacks_every_kth_batch_only():
+    images, sizes = _policy("every_n_steps", 3)
+    pixels = torch.rand(4, 3, 32, 32)
+    made = [images(pixels, step) for step in range(6)]
+    assert [m is not None for m in made] == [True, False, False, True, False, False] and sizes == [4, 4]
+
+
+def test_cached_attacks_each_image_once_per_model_version():
+    images, sizes = _policy("cached", 2)
+    first, second = torch.rand(2, 3, 32, 32), torch.rand(2, 3, 32, 32)
+    a = images(first, 0)
+    b = images(torch.cat([first, second]), 1)  # same version: only the new images are attacked
+    c = images(first, 2)  # new version: attacked again
+    assert sizes == [2, 2, 2]
+    assert a.attacked.all() and b.attacked.tolist() == [False, False, True, True] and c.attacked.all()
+    assert torch.equal(b.pixels[:2], a.pixels)
+
+
+# -- bad input ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("alpha", [-0.5, 1.01])
+def test_alpha_outside_unit_interval_is_refused(alpha):
+    with pytest.raises(ConfigError, match=r"Expected `alpha` in \[0, 1\] but got"):
+        _module("fairvlp", alpha=alpha)
+
+
+def test_unknown_method_policy_and_bias_words_without_counterparts_are_refused():
+    with pytest.raises(ConfigError, match="`method` to be one of vanilla, dropout"):
+        _module("fair")
+    with pytest.raises(ConfigError, match="`image_counterfactuals` to be one of every_step"):
+        _module("fairvlp", image_counterfactuals="sometimes")
+    with pytest.raises(ConfigError, match="no counterpart among them: \\['man', 'person'\\]"):
+        FairVLP(method="fairvlp_v", groups=["man", "person"], tiny_sizes=TINY)
+
+
+@pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")
+def test_an_empty_caption_is_refused_by_index():
+    batch = _batch(4)
+    batch["caption"] = ["the man is cooking.", "  ", "someone is sewing.", ""]
+    with pytest.raises(InputError, match=r"non-empty captions but captions \[1, 3\]"):
+        _module("fairvlp_l").training_step(batch, 0)
+
+
+# -- fit through the CLI -----------------------------------------------------------------------------
+SMALL = [
+    "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
+    "--model.init_args.tiny_sizes", "{image_size: 32, patch_size: 8}",
+    "--data.init_args.image_size", "32", "--data.init_args.n_train", "16",
+    "--data.init_args.eval_per_combination", "1", "--data.init_args.batch_size", "8",
+    "--model.init_args.attack", "{steps: 1}",
+]  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_fast_dev_run_of_every_method(method, tmp_path):
+    main(["fit", "--config", str(CONFIG), "--trainer.fast_dev_run", "true", "--model.init_args.method", method,
+          "--trainer.default_root_dir", str(tmp_path), *SMALL])  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_the_exported_model_reloads_and_measures(tmp_path, run_cli):
+    main(
+        ["fit", "--config", str(CONFIG), "--trainer.max_epochs", "1", "--trainer.callbacks", "[]",
+         "--trainer.enable_checkpointing", "false", "--trainer.logger.init_args.save_dir", str(tmp_path), *SMALL]
+    )  # fmt: skip
+    exported = tmp_path / "fairvlp_biasworld" / "version_0" / "model"
+    adapter = load("albef", checkpoint=str(exported))
+    assert adapter.transform.image_size == 32
+    code, _, err = run_cli(
+        ["measure", "--suite", "counterbias", "--model", "albef", "--checkpoint", str(exported),
+         "--out", str(tmp_path / "measured"), "--biasworld.image_size", "32", "--biasworld.eval_per_combination", "1",
+         "--suite_options", "{templates: [Sw/O], n_bootstrap: 20, attack: {steps: 1}, require_attack_success: false}"]
+    )  # fmt: skip
+    assert code == 0, err
+    results = read_results(tmp_path / "measured" / "counterbias.json")
+    assert results.checkpoint == str(exported) and "activity/B@V-L/avg" in results.metrics
