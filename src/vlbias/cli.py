@@ -2,8 +2,8 @@
 
 ``vlbias fit|validate|test|predict`` are LightningCLI subcommands (``--config`` YAML files from
 ``configs/``, the last one wins); ``vlbias measure`` runs one suite on one model;
-``vlbias models`` lists the model adapters. Bad input ends with one ``vlbias: error: ...`` line
-and exit status 2.
+``vlbias models`` lists the model adapters; ``vlbias prune`` removes biased embedding dimensions.
+Bad input ends with one ``vlbias: error: ...`` line and exit status 2.
 """
 
 from __future__ import annotations
@@ -85,9 +85,106 @@ def _measure(argv: Sequence[str]) -> None:
     print(f"wrote {path}")
 
 
+def prune_parser() -> ArgumentParser:
+    from vlbias.data.biasworld import BiasWorld
+    from vlbias.mitigation.pruning import OBJECTIVES, STRATEGIES
+
+    parser = ArgumentParser(
+        prog="vlbias prune",
+        description="MI-guided embedding-dimension pruning (MMBias Sec. 6, Algorithm 1) of one EMBED model; writes "
+        "<out>/model (a 'pruned' checkpoint), <out>/clip (CLIP only), prune.json, tradeoff.csv and tradeoff.png.",
+        exit_on_error=True,
+    )
+    parser.add_argument("--config", action=ActionConfigFile, help="YAML with any of these options.")
+    parser.add_argument("--model", type=str, required=True, help="Model adapter name with EMBED (vlbias models).")
+    parser.add_argument("--checkpoint", type=str | None, default=None, help="Hub id or local path of the weights.")
+    parser.add_argument("--model_options", type=dict, default={}, help="The adapter's own loading options.")
+    parser.add_argument("--tiny", action=ActionYesNo, default=False, help="Use a tiny random model instead of weights.")
+    parser.add_argument("--data", type=str, default="biasworld", help="MMBias data directory, or 'biasworld'.")
+    parser.add_argument("--split", type=str | None, default=None, help="BiasWorld split to prune on (default test).")
+    parser.add_argument("--n_dims", type=int | None, default=None, help="N, the dimensions to remove (or --fraction).")
+    parser.add_argument("--fraction", type=float | None, default=None, help="N as a fraction of D, e.g. 0.1.")
+    parser.add_argument("--strategy", type=str, default="ranked", help=f"One of {', '.join(STRATEGIES)}.")
+    parser.add_argument("--theta", type=float | None, default=None, help="Θ: candidates have MI below it.")
+    parser.add_argument("--theta_quantile", type=float | None, default=None, help="Θ as a quantile of the MI.")
+    parser.add_argument("--objective", type=str, default="mean_abs", help=f"One of {', '.join(OBJECTIVES)}.")
+    parser.add_argument("--seed", type=int, default=0, help="Seed of the tiny model and the MI estimator.")
+    parser.add_argument("--max_dims", type=int | None, default=None, help="Trade-off curve's last N (25%% of D).")
+    parser.add_argument("--step", type=int, default=1, help="Trade-off curve's step in N.")
+    parser.add_argument("--batch_size", type=int, default=64, help="Images per predict batch.")
+    parser.add_argument("--accelerator", type=str, default="cpu", help="Lightning accelerator (cpu, gpu, auto).")
+    parser.add_argument("--devices", type=int, default=1, help="Lightning devices.")
+    parser.add_argument("--out", type=str, required=True, help="Output directory.")
+    parser.add_method_arguments(BiasWorld, "__init__", "biasworld", as_group=True, skip={"n_train"})
+    return parser
+
+
+def _prune(argv: Sequence[str]) -> None:
+    from vlbias.prune import prune
+
+    args = prune_parser().parse_args(list(argv))
+    outcome = prune(
+        model=args.model,
+        data=args.data,
+        out=args.out,
+        checkpoint=args.checkpoint,
+        tiny=args.tiny,
+        model_options=args.model_options,
+        n_dims=args.n_dims,
+        fraction=args.fraction,
+        strategy=args.strategy,
+        theta=args.theta,
+        theta_quantile=args.theta_quantile,
+        objective=args.objective,
+        seed=args.seed,
+        max_dims=args.max_dims,
+        step=args.step,
+        split=args.split,
+        batch_size=args.batch_size,
+        accelerator=args.accelerator,
+        devices=args.devices,
+        biasworld=dict(vars(args.biasworld)),
+    )
+    summary = outcome["summary"]
+    print(
+        f"removed {summary['n_remove']} of {summary['embedding_dim']} dimensions ({summary['strategy']}): "
+        f"{summary['removed']}"
+    )
+    for test, before in summary["effect_sizes_before"].items():
+        print(f"{test}: d {_number(before)} -> {_number(summary['effect_sizes_after'][test])}")
+    accuracy = summary["zero_shot_accuracy"]
+    print(f"zero-shot accuracy {accuracy['before']:.3f} -> {accuracy['after']:.3f}")
+    print(f"wrote {args.out}")
+
+
 def _number(value: float | None, spec: str = "+.3f") -> str:
     """A result number for the console; ``None`` (a non-finite value in the JSON) prints as nan."""
     return "nan" if value is None else format(value, spec)
+
+
+def _report(argv: Sequence[str]) -> None:
+    from vlbias.errors import SchemaError
+    from vlbias.report import build_report
+
+    parser = ArgumentParser(
+        prog="vlbias report",
+        description="Write <out>/index.html and <out>/report.md, with PNG figures beside them, from results files "
+        "(<suite>.json + items), metrics.csv, prune.json and tradeoff.csv found under the inputs. Recomputes nothing.",
+        exit_on_error=True,
+    )
+    parser.add_argument("inputs", type=str, nargs="+", help="Run or results directories (or results files).")
+    parser.add_argument("--out", type=str, required=True, help="Output directory.")
+    parser.add_argument(
+        "--accuracy", type=str, nargs="+", default=None, help="Accuracy columns to plot bias against, e.g. "
+        "val/activity_accuracy; default every column naming accuracy (not train/).",
+    )  # fmt: skip
+    parser.add_argument("--bias", type=str, nargs="+", default=None, help="Bias columns of those plots.")
+    args = parser.parse_args(list(argv))
+    report = build_report(args.inputs, args.out, accuracy=args.accuracy, bias=args.bias)
+    print(f"wrote {report.html}, {report.markdown} and {len(report.images)} figures")
+    if report.problems:
+        reasons = "; ".join(f"{path}: {reason}" for path, reason in report.problems)
+        raise SchemaError(f"{len(report.problems)} input file(s) could not be read and are left out: {reasons}")
 
 
 def _models(argv: Sequence[str]) -> None:
@@ -141,6 +238,8 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], None]]] = {
     "predict": ("LightningCLI: predict with a checkpoint", lambda argv: _lightning(["predict", *argv])),
     "measure": ("run one bias suite on one model and write results", _measure),
     "models": ("list the model adapters and their capabilities", _models),
+    "prune": ("remove the embedding dimensions that carry bias (MMBias Algorithm 1) and write a pruned model", _prune),
+    "report": ("write an HTML + Markdown report with figures from results files and logs", _report),
 }
 
 

@@ -21,6 +21,7 @@ class BiasWorldDataModule(LightningDataModule):
         hidden_object_rate: see :class:`BiasWorld`.
         batch_size: items per batch.
         num_workers: dataloader worker processes.
+        predict_split: the split ``predict_dataloader`` serves (e.g. to ``vlbias predict`` a pruning run).
     """
 
     def __init__(
@@ -34,6 +35,7 @@ class BiasWorldDataModule(LightningDataModule):
         hidden_object_rate: float = 0.0,
         batch_size: int = 64,
         num_workers: int = 0,
+        predict_split: str = "test",
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -50,6 +52,9 @@ class BiasWorldDataModule(LightningDataModule):
 
     def test_dataloader(self) -> DataLoader:
         return self._loader("test")
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._loader(self.hparams.predict_split)
 
     def _loader(self, split: str, **kwargs) -> DataLoader:
         return DataLoader(

@@ -24,6 +24,7 @@ _ADAPTERS: dict[str, str] = {
     "visualbert": "vlbias.models.visualbert:VisualBERTAdapter",
     "lxmert": "vlbias.models.lxmert:LXMERTAdapter",
     "sentence_bert": "vlbias.models.sentence:SentenceBertAdapter",
+    "pruned": "vlbias.models.pruned:PrunedEmbeddings",
 }
 
 

@@ -1,0 +1,160 @@
+"""Embeddings with some dimensions pruned (MMBias, Janghorbani & de Melo, 2023, Sec. 6, Algorithm 1).
+
+:class:`PrunedEmbeddings` wraps any EMBED adapter and keeps only the dimensions that
+:func:`vlbias.mitigation.pruning.prune_dimensions` kept (``result.kept``): each image and text embedding
+becomes :math:`z_K / |z_K|`, the kept coordinates re-normalised, so its cosines are those that
+Algorithm 1 scored. :func:`export_pruned_clip` writes the same model as a plain ``transformers``
+CLIP checkpoint: the rows of ``visual_projection`` and ``text_projection`` of the removed dimensions are
+cut out (``projection_dim = D - N``), so ``CLIPModel.from_pretrained`` gives the pruned embeddings with
+no vlbias code.
+
+Example:
+    >>> model = PrunedEmbeddings(CLIPAdapter.tiny(), kept_dims=[0, 5, 9])
+    >>> model.embed_texts(model.prepare_texts(["a man is cooking"])).shape
+    torch.Size([1, 3])
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from vlbias.errors import CapabilityError, InputError
+from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.clip import CLIPAdapter
+
+#: The file beside the inner adapter's directory that names the inner model and the kept dimensions.
+PRUNED_FILE = "pruned_embeddings.json"
+INNER_DIR = "inner"
+
+
+def checked_kept_dims(kept_dims: Sequence[int] | Tensor, dim: int) -> Tensor:
+    """``kept_dims`` as an ascending ``long`` tensor; refuses an empty set, repeats and values outside ``[0, dim)``."""
+    kept = torch.as_tensor(kept_dims)
+    if kept.ndim != 1 or kept.numel() == 0 or kept.is_floating_point() or kept.dtype == torch.bool:
+        raise InputError(f"Expected `kept_dims` to be a non-empty 1-D list of integer dimensions but got {kept_dims!r}")
+    outside = kept[(kept < 0) | (kept >= dim)]
+    if outside.numel():
+        raise InputError(f"Expected kept dimensions in [0, {dim}) but got {outside.tolist()}")
+    if kept.unique().numel() != kept.numel():
+        raise InputError(f"Expected distinct kept dimensions but got repeats in {kept.tolist()}")
+    return kept.long().sort().values
+
+
+def _embedding_dim(adapter: ModelAdapter) -> int:
+    """D of an EMBED adapter, read off one text embedding (EMBED gives images and texts the same D)."""
+    with torch.no_grad():
+        return adapter.embed_texts(adapter.prepare_texts(["a"])).shape[1]
+
+
+class PrunedEmbeddings(ModelAdapter):
+    """An EMBED adapter whose image and text embeddings keep only ``kept_dims``, re-normalised.
+
+    Preprocessing, tokenizer and device are the inner adapter's. ``save_pretrained(directory)`` writes the
+    inner adapter to ``directory/inner`` and :data:`PRUNED_FILE` (inner model name, kept dimensions,
+    full dimension); :meth:`from_pretrained` reads both back through the registry.
+    """
+
+    name = "pruned"
+    capabilities = frozenset({Capability.EMBED})
+
+    def __init__(self, inner: ModelAdapter, kept_dims: Sequence[int] | Tensor) -> None:
+        super().__init__()
+        if Capability.EMBED not in inner.capabilities:
+            raise CapabilityError(f"Expected an inner adapter with capability 'embed' but {inner.name!r} lacks it")
+        self.inner = inner
+        self.tokenizer = inner.tokenizer
+        self.max_text_length = inner.max_text_length
+        self.embedding_dim = _embedding_dim(inner)
+        self.register_buffer("kept_dims", checked_kept_dims(kept_dims, self.embedding_dim), persistent=False)
+
+    def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
+        return self.inner.prepare_images(images)
+
+    def prepare_texts(self, texts: Sequence[str]) -> dict[str, Tensor]:
+        return self.inner.prepare_texts(texts)
+
+    def prune(self, embeddings: Tensor) -> Tensor:
+        """``(B, D)`` embeddings -> ``(B, len(kept_dims))``: the kept coordinates, re-normalised."""
+        return F.normalize(embeddings.index_select(1, self.kept_dims), dim=-1)
+
+    def embed_images(self, pixel_values: Tensor) -> Tensor:
+        return self.prune(self.inner.embed_images(pixel_values))
+
+    def embed_texts(self, tokens: dict[str, Tensor]) -> Tensor:
+        return self.prune(self.inner.embed_texts(tokens))
+
+    def direct_call(
+        self, capability: Capability, pixel_values: Tensor, tokens: dict[str, Tensor]
+    ) -> tuple[Tensor, Tensor]:
+        """The inner adapter's ``direct_call`` (its library model called directly), pruned."""
+        if capability not in self.capabilities:
+            raise self._lacks(capability)
+        images, texts = self.inner.direct_call(capability, pixel_values, tokens)
+        return self.prune(images), self.prune(texts)
+
+    def save_pretrained(self, directory: str | Path) -> None:
+        directory = Path(directory)
+        self.inner.save_pretrained(directory / INNER_DIR)
+        fields = {"inner": self.inner.name, "embedding_dim": self.embedding_dim, "kept_dims": self.kept_dims.tolist()}
+        (directory / PRUNED_FILE).write_text(json.dumps(fields, indent=2))
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | Path) -> PrunedEmbeddings:
+        """Load a :meth:`save_pretrained` directory."""
+        from vlbias.models.registry import adapter_class
+
+        path = Path(name_or_path) / PRUNED_FILE
+        if not path.is_file():
+            raise InputError(f"Checkpoint {str(name_or_path)!r} for model 'pruned' has no {PRUNED_FILE}")
+        fields = json.loads(path.read_text())
+        inner = adapter_class(fields["inner"]).from_pretrained(Path(name_or_path) / INNER_DIR)
+        model = cls(inner, fields["kept_dims"])
+        if model.embedding_dim != fields["embedding_dim"]:
+            raise InputError(
+                f"{str(path)!r} was written for {fields['embedding_dim']}-dimensional embeddings but the inner "
+                f"{fields['inner']!r} model gives {model.embedding_dim}"
+            )
+        return model
+
+    @classmethod
+    def tiny(cls, seed: int = 0, tokenizer: object | None = None) -> PrunedEmbeddings:
+        """A tiny random CLIP (:meth:`CLIPAdapter.tiny`, 64 dimensions) that keeps its 32 even-numbered dimensions."""
+        inner = CLIPAdapter.tiny(seed=seed, tokenizer=tokenizer)
+        return cls(inner, torch.arange(0, inner.model.config.projection_dim, 2))
+
+
+def export_pruned_clip(clip_adapter: CLIPAdapter, kept_dims: Sequence[int] | Tensor, out_dir: str | Path) -> Path:
+    """Write ``clip_adapter`` with only ``kept_dims`` as a standard ``transformers.CLIPModel`` directory.
+
+    The projections map the towers' pooled states to the embedding, one output row per dimension, so
+    keeping rows ``kept_dims`` of ``visual_projection`` and ``text_projection`` (and setting
+    ``config.projection_dim``) gives exactly the kept coordinates; CLIP's normalisation then re-normalises
+    them, as :class:`PrunedEmbeddings` does. Tokenizer and preprocessing are written too, so
+    ``CLIPModel.from_pretrained(out_dir)`` and ``vlbias.models.load("clip", checkpoint=out_dir)`` both load it.
+
+    Returns:
+        ``out_dir`` as a path.
+    """
+    if not isinstance(clip_adapter, CLIPAdapter):
+        raise InputError(f"Expected a CLIPAdapter to export but got {type(clip_adapter).__name__}")
+    model = copy.deepcopy(clip_adapter.model)
+    kept = checked_kept_dims(kept_dims, model.config.projection_dim).to(model.visual_projection.weight.device)
+    for attribute in ("visual_projection", "text_projection"):
+        full = getattr(model, attribute)
+        pruned = nn.Linear(
+            full.in_features, kept.numel(), bias=False, device=full.weight.device, dtype=full.weight.dtype
+        )
+        with torch.no_grad():
+            pruned.weight.copy_(full.weight.index_select(0, kept))
+        setattr(model, attribute, pruned)
+    model.config.projection_dim = kept.numel()
+    out_dir = Path(out_dir)
+    CLIPAdapter(model, clip_adapter.tokenizer, clip_adapter.transform).save_pretrained(out_dir)
+    return out_dir

@@ -1,0 +1,272 @@
+r"""MI-guided embedding-dimension pruning as a LightningModule (MMBias, Janghorbani & de Melo, 2023, Sec. 6).
+
+``trainer.predict`` embeds the images batch by batch on every device (the Trainer shards them); the text
+sides are embedded once, in ``on_predict_start``: each bias test's attribute phrases A and B and the
+zero-shot class prompts. At the end of predict the image embeddings, their class labels and their group
+labels are gathered from every rank and Algorithm 1 (or its greedy variant, or the CLIP-clip baseline) runs
+on the whole set (:mod:`vlbias.mitigation.pruning`):
+
+* bias tests: for each ``tests`` entry ``{name, x, y, a, b}``, :math:`d(X^I, Y^I, A^T, B^T)` with
+  :math:`X^I` the images of group ``x`` (a name in ``group_names``, whose position is the batch's group
+  label), :math:`Y^I` those of ``y``, :math:`A^T`, :math:`B^T` the embedded phrases ``a`` and ``b``;
+* MI labels: the images' zero-shot classes (``label_key``) for ``ranked`` and ``greedy``; the protected
+  attribute (``group_key``) for ``clip_clip``, which removes what is most informative of it;
+* zero-shot accuracy (:mod:`vlbias.mitigation.zero_shot`) of the images against ``class_prompts``
+  (prompts of class ``k`` at position ``k``) with all dimensions and with the removed ones left out;
+* the trade-off (:mod:`vlbias.mitigation.tradeoff`): bias and accuracy for :math:`N = 0, s, \dots,`
+  ``max_dims`` along the strategy's removal order (default ``max_dims``: 25 % of :math:`D`).
+
+The vocabulary (group names, phrases, prompts) comes from configuration, never from a data set's constants.
+Under DDP each rank may hold a different number of images (Lightning's predict sampler does not repeat
+items): rows are padded to the largest count for ``all_gather`` and cut back, so every image counts once
+and every rank computes the same selection. Rank 0 writes ``out`` (:mod:`vlbias.mitigation.outputs`) when
+it is given; :attr:`outcome` holds the summary and the trade-off rows on every rank.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import torch
+from lightning.pytorch import LightningModule
+from torch import Tensor
+
+from vlbias.errors import ConfigError, InputError
+from vlbias.mitigation.outputs import write_pruning_outputs
+from vlbias.mitigation.pruning import (
+    STRATEGIES,
+    BiasTest,
+    PruningResult,
+    mutual_information,
+    select_dimensions,
+)
+from vlbias.mitigation.tradeoff import tradeoff_rows
+from vlbias.models.base import Capability, require_capability
+from vlbias.models.registry import adapter_class, load
+
+MAX_DIMS_FRACTION = 0.25  # default end of the trade-off curve, as a share of D
+
+
+class EmbeddingPruning(LightningModule):
+    """Collect image embeddings in ``predict``; choose the dimensions to remove at its end (see the module).
+
+    Args:
+        model, checkpoint, tiny, model_options: the EMBED adapter, as :func:`vlbias.models.load` takes them.
+        tests: bias tests, each ``{"name": str, "x": group, "y": group, "a": [phrases], "b": [phrases]}``.
+        group_names: the protected groups, in the order of the batch's ``group_key`` labels.
+        class_prompts: per zero-shot class (in the order of the batch's ``label_key`` labels) its prompts.
+        n_dims, fraction: N as a count or as a fraction of D; exactly one.
+        strategy: ``"ranked"`` (Algorithm 1), ``"greedy"`` or ``"clip_clip"``.
+        theta, theta_quantile: Θ as a value or a quantile of the MI (one of them; none for ``clip_clip``).
+        objective: ``"mean_abs"`` or ``"max_abs"`` over the tests' effect sizes.
+        max_dims, step: the trade-off curve's largest N (default 25 % of D, at least N) and its step.
+        seed: seeds the tiny model and the MI estimator.
+        label_key, group_key, image_key: batch keys of the class label, the group label and the images.
+        out: directory to write (rank 0); ``None`` writes nothing.
+        data_config: what the data were, recorded in ``prune.json``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        tests: list[dict],
+        group_names: list[str],
+        class_prompts: list[list[str]],
+        n_dims: int | None = None,
+        fraction: float | None = None,
+        strategy: str = "ranked",
+        theta: float | None = None,
+        theta_quantile: float | None = None,
+        objective: str = "mean_abs",
+        max_dims: int | None = None,
+        step: int = 1,
+        checkpoint: str | None = None,
+        tiny: bool = False,
+        model_options: dict | None = None,
+        seed: int = 0,
+        label_key: str = "activity",
+        group_key: str = "group",
+        image_key: str = "pixel_values",
+        out: str | None = None,
+        data_config: dict | None = None,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        _check_choice(n_dims, fraction, strategy, theta, theta_quantile)
+        self.test_specs = _checked_tests(tests, group_names)
+        self.class_prompts = _checked_prompts(class_prompts)
+        options = {**(model_options or {}), **({"seed": seed} if tiny else {})}
+        require_capability(adapter_class(model), Capability.EMBED, suite="prune")  # before loading weights
+        self.adapter = load(model, checkpoint=checkpoint, tiny=tiny, device="cpu", options=options).eval()
+        self.outcome: dict | None = None
+        self._batches: list[tuple[Tensor, Tensor, Tensor]] = []
+
+    def on_predict_start(self) -> None:
+        """Embed every test's A and B and every class prompt once."""
+        self.attributes = [(self._embed_texts(spec["a"]), self._embed_texts(spec["b"])) for spec in self.test_specs]
+        self.prompts = self._embed_texts([p for prompts in self.class_prompts for p in prompts])  # (P, D)
+        self.prompt_classes = torch.tensor([k for k, prompts in enumerate(self.class_prompts) for _ in prompts])
+
+    def on_predict_epoch_start(self) -> None:
+        self._batches = []
+
+    def predict_step(self, batch: dict, batch_idx: int) -> None:
+        keys = self.hparams.image_key, self.hparams.label_key, self.hparams.group_key
+        missing = [key for key in keys if key not in batch]
+        if missing:
+            raise ConfigError(
+                f"Expected batch keys {list(keys)} but {missing} are missing; the batch has {sorted(batch)}"
+            )
+        pixels = self.adapter.prepare_images(batch[self.hparams.image_key])
+        images = self.adapter.embed_images(pixels.to(self.device)).float()  # (B, D)
+        labels, groups = (torch.as_tensor(batch[key], device=self.device).long() for key in keys[1:])
+        self._batches.append((images, labels, groups))
+
+    def on_predict_epoch_end(self) -> None:
+        if self._batches:
+            local = [torch.cat(part) for part in zip(*self._batches)]
+        else:  # a rank with no batch still joins the gathers
+            empty = torch.empty(0, dtype=torch.long, device=self.device)
+            local = [torch.empty(0, self.prompts.shape[1], device=self.device), empty, empty]
+        images, labels, groups = (self._gather_rows(rows).cpu() for rows in local)
+        self.outcome = self.select(images.double(), labels, groups)
+        if self.hparams.out is not None and self.trainer.is_global_zero:
+            summary, rows = self.outcome["summary"], self.outcome["tradeoff"]
+            write_pruning_outputs(self.hparams.out, self.adapter, summary, rows, summary["n_remove"])
+
+    def select(self, images: Tensor, labels: Tensor, groups: Tensor) -> dict:
+        """Selection, accuracy and trade-off from all image embeddings ``(n, D)`` with their class and group labels."""
+        hp = self.hparams
+        bad = (~torch.isfinite(images).all(1)).nonzero().flatten()
+        if bad.numel():
+            raise InputError(
+                f"{bad.numel()} of {images.shape[0]} image embeddings hold NaN or inf (rows {bad[:10].tolist()}); "
+                f"model {hp.model!r} cannot be pruned on them"
+            )
+        outside = groups[(groups < 0) | (groups >= len(hp.group_names))].unique()
+        if outside.numel():
+            raise InputError(
+                f"Expected group labels in [0, {len(hp.group_names)}) ({hp.group_names}) but got {outside.tolist()}"
+            )
+        tests = [
+            BiasTest(spec["name"], *self._group_images(images, groups, spec), a.double().cpu(), b.double().cpu())
+            for spec, (a, b) in zip(self.test_specs, self.attributes, strict=True)
+        ]
+        mi = mutual_information(images, groups if hp.strategy == "clip_clip" else labels, seed=hp.seed)
+        options = {
+            "strategy": hp.strategy,
+            "theta": hp.theta,
+            "theta_quantile": hp.theta_quantile,
+            "objective": hp.objective,
+        }
+        result = dataclasses.replace(
+            select_dimensions(tests, mi, hp.n_dims if hp.n_dims is not None else hp.fraction, **options), seed=hp.seed
+        )
+        order, max_dims = self._removal_order(tests, mi, result, options, images.shape[1])
+        prompts = self.prompts.double().cpu()
+        rows = tradeoff_rows(tests, images, labels, prompts, self.prompt_classes, order, result.n_remove, hp.step)
+        accuracy = {n: row["zero_shot_accuracy"] for n, row in ((row["n_removed"], row) for row in rows)}
+        summary = {
+            "model": hp.model,
+            "checkpoint": hp.checkpoint,
+            "tiny": hp.tiny,
+            "data": hp.data_config,
+            "n_images": images.shape[0],
+            "embedding_dim": images.shape[1],
+            "n_dims": hp.n_dims,
+            "fraction": hp.fraction,
+            "mi_labels": hp.group_key if hp.strategy == "clip_clip" else hp.label_key,
+            **result.to_dict(),
+            "zero_shot_accuracy": {"before": accuracy[0], "after": accuracy[result.n_remove]},
+            "tradeoff": {"max_dims": max_dims, "reached": len(order), "step": hp.step, "order": list(order)},
+        }
+        return {"summary": summary, "tradeoff": rows}
+
+    def _removal_order(
+        self, tests: list[BiasTest], mi: Tensor, result: PruningResult, options: dict, dim: int
+    ) -> tuple[list[int], int]:
+        """The strategy's first ``max_dims`` removals, whose first N are ``result.removed`` (each strategy's
+        order is a prefix-stable ranking); when fewer dimensions lower the bias, the curve ends at N."""
+        max_dims = self.hparams.max_dims if self.hparams.max_dims is not None else round(MAX_DIMS_FRACTION * dim)
+        max_dims = min(max(max_dims, result.n_remove), dim - 1)
+        if max_dims == result.n_remove:
+            return result.removed, max_dims
+        try:
+            return select_dimensions(tests, mi, max_dims, **options).removed, max_dims
+        except ConfigError:  # too few candidates lower the bias for the longer curve
+            return result.removed, max_dims
+
+    def _group_images(self, images: Tensor, groups: Tensor, spec: dict) -> tuple[Tensor, Tensor]:
+        names = self.hparams.group_names
+        sets = tuple(images[groups == names.index(spec[role])] for role in ("x", "y"))
+        empty = [spec[role] for role, s in zip(("x", "y"), sets) if s.shape[0] == 0]
+        if empty:
+            raise InputError(
+                f"Bias test {spec['name']!r}: no images of group(s) {empty} among the {images.shape[0]} predicted"
+            )
+        return sets
+
+    def _embed_texts(self, texts: Sequence[str]) -> Tensor:
+        with torch.no_grad():
+            return self.adapter.embed_texts(self.adapter.prepare_texts(list(texts))).float()
+
+    def _gather_rows(self, rows: Tensor) -> Tensor:
+        """``rows`` of every rank, concatenated in rank order (uneven counts padded for ``all_gather``)."""
+        if self.trainer.world_size == 1:
+            return rows
+        counts = self.all_gather(torch.tensor(rows.shape[0], device=self.device))  # (W,)
+        padded = rows.new_zeros((int(counts.max()), *rows.shape[1:]))
+        padded[: rows.shape[0]] = rows
+        gathered = self.all_gather(padded)  # (W, max, ...)
+        return torch.cat([gathered[rank, : int(count)] for rank, count in enumerate(counts)])
+
+
+def _check_choice(
+    n_dims: int | None, fraction: float | None, strategy: str, theta: float | None, theta_quantile: float | None
+) -> None:
+    """Refuse, before any model is built, option combinations that cannot run."""
+    if (n_dims is None) == (fraction is None):
+        raise ConfigError(
+            f"Expected exactly one of `n_dims` (a count) and `fraction` but got n_dims={n_dims!r}, fraction={fraction!r}"
+        )
+    if strategy not in STRATEGIES:
+        raise ConfigError(f"Expected `strategy` to be one of {STRATEGIES} but got {strategy!r}")
+    given = theta is not None or theta_quantile is not None
+    if strategy == "clip_clip" and given:
+        raise ConfigError(f"Strategy 'clip_clip' takes no Θ but got theta={theta!r}, theta_quantile={theta_quantile!r}")
+    if strategy != "clip_clip" and (theta is None) == (theta_quantile is None):
+        raise ConfigError(
+            f"Strategy {strategy!r} needs exactly one of `theta` and `theta_quantile` but got "
+            f"theta={theta!r}, theta_quantile={theta_quantile!r}"
+        )
+
+
+def _checked_tests(tests: list[dict], group_names: list[str]) -> list[dict]:
+    if len(set(group_names)) != len(group_names) or len(group_names) < 2:
+        raise ConfigError(f"Expected at least 2 distinct `group_names` but got {group_names!r}")
+    if not tests:
+        raise ConfigError("Expected at least one bias test in `tests` but got none")
+    for index, spec in enumerate(tests):
+        if not isinstance(spec, dict) or set(spec) != {"name", "x", "y", "a", "b"}:
+            raise ConfigError(f"Expected `tests[{index}]` to have exactly keys name, x, y, a, b but got {spec!r}")
+        unknown = [spec[role] for role in ("x", "y") if spec[role] not in group_names]
+        if unknown:
+            raise ConfigError(f"`tests[{index}]` names group(s) {unknown}; expected among `group_names` {group_names}")
+        for role in ("a", "b"):
+            if not spec[role] or not all(isinstance(p, str) and p.strip() for p in spec[role]):
+                raise ConfigError(
+                    f"Expected `tests[{index}].{role}` to be a non-empty list of phrases but got {spec[role]!r}"
+                )
+    return tests
+
+
+def _checked_prompts(class_prompts: list[list[str]]) -> list[list[str]]:
+    if len(class_prompts) < 2:
+        raise ConfigError(f"Expected prompts for at least 2 zero-shot classes but got {len(class_prompts)}")
+    for index, prompts in enumerate(class_prompts):
+        if not prompts or not all(isinstance(p, str) and p.strip() for p in prompts):
+            raise ConfigError(
+                f"Expected `class_prompts[{index}]` to be a non-empty list of prompts but got {prompts!r}"
+            )
+    return class_prompts

@@ -1,0 +1,187 @@
+"""``vlbias prune``: MI-guided embedding-dimension pruning of one EMBED model on one data set (MMBias Sec. 6).
+
+The service behind the subcommand: it builds the images, the bias tests and the zero-shot class prompts of
+the data, then runs :class:`~vlbias.modules.pruning.EmbeddingPruning` through a Lightning
+``Trainer.predict`` (CPU by default, no logger, no progress bar), which embeds the images batch by batch,
+chooses the dimensions and writes the run directory (:mod:`vlbias.mitigation.outputs`).
+
+Data (``data``):
+
+* ``"biasworld"``: the images of one split (default ``test``, the balanced one), the cross-modal test the
+  ``mmbias`` suite builds (:func:`~vlbias.suites.mmbias.biasworld_tests`: men vs women against the man- and
+  woman-stereotyped activity phrases), the activities as zero-shot classes (their neutral-subject phrases
+  as prompts) and the groups as the protected attribute;
+* an MMBias data directory (layout in :mod:`vlbias.data.mmbias`): the cross-modal tests of Table 2's pairs
+  that have images (:func:`~vlbias.suites.mmbias.mmbias_tests`, unpleasant vs pleasant words), the groups of
+  those tests as zero-shot classes *and* protected attribute, each group's phrases as its prompts.
+
+``vlbias predict --config configs/experiment/prune_biasworld.yaml`` is the same run through LightningCLI
+(:class:`~vlbias.data.BiasWorldDataModule` serves its ``predict_split`` to ``predict``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from lightning.pytorch import Trainer
+from torch.utils.data import DataLoader, Dataset
+
+from vlbias.data.biasworld import ACTIVITIES, GROUPS, BiasWorld, activity_phrases
+from vlbias.data.mmbias import TABLE2_PAIRS, read_mmbias
+from vlbias.errors import ConfigError, InputError
+from vlbias.measure import seed_everything
+from vlbias.modules.pruning import EmbeddingPruning
+from vlbias.results import ensure_writable
+from vlbias.suites.mmbias import biasworld_tests, mmbias_tests
+
+
+@dataclass
+class PruneData:
+    """Images to predict on and the vocabulary :class:`EmbeddingPruning` takes (see its arguments)."""
+
+    dataset: Dataset
+    tests: list[dict]
+    group_names: list[str]
+    class_prompts: list[list[str]]
+    label_key: str
+    group_key: str
+    image_key: str
+    config: dict
+
+
+def biasworld_data(world: BiasWorld, split: str = "test") -> PruneData:
+    """BiasWorld's ``split`` with the ``mmbias`` suite's cross-modal test and the activities as classes."""
+    (test,) = biasworld_tests(world, split, ["cross_modal"])
+    first, second = GROUPS
+    spec = {"name": test.name, "x": first, "y": second, "a": list(test.a.items), "b": list(test.b.items)}
+    return PruneData(
+        dataset=world.dataset(split),
+        tests=[spec],
+        group_names=list(GROUPS),
+        class_prompts=[activity_phrases(activity) for activity in ACTIVITIES],
+        label_key="activity",
+        group_key="group",
+        image_key="pixel_values",
+        config={"data": "biasworld", "split": split, **world.config},
+    )
+
+
+def mmbias_data(path: str | Path) -> PruneData:
+    """An MMBias directory's cross-modal Table-2 tests; its tested groups are classes and protected attribute."""
+    data = read_mmbias(path)
+    tests, skipped = mmbias_tests(data, TABLE2_PAIRS, ["cross_modal"])
+    if not tests:
+        reasons = "; ".join(f"{s['item']}: {s['reason']}" for s in skipped[:5])
+        raise InputError(f"MMBias data {str(path)!r} has no runnable cross-modal test: {reasons}")
+    groups = sorted({s.key.removeprefix("images/") for t in tests for s in (t.x, t.y)})
+    without = [group for group in groups if not data.group_phrases.get(group)]
+    if without:
+        raise InputError(
+            f"MMBias data {str(path)!r}: group(s) {without} have images but no phrases to serve as zero-shot prompts"
+        )
+    specs = [
+        {
+            "name": t.name,
+            "x": t.x.key.removeprefix("images/"),
+            "y": t.y.key.removeprefix("images/"),
+            "a": t.a.items,
+            "b": t.b.items,
+        }
+        for t in tests
+    ]
+    items = [{"image": str(file), "group": k} for k, group in enumerate(groups) for file in data.group_images[group]]
+    config = {"data": str(path), "groups": groups, "n_images": len(items), "skipped_tests": skipped}
+    return PruneData(items, specs, groups, [data.group_phrases[g] for g in groups], "group", "group", "image", config)
+
+
+def prune(
+    model: str,
+    data: str | Path,
+    out: str | Path,
+    *,
+    checkpoint: str | None = None,
+    tiny: bool = False,
+    model_options: dict | None = None,
+    n_dims: int | None = None,
+    fraction: float | None = None,
+    strategy: str = "ranked",
+    theta: float | None = None,
+    theta_quantile: float | None = None,
+    objective: str = "mean_abs",
+    seed: int = 0,
+    max_dims: int | None = None,
+    step: int = 1,
+    split: str | None = None,
+    batch_size: int = 64,
+    accelerator: str = "cpu",
+    devices: int = 1,
+    biasworld: dict | None = None,
+) -> dict:
+    """Prune ``model`` on ``data`` (``"biasworld"`` or an MMBias directory) and write ``out``; returns
+    :attr:`EmbeddingPruning.outcome` (``summary``, the content of ``prune.json``, and the ``tradeoff`` rows)."""
+    out = ensure_writable(out)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ConfigError(f"Expected `batch_size` to be a positive integer but got {batch_size!r}")
+    if str(data) == "biasworld":
+        prepared = biasworld_data(BiasWorld(**(biasworld or {})), split or "test")
+    elif split is not None:
+        raise ConfigError(f"`split` ({split!r}) is BiasWorld's; MMBias data {str(data)!r} has no splits")
+    else:
+        prepared = mmbias_data(data)
+    seed_everything(seed)
+    module = EmbeddingPruning(
+        model,
+        prepared.tests,
+        prepared.group_names,
+        prepared.class_prompts,
+        n_dims=n_dims,
+        fraction=fraction,
+        strategy=strategy,
+        theta=theta,
+        theta_quantile=theta_quantile,
+        objective=objective,
+        max_dims=max_dims,
+        step=step,
+        checkpoint=checkpoint,
+        tiny=tiny,
+        model_options=model_options,
+        seed=seed,
+        label_key=prepared.label_key,
+        group_key=prepared.group_key,
+        image_key=prepared.image_key,
+        out=str(out),
+        data_config=prepared.config,
+    )
+    loader = DataLoader(prepared.dataset, batch_size=batch_size)
+    with _quiet_lightning():
+        trainer = Trainer(
+            accelerator=accelerator,
+            devices=devices,
+            logger=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            enable_checkpointing=False,
+            default_root_dir=str(out),
+        )
+        trainer.predict(module, loader, return_predictions=False)
+    return module.outcome
+
+
+@contextlib.contextmanager
+def _quiet_lightning() -> Iterator[None]:
+    """Silence Lightning's start-up lines ("GPU available ...") and its few-workers and no-predictions hints for one run."""
+    logger = logging.getLogger("lightning.pytorch")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+            warnings.filterwarnings("ignore", message=".*predict returned None.*")  # embeddings stay in the module
+            yield
+    finally:
+        logger.setLevel(level)

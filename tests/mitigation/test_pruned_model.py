@@ -1,0 +1,87 @@
+"""PrunedEmbeddings (an EMBED adapter keeping some dimensions) and the pruned CLIP export."""
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+from transformers import CLIPModel
+
+from vlbias.errors import CapabilityError, InputError
+from vlbias.models import Capability
+from vlbias.models.bert import BertAdapter
+from vlbias.models.clip import CLIPAdapter
+from vlbias.models.pruned import PRUNED_FILE, PrunedEmbeddings, export_pruned_clip
+
+TEXTS = ["a man is cooking.", "the woman who is driving in a picture.", "someone sewing."]
+KEPT = [0, 3, 4, 10, 17, 31, 40, 63]
+
+
+@pytest.fixture(scope="module")
+def clip():
+    return CLIPAdapter.tiny(seed=0).eval()
+
+
+@pytest.fixture(scope="module")
+def pixels(clip):
+    return clip.prepare_images(torch.rand(3, 3, 64, 64, generator=torch.Generator().manual_seed(0)))
+
+
+def embeddings(model, pixels):
+    with torch.no_grad():
+        return model.embed_images(pixels), model.embed_texts(model.prepare_texts(TEXTS))
+
+
+def test_keeps_the_chosen_coordinates_renormalised(clip, pixels):
+    pruned = PrunedEmbeddings(clip, KEPT)
+    full_images, full_texts = embeddings(clip, pixels)
+    images, texts = embeddings(pruned, pixels)
+    assert images.shape == texts.shape == (3, len(KEPT))
+    torch.testing.assert_close(images, F.normalize(full_images[:, KEPT], dim=-1))
+    torch.testing.assert_close(texts, F.normalize(full_texts[:, KEPT], dim=-1))
+    with torch.no_grad():
+        direct = pruned.direct_call(Capability.EMBED, pixels, pruned.prepare_texts(TEXTS))
+    torch.testing.assert_close(direct[0], images, rtol=0, atol=1e-6)
+    torch.testing.assert_close(direct[1], texts, rtol=0, atol=1e-6)
+
+
+def test_tiny_keeps_the_even_dimensions_and_is_deterministic(pixels):
+    first, second = PrunedEmbeddings.tiny(seed=0).eval(), PrunedEmbeddings.tiny(seed=0).eval()
+    assert first.kept_dims.tolist() == list(range(0, 64, 2))
+    for a, b in zip(embeddings(first, pixels), embeddings(second, pixels)):
+        assert a.shape == (3, 32)
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_save_load_round_trip(clip, pixels, tmp_path):
+    pruned = PrunedEmbeddings(clip, KEPT)
+    pruned.save_pretrained(tmp_path)
+    assert json.loads((tmp_path / PRUNED_FILE).read_text()) == {"inner": "clip", "embedding_dim": 64, "kept_dims": KEPT}
+    restored = PrunedEmbeddings.from_pretrained(tmp_path).eval()
+    for before, after in zip(embeddings(pruned, pixels), embeddings(restored, pixels)):
+        torch.testing.assert_close(before, after, rtol=0, atol=0)
+
+
+def test_exported_clip_model_gives_the_pruned_embeddings(clip, pixels, tmp_path):
+    export_pruned_clip(clip, KEPT, tmp_path)
+    model = CLIPModel.from_pretrained(tmp_path).eval()  # plain transformers, no vlbias code
+    assert model.config.projection_dim == len(KEPT)
+    with torch.no_grad():
+        out = model(pixel_values=pixels, **clip.prepare_texts(TEXTS))
+    images, texts = embeddings(PrunedEmbeddings(clip, KEPT), pixels)
+    torch.testing.assert_close(out.image_embeds, images, rtol=0, atol=1e-6)
+    torch.testing.assert_close(out.text_embeds, texts, rtol=0, atol=1e-6)
+    assert clip.model.config.projection_dim == 64  # the adapter itself is unchanged
+
+
+def test_bad_kept_dims_and_inner_models_are_refused(clip, tmp_path):
+    with pytest.raises(InputError, match=r"kept dimensions in \[0, 64\) but got \[64\]"):
+        PrunedEmbeddings(clip, [0, 64])
+    with pytest.raises(InputError, match=r"distinct kept dimensions but got repeats in \[1, 1\]"):
+        export_pruned_clip(clip, [1, 1], tmp_path)
+    with pytest.raises(InputError, match=r"non-empty 1-D list of integer dimensions but got \[\]"):
+        PrunedEmbeddings(clip, [])
+    with pytest.raises(CapabilityError, match="'bert' lacks it"):
+        PrunedEmbeddings(BertAdapter.tiny(), [0])
+    with pytest.raises(InputError, match=f"has no {PRUNED_FILE}"):
+        PrunedEmbeddings.from_pretrained(tmp_path / "nowhere")
