@@ -9,36 +9,34 @@ builds models) depends on both.
 
 from __future__ import annotations
 
-import importlib
-
-from vlbias.errors import ConfigError
+from vlbias.lazy_table import LazyTable
 
 # name -> "module:Class"; one line per adapter.
-_ADAPTERS: dict[str, str] = {
-    "clip": "vlbias.models.clip:CLIPAdapter",
-    "albef": "vlbias.models.albef:ALBEFAdapter",
-    "bert": "vlbias.models.bert:BertAdapter",
-    "blip": "vlbias.models.blip:BLIPAdapter",
-    "vilt": "vlbias.models.vilt:ViLTAdapter",
-    "flava": "vlbias.models.flava:FLAVAAdapter",
-    "visualbert": "vlbias.models.visualbert:VisualBERTAdapter",
-    "lxmert": "vlbias.models.lxmert:LXMERTAdapter",
-    "sentence_bert": "vlbias.models.sentence:SentenceBertAdapter",
-    "pruned": "vlbias.models.pruned:PrunedEmbeddings",
-}
+_ADAPTERS = LazyTable(
+    "model",
+    {
+        "clip": "vlbias.models.clip:CLIPAdapter",
+        "albef": "vlbias.models.albef:ALBEFAdapter",
+        "bert": "vlbias.models.bert:BertAdapter",
+        "blip": "vlbias.models.blip:BLIPAdapter",
+        "vilt": "vlbias.models.vilt:ViLTAdapter",
+        "flava": "vlbias.models.flava:FLAVAAdapter",
+        "visualbert": "vlbias.models.visualbert:VisualBERTAdapter",
+        "lxmert": "vlbias.models.lxmert:LXMERTAdapter",
+        "sentence_bert": "vlbias.models.sentence:SentenceBertAdapter",
+        "pruned": "vlbias.models.pruned:PrunedEmbeddings",
+    },
+)
 
 
 def list_models() -> list[str]:
     """Registered model names, sorted."""
-    return sorted(_ADAPTERS)
+    return _ADAPTERS.names()
 
 
 def adapter_class(name: str) -> type:
     """The adapter class (a :class:`~vlbias.models.base.ModelAdapter` subclass) registered as ``name``."""
-    if name not in _ADAPTERS:
-        raise ConfigError(f"Unknown model {name!r}; expected one of: {', '.join(list_models())}.")
-    module_name, class_name = _ADAPTERS[name].split(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    return _ADAPTERS.get(name)
 
 
 def models_with(capability: str) -> list[str]:
