@@ -99,13 +99,16 @@ def _json_ready(value):
     return value
 
 
-def write_results(out_dir: str | Path, results: Results, items: pd.DataFrame | list[dict] | None = None) -> Path:
-    """Write ``<out_dir>/<suite>.items.parquet`` then ``<out_dir>/<suite>.json``; returns the JSON path."""
-    out_dir = ensure_writable(out_dir)
+def write_results(
+    out_dir: str | Path, results: Results, items: pd.DataFrame | list[dict] | None = None, name: str | None = None
+) -> Path:
+    """Write ``<out_dir>/<name>.items.parquet`` then ``<out_dir>/<name>.json`` (``name``: the suite's, unless
+    two runs of one suite share a folder); returns the JSON path."""
+    out_dir, name = ensure_writable(out_dir), name or results.suite
     table = items if isinstance(items, pd.DataFrame) else pd.DataFrame(items or [])
-    atomic_write(out_dir / f"{results.suite}.items.parquet", lambda handle: table.to_parquet(handle, index=False))
+    atomic_write(out_dir / f"{name}.items.parquet", lambda handle: table.to_parquet(handle, index=False))
     payload = json.dumps(_json_ready(asdict(results)), indent=2, allow_nan=False).encode()
-    json_path = out_dir / f"{results.suite}.json"
+    json_path = out_dir / f"{name}.json"
     atomic_write(json_path, lambda handle: handle.write(payload))
     return json_path
 

@@ -47,17 +47,18 @@ def biasworld_seat(path: Path) -> Path:
     return path
 
 
-def callbacks(out: Path, seat: Path) -> str:
-    """``--trainer.callbacks``: the three EMBED suites of ``callbacks/embed_suites.yaml``, SEAT on ``seat``."""
+def callbacks(out: Path | None, seat: Path, extra: tuple[dict, ...] = ()) -> str:
+    """``--trainer.callbacks``: the three EMBED suites of ``callbacks/embed_suites.yaml``, SEAT on ``seat``, and
+    ``extra`` suites; results to ``out`` (``None``: the default folder, ``<log_dir>/bias``)."""
     batches = {"batch_size": BATCH}  # small, so that two ranks share even BiasWorld's smallest test split
     suites = [
         {"suite": "mmbias", "data": "biasworld", "options": {"n_permutations": 10000, "n_bootstrap": 1000, **batches}},
         {"suite": "vlstereoset", "data": "biasworld", "options": {"shift": False, "n_bootstrap": 1000, **batches}},
         {"suite": "weat", "data": str(seat), "options": {"source": "embed", "n_bootstrap": 1000, **batches}},
+        *extra,
     ]
-    return json.dumps(
-        [{"class_path": "vlbias.callbacks.BiasSuiteCallback", "init_args": {"suites": suites, "out_dir": str(out)}}]
-    )
+    where = {} if out is None else {"out_dir": str(out)}
+    return json.dumps([{"class_path": "vlbias.callbacks.BiasSuiteCallback", "init_args": {"suites": suites, **where}}])
 
 
 def fit(tmp_path: Path, *extra: str) -> Path:
@@ -100,14 +101,22 @@ def test_validate_measures_a_checkpoint_on_a_public_data_file(tmp_path):
     run = fit(tmp_path, "--trainer.max_epochs", "1")
     (checkpoint,) = (run / "checkpoints").glob("*.ckpt")
     out, seat = tmp_path / "validate", biasworld_seat(tmp_path / "seat.jsonl")
+    again = {
+        "suite": "weat",
+        "data": str(seat),
+        "name": "weat_word",
+        "options": {"source": "embed", "embedding": "word"},
+    }
     main(["validate", "--config", str(QUICKSTART), "--ckpt_path", str(checkpoint), "--trainer.logger", "false", *TINY_FIT,
           "--trainer.default_root_dir", str(tmp_path),
-          "--trainer.callbacks", callbacks(out, seat)])  # fmt: skip
+          "--trainer.callbacks", callbacks(out, seat, (again,))])  # fmt: skip
     results = read_results(out / "validate" / "weat.json")
     assert results.config["stage"] == "validate" and results.config["data"] == str(seat)
     assert list(results.metrics) == ["seat/word/effect_size"] and not results.skipped
     assert results.config["stimuli_per_rank"] == [results.n_items] == [18]
     assert read_results(out / "validate" / "mmbias.json").metrics
+    named = read_results(out / "validate" / "weat_word.json")  # a second run of one suite keeps its own files
+    assert named.suite == "weat" and named.config["suite_options"]["embedding"] == "word"
 
 
 def test_bad_suite_entries_are_refused_by_name():
@@ -199,7 +208,7 @@ def test_two_process_fit_runs_the_callback_to_the_end(tmp_path):
     the ranks (one image per combination in BiasWorld's balanced split)."""
     vlbias(
         "fit", "--config", str(QUICKSTART), "--trainer.max_epochs", "2",
-        "--trainer.callbacks", callbacks(tmp_path / "bias", biasworld_seat(tmp_path / "seat.jsonl")),
+        "--trainer.callbacks", callbacks(None, biasworld_seat(tmp_path / "seat.jsonl")),
         "--trainer.strategy", "ddp", "--trainer.accelerator", "cpu", "--trainer.devices", "2",
         "--trainer.logger.init_args.save_dir", str(tmp_path), "--trainer.enable_progress_bar", "false",
         "--data.init_args.n_train", "64", "--data.init_args.eval_per_combination", "1", cwd=ROOT,
@@ -208,6 +217,6 @@ def test_two_process_fit_runs_the_callback_to_the_end(tmp_path):
     metrics = pd.read_csv(run / "metrics.csv")
     assert metrics[KEY].notna().sum() == 2
     for suite in ("mmbias", "vlstereoset", "weat"):
-        results = read_results(tmp_path / "bias" / "epoch=001" / f"{suite}.json")
+        results = read_results(run / "bias" / "epoch=001" / f"{suite}.json")  # the default folder: log_dir/bias
         per_rank = results.config["stimuli_per_rank"]
         assert len(per_rank) == 2 and min(per_rank) > 0 and results.metrics, (suite, per_rank)

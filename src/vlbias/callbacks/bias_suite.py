@@ -128,6 +128,7 @@ class BiasSuiteCallback(Callback):
         config = {"stage": stage or "fit", "trainer_epoch": trainer.current_epoch, "global_step": trainer.global_step}
         config["module"] = dict(pl_module.hparams)
         measured = {"stage": config["stage"], "epoch": trainer.current_epoch, "global_step": trainer.global_step}
+        out_dirs = self.results_dirs(trainer, stage)  # on every rank: trainer.log_dir is a broadcast under DDP
         try:
             for spec in self.specs:
                 suite = self.suites[spec.key]
@@ -141,18 +142,21 @@ class BiasSuiteCallback(Callback):
                 for line in _lines(spec.key, results, trainer.current_epoch):
                     rank_zero_info(line)
                 if trainer.is_global_zero:
-                    self._write(trainer, stage, results, items)
+                    for out_dir in out_dirs:
+                        write_results(out_dir, results, items, name=spec.key)
         finally:
             adapter.train(was_training)
         self.history.append(measured)
 
-    def _write(self, trainer: Trainer, stage: str | None, results: Results, items: list[dict]) -> None:
+    def results_dirs(self, trainer: Trainer, stage: str | None) -> list[Path]:
+        """Where this measurement's results go, the first being this epoch's (or stage's) own folder:
+        ``<out_dir>/epoch=NNN`` and, as the latest, ``<out_dir>`` during fit; ``<out_dir>/<stage>`` otherwise.
+        Each suite's files are named by its ``name`` (``<name>.json``, ``<name>.items.parquet``). Call it on
+        every rank: it reads ``trainer.log_dir``, a broadcast under DDP."""
         out_dir = Path(self.out_dir or Path(trainer.log_dir or trainer.default_root_dir) / "bias")
         if stage is not None:
-            write_results(out_dir / stage, results, items)
-            return
-        write_results(out_dir / f"epoch={trainer.current_epoch:03d}", results, items)
-        write_results(out_dir, results, items)
+            return [out_dir / stage]
+        return [out_dir / f"epoch={trainer.current_epoch:03d}", out_dir]
 
 
 def _spec(entry: str | dict[str, Any], index: int) -> SuiteSpec:
