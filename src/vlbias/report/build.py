@@ -1,0 +1,199 @@
+"""``vlbias report``: read runs and results (:mod:`vlbias.report.sources`), write ``<out>/index.html`` and
+``<out>/report.md`` with PNG figures beside them. Recomputes nothing: every number is one a results file,
+a CSV log or a pruning summary holds."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+import vlbias
+from vlbias.atomic import atomic_write
+from vlbias.report import plots
+from vlbias.report.render import Block, Heading, Image, Table, Text, markdown, page
+from vlbias.report.sources import Run, bias_keys, read_sources
+from vlbias.report.tables import METRIC_HEADERS, association_tables, metric_rows, number, skipped_rows
+from vlbias.results import ensure_writable
+
+
+@dataclass
+class Report:
+    """What :func:`build_report` wrote, and the input files it could not read (``(path, reason)``)."""
+
+    html: Path
+    markdown: Path
+    images: list[Path]
+    problems: list[tuple[Path, str]]
+
+
+def build_report(
+    inputs: Sequence[str | Path],
+    out: str | Path,
+    accuracy: Sequence[str] | None = None,
+    bias: Sequence[str] | None = None,
+) -> Report:
+    """Write the report of ``inputs`` (run directories, directories of runs, or results files) into ``out``.
+
+    Args:
+        inputs: where to look; see :mod:`vlbias.report.sources`.
+        out: output directory (created).
+        accuracy: the accuracy columns to plot bias against (e.g. ``val/activity_accuracy``,
+            ``zero_shot_accuracy``); default every column whose name holds ``accuracy``, except ``train/...``.
+        bias: the bias columns of those plots; default every ``bias/...`` metric of the epoch tables and every
+            ``.../effect_size`` of pruning trade-off tables.
+    """
+    sources = read_sources(list(inputs))
+    out = ensure_writable(out)
+    figures: dict[str, bytes] = {}
+    blocks: list[Block] = [
+        Heading("vlbias report", 1),
+        Text(
+            f"Runs: {', '.join(run.name for run in sources.runs) or 'none'}. "
+            f"Written {datetime.now(UTC).isoformat(timespec='seconds')} by vlbias {vlbias.__version__}."
+        ),
+    ]
+    if sources.problems:
+        blocks += [
+            Heading("Files not read"),
+            Table(["file", "reason"], [[str(path), reason] for path, reason in sources.problems]),
+        ]
+    blocks += _epoch_section(sources.runs, figures)
+    blocks += _tradeoff_section(sources.runs, figures, accuracy, bias)
+    blocks += _pruning_section(sources.runs)
+    blocks += _results_section(sources.runs, figures)
+    images = []
+    for name, png in figures.items():
+        atomic_write(out / name, lambda handle, png=png: handle.write(png))
+        images.append(out / name)
+    report_md, index = out / "report.md", out / "index.html"
+    atomic_write(report_md, lambda handle: handle.write(markdown(blocks).encode()))
+    atomic_write(index, lambda handle: handle.write(page("vlbias report", blocks).encode()))
+    return Report(html=index, markdown=report_md, images=images, problems=sources.problems)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
+
+
+def _figure(figures: dict[str, bytes], stem: str, png: bytes, alt: str) -> Image:
+    name = f"{len(figures):02d}_{_slug(stem)[:80]}.png"
+    figures[name] = png
+    return Image(name, alt)
+
+
+def _epoch_section(runs: list[Run], figures: dict[str, bytes]) -> list[Block]:
+    tables = {run.name: run.epochs for run in runs if run.epochs is not None}
+    keys = list(dict.fromkeys(key for table in tables.values() for key in bias_keys(table)))
+    if not keys:
+        return []
+    blocks: list[Block] = [Heading("Bias over epochs"), Text("Shaded: the interval logged with each value.")]
+    for key in keys:
+        having = {name: table for name, table in tables.items() if key in table and table[key].notna().any()}
+        blocks.append(_figure(figures, f"epochs_{key}", plots.metric_over_epochs(key, having), key))
+    return blocks
+
+
+def _point_tables(runs: list[Run]) -> list[tuple[str, str, pd.DataFrame]]:
+    """(run, name of the position column, table) of every per-epoch and per-N table."""
+    tables = [(run.name, "epoch", run.epochs) for run in runs if run.epochs is not None]
+    return tables + [(run.name, "n_removed", run.pruning) for run in runs if run.pruning is not None]
+
+
+def _points(tables: list[tuple[str, str, pd.DataFrame]], bias: str, accuracy: str) -> pd.DataFrame | None:
+    """Every row holding both ``bias`` and ``accuracy``, as ``run``, ``at`` (e.g. ``epoch 3``), ``bias``,
+    ``accuracy``; ``None`` when there is none."""
+    points = []
+    for name, at, table in tables:
+        if {bias, accuracy} <= set(table.columns):
+            rows = table.dropna(subset=[bias, accuracy])
+            labels = [f"{at} {int(value)}" for value in rows[at]]
+            points.append(pd.DataFrame({"run": name, "at": labels, "bias": rows[bias], "accuracy": rows[accuracy]}))
+    points = [frame for frame in points if len(frame)]
+    return pd.concat(points, ignore_index=True) if points else None
+
+
+def _bias_columns(at: str, table: pd.DataFrame) -> list[str]:
+    """The default bias columns: logged bias metrics per epoch, effect sizes per number of pruned dimensions."""
+    return bias_keys(table) if at == "epoch" else [c for c in table.columns if c.endswith("/effect_size")]
+
+
+def _tradeoff_section(
+    runs: list[Run], figures: dict[str, bytes], accuracy: Sequence[str] | None, bias: Sequence[str] | None
+) -> list[Block]:
+    tables = _point_tables(runs)
+    columns = list(dict.fromkeys(c for _, _, table in tables for c in table.columns))
+    accuracy = list(accuracy or [c for c in columns if "accuracy" in c and not c.startswith("train/")])
+    if bias is None:
+        bias = [key for _, at, table in tables for key in _bias_columns(at, table)]
+    blocks: list[Block] = []
+    for bias_key in dict.fromkeys(bias):
+        for accuracy_key in accuracy:
+            points = _points(tables, bias_key, accuracy_key)
+            if points is None:
+                continue
+            frame = plots.with_front(points)
+            png = plots.bias_vs_accuracy(frame, bias_key, accuracy_key)
+            blocks.append(_figure(figures, f"tradeoff_{bias_key}_{accuracy_key}", png, f"{bias_key} vs {accuracy_key}"))
+            front = frame[frame["front"]].sort_values("abs_bias")
+            rows = [[r.run, r.at, number(r.bias), number(r.accuracy)] for r in front.itertuples()]
+            blocks.append(Table(["Pareto-optimal run", "at", bias_key, accuracy_key], rows))
+    if blocks:
+        blocks.insert(0, Heading("Bias against accuracy"))
+        blocks.insert(1, Text("Each point is an epoch of a run (or a number of pruned dimensions); ringed and "
+                              "joined: the Pareto front (lower |bias|, higher accuracy)."))  # fmt: skip
+    return blocks
+
+
+def _pruning_section(runs: list[Run]) -> list[Block]:
+    blocks: list[Block] = []
+    for run in runs:
+        summary = run.prune
+        if not summary:
+            continue
+        before, after = summary.get("effect_sizes_before", {}), summary.get("effect_sizes_after", {})
+        accuracy = summary.get("zero_shot_accuracy", {})
+        blocks += [
+            Heading(f"Pruning: {run.name}", 3),
+            Text(
+                f"Model {summary.get('model')}, strategy {summary.get('strategy')}, removed "
+                f"{summary.get('n_remove')} of {summary.get('embedding_dim')} dimensions; zero-shot accuracy "
+                f"{number(accuracy.get('before'))} -> {number(accuracy.get('after'))}."
+            ),
+            Table(["test", "effect size before", "after"], [[t, number(v), number(after.get(t))] for t, v in before.items()]),
+        ]  # fmt: skip
+    return [Heading("Pruning"), *blocks] if blocks else []
+
+
+def _results_section(runs: list[Run], figures: dict[str, bytes]) -> list[Block]:
+    blocks: list[Block] = []
+    for run in runs:
+        for entry in run.results:
+            results = entry.results
+            where = entry.path.relative_to(run.path).as_posix()
+            blocks += [
+                Heading(f"{run.name}: {results.suite} ({where})", 3),
+                Text(
+                    f"Model {results.model}, checkpoint {results.checkpoint}, seed {results.seed}, "
+                    f"{results.n_items} items measured, {len(results.skipped)} skipped; vlbias "
+                    f"{results.vlbias_version}, commit {results.git_commit}, created {results.created}."
+                ),
+                Table(METRIC_HEADERS, metric_rows(results)),
+            ]
+            for kind, table in association_tables(entry.items).items():
+                title = f"{run.name}: {results.suite} {kind} effect sizes".replace("  ", " ")
+                blocks.append(
+                    _figure(
+                        figures,
+                        f"heatmap_{run.name}_{results.suite}_{kind}",
+                        plots.effect_size_heatmap(table, title),
+                        title,
+                    )
+                )
+            if results.skipped:
+                blocks.append(Table(["skipped because", "scope", "items", "examples"], skipped_rows(results)))
+    return [Heading("Results"), *blocks] if blocks else []

@@ -1,0 +1,82 @@
+"""The report's figures as PNG bytes, drawn with matplotlib's object API (the Agg canvas: no display, no
+global pyplot state)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+
+from vlbias.report.pareto import pareto_front
+
+
+def _png(figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def _figure(width: float = 6.4, height: float = 3.8):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=100)
+
+
+def metric_over_epochs(key: str, runs: dict[str, pd.DataFrame]) -> bytes:
+    """``key`` against epoch for each run (``{run name: epoch table}``), its ``/ci_low``–``/ci_high`` interval
+    shaded where logged."""
+    figure = _figure()
+    axes = figure.subplots()
+    for name, table in runs.items():
+        rows = table.dropna(subset=[key])
+        (line,) = axes.plot(rows["epoch"], rows[key], marker="o", label=name)
+        low, high = f"{key}/ci_low", f"{key}/ci_high"
+        if low in rows and high in rows:
+            axes.fill_between(rows["epoch"], rows[low], rows[high], color=line.get_color(), alpha=0.2, linewidth=0)
+    axes.axhline(0, color="grey", linewidth=0.8)
+    axes.set_xlabel("epoch")
+    axes.set_ylabel(key.rsplit("/", 1)[-1])
+    axes.set_title(key, fontsize=9)
+    axes.legend(fontsize=8)
+    return _png(figure)
+
+
+def bias_vs_accuracy(points: pd.DataFrame, bias: str, accuracy: str) -> bytes:
+    """``|bias|`` (x) against ``accuracy`` (y), one colour per ``run``, the Pareto front (``front`` column,
+    from :func:`~vlbias.report.pareto.pareto_front`) joined by a step line and ringed."""
+    figure = _figure()
+    axes = figure.subplots()
+    for run, rows in points.groupby("run", sort=True):
+        axes.scatter(rows["abs_bias"], rows["accuracy"], label=run, s=24)
+    front = points[points["front"]].sort_values("abs_bias")
+    axes.step(front["abs_bias"], front["accuracy"], where="post", color="black", linewidth=1, label="Pareto front")
+    axes.scatter(front["abs_bias"], front["accuracy"], s=90, facecolors="none", edgecolors="black")
+    axes.set_xlabel(f"|{bias}|", fontsize=8)
+    axes.set_ylabel(accuracy, fontsize=8)
+    axes.legend(fontsize=7)
+    return _png(figure)
+
+
+def with_front(points: pd.DataFrame) -> pd.DataFrame:
+    """``points`` (columns ``bias``, ``accuracy``) with ``abs_bias`` and the Pareto ``front`` flag."""
+    points = points.assign(abs_bias=points["bias"].abs())
+    return points.assign(front=pareto_front(points["bias"].tolist(), points["accuracy"].tolist()))
+
+
+def effect_size_heatmap(table: pd.DataFrame, title: str) -> bytes:
+    """A heatmap of ``table`` (rows: target pairs, columns: attribute pairs, values: effect sizes), each cell
+    labelled with its value; a diverging scale centred on 0."""
+    values = table.to_numpy(dtype=float)
+    limit = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
+    figure = _figure(max(4.0, 1.4 * table.shape[1] + 3), max(2.5, 0.5 * table.shape[0] + 1.5))
+    axes = figure.subplots()
+    image = axes.imshow(values, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto")
+    axes.set_xticks(range(table.shape[1]), table.columns, rotation=30, ha="right", fontsize=8)
+    axes.set_yticks(range(table.shape[0]), table.index, fontsize=8)
+    for (row, column), value in np.ndenumerate(values):
+        if np.isfinite(value):
+            axes.text(column, row, f"{value:+.2f}", ha="center", va="center", fontsize=8)
+    figure.colorbar(image, ax=axes, label="effect size")
+    axes.set_title(title, fontsize=9)
+    return _png(figure)

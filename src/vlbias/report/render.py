@@ -1,0 +1,81 @@
+"""Write a report, a list of blocks, as Markdown and as self-contained HTML (images are files beside it;
+no scripts, no network)."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+
+@dataclass
+class Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass
+class Text:
+    text: str
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class Image:
+    file: str
+    alt: str
+
+
+Block = Heading | Text | Table | Image
+
+STYLE = (
+    "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+    "table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}"
+    "th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}th{background:#f3f3f3}"
+    "img{max-width:100%;display:block;margin:.5em 0 1.5em}"
+)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(blocks: list[Block]) -> str:
+    """The report as GitHub-flavoured Markdown."""
+    out = []
+    for block in blocks:
+        if isinstance(block, Heading):
+            out.append(f"{'#' * block.level} {block.text}")
+        elif isinstance(block, Text):
+            out.append(block.text)
+        elif isinstance(block, Table):
+            lines = ["| " + " | ".join(map(_cell, block.headers)) + " |", "|" + " --- |" * len(block.headers)]
+            lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in block.rows]
+            out.append("\n".join(lines))
+        else:
+            out.append(f"![{block.alt}]({block.file})")
+    return "\n\n".join(out) + "\n"
+
+
+def page(title: str, blocks: list[Block]) -> str:
+    """The report as one HTML page."""
+    body = []
+    for block in blocks:
+        if isinstance(block, Heading):
+            body.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
+        elif isinstance(block, Text):
+            body.append(f"<p>{html.escape(block.text)}</p>")
+        elif isinstance(block, Table):
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in block.headers)
+            rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in block.rows)
+            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        else:
+            body.append(f'<img src="{html.escape(block.file)}" alt="{html.escape(block.alt)}">')
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )

@@ -1,0 +1,154 @@
+"""Find and read what a report shows: results files, CSV-logger metrics, pruning outputs and trade-off tables.
+
+A *run* is a directory holding ``metrics.csv`` (a CSV-logger run), ``tradeoff.csv`` (written by
+:class:`~vlbias.callbacks.TradeoffCallback`, or by ``vlbias prune`` with an ``n_removed`` column) or
+``prune.json``; a results file (``<suite>.json`` with ``<suite>.items.parquet`` beside it) belongs to the
+nearest such directory above it, else to its own directory. Per-epoch copies (``epoch=NNN/``) are left out:
+the epochs are shown from ``metrics.csv``/``tradeoff.csv``. Nothing is recomputed.
+
+A file that cannot be read is recorded in :attr:`Sources.problems` (path and reason) and the rest is read;
+a path that does not exist, or inputs holding nothing to report, raise :class:`~vlbias.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from vlbias.errors import InputError, SchemaError
+from vlbias.results import Results, read_items, read_results
+
+RUN_MARKERS = ("metrics.csv", "tradeoff.csv", "prune.json")
+INTERVAL_SUFFIXES = ("/ci_low", "/ci_high", "/p_value")
+
+
+@dataclass
+class ResultsFile:
+    """One results file: its path, the validated JSON and its per-item table."""
+
+    path: Path
+    results: Results
+    items: pd.DataFrame
+
+
+@dataclass
+class Run:
+    """Everything read from one run directory. ``epochs`` has one row per epoch (``epoch`` column; bias keys
+    ``bias/<suite>/<metric>`` with ``/ci_low``, ``/ci_high``); ``pruning`` one row per number of removed
+    dimensions (``n_removed`` column); ``prune`` is ``prune.json``."""
+
+    name: str
+    path: Path
+    results: list[ResultsFile] = field(default_factory=list)
+    epochs: pd.DataFrame | None = None
+    pruning: pd.DataFrame | None = None
+    prune: dict | None = None
+
+
+@dataclass
+class Sources:
+    """The runs read, and the files that could not be read as ``(path, reason)``."""
+
+    runs: list[Run]
+    problems: list[tuple[Path, str]]
+
+
+def read_sources(inputs: list[str | Path]) -> Sources:
+    """Read every run under ``inputs`` (run directories, directories of runs, or results JSON files)."""
+    runs: dict[Path, Run] = {}
+    problems: list[tuple[Path, str]] = []
+    for given in map(Path, inputs):
+        if not given.exists():
+            raise InputError(f"Report input {str(given)!r} does not exist.")
+        root = given if given.is_dir() else given.parent
+        files = _candidates(given)
+        for path in files:
+            owner = _owner(path, root)
+            run = runs.get(owner)
+            if run is None:
+                name = owner.relative_to(root.parent).as_posix() if owner != root.parent else owner.name
+                run = runs[owner] = Run(name=name or str(owner), path=owner)
+            try:
+                _read_into(run, path)
+            except (SchemaError, InputError) as err:
+                problems.append((path, str(err)))
+            except (OSError, ValueError, pd.errors.ParserError) as err:
+                problems.append((path, f"cannot be read: {err}"))
+    found = [
+        run for run in runs.values() if run.results or run.epochs is not None or run.pruning is not None or run.prune
+    ]
+    if not found and not problems:
+        raise InputError(
+            f"Nothing to report under {', '.join(repr(str(p)) for p in inputs)}: expected <suite>.json results "
+            f"(with <suite>.items.parquet), {', '.join(RUN_MARKERS)}."
+        )
+    return Sources(runs=sorted(found, key=lambda run: run.name), problems=problems)
+
+
+def _candidates(given: Path) -> list[Path]:
+    """The files of ``given`` a report reads, in a stable order."""
+    if given.is_file():
+        return [given]
+    files = []
+    for path in sorted(given.rglob("*")):
+        if not path.is_file() or any(part.startswith("epoch=") for part in path.relative_to(given).parts):
+            continue
+        if path.name in RUN_MARKERS or path.suffix == ".json" and _is_results(path):
+            files.append(path)
+    return files
+
+
+def _is_results(path: Path) -> bool:
+    return path.with_name(path.name.removesuffix(".json") + ".items.parquet").is_file()
+
+
+def _owner(path: Path, root: Path) -> Path:
+    """The nearest directory from ``path``'s up to ``root`` that holds a run marker, else ``path``'s own."""
+    for directory in (path.parent, *path.parent.parents):
+        if any((directory / marker).is_file() for marker in RUN_MARKERS):
+            return directory
+        if directory == root:
+            break
+    return path.parent
+
+
+def _read_into(run: Run, path: Path) -> None:
+    if path.name == "metrics.csv":
+        run.epochs = _merge_epochs(run.epochs, epoch_table(pd.read_csv(path), path))
+    elif path.name == "tradeoff.csv":
+        table = pd.read_csv(path)
+        if "n_removed" in table.columns:
+            run.pruning = table
+        else:
+            run.epochs = _merge_epochs(epoch_table(table, path), run.epochs)
+    elif path.name == "prune.json":
+        try:
+            run.prune = json.loads(path.read_text())
+        except json.JSONDecodeError as err:
+            raise InputError(f"Pruning summary {str(path)!r} is not valid JSON: {err}.") from err
+    else:
+        run.results.append(ResultsFile(path, read_results(path), read_items(path)))
+
+
+def epoch_table(table: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """One row per epoch: the last logged value of every column in that epoch (a CSV logger writes
+    train and validation values on separate rows)."""
+    if "epoch" not in table.columns:
+        raise InputError(f"{str(path)!r} has no 'epoch' column; columns are {sorted(table.columns)}.")
+    return table.dropna(subset=["epoch"]).astype({"epoch": int}).groupby("epoch").last().reset_index()
+
+
+def _merge_epochs(first: pd.DataFrame | None, second: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The columns of both tables by epoch; ``first`` wins where both hold a column."""
+    if first is None or second is None:
+        return first if second is None else second
+    extra = ["epoch", *(c for c in second.columns if c not in first.columns)]
+    return first.merge(second[extra], on="epoch", how="outer")
+
+
+def bias_keys(table: pd.DataFrame) -> list[str]:
+    """The logged bias metrics of an epoch table: ``bias/...`` columns other than intervals and p-values."""
+    return [c for c in table.columns if c.startswith("bias/") and not c.endswith(INTERVAL_SUFFIXES)]

@@ -1,0 +1,148 @@
+"""``vlbias report`` on what a tiny ``vlbias measure`` and a shrunk quickstart fit write: the files, valid
+PNGs, HTML that parses, Markdown tables holding the JSON's numbers, heatmaps, skipped items, bad input."""
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from PIL import Image
+
+from vlbias.cli import main
+from vlbias.report import build_report
+from vlbias.results import Results, read_results, write_results
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY = "bias/mmbias/man_vs_woman/stereotyped_activities/effect_size"
+ACCURACY = "val/i2t_accuracy"
+
+
+def cli(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code or 0, out, err
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A measure run and a 2-epoch quickstart fit with the trade-off log, under one directory."""
+    root = tmp_path_factory.mktemp("runs")
+    options = "{n_permutations: 200, n_bootstrap: 50}"
+    small = ["--biasworld.eval_per_combination", "2", "--suite_options", options]
+    main(["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--out", str(root / "measure"), *small])
+    callbacks = [
+        {"class_path": "vlbias.callbacks.BiasSuiteCallback", "init_args": {"suites": [{"suite": "mmbias", "options": {"n_permutations": 200, "n_bootstrap": 50}}]}},
+        {"class_path": "vlbias.callbacks.TradeoffCallback", "init_args": {"accuracy": ACCURACY}},
+    ]  # fmt: skip
+    main(
+        ["fit", "--config", str(ROOT / "configs/experiment/quickstart.yaml"), "--trainer.max_epochs", "2",
+         "--trainer.logger.init_args.save_dir", str(root / "fit"), "--trainer.enable_progress_bar", "false",
+         "--trainer.enable_checkpointing", "false", "--trainer.callbacks", json.dumps(callbacks),
+         "--data.init_args.n_train", "64", "--data.init_args.eval_per_combination", "2",
+         "--data.init_args.batch_size", "32"]
+    )  # fmt: skip
+    return root
+
+
+class Page(HTMLParser):
+    """The images and table rows of an HTML page."""
+
+    def __init__(self):
+        super().__init__()
+        self.images, self.tables = [], []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img":
+            self.images.append(dict(attrs)["src"])
+        elif tag == "table":
+            self.tables.append(0)
+        elif tag == "tr" and self.tables:
+            self.tables[-1] += 1
+
+
+def markdown_row(text: str, first_cell: str) -> list[str]:
+    (line,) = [line for line in text.splitlines() if line.startswith(f"| {first_cell} |")]
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_report_of_a_measure_and_a_fit(runs, tmp_path, capsys):
+    code, out, err = cli(["report", str(runs / "measure"), str(runs / "fit"), "--out", str(tmp_path), "--accuracy", ACCURACY], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "wrote" in out
+    page = Page()
+    page.feed((tmp_path / "index.html").read_text())
+    assert "http" not in (tmp_path / "index.html").read_text().replace("http-equiv", "")  # nothing from the network
+    assert len(page.images) == 4  # bias over epochs, bias vs accuracy, a heatmap per results file
+    for name in page.images:
+        with Image.open(tmp_path / name) as image:
+            assert image.format == "PNG" and image.size[0] > 100
+            image.verify()
+    report = (tmp_path / "report.md").read_text()
+    assert all(f"]({name})" in report for name in page.images)
+    measured = read_results(runs / "measure" / "mmbias.json")
+    metric = "man_vs_woman/stereotyped_activities/effect_size"
+    (row,) = [line for line in report.split("### measure: mmbias")[1].splitlines() if line.startswith(f"| {metric}")][
+        :1
+    ]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    expected = [measured.metrics[metric], *measured.intervals[metric], measured.p_values[metric]]
+    expected += [measured.p_values[f"{metric}@holm"], measured.p_values[f"{metric}@bh"]]
+    assert [float(c) for c in cells[1:]] == pytest.approx(expected, rel=1e-3)
+    # the Pareto table's points are epochs of the fit with the logged numbers
+    table = pd.read_csv(runs / "fit" / "quickstart" / "version_0" / "tradeoff.csv")
+    pareto = [line for line in report.splitlines() if line.startswith("| fit/quickstart/version_0 | epoch")]
+    assert pareto and len(pareto) <= 2
+    for line in pareto:
+        _, at, bias, accuracy = (cell.strip() for cell in line.strip("|").split("|"))
+        logged = table.set_index("epoch").loc[int(at.split()[1])]
+        assert (float(bias), float(accuracy)) == pytest.approx((logged[KEY], logged[ACCURACY]), rel=1e-3)
+
+
+def test_heatmap_and_skipped_items_of_an_association_suite(tmp_path):
+    pairs = [
+        ("men", "women", "career", "family"),
+        ("men", "women", "math", "arts"),
+        ("young", "old", "career", "family"),
+    ]
+    items = [
+        {"kind": "sentence", "test": f"t{i}", "x": x, "y": y, "a": a, "b": b, "effect_size": 0.5 - 0.4 * i}
+        for i, (x, y, a, b) in enumerate(pairs)
+    ]
+    skipped = [{"item": f"word{i}", "reason": "not in the vocabulary"} for i in range(4)]
+    skipped.append({"item": "img.jpg", "reason": "image does not decode", "scope": "all"})
+    results = Results(
+        suite="weat", model="bert", checkpoint=None, config={}, seed=0, n_items=3,
+        metrics={f"t{i}/effect_size": row["effect_size"] for i, row in enumerate(items)}, skipped=skipped,
+    )  # fmt: skip
+    write_results(tmp_path / "weat_run", results, items)
+    report = build_report([tmp_path / "weat_run"], tmp_path / "out")
+    (heatmap,) = [p for p in report.images if "heatmap" in p.name]
+    with Image.open(heatmap) as image:
+        image.verify()
+    text = report.markdown.read_text()
+    assert markdown_row(text, "not in the vocabulary")[1:3] == ["", "4"]
+    assert markdown_row(text, "image does not decode")[1:3] == ["all", "1"]
+    assert markdown_row(text, "t2/effect_size")[1:] == ["-0.3", "n/a", "n/a", "n/a", "n/a", "n/a"]
+
+
+def test_bad_inputs_are_one_clear_error(runs, tmp_path, capsys):
+    code, _, err = cli(["report", str(tmp_path / "missing"), "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and "Traceback" not in err and "missing" in err and "does not exist" in err
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for name in ("mmbias.json", "mmbias.items.parquet"):
+        (bad / name).write_bytes((runs / "measure" / name).read_bytes())
+    (bad / "mmbias.json").write_text('{"suite": "mmbias", ')  # half-written
+    code, _, err = cli(["report", str(bad), str(runs / "measure"), "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert str(bad / "mmbias.json") in err and "not valid JSON" in err
+    report = (tmp_path / "out" / "report.md").read_text()  # the rest is reported, the bad file listed
+    assert "### measure: mmbias" in report and "## Files not read" in report
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = cli(["report", str(empty), "--out", str(tmp_path / "out2")], capsys)
+    assert code == 2 and "Nothing to report" in err
