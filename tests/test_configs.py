@@ -3,32 +3,55 @@
 from pathlib import Path
 
 import pytest
+import yaml
 from lightning.pytorch import LightningDataModule, LightningModule
 from lightning.pytorch.cli import LightningCLI
 
+from tests.data.corpus import write_karpathy_corpus
 from vlbias.callbacks import BiasSuiteCallback
 from vlbias.cli import measure_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "configs" / "experiment" / "quickstart.yaml"
 SMALL = ["--data.init_args.n_train", "8", "--data.init_args.eval_per_combination", "1"]
+CAPTION_DATA = "vlbias.data.CaptionDataModule"
 
 
-def instantiate(*configs: Path, extra: tuple[str, ...] = ()) -> LightningCLI:
+def instantiate(*configs: Path, extra: tuple[str, ...] = (), small: tuple[str, ...] = tuple(SMALL)) -> LightningCLI:
     args = [arg for config in configs for arg in ("--config", str(config))]
     return LightningCLI(
         LightningModule,
         LightningDataModule,
         subclass_mode_model=True,
         subclass_mode_data=True,
-        args=[*args, *SMALL, *extra],
+        args=[*args, *small, *extra],
         run=False,
     )
 
 
+def small_args(configs: tuple[Path, ...], tmp_path: Path) -> tuple[str, ...]:
+    """BiasWorld's size overrides, or, where the last config's data is a local caption corpus (COCO), which
+    this machine lacks: the data module pointed at a tiny Karpathy corpus written here, a tiny random model
+    in place of pretrained weights, and one CPU in place of GPUs. Everything else of the config is kept."""
+    sections = [yaml.safe_load(config.read_text()) or {} for config in configs]
+    data = next((section["data"] for section in reversed(sections) if "data" in section), {})
+    if data.get("class_path") != CAPTION_DATA:
+        return tuple(SMALL)
+    args = ["--data.init_args.annotations", str(write_karpathy_corpus(tmp_path))]
+    args += ["--data.init_args.image_root", str(tmp_path / "images"), "--data.init_args.num_workers", "0"]
+    model = next((section["model"] for section in reversed(sections) if "model" in section), {})
+    if model.get("init_args", {}).get("tiny") is False:
+        args += ["--model.init_args.tiny", "true", "--model.init_args.checkpoint", "null"]
+    trainer = next((section["trainer"] for section in reversed(sections) if "trainer" in section), {})
+    if trainer.get("accelerator") == "gpu":
+        args += ["--trainer.accelerator", "cpu", "--trainer.devices", "1", "--trainer.strategy", "auto"]
+        args += ["--trainer.precision", "32-true"]
+    return tuple(args)
+
+
 @pytest.mark.parametrize("experiment", sorted((ROOT / "configs" / "experiment").glob("*.yaml")), ids=lambda p: p.stem)
-def test_experiment_configs_instantiate(experiment):
-    cli = instantiate(experiment)
+def test_experiment_configs_instantiate(experiment, tmp_path):
+    cli = instantiate(experiment, small=small_args((experiment,), tmp_path))
     assert cli.model is not None and cli.datamodule is not None
 
 
@@ -41,7 +64,8 @@ def test_experiment_configs_instantiate(experiment):
 def test_delta_configs_stack_on_the_quickstart(delta, tmp_path):
     if delta.stem == "gpu_bf16":
         pytest.skip("needs a GPU to instantiate the trainer")
-    cli = instantiate(QUICKSTART, delta, extra=("--trainer.default_root_dir", str(tmp_path)))
+    small = small_args((QUICKSTART, delta), tmp_path)
+    cli = instantiate(QUICKSTART, delta, extra=("--trainer.default_root_dir", str(tmp_path)), small=small)
     if delta.parent.name == "callbacks":
         assert any(isinstance(c, BiasSuiteCallback) for c in cli.trainer.callbacks)
     if delta.stem == "fdr":
@@ -62,3 +86,11 @@ def test_wandb_config_selects_an_offline_wandb_logger(tmp_path):
 def test_suite_configs_are_measure_configs(suite_config):
     args = measure_parser().parse_args(["--config", str(suite_config), "--model", "clip", "--tiny", "--out", "unused"])
     assert args.suite
+
+
+def test_the_coco_experiment_keeps_the_papers_settings(tmp_path):
+    experiment = ROOT / "configs" / "experiment" / "fairvlp_coco.yaml"
+    cli = instantiate(experiment, small=small_args((experiment,), tmp_path))
+    assert (cli.model.hparams.learning_rate, cli.model.hparams.weight_decay) == (1e-4, 0.02)
+    devices = yaml.safe_load(experiment.read_text())["trainer"]["devices"]
+    assert cli.datamodule.hparams.batch_size * devices == 256

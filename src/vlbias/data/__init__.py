@@ -1,16 +1,31 @@
 """Datasets: readers for the public formats and the synthetic BiasWorld.
 
-:class:`BiasWorldDataModule` is imported on first use (module ``__getattr__``), so that readers
-and :mod:`vlbias.data.images` can be imported without Lightning.
+The LightningDataModules (:class:`BiasWorldDataModule`, :class:`CaptionDataModule`) and the caption
+corpus reader (which imports Hugging Face ``datasets``) are imported on first use (module
+``__getattr__``), so that the other readers and :mod:`vlbias.data.images` import without Lightning.
 """
 
 import importlib
 
 from vlbias.data.biasworld import BiasWorld, Item
 
-_LAZY = {"BiasWorldDataModule": "vlbias.data.datamodule"}  # name -> module that defines it
+_LAZY = {  # name -> module that defines it
+    "BiasWorldDataModule": "vlbias.data.datamodule",
+    "CaptionDataModule": "vlbias.data.caption_datamodule",
+    "CaptionSplit": "vlbias.data.captions",
+    "RetrievalSplit": "vlbias.data.captions",
+    "read_captions": "vlbias.data.captions",
+}
 
-__all__ = ["BiasWorld", "BiasWorldDataModule", "Item"]
+__all__ = [
+    "BiasWorld",
+    "BiasWorldDataModule",
+    "CaptionDataModule",
+    "CaptionSplit",
+    "Item",
+    "RetrievalSplit",
+    "read_captions",
+]
 
 
 def __getattr__(name: str) -> object:
