@@ -209,6 +209,49 @@ def _vlstereoset_shift(g: torch.Generator) -> list[Batch]:
     ]
 
 
+def _retrieval_recall(g: torch.Generator) -> list[Batch]:
+    # 6 images x 12 captions, integer scores (ties); image 5 has no caption. Text queries (image rows) come
+    # in batches 0 and 2, caption queries (columns) in 1 and 3; batch 3 repeats caption 0 (a padded shard)
+    caption_to_image = torch.arange(12) % 5
+    scores = torch.randint(0, 4, (6, 12), generator=g).double()
+    return [
+        [("", dict(scores=scores[:3], query_ids=torch.arange(3), caption_to_image=caption_to_image, direction="text"))],
+        [
+            (
+                "",
+                dict(
+                    scores=scores.T[:7], query_ids=torch.arange(7), caption_to_image=caption_to_image, direction="image"
+                ),
+            )
+        ],
+        [
+            (
+                "",
+                dict(
+                    scores=scores[3:], query_ids=torch.arange(3, 6), caption_to_image=caption_to_image, direction="text"
+                ),
+            )
+        ],
+        [
+            (
+                "",
+                dict(
+                    scores=scores.T[[7, 8, 9, 10, 11, 0]],
+                    query_ids=torch.tensor([7, 8, 9, 10, 11, 0]),
+                    caption_to_image=caption_to_image,
+                    direction="image",
+                ),
+            )
+        ],
+    ]
+
+
+def _ranking_bias(g: torch.Generator) -> list[Batch]:
+    # (queries, 10 images) scores; attributes 0 / 1 / 2 (man, woman, neither) of the gallery
+    attributes = torch.tensor([0, 1, 2, 0, 1, 0, 1, 1, 2, 0])
+    return [[("", dict(scores=_rand(g, 3, 10), attributes=attributes))] for _ in range(N_BATCHES)]
+
+
 _TEST = dict(n_permutations=50, n_bootstrap=20, seed=3)  # few random draws, fixed seed
 
 RECIPES: dict[str, Recipe] = {
@@ -237,6 +280,8 @@ RECIPES: dict[str, Recipe] = {
         lambda: metrics.LanguageBiasInterval(num_entities=3, n_bootstrap=20, seed=3), _language_bias_interval
     ),
     "PretrainingAssociation": Recipe(lambda: metrics.PretrainingAssociation(num_entities=3), _pretraining_association),
+    "RankingBias": Recipe(lambda: metrics.RankingBias(k=4, num_attributes=3, n_bootstrap=20, seed=3), _ranking_bias),
+    "RetrievalRecall": Recipe(lambda: metrics.RetrievalRecall(ks=(1, 3)), _retrieval_recall),
     "VLStereoSetScores": Recipe(lambda: metrics.VLStereoSetScores(n_bootstrap=20, seed=3), _vlstereoset_scores),
     "VLStereoSetShift": Recipe(lambda: metrics.VLStereoSetShift(n_bootstrap=20, seed=3), _vlstereoset_shift),
     "VisualAssociation": Recipe(

@@ -10,6 +10,8 @@ from vlbias.metrics.entity_association import (
     VisualBiasInterval,
 )
 from vlbias.metrics.grounded_weat import GroundedCongruenceTest
+from vlbias.metrics.ranking_bias import RankingBias
+from vlbias.metrics.retrieval import RetrievalRecall
 from vlbias.metrics.vlstereoset import VLStereoSetScores, VLStereoSetShift
 from vlbias.metrics.weat import ITMEffectSize, ITMTest, WEATEffectSize, WEATTest
 from vlbias.metrics.zero_shot import CosineZeroShotRanking, ZeroShotRanking
@@ -25,6 +27,8 @@ __all__ = [
     "LanguageAssociation",
     "LanguageBiasInterval",
     "PretrainingAssociation",
+    "RankingBias",
+    "RetrievalRecall",
     "VLStereoSetScores",
     "VLStereoSetShift",
     "VisualAssociation",

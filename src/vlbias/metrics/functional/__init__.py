@@ -30,6 +30,15 @@ from vlbias.metrics.functional.grounded_weat import (
     congruence_statistic,
 )
 from vlbias.metrics.functional.multiple_testing import benjamini_hochberg, holm_bonferroni
+from vlbias.metrics.functional.ranking_bias import (
+    bias_at_k,
+    max_skew_at_k,
+    min_skew_at_k,
+    ndkl,
+    ranking_bias,
+    top_attributes,
+)
+from vlbias.metrics.functional.retrieval import retrieval_ranks, retrieval_recall
 from vlbias.metrics.functional.vlstereoset import (
     caption_probabilities,
     caption_selection,
@@ -58,6 +67,7 @@ from vlbias.metrics.functional.zero_shot import pleasant_share, ranking_from_mea
 
 __all__ = [
     "benjamini_hochberg",
+    "bias_at_k",
     "bias_concept_vl",
     "bias_score",
     "caption_probabilities",
@@ -81,17 +91,24 @@ __all__ = [
     "language_bias",
     "language_bias_interval",
     "log_language_bias",
+    "max_skew_at_k",
     "mean_absolute_bias",
     "mean_difference_from_associations",
+    "min_skew_at_k",
     "multimodal_bias",
+    "ndkl",
     "p_value_from_associations",
     "pleasant_share",
     "pretraining_association",
+    "ranking_bias",
     "ranking_from_mean_scores",
     "reference_scores",
+    "retrieval_ranks",
+    "retrieval_recall",
     "shift_scores",
     "shift_summary",
     "statistic_from_associations",
+    "top_attributes",
     "visual_association",
     "visual_bias",
     "visual_bias_interval",

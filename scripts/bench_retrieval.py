@@ -1,0 +1,127 @@
+"""Benchmark top-k ITM re-ranking for retrieval: vlbias's batched re-ranking against the per-query loop.
+
+Run me like this:  python scripts/bench_retrieval.py [--images 1000] [--captions 5000] [--k_test 128]
+                   [--threads 1] [--repeats 3] [--loop_queries N]
+
+A tiny random ALBEF (``load("albef", tiny=True)``) on CPU, random images and captions of 4-14 words from
+its vocabulary, caption c describing image c mod images. Both sides start from the same ITC similarity
+matrix. The loop (:func:`vlbias.retrieval.rerank_per_query`) re-scores one query at a time, ``k_test``
+pairs per ``run_capability(Capability.MATCH, ...)`` call; the batched side
+(:func:`vlbias.retrieval.rerank`) encodes each image and caption once and runs the fusion layers and ITM
+head on every distinct candidate pair, ``--batch_size`` pairs at a time. Prints the CPU, the median
+seconds of ``--repeats`` runs after one warm-up run each, the ratio, the largest score difference and
+both sides' R@1/5/10. With ``--loop_queries N`` the loop re-ranks only the first N image and the first
+5N caption queries, and its time is EXTRAPOLATED linearly to all queries (marked as such in the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from vlbias.metrics.functional import retrieval_recall
+from vlbias.models import load
+from vlbias.models.vocab import tiny_vocabulary
+from vlbias.retrieval import rerank, rerank_per_query
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def median_seconds(run: Callable[[], tuple], repeats: int) -> tuple[float, tuple]:
+    result = run()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=1000)
+    parser.add_argument("--captions", type=int, default=5000)
+    parser.add_argument("--k_test", type=int, default=128, help="candidates per query (ALBEF/BLIP Flickr30K: 128)")
+    parser.add_argument("--batch_size", type=int, default=1024, help="pairs per forward pass of the batched side")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs of each side after a warm-up; median")
+    parser.add_argument(
+        "--loop_queries", type=int, default=None, help="time the loop on N image and 5N caption queries; extrapolate"
+    )
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    adapter = load("albef", tiny=True, device="cpu").eval()
+    g = torch.Generator().manual_seed(0)
+    vocabulary = [w for w in tiny_vocabulary() if w.isalpha()]
+    captions = [
+        " ".join(vocabulary[i] for i in torch.randint(len(vocabulary), (int(n),), generator=g))
+        for n in torch.randint(4, 15, (args.captions,), generator=g)
+    ]
+    caption_to_image = torch.arange(args.captions) % args.images
+    with torch.no_grad():
+        pixel_values = adapter.prepare_images(torch.rand(args.images, 3, 32, 32, generator=g))
+        tokens = adapter.prepare_texts(captions)
+        similarity = adapter.embed_images(pixel_values) @ adapter.embed_texts(tokens).T  # (images, captions)
+
+    def batched() -> tuple:
+        return rerank(adapter, similarity, pixel_values, tokens, args.k_test, batch_size=args.batch_size)
+
+    n_images = args.images if args.loop_queries is None else min(args.loop_queries, args.images)
+    n_captions = args.captions if args.loop_queries is None else min(5 * args.loop_queries, args.captions)
+    scale = (args.images + args.captions) / (n_images + n_captions)
+
+    def loop() -> tuple:
+        return rerank_per_query(
+            adapter, similarity, pixel_values, tokens, args.k_test, images=range(n_images), captions=range(n_captions)
+        )
+
+    fast, (fast_text, fast_image) = median_seconds(batched, args.repeats)
+    slow, (slow_text, slow_image) = median_seconds(loop, args.repeats)
+    slow_all = slow * scale
+    diff = max(
+        (fast_text[:n_images] - slow_text[:n_images]).nan_to_num(0.0).abs().max().item(),
+        (fast_image[:, :n_captions] - slow_image[:, :n_captions]).nan_to_num(0.0).abs().max().item(),
+    )
+    same_inf = bool(
+        torch.equal(fast_text[:n_images].isinf(), slow_text[:n_images].isinf())
+        and torch.equal(fast_image[:, :n_captions].isinf(), slow_image[:, :n_captions].isinf())
+    )
+    print(
+        f"CPU: {cpu_name()}, {args.threads} thread(s); tiny ALBEF, {args.images} images x {args.captions} captions, "
+        f"k_test = {args.k_test}, batch {args.batch_size} pairs, median of {args.repeats}"
+    )
+    loop_label = "per-query loop" if scale == 1 else f"per-query loop, EXTRAPOLATED x{scale:.2f}"
+    print(f"{'method':<44}{'seconds':>10}{'ratio':>8}")
+    print(f"{'vlbias batched':<44}{fast:>10.2f}{1.0:>8.1f}")
+    if scale != 1:
+        print(f"{f'per-query loop ({n_images} + {n_captions} queries)':<44}{slow:>10.2f}{'':>8}")
+    print(f"{loop_label:<44}{slow_all:>10.2f}{slow_all / fast:>8.1f}")
+    print(
+        f"max |batched - loop| = {diff:.2e} over the loop's {n_images} + {n_captions} queries; "
+        f"same candidates: {same_inf}"
+    )
+    if scale == 1:
+        fast_recall = retrieval_recall(fast_text, caption_to_image, image_scores=fast_image)
+        slow_recall = retrieval_recall(slow_text, caption_to_image, image_scores=slow_image)
+        keys = [f"{p}_r{k}" for p in ("txt", "img") for k in (1, 5, 10)]
+        print("recall batched: " + ", ".join(f"{key} {fast_recall[key].item():.4f}" for key in keys))
+        print("recall loop:    " + ", ".join(f"{key} {slow_recall[key].item():.4f}" for key in keys))
+        print(f"same recalls: {all(torch.equal(fast_recall[key], slow_recall[key]) for key in keys)}")
+
+
+if __name__ == "__main__":
+    main()

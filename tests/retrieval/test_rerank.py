@@ -1,0 +1,111 @@
+"""Batched top-k ITM re-ranking equals the per-query loop on a tiny ALBEF, and bad k_test is refused."""
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from vlbias.errors import CapabilityError, ConfigError
+from vlbias.metrics.functional import retrieval_recall
+from vlbias.models import load
+from vlbias.models.base import Capability
+from vlbias.retrieval import candidates, paired_match_logits, rerank, rerank_per_query
+
+CAPTIONS = [
+    "a man is cooking",
+    "a woman is sewing in the kitchen",
+    "a doctor",
+    "a nurse is reading a book",
+    "a person is cooking food",
+    "a man",
+    "a woman is reading",
+    "a teacher is sewing a shirt for a child",
+    "a person",
+    "a doctor is cooking",
+]
+
+
+@pytest.fixture(scope="module")
+def albef():
+    return load("albef", tiny=True, device="cpu").eval()
+
+
+def prepared(model):
+    """Similarities ``(4, 10)``, pixel values and tokens of 4 random images and the captions."""
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        pixel_values = model.prepare_images(torch.rand(4, 3, 32, 32, generator=g))
+        tokens = model.prepare_texts(CAPTIONS)
+        return model.embed_images(pixel_values) @ model.embed_texts(tokens).T, pixel_values, tokens
+
+
+def test_batched_equals_per_query_loop_through_run_capability():
+    blip = load("blip", tiny=True, device="cpu").eval()  # no fast path: pairs through run_capability
+    similarity, pixel_values, tokens = prepared(blip)
+    batched = rerank(blip, similarity, pixel_values, tokens, k_test=2, batch_size=3)
+    loop = rerank_per_query(blip, similarity, pixel_values, tokens, k_test=2)
+    for got, want in zip(batched, loop, strict=True):
+        assert torch.equal(got.isfinite(), want.isfinite())
+        assert_close(got, want, atol=1e-5, rtol=0)
+
+
+@pytest.fixture(scope="module")
+def inputs(albef):
+    return prepared(albef)
+
+
+@pytest.mark.parametrize("add_similarity", [False, True])
+def test_batched_equals_per_query_loop(albef, inputs, add_similarity):
+    similarity, pixel_values, tokens = inputs
+    batched = rerank(albef, similarity, pixel_values, tokens, k_test=3, add_similarity=add_similarity, batch_size=5)
+    loop = rerank_per_query(albef, similarity, pixel_values, tokens, k_test=3, add_similarity=add_similarity)
+    for got, want in zip(batched, loop, strict=True):
+        assert torch.equal(got.isfinite(), want.isfinite())
+        assert_close(got, want, atol=1e-5, rtol=0)
+    text_scores, image_scores = batched
+    assert (text_scores.isfinite().sum(dim=1) == 3).all() and (image_scores.isfinite().sum(dim=0) == 3).all()
+    caption_to_image = torch.arange(10) % 4
+    ks = (1, 2, 3)
+    got = retrieval_recall(text_scores, caption_to_image, ks, image_scores=image_scores)
+    want = retrieval_recall(loop[0], caption_to_image, ks, image_scores=loop[1])
+    assert all(torch.equal(got[key], want[key]) for key in want)
+
+
+def test_reranked_scores_are_the_match_logits_of_the_candidates(albef, inputs):
+    similarity, pixel_values, tokens = inputs
+    text_scores, _ = rerank(albef, similarity, pixel_values, tokens, k_test=2)
+    top = candidates(similarity[1][None], 2)[0]
+    rows = {key: value[top] for key, value in tokens.items()}
+    with torch.no_grad():
+        logits = albef.run_capability(Capability.MATCH, pixel_values[1].expand(2, -1, -1, -1), rows)
+    assert_close(text_scores[1, top], logits, atol=1e-5, rtol=0)
+    assert set(text_scores[1].isfinite().nonzero().flatten().tolist()) == set(top.tolist())
+
+
+def test_albef_fast_path_equals_run_capability(albef, inputs):
+    _, pixel_values, tokens = inputs
+    image_rows, text_rows = torch.tensor([0, 3, 1, 1, 2, 0, 3]), torch.tensor([7, 2, 0, 9, 9, 1, 4])
+    fast = paired_match_logits(albef, pixel_values, tokens, image_rows, text_rows, batch_size=3)
+    with torch.no_grad():
+        rows = {key: value[text_rows] for key, value in tokens.items()}
+        reference = albef.run_capability(Capability.MATCH, pixel_values[image_rows], rows)
+    assert_close(fast, reference, atol=1e-5, rtol=0)
+
+
+def test_candidates_break_ties_to_the_lower_index():
+    similarity = torch.tensor([[0.5, 0.9, 0.5, 0.5], [1.0, 1.0, 1.0, 1.0]])
+    assert candidates(similarity, 3).tolist() == [[1, 0, 2], [0, 1, 2]]
+
+
+@pytest.mark.parametrize("k_test", [5, 0])
+def test_k_test_outside_the_gallery_is_refused(albef, inputs, k_test):
+    similarity, pixel_values, tokens = inputs  # 4 images: k_test = 5 exceeds the image gallery
+    for run in (rerank, rerank_per_query):
+        with pytest.raises(ConfigError, match=r"Expected argument `k_test` to be an integer in \[1, 4\]"):
+            run(albef, similarity, pixel_values, tokens, k_test)
+
+
+def test_a_model_without_match_is_refused(inputs):
+    clip = load("clip", tiny=True, device="cpu")
+    similarity, pixel_values, tokens = inputs
+    with pytest.raises(CapabilityError, match="needs capability 'match'"):
+        rerank(clip, similarity, pixel_values, tokens, 2)
