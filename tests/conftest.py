@@ -1,6 +1,7 @@
 """Test-wide settings: offline, seeded, few threads."""
 
 import os
+import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("WANDB_MODE", "disabled")
@@ -32,3 +33,13 @@ def run_cli(capsys):
         return code or 0, out, err
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def _finish_wandb_run():
+    """End a W&B run a test left open: the next WandbLogger in this process would otherwise reuse it (and write
+    into the first test's folder)."""
+    yield
+    wandb = sys.modules.get("wandb")
+    if wandb is not None and wandb.run is not None:
+        wandb.finish()
