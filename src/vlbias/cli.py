@@ -17,16 +17,9 @@ from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentParser
 from vlbias.errors import VlbiasError
 
 
-def measure_parser() -> ArgumentParser:
-    from vlbias.data.biasworld import BiasWorld
-
-    parser = ArgumentParser(
-        prog="vlbias measure",
-        description="Run one bias suite on one model; write <out>/<suite>.json and <out>/<suite>.items.parquet.",
-        exit_on_error=True,
-    )
+def _model_and_data_arguments(parser: ArgumentParser, data_help: str) -> None:
+    """``--config`` and the options every command that loads one model on one data set shares."""
     parser.add_argument("--config", action=ActionConfigFile, help="YAML with any of these options.")
-    parser.add_argument("--suite", type=str, required=True, help="Suite name (see the README).")
     parser.add_argument("--model", type=str, required=True, help="Model adapter name (vlbias models).")
     parser.add_argument("--checkpoint", type=str | None, default=None, help="Hub id or local path of the weights.")
     parser.add_argument(
@@ -36,11 +29,20 @@ def measure_parser() -> ArgumentParser:
         help="The adapter's own loading options, e.g. '{region_features: feats.tsv}'.",
     )
     parser.add_argument("--tiny", action=ActionYesNo, default=False, help="Use a tiny random model instead of weights.")
-    parser.add_argument(
-        "--data",
-        type=str,
-        default="biasworld",
-        help="Data directory or file in the suite's public format, or 'biasworld' for the synthetic world.",
+    parser.add_argument("--data", type=str, default="biasworld", help=data_help)
+
+
+def measure_parser() -> ArgumentParser:
+    from vlbias.data.biasworld import BiasWorld
+
+    parser = ArgumentParser(
+        prog="vlbias measure",
+        description="Run one bias suite on one model; write <out>/<suite>.json and <out>/<suite>.items.parquet.",
+        exit_on_error=True,
+    )
+    parser.add_argument("--suite", type=str, required=True, help="Suite name (see the README).")
+    _model_and_data_arguments(
+        parser, "Data directory or file in the suite's public format, or 'biasworld' for the synthetic world."
     )
     parser.add_argument("--out", type=str, required=True, help="Output directory.")
     parser.add_argument("--seed", type=int, default=0, help="Seed of everything random (recorded in the results).")
@@ -95,12 +97,7 @@ def prune_parser() -> ArgumentParser:
         "<out>/model (a 'pruned' checkpoint), <out>/clip (CLIP only), prune.json, tradeoff.csv and tradeoff.png.",
         exit_on_error=True,
     )
-    parser.add_argument("--config", action=ActionConfigFile, help="YAML with any of these options.")
-    parser.add_argument("--model", type=str, required=True, help="Model adapter name with EMBED (vlbias models).")
-    parser.add_argument("--checkpoint", type=str | None, default=None, help="Hub id or local path of the weights.")
-    parser.add_argument("--model_options", type=dict, default={}, help="The adapter's own loading options.")
-    parser.add_argument("--tiny", action=ActionYesNo, default=False, help="Use a tiny random model instead of weights.")
-    parser.add_argument("--data", type=str, default="biasworld", help="MMBias data directory, or 'biasworld'.")
+    _model_and_data_arguments(parser, "MMBias data directory, or 'biasworld'.")
     parser.add_argument("--split", type=str | None, default=None, help="BiasWorld split to prune on (default test).")
     parser.add_argument("--n_dims", type=int | None, default=None, help="N, the dimensions to remove (or --fraction).")
     parser.add_argument("--fraction", type=float | None, default=None, help="N as a fraction of D, e.g. 0.1.")
