@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from vlbias.measure import build_suite, run_suite
 from vlbias.sanity import fit_on_biasworld
+from vlbias.suites.run import build_suite, run_suite
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "quickstart.yaml"
 METRIC = "man_vs_woman/stereotyped_activities/effect_size"

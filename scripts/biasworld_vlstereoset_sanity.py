@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from vlbias.measure import run_suite
 from vlbias.sanity import fit_on_biasworld
+from vlbias.suites.run import run_suite
 from vlbias.suites.vlstereoset import VLStereoSetSuite
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "quickstart.yaml"

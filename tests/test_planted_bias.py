@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from vlbias.measure import build_suite, run_suite
 from vlbias.sanity import fit_on_biasworld
+from vlbias.suites.run import build_suite, run_suite
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "quickstart.yaml"
 SEEDS = (0, 1, 2, 3, 4)

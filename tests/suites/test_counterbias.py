@@ -11,10 +11,10 @@ from PIL import Image
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.vl_bias import read_release_index, read_vl_bias
 from vlbias.errors import ConfigError, InputError
-from vlbias.measure import build_suite
 from vlbias.models import load
 from vlbias.results import read_items, read_results
 from vlbias.suites.counterbias import CounterBiasItem, CounterBiasSuite
+from vlbias.suites.run import build_suite
 
 ATTACK = {"eps": 0.05, "alpha": 0.0125, "steps": 5}
 ROWS = [  # image, concept, concept_type, gender

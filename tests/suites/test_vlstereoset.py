@@ -469,8 +469,8 @@ def test_the_shipped_config_runs_on_whatever_subset_of_real_images_is_present(tm
     import yaml
 
     from vlbias.data.vlstereoset import read_vlstereoset
-    from vlbias.measure import build_suite
     from vlbias.models import load
+    from vlbias.suites.run import build_suite
 
     config = yaml.safe_load((ROOT / "configs" / "suite" / "vlstereoset.yaml").read_text())
     assert (ROOT / config["data"]).resolve() == REAL_CSV.resolve()
