@@ -32,6 +32,7 @@ def test_adapter_protocol(name, capability, check, adapter_checks, tmp_path):
 
 
 FILL_MASK_MODELS = [name for name, capability in CASES if capability is Capability.FILL_MASK]
+MATCH_MODELS = [name for name, capability in CASES if capability is Capability.MATCH]
 
 
 @pytest.mark.parametrize("name", FILL_MASK_MODELS)
@@ -71,3 +72,21 @@ def test_paired_rows_need_one_image_per_row(name):
     tokens = adapter.prepare_texts(texts)
     with pytest.raises(InputError, match=r"(?i)one image per (row|text)|as many images as texts|2 images.*3"):
         adapter.paired_fill_mask_logits(pixel_values[0:2], tokens, None, torch.tensor([0, 1, 2]))
+
+
+@pytest.mark.parametrize("name", MATCH_MODELS)
+def test_paired_match_logits_equal_the_gathered_pairs(name):
+    """``paired_match_logits`` (ALBEF encodes each distinct image and text once) equals ``match_logits`` of the
+    gathered pairs, with images and texts read unequally often and batches that split the pairs unevenly."""
+    adapter = tiny(name)
+    pixel_values, texts = sample_inputs(adapter, Capability.MATCH)
+    if not isinstance(pixel_values, Tensor):
+        pytest.skip(f"{name} reads region features, not pixels")
+    tokens = adapter.prepare_texts(texts)
+    image_rows, text_rows = torch.tensor([1, 1, 0, 3, 3, 2, 0]), torch.tensor([0, 2, 2, 1, 3, 0, 1])
+    with torch.no_grad():
+        expected = adapter.match_logits(
+            pixel_values[image_rows], {key: value[text_rows] for key, value in tokens.items()}
+        )
+        paired = adapter.paired_match_logits(pixel_values, tokens, image_rows, text_rows, batch_size=3)
+    torch.testing.assert_close(paired, expected, rtol=0, atol=1e-5)

@@ -113,6 +113,29 @@ class ALBEFAdapter(ModelAdapter):
             raise self._lacks(Capability.FILL_MASK)
         return self.model.mlm_logits(self._fused(pixel_values, tokens))  # (B, T, V)
 
+    def paired_match_logits(
+        self, pixel_values: Tensor, tokens: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor, batch_size: int
+    ) -> Tensor:
+        """Match logits ``(R,)`` of image-text pairs (see the base class) as ALBEF's own retrieval evaluation
+        computes them: every image and caption encoded once, the fusion layers and the ITM head per pair, in
+        batches of pairs with captions of similar length, each cut to its longest caption (padding is masked)."""
+        model, mask = self.model, tokens["attention_mask"]
+        logits = torch.empty(image_rows.numel(), device=pixel_values.device)
+        images = torch.cat([model.image_embeds(p) for p in pixel_values.split(batch_size)])  # (N_i, 1+P, H)
+        texts = torch.cat(
+            [
+                model.text_embeds(ids, m)
+                for ids, m in zip(tokens["input_ids"].split(batch_size), mask.split(batch_size), strict=True)
+            ]
+        )  # (N_c, T, H)
+        lengths = mask.sum(dim=1)
+        for batch in torch.sort(lengths[text_rows], stable=True).indices.split(batch_size):
+            rows, longest = text_rows[batch], int(lengths[text_rows[batch]].max())
+            fused = model.fuse(texts[rows, :longest], images[image_rows[batch]], mask[rows, :longest])
+            pair_logits = model.itm_logits(fused)  # (b, 2)
+            logits[batch] = pair_logits[:, 1] - pair_logits[:, 0]
+        return logits
+
     def paired_fill_mask_logits(
         self,
         pixel_values: Tensor | None,

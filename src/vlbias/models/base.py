@@ -134,6 +134,19 @@ class ModelAdapter(nn.Module):
         logits = self.fill_mask_logits(pixel_values, rows)
         return logits if positions is None else at_positions(logits, positions)
 
+    def paired_match_logits(
+        self, pixel_values: Tensor, tokens: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor, batch_size: int
+    ) -> Tensor:
+        """Match logits ``(R,)`` of the pairs (image ``image_rows[r]`` of ``pixel_values``, text ``text_rows[r]``
+        of ``tokens``), ``batch_size`` pairs at a time (retrieval re-ranking scores many pairs of few images
+        and texts). This default gathers each batch's inputs and calls :meth:`run_capability` with MATCH;
+        two-stream adapters (ALBEF) override it to encode each image and text once."""
+        pieces = []
+        for images, texts in zip(image_rows.split(batch_size), text_rows.split(batch_size), strict=True):
+            rows, pixels = gathered_rows(tokens, texts, pixel_values, images)
+            pieces.append(self.run_capability(Capability.MATCH, pixels, rows))
+        return torch.cat(pieces) if pieces else pixel_values.new_empty(0)
+
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         raise self._lacks(Capability.TOKEN_STATES)
 

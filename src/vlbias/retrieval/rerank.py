@@ -16,7 +16,8 @@ each candidate pair is re-scored by the adapter's MATCH head (the log-odds of "m
 :func:`~vlbias.metrics.functional.retrieval.retrieval_recall` as ``scores`` and ``image_scores``.
 
 :func:`rerank` scores every distinct candidate pair once (a pair may be a candidate of its image and of
-its caption), in batches of ``batch_size`` pairs, through :func:`paired_match_logits`.
+its caption), in batches of ``batch_size`` pairs, through the adapter's
+:meth:`~vlbias.models.base.ModelAdapter.paired_match_logits` (ALBEF encodes each image and caption once).
 :func:`rerank_per_query` is the reference: one query at a time, ``k_test`` pairs per call of
 ``adapter.run_capability(Capability.MATCH, ...)``. Both give the same matrices up to float rounding.
 """
@@ -27,8 +28,7 @@ import torch
 from torch import Tensor
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.models.albef import ALBEFAdapter
-from vlbias.models.base import Capability, ModelAdapter, gathered_rows, require_capability
+from vlbias.models.base import Capability, ModelAdapter, require_capability
 
 
 def candidates(similarity: Tensor, k_test: int) -> Tensor:
@@ -58,48 +58,6 @@ def _check(adapter: ModelAdapter, similarity: Tensor, pixel_values: Tensor, toke
             f"Expected argument `k_test` to be an integer in [1, {min(n_images, n_captions)}] (the smaller "
             f"gallery: {n_images} images, {n_captions} captions) but got {k_test!r}"
         )
-
-
-def paired_match_logits(
-    adapter: ModelAdapter,
-    pixel_values: Tensor,
-    tokens: dict[str, Tensor],
-    image_rows: Tensor,
-    text_rows: Tensor,
-    batch_size: int = 1024,
-) -> Tensor:
-    """Match logits ``(R,)`` of the pairs (``image_rows[r]``, ``text_rows[r]``) of ``pixel_values`` and
-    ``tokens``, ``batch_size`` pairs at a time.
-
-    ALBEF encodes every image and caption once and runs only its fusion layers and ITM head per pair, as
-    its own evaluation does, on batches of pairs with captions of similar length, each cut to its longest
-    caption. Other adapters gather the pairs' inputs and call ``run_capability(Capability.MATCH, ...)``.
-    """
-    if not isinstance(adapter, ALBEFAdapter):
-        pieces = []
-        with torch.no_grad():
-            for images, texts in zip(image_rows.split(batch_size), text_rows.split(batch_size), strict=True):
-                rows, pixels = gathered_rows(tokens, texts, pixel_values, images)
-                pieces.append(adapter.run_capability(Capability.MATCH, pixels, rows))
-        return torch.cat(pieces) if pieces else torch.empty(0, device=pixel_values.device)
-    model, mask = adapter.model, tokens["attention_mask"]
-    logits = torch.empty(image_rows.numel(), device=pixel_values.device)
-    with torch.no_grad():
-        images = torch.cat([model.image_embeds(p) for p in pixel_values.split(batch_size)])  # (N_i, 1+P, H)
-        texts = torch.cat(
-            [
-                model.text_embeds(ids, m)
-                for ids, m in zip(tokens["input_ids"].split(batch_size), mask.split(batch_size), strict=True)
-            ]
-        )  # (N_c, T, H)
-        lengths = mask.sum(dim=1)
-        # pairs of similar caption lengths together, each batch cut to its longest caption (padding is masked)
-        for batch in torch.sort(lengths[text_rows], stable=True).indices.split(batch_size):
-            rows, longest = text_rows[batch], int(lengths[text_rows[batch]].max())
-            fused = model.fuse(texts[rows, :longest], images[image_rows[batch]], mask[rows, :longest])
-            pair_logits = model.itm_logits(fused)  # (b, 2)
-            logits[batch] = pair_logits[:, 1] - pair_logits[:, 0]
-    return logits
 
 
 def rerank(
@@ -133,9 +91,9 @@ def rerank(
     text_pairs = torch.arange(n_images, device=similarity.device)[:, None] * n_captions + text_top
     image_pairs = image_top * n_captions + torch.arange(n_captions, device=similarity.device)[:, None]
     pairs, inverse = torch.unique(torch.cat([text_pairs.flatten(), image_pairs.flatten()]), return_inverse=True)
-    scores = paired_match_logits(adapter, pixel_values, tokens, pairs // n_captions, pairs % n_captions, batch_size).to(
-        similarity.dtype
-    )
+    with torch.no_grad():
+        scores = adapter.paired_match_logits(pixel_values, tokens, pairs // n_captions, pairs % n_captions, batch_size)
+    scores = scores.to(similarity.dtype)
     if add_similarity:
         scores = scores + similarity.flatten()[pairs]
     text_scores = torch.full_like(similarity, float("-inf"))
