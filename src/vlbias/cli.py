@@ -52,6 +52,9 @@ def measure_parser() -> ArgumentParser:
     parser.add_argument(
         "--suite_options", type=dict, default={}, help="Suite keyword options, e.g. '{n_permutations: 2000}'."
     )
+    parser.add_argument(
+        "--threads", type=int | None, default=None, help="Torch threads; default: the usable CPUs / processes."
+    )
     parser.add_method_arguments(BiasWorld, "__init__", "biasworld", as_group=True, skip={"n_train"})
     return parser
 
@@ -73,6 +76,7 @@ def _measure(argv: Sequence[str]) -> None:
         device=args.device,
         suite_options=args.suite_options,
         biasworld=dict(vars(args.biasworld)),
+        threads=args.threads,
     )
     results = read_results(path)
     for metric, value in results.metrics.items():
