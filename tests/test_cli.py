@@ -166,3 +166,14 @@ def test_subcommand_help_is_short_and_useful(run_cli):
     assert code == 0
     for option in ("--suite", "--model", "--checkpoint", "--tiny", "--data", "--out", "--biasworld.bias_strength"):
         assert option in out
+
+
+def test_ctrl_c_ends_with_one_line_and_status_130(run_cli, monkeypatch):
+    from vlbias import cli
+
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli.SUBCOMMANDS, "models", ("list the model adapters", interrupted))
+    code, _, err = run_cli(["models"])
+    assert code == 130 and err.strip() == "vlbias: interrupted; results already written are intact."

@@ -1,9 +1,12 @@
 import json
 import math
+import os
+import stat
 
 import pandas as pd
 import pytest
 
+from vlbias.atomic import atomic_write
 from vlbias.errors import ConfigError, SchemaError
 from vlbias.results import SCHEMA_VERSION, Results, read_items, read_results, write_results
 
@@ -89,3 +92,13 @@ def test_not_json_and_missing_file(tmp_path):
         read_results(tmp_path / "broken.json")
     with pytest.raises(SchemaError, match="nothing.json' does not exist"):
         read_results(tmp_path / "nothing.json")
+
+
+def test_results_files_get_the_mode_a_plain_open_gives(tmp_path):
+    """A colleague on the same cluster can read them: 0666 less the umask, not mkstemp's 0600."""
+    previous = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "shared.json", lambda handle: handle.write(b"{}"))
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "shared.json").stat().st_mode) == 0o644

@@ -267,6 +267,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             print(f"{usage()}\n\nvlbias: error: unknown subcommand {command!r}.", file=sys.stderr)
             sys.exit(2)
+    except KeyboardInterrupt:  # Ctrl-C: results are written atomically, so the old ones stand
+        print("vlbias: interrupted; results already written are intact.", file=sys.stderr)
+        sys.exit(130)
     except BrokenPipeError:  # output piped into a reader that stopped early (e.g. `| head`)
         sys.stderr.close()
         sys.exit(0)
