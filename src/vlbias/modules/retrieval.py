@@ -1,0 +1,292 @@
+r"""Image-text retrieval fine-tuning and evaluation (ALBEF's ``Retrieval.py``, BLIP's ``train_retrieval.py``).
+
+**Training.** Every step embeds the batch's images and captions and minimises
+
+.. math::
+    \mathcal{L} = \mathcal{L}_\text{ITC} + w_\text{ITM}\, \mathcal{L}_\text{ITM}
+
+:math:`\mathcal{L}_\text{ITC}`: symmetric InfoNCE (:func:`~vlbias.objectives.contrastive.itc_loss`) against the
+images and captions of every rank's batch (``self.all_gather(..., sync_grads=True)`` when the world size is
+above 1), at the adapter's learnable temperature or a fixed one. A pair is positive when it is the same
+image (the batch's ``image_index``, as :class:`~vlbias.data.CaptionDataModule` gives it) or, without image
+indices (BiasWorld), when the captions are identical: ALBEF's targets of its retrieval fine-tuning, where
+every caption of an image is a positive of it. :math:`\mathcal{L}_\text{ITM}`: for adapters with MATCH
+(ALBEF, BLIP) image-text matching with one hard negative text per image and one hard negative image per
+text, drawn within the local batch by the ITC similarity (:mod:`vlbias.objectives.itm`); dual encoders
+(CLIP) train ITC alone.
+
+**Evaluation** (``validate``, ``test``), as ALBEF and BLIP evaluate: every image and caption of the split is
+embedded, :math:`S = I T^\top` ``(n_images, n_captions)``; adapters with MATCH re-score the ``k_test``
+candidates of every query (:func:`~vlbias.retrieval.rerank.rerank`, with the similarity added); CLIP
+ranks by :math:`S` alone. Text retrieval (image → its captions) and image retrieval (caption → its image)
+R@1/5/10, as fractions, by :class:`~vlbias.metrics.retrieval.RetrievalRecall` (pessimistic on ties).
+
+Ground truth: a row of the evaluation dataloader is one caption. With ``image_index`` in the batch the rows
+of one image share it (one image, several captions); without it (BiasWorld: one caption per image) every row
+is its own image and its own caption is its only answer. Images with identical captions ("a man cooking")
+are *not* interchangeable: the retrieved image must be the query's own, so R@1 of a model that reads only
+the caption's content is at most one over the number of images sharing that caption, and the numbers are
+comparable to those of COCO and Flickr30K, whose ground truth is also the image's own captions. Identical
+captions have identical scores, and ties count against the query (pessimistic): an image's text retrieval is a
+hit at K only if its caption and every copy of it fit in the top K.
+
+Under DDP every rank embeds its shard of the split; the shards are gathered (``all_gather_object``; the
+evaluation split is held whole on every rank, as ALBEF holds its similarity matrix), the repeats that
+``DistributedSampler`` pads the last shard with are dropped, and each rank scores every ``world``-th query
+into the metric, whose ``cat`` states join them. Adapters whose heads the loss leaves unused (ALBEF's and
+BLIP's masked-LM head) train under ``strategy: ddp_find_unused_parameters_true``.
+
+Logged: ``train/itc_loss``, ``train/itm_loss`` (MATCH adapters), ``train/loss``, ``{stage}/loss`` (the
+batch-local ITC loss), and ``{stage}/tr_r{K}``, ``{stage}/tr_r_mean``, ``{stage}/ir_r{K}``,
+``{stage}/ir_r_mean``, ``{stage}/r_mean`` for ``stage`` in ``val``, ``test``.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Sequence
+
+import torch
+import torch.distributed as dist
+from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
+from torch import Tensor
+
+from vlbias.errors import ConfigError
+from vlbias.metrics.retrieval import RetrievalRecall
+from vlbias.models.base import Capability
+from vlbias.modules.adapter_module import AdapterModule
+from vlbias.objectives.contrastive import itc_loss
+from vlbias.objectives.itm import itm_loss, sample_negatives
+from vlbias.retrieval.rerank import rerank
+
+_STAGE_KEYS = {"txt": "tr", "img": "ir"}  # RetrievalRecall's prefixes -> the log's
+
+
+class RetrievalFinetuning(AdapterModule):
+    """Fine-tune an EMBED adapter for image-text retrieval and evaluate TR/IR R@K (module docstring).
+
+    Batches: ``pixel_values`` (B, 3, S, S), ``caption`` (B str) and optionally ``image_index`` (B,).
+    At the end of ``fit`` the adapter is exported to ``<log_dir>/model`` (:class:`AdapterModule`).
+
+    Args:
+        model: registered adapter name with the EMBED capability (``clip``, ``albef``, ``blip``, ...).
+        checkpoint: hub id or local path of pretrained weights; ``None`` with ``tiny=True``.
+        tiny: build a small random instance (``tiny_sizes`` are passed to the adapter's ``tiny``).
+        tiny_sizes: keyword sizes for ``tiny``.
+        tiny_vocabulary: the words of a tiny model's tokenizer (``None``: the tiny models' default).
+        temperature: a fixed ITC temperature :math:`\\tau` (logit scale :math:`\\log 1/\\tau`); ``None``:
+            the adapter's own, learnt.
+        itm_weight: :math:`w_\\text{ITM}`; read only by adapters with MATCH (0: ITC alone).
+        k_test: candidates re-ranked by ITM per query in evaluation (MATCH adapters); at most the
+            smaller gallery of the evaluated split.
+        ks: the recall cut-offs K; each at most the smaller gallery.
+        rerank_batch_size: pairs per ITM forward pass in evaluation.
+        learning_rate: learning rate of the default optimizer (AdamW).
+        weight_decay: weight decay of the default optimizer (AdamW).
+        seed: seed for the random initialisation of a tiny model.
+        optimizer: builds the optimizer from the parameters (``None``: AdamW; see :class:`AdapterModule`).
+        scheduler: builds a learning-rate scheduler from the optimizer (``None``: none).
+    """
+
+    def __init__(
+        self,
+        model: str = "clip",
+        checkpoint: str | None = None,
+        tiny: bool = True,
+        tiny_sizes: dict[str, int] | None = None,
+        tiny_vocabulary: list[str] | None = None,
+        temperature: float | None = None,
+        itm_weight: float = 1.0,
+        k_test: int = 16,
+        ks: Sequence[int] = (1, 5, 10),
+        rerank_batch_size: int = 256,
+        learning_rate: float = 1e-3,
+        weight_decay: float = 0.01,
+        seed: int = 0,
+        optimizer: OptimizerCallable | None = None,
+        scheduler: LRSchedulerCallable | None = None,
+    ) -> None:
+        if temperature is not None and (
+            isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0
+        ):
+            raise ConfigError(f"Expected `temperature` to be a positive number or null but got {temperature!r}.")
+        if isinstance(itm_weight, bool) or not isinstance(itm_weight, (int, float)) or itm_weight < 0:
+            raise ConfigError(f"Expected `itm_weight` to be a non-negative number but got {itm_weight!r}.")
+        if isinstance(k_test, bool) or not isinstance(k_test, int) or k_test < 1:
+            raise ConfigError(f"Expected `k_test` to be a positive integer but got {k_test!r}.")
+        super().__init__(optimizer, scheduler)
+        self.save_hyperparameters(ignore=["optimizer", "scheduler"])
+        self.build_adapter(
+            model, checkpoint, tiny, tiny_sizes, tiny_vocabulary, seed, Capability.EMBED, "retrieval fine-tuning"
+        )
+        self.use_itm = Capability.MATCH in self.adapter.capabilities and itm_weight > 0
+        self.rerank_eval = Capability.MATCH in self.adapter.capabilities
+        self.val_recall = RetrievalRecall(ks=tuple(ks))
+        self.test_recall = RetrievalRecall(ks=tuple(ks))
+        self._rows: list[dict[str, object]] = []
+
+    # -- training -----------------------------------------------------------------------------
+    def _logit_scale(self) -> Tensor:
+        if self.hparams.temperature is None:
+            return self.adapter.logit_scale
+        return torch.tensor(math.log(1.0 / self.hparams.temperature), device=self.device)
+
+    @staticmethod
+    def _keys(batch: dict[str, object], captions: list[str]) -> Tensor:
+        """``(B,)`` long: equal for positive pairs: the image index, or without one a CRC32 of the caption
+        (stable across processes, unlike ``hash``)."""
+        if "image_index" in batch:
+            return torch.as_tensor(batch["image_index"]).long()
+        return torch.tensor([zlib.crc32(caption.encode()) for caption in captions], dtype=torch.long)
+
+    def training_step(self, batch: dict[str, object], batch_idx: int) -> Tensor:
+        captions = list(batch["caption"])
+        n = len(captions)
+        pixel_values = self.adapter.prepare_images(batch["pixel_values"])
+        tokens = self.adapter.prepare_texts(captions)
+        images = self.adapter.embed_images(pixel_values)  # (B, D)
+        texts = self.adapter.embed_texts(tokens)  # (B, D)
+        keys = self._keys(batch, captions).to(images.device)  # (B,)
+        gallery_images, gallery_texts, gallery_keys = images, texts, keys
+        if self.trainer.world_size > 1:  # the same B on every rank: DistributedSampler pads the shards
+            gallery_images = self.all_gather(images, sync_grads=True).flatten(0, 1)  # (W * B, D)
+            gallery_texts = self.all_gather(texts, sync_grads=True).flatten(0, 1)
+            gallery_keys = self.all_gather(keys).flatten(0, 1)
+        positives = keys[:, None] == gallery_keys[None, :]  # (B, W * B)
+        loss = itc_loss(images, texts, self._logit_scale(), gallery_images, gallery_texts, positives)
+        self.log("train/itc_loss", loss, batch_size=n)
+        if self.use_itm:
+            describes = (keys[:, None] == keys[None, :]).cpu()  # (B, B)
+            loss = loss + self.hparams.itm_weight * self._itm(pixel_values, tokens, images, texts, describes)
+        self.log("train/loss", loss, prog_bar=True, batch_size=n)
+        return loss
+
+    def _itm(self, pixel_values: Tensor, tokens: dict[str, Tensor], images: Tensor, texts: Tensor, describes: Tensor):
+        """ITM on the batch's pairs, one hard negative text per image and one hard negative image per text,
+        drawn by the ITC similarity among the pairs that are not positive (:mod:`vlbias.objectives.itm`)."""
+        n = len(describes)
+        similarity = (images @ texts.T).detach()  # (B, B)
+        negative_text = sample_negatives(~describes, similarity)
+        negative_image = sample_negatives(~describes.T, similarity.T)
+        own = torch.arange(n)
+        text_rows = torch.cat([own, negative_text, own]).to(pixel_values.device)
+        pixels = torch.cat([pixel_values, pixel_values, pixel_values[negative_image.to(pixel_values.device)]])
+        rows = {key: value.index_select(0, text_rows) for key, value in tokens.items()}
+        labels = torch.cat([torch.ones(n), describes[own, negative_text], describes[negative_image, own]])
+        loss = itm_loss(self.adapter.match_logits(pixels, rows), labels.float())
+        self.log("train/itm_loss", loss, batch_size=n)
+        return loss
+
+    # -- evaluation ----------------------------------------------------------------------------
+    def validation_step(self, batch: dict[str, object], batch_idx: int) -> None:
+        self._collect(batch, "val")
+
+    def test_step(self, batch: dict[str, object], batch_idx: int) -> None:
+        self._collect(batch, "test")
+
+    def on_validation_epoch_start(self) -> None:
+        self._rows = []
+
+    def on_test_epoch_start(self) -> None:
+        self._rows = []
+
+    def on_validation_epoch_end(self) -> None:
+        self._evaluate("val", self.val_recall)
+
+    def on_test_epoch_end(self) -> None:
+        self._evaluate("test", self.test_recall)
+
+    def _collect(self, batch: dict[str, object], stage: str) -> None:
+        """Embed a batch of the evaluated split, keep what the epoch's end ranks, and log its local ITC loss."""
+        captions = list(batch["caption"])
+        pixel_values = self.adapter.prepare_images(batch["pixel_values"])
+        images = self.adapter.embed_images(pixel_values)
+        texts = self.adapter.embed_texts(self.adapter.prepare_texts(captions))
+        keys = self._keys(batch, captions).to(images.device)
+        loss = itc_loss(images, texts, self._logit_scale(), positives=keys[:, None] == keys[None, :])
+        self.log(f"{stage}/loss", loss, prog_bar=True, batch_size=len(captions), sync_dist=True)
+        self._rows.append(
+            {
+                "images": images.cpu(),
+                "texts": texts.cpu(),
+                "captions": captions,
+                "image_index": batch["image_index"].cpu().long() if "image_index" in batch else None,
+                "pixel_values": pixel_values.cpu() if self.rerank_eval else None,
+            }
+        )
+
+    def _split_rows(self, stage: str) -> tuple[list[int], dict[str, object]]:
+        """Every rank's rows joined in the split's order: ``(positions, rows)`` with ``positions`` the rows'
+        indices in the dataset (rank ``r``'s ``j``-th row is index ``r + j * world`` under the unshuffled
+        ``DistributedSampler``); the padding repeats (index >= the dataset's length) are dropped."""
+        local = {
+            "images": torch.cat([row["images"] for row in self._rows]),
+            "texts": torch.cat([row["texts"] for row in self._rows]),
+            "captions": [caption for row in self._rows for caption in row["captions"]],
+            "image_index": None if self._rows[0]["image_index"] is None else torch.cat(
+                [row["image_index"] for row in self._rows]
+            ),
+            "pixel_values": torch.cat([row["pixel_values"] for row in self._rows]) if self.rerank_eval else None,
+        }  # fmt: skip
+        world = self.trainer.world_size
+        if world == 1:
+            return list(range(len(local["captions"]))), local
+        shards: list[dict[str, object]] = [None] * world
+        dist.all_gather_object(shards, local)
+        loader = self.trainer.val_dataloaders if stage == "val" else self.trainer.test_dataloaders
+        length = len(loader.dataset)
+        order = sorted(
+            (rank + j * world, rank, j) for rank, shard in enumerate(shards) for j in range(len(shard["captions"]))
+        )
+        order = [(position, rank, j) for position, rank, j in order if position < length]
+        positions = [position for position, _, _ in order]
+
+        def pick(key: str):
+            if shards[0][key] is None:
+                return None
+            if key == "captions":
+                return [shards[rank][key][j] for _, rank, j in order]
+            return torch.stack([shards[rank][key][j] for _, rank, j in order])
+
+        return positions, {key: pick(key) for key in local}
+
+    def _evaluate(self, stage: str, metric: RetrievalRecall) -> None:
+        """TR/IR R@K of the whole split (module docstring), logged as ``{stage}/tr_r{K}`` ... ``{stage}/r_mean``."""
+        if not self._rows:
+            return
+        positions, rows = self._split_rows(stage)
+        self._rows = []
+        image_ids = torch.tensor(positions) if rows["image_index"] is None else rows["image_index"]
+        distinct, caption_to_image = torch.unique(image_ids, return_inverse=True)  # (n_images,), (n_captions,)
+        first = torch.full((len(distinct),), len(image_ids)).scatter_reduce(
+            0, caption_to_image, torch.arange(len(image_ids)), reduce="amin"
+        )  # each image's first row
+        images, texts = rows["images"][first], rows["texts"]
+        similarity = (images @ texts.T).to(self.device)  # (n_images, n_captions)
+        text_scores = image_scores = similarity
+        if self.rerank_eval:  # rerank refuses a k_test above the smaller gallery, naming both sizes
+            pixel_values = rows["pixel_values"][first].to(self.device)
+            tokens = self.adapter.prepare_texts(rows["captions"])
+            text_scores, image_scores = rerank(
+                self.adapter,
+                similarity,
+                pixel_values,
+                tokens,
+                self.hparams.k_test,
+                True,
+                self.hparams.rerank_batch_size,
+            )
+        rank, world = self.trainer.global_rank, self.trainer.world_size
+        caption_to_image = caption_to_image.to(self.device)
+        image_queries = torch.arange(rank, similarity.shape[0], world, device=self.device)
+        caption_queries = torch.arange(rank, similarity.shape[1], world, device=self.device)
+        metric.update(text_scores[image_queries], image_queries, caption_to_image, direction="text")
+        metric.update(image_scores[:, caption_queries].T, caption_queries, caption_to_image, direction="image")
+        results = metric.compute()
+        metric.reset()
+        for key, value in results.items():
+            prefix, _, name = key.partition("_")
+            if prefix in _STAGE_KEYS and name.startswith("r"):  # not ``txt_missing``: every image has a caption
+                self.log(f"{stage}/{_STAGE_KEYS[prefix]}_{name}", value.float())
+        self.log(f"{stage}/r_mean", results["r_mean"].float(), prog_bar=True)
