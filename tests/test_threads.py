@@ -44,6 +44,9 @@ def test_a_bad_thread_count_is_refused_by_name(run_cli, tmp_path):
 
 
 def test_the_default_shares_the_cpus_among_the_processes_of_the_node(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's own setting wins
+    assert default_threads() == 3
+    monkeypatch.delenv("OMP_NUM_THREADS")
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     assert default_threads() == max(1, available_cpus() // 2)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", str(10 * available_cpus()))

@@ -53,7 +53,10 @@ def measure_parser() -> ArgumentParser:
         "--suite_options", type=dict, default={}, help="Suite keyword options, e.g. '{n_permutations: 2000}'."
     )
     parser.add_argument(
-        "--threads", type=int | None, default=None, help="Torch threads; default: the usable CPUs / processes."
+        "--threads",
+        type=int | None,
+        default=None,
+        help="Torch threads; default: OMP_NUM_THREADS if set, else the usable CPUs / processes on the node.",
     )
     parser.add_method_arguments(BiasWorld, "__init__", "biasworld", as_group=True, skip={"n_train"})
     return parser

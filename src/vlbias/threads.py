@@ -21,13 +21,15 @@ def available_cpus() -> int:
 
 
 def default_threads() -> int:
-    """:func:`available_cpus` divided by the processes on this node (``LOCAL_WORLD_SIZE``, 1 when unset), at
-    least 1.
+    """``OMP_NUM_THREADS`` when the user set it; otherwise :func:`available_cpus` divided by the processes on
+    this node (``LOCAL_WORLD_SIZE``, 1 when unset), at least 1.
 
     Example:
         >>> default_threads() >= 1
         True
     """
+    if os.environ.get("OMP_NUM_THREADS", "").isdigit():
+        return max(1, int(os.environ["OMP_NUM_THREADS"]))
     return max(1, available_cpus() // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
 
 
