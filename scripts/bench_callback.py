@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import socket
 import statistics
 import time
@@ -25,18 +24,12 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from vlbias.benchmarking import cpu_name
+
 SUITES = {
     "mmbias": {"n_permutations": 10_000, "n_bootstrap": 1_000},
     "vlstereoset": {"shift": False, "n_bootstrap": 1_000},
 }
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            return next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown CPU"
 
 
 def _measure_times(rank: int, world_size: int, threads: int, port: int, args: argparse.Namespace, results) -> None:
@@ -95,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> list[tuple[str, float, list]]:
     settings = [("1 process, 1 thread", 1, 1), ("1 process, 2 threads", 1, 2), ("2 processes, 1 thread each", 2, 1)]
     rows = [(label, *_time(world_size, threads, args)) for label, world_size, threads in settings]
     print(
-        f"CPU: {_cpu_name()}, {os.cpu_count()} cores; suites: {', '.join(SUITES)}; median of {args.repeats} after a warm-up"
+        f"CPU: {cpu_name()}, {os.cpu_count()} cores; suites: {', '.join(SUITES)}; median of {args.repeats} after a warm-up"
     )
     print("| setting | wall s | stimuli per rank (" + ", ".join(SUITES) + ") | time vs 1 process, 1 thread |")
     print("|---|---:|---|---:|")

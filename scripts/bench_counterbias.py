@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
-from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
+from vlbias.benchmarking import cpu_name
 from vlbias.counterfactual.image import (
     AttackConfig,
     CounterfactualImages,
@@ -63,17 +62,6 @@ def per_image_loop(adapter, world: BiasWorld, n_images: int) -> list[float]:
                 for caption in (text, swapped):
                     word_log_probs(adapter, adapter.no_image(1), caption, targets)
     return p_factual
-
-
-def cpu_name() -> str:
-    """The CPU's model name (the speed-up depends on it: it weighs per-call overhead against arithmetic)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,15 +14,14 @@ MI estimation is the same for both and left out. Prints the CPU, a table of medi
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from vlbias.benchmarking import cpu_name
 from vlbias.mitigation import BiasTest, select_dimensions
 
 N_IMAGES, N_WORDS, THETA_QUANTILE, FRACTION = 50, 30, 0.9, 0.1
@@ -70,16 +69,6 @@ def median_seconds(run: Callable[[], list[int]], repeats: int) -> tuple[float, l
         run()
         times.append(time.perf_counter() - start)
     return statistics.median(times), chosen
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main(argv: list[str] | None = None) -> None:

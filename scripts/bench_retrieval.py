@@ -17,28 +17,17 @@ both sides' R@1/5/10. With ``--loop_queries N`` the loop re-ranks only the first
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 
+from vlbias.benchmarking import cpu_name
 from vlbias.metrics.functional import retrieval_recall
 from vlbias.models import load
 from vlbias.models.vocab import tiny_vocabulary
 from vlbias.retrieval import rerank, rerank_per_query
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def median_seconds(run: Callable[[], tuple], repeats: int) -> tuple[float, tuple]:
