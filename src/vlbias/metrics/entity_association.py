@@ -31,12 +31,11 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.metrics._list_states import TypedListStates
 from vlbias.metrics.functional.entity_association import (
     _check_entity_batch,
-    _language_compute,
-    _language_update,
+    _difference_sums,
+    _per_entity_mean,
     _visual_compute,
     bias_score,
     language_bias_interval,
-    pretraining_association,
     visual_bias_interval,
 )
 
@@ -46,7 +45,31 @@ def _check_num_entities(num_entities: int) -> None:
         raise ConfigError(f"Expected argument `num_entities` to be a positive integer but got {num_entities!r}.")
 
 
-class LanguageAssociation(Metric):
+class _PerEntityMean(Metric):
+    """Per-entity sums and counts of a log-probability difference (summed over ranks); ``compute`` is their
+    mean per entity, NaN for an entity without a row. Subclasses name the two inputs in ``update``."""
+
+    is_differentiable = False
+    higher_is_better = None
+    full_state_update = False
+
+    def __init__(self, num_entities: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        _check_num_entities(num_entities)
+        self.num_entities = num_entities
+        self.add_state("total", torch.zeros(num_entities, dtype=torch.float64), dist_reduce_fx="sum")
+        self.add_state("count", torch.zeros(num_entities, dtype=torch.float64), dist_reduce_fx="sum")
+
+    def _add(self, entity: Tensor, log_p: Tensor, log_p_reference: Tensor, names: tuple[str, str]) -> None:
+        total, count = _difference_sums(entity, log_p, log_p_reference, self.num_entities, names)
+        self.total += total
+        self.count += count
+
+    def compute(self) -> Tensor:
+        return _per_entity_mean(self.total, self.count)
+
+
+class LanguageAssociation(_PerEntityMean):
     r""":math:`S_L(E, g) = \mathbb{E}_{I \sim I_E}[\ln P_{VL}(E|g, I) - \ln P_{VL}(E|p, I)]` (Eq. 3)
     per entity.
 
@@ -61,24 +84,8 @@ class LanguageAssociation(Metric):
         tensor([0.3466, 0.0000], dtype=torch.float64)
     """
 
-    is_differentiable = False
-    higher_is_better = None
-    full_state_update = False
-
-    def __init__(self, num_entities: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        _check_num_entities(num_entities)
-        self.num_entities = num_entities
-        self.add_state("total", torch.zeros(num_entities, dtype=torch.float64), dist_reduce_fx="sum")
-        self.add_state("count", torch.zeros(num_entities, dtype=torch.float64), dist_reduce_fx="sum")
-
     def update(self, entity: Tensor, log_p_agent: Tensor, log_p_neutral: Tensor) -> None:
-        total, count = _language_update(entity, log_p_agent, log_p_neutral, self.num_entities)
-        self.total += total
-        self.count += count
-
-    def compute(self) -> Tensor:
-        return _language_compute(self.total, self.count)
+        self._add(entity, log_p_agent, log_p_neutral, ("log_p_agent", "log_p_neutral"))
 
 
 class VisualAssociation(TypedListStates, Metric):
@@ -130,7 +137,7 @@ class VisualAssociation(TypedListStates, Metric):
         return _visual_compute(*joined, self.num_entities)
 
 
-class PretrainingAssociation(Metric):
+class PretrainingAssociation(_PerEntityMean):
     r""":math:`S_{PT}(E, g) = \ln P_{VL}(E|g) - \ln P_L(E|g)` (Eq. 2 with the normaliser of Table 1, row 1)
     per entity: the functional :func:`~vlbias.metrics.functional.entity_association.pretraining_association`,
     averaged over an entity's rows (one row per entity and group in the paper).
@@ -146,25 +153,8 @@ class PretrainingAssociation(Metric):
         tensor([   nan, 0.6931], dtype=torch.float64)
     """
 
-    is_differentiable = False
-    higher_is_better = None
-    full_state_update = False
-
-    def __init__(self, num_entities: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        _check_num_entities(num_entities)
-        self.num_entities = num_entities
-        self.add_state("total", torch.zeros(num_entities, dtype=torch.float64), dist_reduce_fx="sum")
-        self.add_state("count", torch.zeros(num_entities, dtype=torch.float64), dist_reduce_fx="sum")
-
     def update(self, entity: Tensor, log_p_vl: Tensor, log_p_l: Tensor) -> None:
-        _check_entity_batch(entity, (log_p_vl, log_p_l), ("log_p_vl", "log_p_l"), self.num_entities)
-        shift = pretraining_association(log_p_vl.double(), log_p_l.double())
-        self.total += torch.zeros_like(self.total).index_add_(0, entity.long(), shift)
-        self.count += torch.bincount(entity.long(), minlength=self.num_entities).to(torch.float64)
-
-    def compute(self) -> Tensor:
-        return _language_compute(self.total, self.count)  # the per-entity mean
+        self._add(entity, log_p_vl, log_p_l, ("log_p_vl", "log_p_l"))
 
 
 class BiasScore(CompositionalMetric):

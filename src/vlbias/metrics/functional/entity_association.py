@@ -188,19 +188,21 @@ def _check_entity_batch(entity: Tensor, values: tuple[Tensor, ...], names: tuple
         _same_shape(entity, value, ("entity", name))
 
 
-def _language_update(
-    entity: Tensor, log_p_agent: Tensor, log_p_neutral: Tensor, num_entities: int
+def _difference_sums(
+    entity: Tensor, log_p: Tensor, log_p_reference: Tensor, num_entities: int, names: tuple[str, str]
 ) -> tuple[Tensor, Tensor]:
-    """Per-entity sums of ``log P(E|g, I) - log P(E|p, I)`` and image counts, shape ``(num_entities,)``."""
-    _check_entity_batch(entity, (log_p_agent, log_p_neutral), ("log_p_agent", "log_p_neutral"), num_entities)
-    differences = (log_p_agent - log_p_neutral).double()
+    """Per-entity sums of ``log_p - log_p_reference`` (``S_L``'s ``log P(E|g, I) - log P(E|p, I)``, ``S_PT``'s
+    ``log P_VL(E|g) - log P_L(E|g)``) and row counts, shape ``(num_entities,)``; ``names`` name the two
+    arguments in errors."""
+    _check_entity_batch(entity, (log_p, log_p_reference), names, num_entities)
+    differences = (log_p - log_p_reference).double()
     total = torch.zeros(num_entities, dtype=torch.float64, device=entity.device).index_add_(0, entity, differences)
     count = torch.bincount(entity, minlength=num_entities).to(torch.float64)
     return total, count
 
 
-def _language_compute(total: Tensor, count: Tensor) -> Tensor:
-    """``S_L`` per entity (Eq. 3); NaN for an entity without images."""
+def _per_entity_mean(total: Tensor, count: Tensor) -> Tensor:
+    """The per-entity mean of :func:`_difference_sums` (``S_L``, Eq. 3; ``S_PT``); NaN for an entity without rows."""
     return torch.where(count > 0, total / count.clamp(min=1), torch.full_like(total, float("nan")))
 
 
