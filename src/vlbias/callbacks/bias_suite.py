@@ -153,10 +153,16 @@ class BiasSuiteCallback(Callback):
         ``<out_dir>/epoch=NNN`` and, as the latest, ``<out_dir>`` during fit; ``<out_dir>/<stage>`` otherwise.
         Each suite's files are named by its ``name`` (``<name>.json``, ``<name>.items.parquet``). Call it on
         every rank: it reads ``trainer.log_dir``, a broadcast under DDP."""
-        out_dir = Path(self.out_dir or Path(trainer.log_dir or trainer.default_root_dir) / "bias")
+        out_dir = Path(self.out_dir) if self.out_dir else run_dir(trainer) / "bias"
         if stage is not None:
             return [out_dir / stage]
         return [out_dir / f"epoch={trainer.current_epoch:03d}", out_dir]
+
+
+def run_dir(trainer: Trainer) -> Path:
+    """Where a run's files go: the logger's log directory, else the trainer's root. Call it on every rank:
+    ``trainer.log_dir`` is a broadcast under DDP."""
+    return Path(trainer.log_dir or trainer.default_root_dir)
 
 
 def _spec(entry: str | dict[str, Any], index: int) -> SuiteSpec:

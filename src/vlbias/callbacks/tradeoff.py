@@ -14,7 +14,7 @@ from lightning.pytorch.utilities import rank_zero_warn
 from typing_extensions import override
 
 from vlbias.atomic import atomic_write
-from vlbias.callbacks.bias_suite import BiasSuiteCallback
+from vlbias.callbacks.bias_suite import BiasSuiteCallback, run_dir
 from vlbias.errors import ConfigError
 from vlbias.results import read_items
 
@@ -88,7 +88,7 @@ class TradeoffCallback(Callback):
 
     @override
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
-        log_dir = _log_dir(trainer)  # on every rank: trainer.log_dir is a broadcast under DDP
+        log_dir = run_dir(trainer)  # on every rank: trainer.log_dir is a broadcast under DDP
         if trainer.is_global_zero:
             for logger in trainer.loggers:
                 if isinstance(logger, WandbLogger):
@@ -104,7 +104,7 @@ class TradeoffCallback(Callback):
         row = {"epoch": trainer.current_epoch, "step": trainer.global_step} | self._accuracy(trainer)
         row |= {key: value for key, value in bias.items() if self._keep(key)}
         self.rows = [r for r in self.rows if r["epoch"] != row["epoch"]] + [row]
-        log_dir = _log_dir(trainer)  # on every rank, as the results folders below: broadcasts under DDP
+        log_dir = run_dir(trainer)  # on every rank, as the results folders below: broadcasts under DDP
         item_files = [
             out_dir / f"{spec.key}.json"
             for callback in trainer.callbacks
@@ -166,8 +166,3 @@ class TradeoffCallback(Callback):
         for path in item_files:  # <name>.json of each suite the bias callbacks ran this epoch
             logged[f"bias/{path.stem}/items"] = wandb.Table(dataframe=read_items(path).astype(str))
         logger.experiment.log(logged | {"trainer/global_step": trainer.global_step})
-
-
-def _log_dir(trainer: Trainer) -> Path:
-    """Where the run's files go: the logger's log directory (as :class:`BiasSuiteCallback` uses it)."""
-    return Path(trainer.log_dir or trainer.default_root_dir)
