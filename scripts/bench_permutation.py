@@ -1,116 +1,141 @@
-"""Benchmark the WEAT permutation test: vlbias against a per-permutation Python loop on the same inputs.
+"""Benchmark the WEAT permutation test: vlbias against a per-permutation numpy loop, on one thread, cold and warm.
 
-Run me like this:  python scripts/bench_permutation.py [--loop-permutations 100000]
+Run me like this:  python scripts/bench_permutation.py [--loop-permutations 100000] [--repeats 5] [--cold-runs 3]
 
-Cases: 25 items per target set with 100,000 random partitions, and 8 items per set tested exactly
-(C(16, 8) = 12,870 partitions). Both methods start from the same embeddings, compute the associations
-s(w, A, B) and then the p-value with the same estimator ((1 + #>=) / (1 + P) when sampled; the fraction
-of partitions >= the observed one when exact). Prints seconds (the fastest of the repeats for either side:
-the run least disturbed by other work on the machine, as ``timeit`` advises), p-values and the speed-up; the
-loop's time is scaled linearly when it runs fewer permutations than vlbias.
+Cases: 25, 64, 256 and 1024 items per target set, and 25 against 40 (unequal sizes), each with 100,000
+re-partitions (the observed one and P = 99,999 random ones, May et al.'s estimator (1 + #>=) / (1 + P)). Both
+sides start from the same association scores s(w, A, B) and do the same work:
+
+* vlbias: ``p_value_from_associations(s_x, s_y, n_permutations=P, allow_unequal_sizes=True)``;
+* the loop, as May et al.'s ``sentbias/weat.py`` does it: per re-partition, shuffle the pooled indices in place
+  (``rng.shuffle``), sum the scores of the first |X| and compare with the observed sum.
+
+Warm: one warm-up call, then the median of ``--repeats`` calls, the same counts on both sides. Cold: the first
+call for the case's set sizes in a fresh Python process (imports done; vlbias caches nothing across calls, so no
+table survives from one case to the next), the median over ``--cold-runs`` processes per side; each process
+times the cases in the order given. The loop runs ``--loop-permutations`` re-partitions and its time is scaled linearly to P when that is fewer
+(the table says so). Threads: OMP/MKL/OpenBLAS are set to 1 before numpy and torch are imported and
+``torch.set_num_threads(1)``. On a shared machine the medians still move with other work: the load average is
+printed.
 """
 
 from __future__ import annotations
 
-import argparse
-import itertools
 import os
-import time
-from collections.abc import Callable
 
-import numpy as np
-import torch
+for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_variable] = "1"
 
-from vlbias.metrics.functional import weat_p_value
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
 
-DIM, N_ATTRIBUTES = 64, 25
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
+from vlbias.benchmarking import cpu_name  # noqa: E402
+from vlbias.metrics.functional import p_value_from_associations  # noqa: E402
 
-def embeddings(n_per_set: int, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    a, b = rng.normal(size=(N_ATTRIBUTES, DIM)), rng.normal(size=(N_ATTRIBUTES, DIM))
-    x = rng.normal(size=(n_per_set, DIM)) + 0.1 * a.mean(0)
-    y = rng.normal(size=(n_per_set, DIM)) + 0.1 * b.mean(0)
-    return [x, y, a, b]
-
-
-def loop_associations(x, y, a, b) -> tuple[list[float], list[float]]:
-    def unit(m):
-        return m / np.linalg.norm(m, axis=1, keepdims=True)
-
-    def s(w):
-        return (unit(w) @ unit(a).T).mean(1) - (unit(w) @ unit(b).T).mean(1)
-
-    return s(x).tolist(), s(y).tolist()
+PERMUTATIONS = 99_999  # + the observed partition = 100,000 re-partitions
+CASES = {"25": (25, 25), "64": (64, 64), "256": (256, 256), "1024": (1024, 1024), "25 vs 40": (25, 40)}
 
 
-def loop_sampled_p(sets, n_permutations: int, seed: int = 0) -> float:
-    """The obvious way: shuffle X ∪ Y, take the first half, compare its sum, once per permutation."""
-    s_x, s_y = loop_associations(*sets)
-    pooled, observed = np.array(s_x + s_y), sum(s_x)
+def scores(n_x: int, n_y: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Association scores with a small lean of X (p-values away from 0 and 1, where sampling has work to do)."""
+    generator = torch.Generator().manual_seed(n_x * 10_000 + n_y)
+    s_x = 0.05 * torch.randn(n_x, generator=generator, dtype=torch.float64) + 0.004
+    return s_x, 0.05 * torch.randn(n_y, generator=generator, dtype=torch.float64)
+
+
+def vlbias_p(s_x: torch.Tensor, s_y: torch.Tensor, n_permutations: int) -> float:
+    return p_value_from_associations(s_x, s_y, n_permutations=n_permutations, allow_unequal_sizes=True).item()
+
+
+def loop_p(s_x: torch.Tensor, s_y: torch.Tensor, n_permutations: int, seed: int = 0) -> float:
+    """May et al.'s loop: shuffle the pooled indices, sum the first |X| scores, compare with the observed sum."""
+    pooled = np.concatenate([s_x.numpy(), s_y.numpy()])
+    indices, size, observed = np.arange(pooled.size), s_x.numel(), s_x.sum().item()
     rng = np.random.default_rng(seed)
     as_extreme = 0
     for _ in range(n_permutations):
-        half = pooled[rng.permutation(len(pooled))[: len(s_x)]]
-        as_extreme += half.sum() >= observed
+        rng.shuffle(indices)
+        as_extreme += pooled[indices[:size]].sum() >= observed
     return (1 + as_extreme) / (1 + n_permutations)
 
 
-def loop_exact_p(sets) -> float:
-    s_x, s_y = loop_associations(*sets)
-    pooled, observed = s_x + s_y, sum(s_x)
-    splits = list(itertools.combinations(range(len(pooled)), len(s_x)))
-    return sum(sum(pooled[i] for i in split) >= observed for split in splits) / len(splits)
+def side(name: str, case: str, loop_permutations: int) -> Callable[[], float]:
+    s_x, s_y = scores(*CASES[case])
+    if name == "vlbias":
+        return lambda: vlbias_p(s_x, s_y, PERMUTATIONS)
+    return lambda: loop_p(s_x, s_y, loop_permutations)
 
 
-def timed(run: Callable[[], float], repeats: int) -> tuple[float, float]:
-    seconds, value = [], 0.0
+def seconds(run: Callable[[], float]) -> tuple[float, float]:
+    start = time.perf_counter()
+    value = run()
+    return time.perf_counter() - start, value
+
+
+def warm(run: Callable[[], float], repeats: int) -> tuple[float, float]:
+    seconds(run)  # warm-up
+    times, value = [], 0.0
     for _ in range(repeats):
-        start = time.perf_counter()
-        value = run()
-        seconds.append(time.perf_counter() - start)
-    return min(seconds), value
+        elapsed, value = seconds(run)
+        times.append(elapsed)
+    return statistics.median(times), value
 
 
-def main() -> None:
+def cold(name: str, cases: Sequence[str], loop_permutations: int, runs: int) -> dict[str, float]:
+    """Per case, the median over fresh processes of the time of its first call."""
+    command = [sys.executable, __file__, "--cold-side", name, "--loop-permutations", str(loop_permutations)]
+    runs_times = [
+        subprocess.run([*command, "--cases", *cases], check=True, capture_output=True, text=True).stdout.split()
+        for _ in range(runs)
+    ]
+    return {case: statistics.median(float(times[i]) for times in runs_times) for i, case in enumerate(cases)}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--permutations", type=int, default=100_000)
-    parser.add_argument("--loop-permutations", type=int, default=100_000, help="fewer runs the loop shorter, scaled")
-    parser.add_argument("--repeats", type=int, default=21)
-    parser.add_argument("--loop-repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, help="torch.set_num_threads(THREADS) first; default: leave as is")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    parser.add_argument("--loop-permutations", type=int, default=PERMUTATIONS, help="fewer: time scaled to P")
+    parser.add_argument("--repeats", type=int, default=5, help="timed warm calls per side (after one warm-up)")
+    parser.add_argument("--cold-runs", type=int, default=3, help="fresh processes per side for the cold time")
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--cold-side", choices=("vlbias", "loop"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    if args.cold_side:
+        print(*(seconds(side(args.cold_side, case, args.loop_permutations))[0] for case in args.cases))
+        return
+    scale = PERMUTATIONS / args.loop_permutations
     print(
-        f"torch {torch.__version__}, torch.get_num_threads() = {torch.get_num_threads()}, os.cpu_count() = "
-        f"{os.cpu_count()}, load average (1 min) = {os.getloadavg()[0]:.2f}"
+        f"{cpu_name()}; torch {torch.__version__}, numpy {np.__version__}, torch threads {torch.get_num_threads()}, "
+        f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, load average (1 min) {os.getloadavg()[0]:.2f}"
     )
-
-    rows = []
-    sampled = embeddings(25, seed=0)
-    tensors = [torch.from_numpy(m) for m in sampled]
-    fast = timed(lambda: weat_p_value(*tensors, n_permutations=args.permutations).item(), args.repeats)
-    loop = timed(lambda: loop_sampled_p(sampled, args.loop_permutations), args.loop_repeats)
-    scale = args.permutations / args.loop_permutations
-    rows.append((f"sampled, 25 per set, {args.permutations:,} permutations", fast, (loop[0] * scale, loop[1])))
-
-    exact = embeddings(8, seed=1)
-    tensors = [torch.from_numpy(m) for m in exact]
-    fast = timed(lambda: weat_p_value(*tensors).item(), args.repeats)
-    loop = timed(lambda: loop_exact_p(exact), args.loop_repeats)
-    rows.append(("exact, 8 per set, 12,870 partitions", fast, loop))
-
-    print(f"{'case':<46} {'method':<12} {'seconds':>10} {'p-value':>12} {'speed-up':>9}")
-    for case, (fast_s, fast_p), (loop_s, loop_p) in rows:
-        print(f"{case:<46} {'vlbias':<12} {fast_s:>10.4f} {fast_p:>12.6f} {loop_s / fast_s:>8.1f}x")
-        print(f"{'':<46} {'python loop':<12} {loop_s:>10.4f} {loop_p:>12.6f}")
-    if scale != 1:
+    print(f"100,000 re-partitions (P = {PERMUTATIONS:,} + the observed one); seconds are medians")
+    header = (
+        f"{'items per set':<14} {'vlbias warm':>11} {'loop warm':>10} {'warm x':>7} "
+        f"{'vlbias cold':>11} {'loop cold':>10} {'cold x':>7} {'p vlbias':>9} {'p loop':>9}"
+    )
+    fast_colds = cold("vlbias", args.cases, args.loop_permutations, args.cold_runs)
+    loop_colds = cold("loop", args.cases, args.loop_permutations, args.cold_runs)
+    print(header)
+    for case in args.cases:
+        fast_warm, fast_p = warm(side("vlbias", case, args.loop_permutations), args.repeats)
+        loop_warm, loop_value = warm(side("loop", case, args.loop_permutations), args.repeats)
+        fast_cold, loop_cold = fast_colds[case], loop_colds[case] * scale
+        loop_warm *= scale
         print(
-            f"(loop timed on {args.loop_permutations:,} permutations and scaled by {scale:g} to {args.permutations:,};"
-            f" its p-value is from {args.loop_permutations:,})"
+            f"{case:<14} {fast_warm:>11.4f} {loop_warm:>10.3f} {loop_warm / fast_warm:>6.0f}x "
+            f"{fast_cold:>11.4f} {loop_cold:>10.3f} {loop_cold / fast_cold:>6.0f}x {fast_p:>9.5f} {loop_value:>9.5f}",
+            flush=True,
         )
-    print("sampled p-values differ by Monte-Carlo error (about sqrt(p(1-p)/P)); exact p-values must be equal.")
+    if scale != 1:
+        print(f"(loop timed on {args.loop_permutations:,} re-partitions and scaled by {scale:g}; its p from those)")
+    print(f"load average (1 min) at the end {os.getloadavg()[0]:.2f}; p-values differ by Monte-Carlo error")
 
 
 if __name__ == "__main__":

@@ -51,15 +51,20 @@ def association_test_results(s_x: Tensor, s_y: Tensor, metric: _TestOptions) -> 
     """The dict :meth:`WEATTest.compute` returns, for association scores ``s_x``, ``s_y`` and the test options
     of ``metric`` (a suite that forms the scores itself, e.g. from two metrics' :meth:`~WEATEffectSize.associations`,
     gets the same statistics)."""
-    equal = s_x.numel() == s_y.numel()  # May et al.'s test re-partitions X ∪ Y into equal halves
+    tested = s_x.numel() == s_y.numel() or metric.allow_unequal_sizes
     return {
         "effect_size": effect_size_from_associations(s_x, s_y),
         "statistic": statistic_from_associations(s_x, s_y),
         "mean_difference": mean_difference_from_associations(s_x, s_y),
         "p_value": p_value_from_associations(
-            s_x, s_y, n_permutations=metric.n_permutations, seed=metric.seed, exact_limit=metric.exact_limit
+            s_x,
+            s_y,
+            n_permutations=metric.n_permutations,
+            seed=metric.seed,
+            exact_limit=metric.exact_limit,
+            allow_unequal_sizes=metric.allow_unequal_sizes,
         )
-        if equal
+        if tested
         else torch.tensor(float("nan"), dtype=torch.float64),
         "n_x": torch.tensor(s_x.numel()),
         "n_y": torch.tensor(s_y.numel()),
@@ -78,9 +83,16 @@ class _TestOptions:
     n_bootstrap: int
     confidence: float
     seed: int
+    allow_unequal_sizes: bool
 
     def _set_test_options(
-        self, n_permutations: int | None, exact_limit: int, n_bootstrap: int, confidence: float, seed: int
+        self,
+        n_permutations: int | None,
+        exact_limit: int,
+        n_bootstrap: int,
+        confidence: float,
+        seed: int,
+        allow_unequal_sizes: bool = False,
     ) -> None:
         if n_permutations is not None and (not isinstance(n_permutations, int) or n_permutations < 1):
             raise ConfigError(
@@ -90,7 +102,12 @@ class _TestOptions:
             raise ConfigError(f"Expected argument `n_bootstrap` to be a positive integer but got {n_bootstrap!r}")
         if not 0 < confidence < 1:
             raise ConfigError(f"Expected argument `confidence` to be in (0, 1) but got {confidence!r}")
+        if not isinstance(allow_unequal_sizes, bool):
+            raise ConfigError(
+                f"Expected argument `allow_unequal_sizes` to be True or False but got {allow_unequal_sizes!r}"
+            )
         self.n_permutations, self.exact_limit = n_permutations, exact_limit
+        self.allow_unequal_sizes = allow_unequal_sizes
         self.n_bootstrap, self.confidence, self.seed = n_bootstrap, confidence, seed
 
 
@@ -187,8 +204,9 @@ class WEATTest(_TestOptions, WEATEffectSize):
     - ``effect_size``: :math:`d` (Ross Eq. 3)
     - ``statistic``: :math:`s(X, Y, A, B)` (Ross Eq. 2)
     - ``mean_difference``: the numerator of :math:`d`
-    - ``p_value``: one-sided permutation p-value; NaN when :math:`|X| \ne |Y|`
-      (:func:`~vlbias.metrics.functional.weat.p_value_from_associations` needs equal sizes)
+    - ``p_value``: one-sided permutation p-value
+      (:func:`~vlbias.metrics.functional.weat.p_value_from_associations`); when :math:`|X| \ne |Y|`, NaN
+      unless ``allow_unequal_sizes`` (then over re-partitions into sets of sizes :math:`|X|` and :math:`|Y|`)
     - ``n_x``, ``n_y``: the set sizes (int64)
     - ``interval``: ``[low, high]`` percentile bootstrap interval of :math:`d`
       (:func:`~vlbias.metrics.functional.weat.interval_from_associations`)
@@ -199,6 +217,9 @@ class WEATTest(_TestOptions, WEATEffectSize):
         n_bootstrap: bootstrap replicates for the interval.
         confidence: coverage of the interval.
         seed: seed of the generators of the permutation test and the bootstrap.
+        allow_unequal_sizes: give a p-value when :math:`|X| \ne |Y|` (re-partitions of the original sizes; the
+            same test as the mean difference's, see
+            :func:`~vlbias.metrics.functional.weat.p_value_from_associations`) instead of NaN.
         kwargs: passed to :class:`torchmetrics.Metric`.
     """
 
@@ -211,10 +232,11 @@ class WEATTest(_TestOptions, WEATEffectSize):
         n_bootstrap: int = DEFAULT_BOOTSTRAP,
         confidence: float = 0.95,
         seed: int = 0,
+        allow_unequal_sizes: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self._set_test_options(n_permutations, exact_limit, n_bootstrap, confidence, seed)
+        self._set_test_options(n_permutations, exact_limit, n_bootstrap, confidence, seed, allow_unequal_sizes)
 
     def compute(self) -> dict[str, Tensor]:  # type: ignore[override]
         """Effect size, statistic, mean difference, p-value and interval over everything seen."""
@@ -289,7 +311,7 @@ class ITMTest(_TestOptions, ITMEffectSize):
 
     Args:
         top_k: see :class:`ITMEffectSize`.
-        n_permutations, exact_limit, n_bootstrap, confidence, seed: see :class:`WEATTest`.
+        n_permutations, exact_limit, n_bootstrap, confidence, seed, allow_unequal_sizes: see :class:`WEATTest`.
         kwargs: passed to :class:`torchmetrics.Metric`.
     """
 
@@ -303,10 +325,11 @@ class ITMTest(_TestOptions, ITMEffectSize):
         n_bootstrap: int = DEFAULT_BOOTSTRAP,
         confidence: float = 0.95,
         seed: int = 0,
+        allow_unequal_sizes: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(top_k=top_k, **kwargs)
-        self._set_test_options(n_permutations, exact_limit, n_bootstrap, confidence, seed)
+        self._set_test_options(n_permutations, exact_limit, n_bootstrap, confidence, seed, allow_unequal_sizes)
 
     def compute(self) -> dict[str, Tensor]:  # type: ignore[override]
         """Effect size, statistic, mean difference, p-value and interval over everything seen."""
