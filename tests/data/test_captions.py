@@ -66,7 +66,7 @@ def test_missing_and_corrupt_images_are_skipped_and_named(tmp_path):
     verified = read(path, "test", tmp_path, verify_images=True)
     assert verified.images == [] and len(verified.pairs) == 0
     assert [entry["item"] for entry in verified.skipped] == ["val2014/m3.png", "val2014/w3.png"]
-    assert "does not decode" in verified.skipped[1]["reason"]
+    assert "could not be decoded" in verified.skipped[1]["reason"]
 
 
 def test_repeats_and_empty_captions_are_counted_skips(tmp_path):

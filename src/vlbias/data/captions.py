@@ -35,8 +35,8 @@ from functools import partial
 from pathlib import Path
 
 import datasets
-from PIL import Image
 
+from vlbias.data.images import image_problem
 from vlbias.errors import ConfigError, InputError
 
 SPLITS: tuple[str, ...] = ("train", "val", "test")
@@ -276,17 +276,16 @@ def _image_problems_of(images: list[str], root: Path, decode: bool, num_proc: in
 
 
 def _image_problems(batch: dict[str, list], root: str, decode: bool) -> dict[str, list]:
+    """Why each image of ``batch`` cannot be used: missing, or (``decode``) unreadable by the project's one
+    image reader (:func:`vlbias.data.images.image_problem`: truncated, a dangling link, an unsupported mode)."""
     problems = []
     for name in batch["image"]:
         file = Path(root) / name
-        problem = "" if file.is_file() else f"image file {str(file)!r} is missing"
-        if decode and not problem:
-            try:
-                with Image.open(file) as picture:
-                    picture.load()
-            except Exception as err:  # PIL raises several unrelated types for corrupt files
-                problem = f"image file {str(file)!r} does not decode: {err}"
-        problems.append(problem)
+        if not file.is_file():
+            problems.append(f"image file {str(file)!r} is missing")
+            continue
+        reason = image_problem(file) if decode else None
+        problems.append(f"image file {str(file)!r} {reason}" if reason else "")
     return {"problem": problems}
 
 

@@ -32,7 +32,8 @@ from pathlib import Path
 
 import yaml
 
-from vlbias.data.images import load_image
+from vlbias.data.images import image_problem
+from vlbias.data.text_files import read_text, yaml_field
 from vlbias.errors import InputError
 
 SHIPPED_SPEC = "entity_association.yaml"
@@ -143,10 +144,9 @@ def parse_spec(payload: object, source: str = "<in memory>") -> EntitySpec:
 def read_spec(path: str | Path | None = None) -> EntitySpec:
     """Read a spec YAML (default: the paper's case study, :func:`shipped_spec_path`)."""
     path = Path(path) if path is not None else shipped_spec_path()
-    if not path.is_file():
-        raise InputError(f"Spec file {str(path)!r} does not exist.")
+    text = read_text(path, "Spec file", locate=yaml_field)
     try:
-        payload = yaml.safe_load(path.read_text())
+        payload = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise InputError(f"Spec file {str(path)!r} is not valid YAML: {err}") from err
     return parse_spec(payload, str(path))
@@ -186,10 +186,9 @@ def read_images(root: str | Path, spec: EntitySpec) -> EntityImages:
                         {"item": str(path), "reason": f"is a folder; images go directly in {str(folder)!r}"}
                     )
                     continue
-                try:
-                    load_image(path)
-                except InputError as err:
-                    found.skipped.append({"item": str(path), "reason": str(err)})
+                problem = image_problem(path)
+                if problem is not None:
+                    found.skipped.append({"item": str(path), "reason": problem})
                     continue
                 usable.append((str(path), path))
             if usable:

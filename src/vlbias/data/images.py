@@ -1,37 +1,186 @@
-"""Image loading shared by the data readers and the model adapters: one :func:`load_image`, one
-list of image file suffixes (:data:`IMAGE_SUFFIXES`)."""
+r"""The project's one image reader (:func:`load_image`), its check for data readers (:func:`image_problem`)
+and the one list of image file suffixes (:data:`IMAGE_SUFFIXES`).
+
+Every image becomes the 8-bit RGB picture a viewer would show, by these rules:
+
+* EXIF orientation is applied first (:func:`PIL.ImageOps.exif_transpose`), so a photo stored sideways is
+  read upright.
+* ``1``, ``L``, ``P``, ``RGB``, ``RGBX``, ``CMYK`` and ``YCbCr``: PIL's conversion to RGB (``1`` → 0 or 255;
+  ``CMYK`` as uncalibrated ink, :math:`(255 - c)(255 - k) / 255` per channel; ``YCbCr`` by the JFIF/BT.601
+  formula in PIL's fixed point, within 1 of the exact one).
+* Transparency (``LA``, ``La``, ``PA``, ``RGBA``, ``RGBa``, and a ``P``/``L``/``RGB`` image with a
+  transparent colour): composited on white, :math:`c' = \alpha c + (1 - \alpha) \cdot 255` with
+  :math:`\alpha` = alpha / 255, as the picture looks on a white page. (Dropping alpha instead would show
+  whatever colour a fully transparent pixel happens to store.)
+* More than 8 bits: ``I;16`` (``I;16L``, ``I;16B``, ``I;16N``) and ``I`` are 16-bit values, read as
+  :math:`\operatorname{round}(v / 257)` (65535 → 255); ``F`` holds values in [0, 1], read as
+  :math:`\operatorname{round}(255 v)`. Values outside those ranges (or NaN) are refused, not clipped: an
+  ``I`` image with 32-bit values or an ``F`` image on a 0–255 scale would otherwise be read wrong silently.
+* Any other mode (``HSV``, ``LAB``, ``I;16S``, ...) is refused by name.
+
+A file is decoded in full (``Image.load`` with ``ImageFile.LOAD_TRUNCATED_IMAGES`` off), so a truncated
+file fails here, when a reader checks it, and not halfway through a measurement. Every failure (missing file,
+dangling link, no permission, truncated or undecodable data, unsupported mode, values out of range) is an
+:class:`ImageProblem` (an :class:`~vlbias.errors.InputError`) naming the file.
+
+Example:
+    >>> import numpy as np
+    >>> deep = Image.fromarray(np.array([[0, 257 * 127, 65535]], dtype=np.uint16))  # a 16-bit grey ramp
+    >>> deep.mode, np.asarray(rgb_picture(deep))[0, :, 0].tolist()
+    ('I;16', [0, 127, 255])
+"""
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from PIL import Image
+import numpy as np
+from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
 from vlbias.errors import InputError
 
 ImageInput = Image.Image | str | Path
 IMAGE_SUFFIXES: frozenset[str] = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"})
 
+COLOUR_MODES = frozenset({"1", "L", "P", "RGB", "RGBX", "CMYK", "YCbCr"})
+ALPHA_MODES = frozenset({"LA", "La", "PA", "RGBA", "RGBa"})
+# mode -> (the value read as 255, the rule as the warning states it)
+DEEP_MODES: dict[str, tuple[float, str]] = {
+    "I;16": (65535.0, "16-bit values / 257"),
+    "I;16L": (65535.0, "16-bit values / 257"),
+    "I;16B": (65535.0, "16-bit values / 257"),
+    "I;16N": (65535.0, "16-bit values / 257"),
+    "I": (65535.0, "16-bit values / 257"),
+    "F": (1.0, "values in [0, 1] x 255"),
+}
+SUPPORTED_MODES = sorted(COLOUR_MODES | ALPHA_MODES | set(DEEP_MODES))
+IN_MEMORY = "Image '<in-memory image>'"
+
+
+class ImageProblem(InputError):
+    """An image that cannot be read: the message names it, ``reason`` says why without naming it."""
+
+    def __init__(self, label: str, reason: str) -> None:
+        super().__init__(f"{label} {reason}")
+        self.reason = reason
+
 
 def load_image(image: ImageInput) -> Image.Image:
-    """Open ``image`` (a PIL image or a path) as RGB.
+    """``image`` (a PIL image or a path) as an 8-bit RGB picture, by the rules of the module docstring.
 
-    A file that does not decode raises :class:`InputError` naming it; a non-RGB image
-    (grey, palette, RGBA, CMYK) is converted with a warning that names the file and mode.
+    A path that is missing, a dangling link, unreadable or does not decode in full, and an image of an
+    unsupported mode or out-of-range values, raise :class:`ImageProblem` (an :class:`InputError`) naming it.
+    A non-RGB image is converted with a warning naming it, its mode and the rule applied.
     """
+    rgb, note = _read(image)
+    if note is not None:
+        warnings.warn(note, stacklevel=2)
+    return rgb
+
+
+def image_problem(path: str | Path) -> str | None:
+    """Why the image file ``path`` cannot be read by :func:`load_image`, or ``None`` when it can.
+
+    Data readers call this on every file they list, so that a bad file is skipped with this reason
+    before any model runs.
+    """
+    try:
+        _read(Path(path))
+    except ImageProblem as err:
+        return err.reason
+    return None
+
+
+def _read(image: ImageInput) -> tuple[Image.Image, str | None]:
+    """``image`` as 8-bit RGB, and the note on its conversion (``None`` for an RGB image)."""
     if isinstance(image, Image.Image):
-        picture, name = image, "<in-memory image>"
+        picture, label = _loaded(image, IN_MEMORY), IN_MEMORY  # a lazily opened image is decoded here
     else:
-        name = str(image)
-        if not Path(image).is_file():
-            raise InputError(f"Image file {name!r} does not exist.")
-        try:
-            picture = Image.open(image)
+        picture, label = _decoded(Path(image)), f"Image file {str(image)!r}"
+    try:
+        picture = ImageOps.exif_transpose(picture)
+    except Exception as err:  # noqa: BLE001 -- a corrupt EXIF block raises several unrelated types
+        raise ImageProblem(label, f"has an EXIF block that could not be read: {err}") from err
+    rgb = rgb_picture(picture, label)
+    note = None if picture.mode == "RGB" else f"{label} has mode {picture.mode!r}; converted to RGB ({_rule(picture)})."
+    return rgb, note
+
+
+def rgb_picture(picture: Image.Image, label: str = IN_MEMORY) -> Image.Image:
+    """``picture`` (decoded and upright) as 8-bit RGB; ``label`` names it in errors."""
+    mode = picture.mode
+    if mode in DEEP_MODES:
+        return _scaled(picture, label)
+    if mode in ALPHA_MODES or (mode in COLOUR_MODES and "transparency" in picture.info):
+        rgba = np.asarray(picture.convert("RGBA"), dtype=np.float64)  # (H, W, 4)
+        alpha = rgba[..., 3:] / 255.0
+        return Image.fromarray(np.rint(rgba[..., :3] * alpha + 255.0 * (1.0 - alpha)).astype(np.uint8))
+    if mode in COLOUR_MODES:
+        return picture.convert("RGB")
+    raise ImageProblem(label, f"has mode {mode!r}, which is not supported; supported modes: {SUPPORTED_MODES}")
+
+
+def _scaled(picture: Image.Image, label: str) -> Image.Image:
+    """An ``I``/``I;16``/``F`` image scaled to 8 bits by :data:`DEEP_MODES`, refused when out of range."""
+    top, rule = DEEP_MODES[picture.mode]
+    values = np.asarray(picture).astype(np.float64)  # (H, W)
+    if values.size and not (np.isfinite(values).all() and values.min() >= 0 and values.max() <= top):
+        finite = values[np.isfinite(values)]
+        found = [f"values in [{finite.min():g}, {finite.max():g}]"] if finite.size else []
+        found += ["NaN or infinite values"] if finite.size < values.size else []
+        raise ImageProblem(
+            label,
+            f"has mode {picture.mode!r} with {' and '.join(found)}; expected values in [0, {top:g}] ({rule})",
+        )
+    grey = np.rint(values * (255.0 / top)).astype(np.uint8)
+    return Image.fromarray(np.stack([grey] * 3, axis=-1))  # (H, W, 3)
+
+
+def _rule(picture: Image.Image) -> str:
+    if picture.mode in DEEP_MODES:
+        return DEEP_MODES[picture.mode][1]
+    if picture.mode in ALPHA_MODES or "transparency" in picture.info:
+        return "transparency composited on white"
+    return "PIL's conversion"
+
+
+def _decoded(path: Path) -> Image.Image:
+    """The image file at ``path``, decoded in full; :class:`ImageProblem` saying why it cannot be."""
+    label = f"Image file {str(path)!r}"
+    if path.is_symlink() and not path.exists():
+        raise ImageProblem(label, f"is a dangling symbolic link: its target {str(path.readlink())!r} does not exist")
+    if not path.exists():
+        raise ImageProblem(label, "does not exist")
+    if not path.is_file():
+        raise ImageProblem(label, "is not a regular file")
+    try:
+        with Image.open(path) as picture:
+            return _loaded(picture, label)
+    except UnidentifiedImageError as err:
+        raise ImageProblem(label, f"could not be decoded as an image: {err}") from err
+    except OSError as err:  # opening the file failed: permission denied, ...
+        raise ImageProblem(label, f"could not be read: {err.strerror or err}") from err
+
+
+def _loaded(picture: Image.Image, label: str) -> Image.Image:
+    """``picture`` decoded in full (a truncated file fails here), or :class:`ImageProblem`."""
+    try:
+        with _truncated_images_refused():
             picture.load()
-        except Exception as err:  # PIL raises several unrelated types for corrupt files
-            raise InputError(f"Image file {name!r} could not be decoded as an image: {err}") from err
-    if picture.mode != "RGB":
-        warnings.warn(f"Image {name!r} has mode {picture.mode!r}; converted to RGB.", stacklevel=2)
-        picture = picture.convert("RGB")
+    except Exception as err:  # noqa: BLE001 -- PIL raises several unrelated types for corrupt files
+        raise ImageProblem(label, f"could not be decoded as an image: {err}") from err
     return picture
+
+
+@contextmanager
+def _truncated_images_refused() -> Iterator[None]:
+    """``ImageFile.LOAD_TRUNCATED_IMAGES`` off for the block (another library may have turned it on)."""
+    before = ImageFile.LOAD_TRUNCATED_IMAGES
+    ImageFile.LOAD_TRUNCATED_IMAGES = False
+    try:
+        yield
+    finally:
+        ImageFile.LOAD_TRUNCATED_IMAGES = before

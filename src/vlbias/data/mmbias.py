@@ -14,7 +14,9 @@ through :func:`group_id`: case, ``_``/``-`` and repeated spaces are ignored (the
 ``"muslim"`` with ``"American"`` and ``"No disability"``), and the names of the paper's Tables 1 and 2
 (``Islam``, ``Physical disability``, ``Abled``, ``LGBTQ``, ...) are aliases of the JSON's keys. Image
 files are those with an image suffix (:data:`IMAGE_SUFFIXES`), hidden files excepted, sorted by name;
-each is checked with ``PIL.Image.verify`` and those that fail are reported, not dropped silently.
+each is read in full by the project's image reader (:func:`~vlbias.data.images.image_problem`), and those
+that fail (a truncated file, a dangling link, an unreadable file, an unsupported mode) are reported with the
+reason, not dropped silently: a test then runs on its other images.
 
 Example:
     >>> group_id("No_Disability"), group_id("Islam"), group_id("Physical disability")
@@ -23,15 +25,13 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from PIL import Image
-
-from vlbias.data.images import IMAGE_SUFFIXES
+from vlbias.data.images import IMAGE_SUFFIXES, image_problem
 from vlbias.data.seat import dropped_from_both, repeated
+from vlbias.data.text_files import read_json
 from vlbias.errors import InputError
 
 PHRASES_FILE = "textual_phrases.json"
@@ -136,10 +136,7 @@ def read_phrases(path: str | Path) -> tuple[list[str], list[str], dict[str, list
         raise InputError(
             f"MMBias phrases file {str(path)!r} does not exist (expected {PHRASES_FILE} with keys {PLEASANT_KEY!r}, {UNPLEASANT_KEY!r}, {GROUPS_KEY!r})"
         )
-    try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(f"MMBias phrases file {str(path)!r} is not valid JSON: {err}") from err
+    payload = read_json(path, "MMBias phrases file")
     if not isinstance(payload, dict):
         raise InputError(f"{str(path)!r}: expected a JSON object but got {type(payload).__name__}")
     missing = [key for key in (PLEASANT_KEY, UNPLEASANT_KEY, GROUPS_KEY) if key not in payload]
@@ -166,26 +163,20 @@ def read_phrases(path: str | Path) -> tuple[list[str], list[str], dict[str, list
     return pleasant, unpleasant, phrases
 
 
-def unreadable_reason(path: Path) -> str | None:
-    """Why image file ``path`` cannot be used, or ``None`` when it opens and verifies."""
-    try:
-        with Image.open(path) as picture:
-            picture.verify()
-    except Exception as err:  # noqa: BLE001 -- PIL raises several unrelated types for corrupt files
-        return f"could not be decoded as an image: {err}"
-    return None
-
-
 def _image_files(folder: Path) -> list[Path]:
+    """The entries of ``folder`` named like images (hidden ones excepted), sorted: files, and also links
+    whose target is gone and anything else not a folder, so that :func:`_readable` reports them."""
     return sorted(
-        p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in IMAGE_SUFFIXES
+        p
+        for p in folder.iterdir()
+        if not p.name.startswith(".") and p.suffix.lower() in IMAGE_SUFFIXES and not p.is_dir()
     )
 
 
 def _readable(files: list[Path], unreadable: list[dict[str, str]]) -> list[Path]:
     kept = []
     for path in files:
-        reason = unreadable_reason(path)
+        reason = image_problem(path)
         if reason is None:
             kept.append(path)
         else:

@@ -15,7 +15,8 @@ files, pretty-printed) one object over many lines.
   named after its file, as ``test_name`` repeats across files).
 
 Every grounded embedding is of one (caption, image) *pair*. Errors name the file, the line and
-the key. Duplicates (an example listed twice in a set, the same item in both targets or both
+the key; a caption must be a string. Files are read by :mod:`vlbias.data.text_files` (UTF-8, a byte-order
+mark accepted; a byte that is not UTF-8 is refused naming its line and key). Duplicates (an example listed twice in a set, the same item in both targets or both
 attributes, a JSON key given twice, a caption index repeated for an image) are dropped, keeping
 the first, and reported in ``duplicates`` as ``{"item", "reason"}`` rows.
 
@@ -33,6 +34,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vlbias.data.text_files import json_field, read_text
 from vlbias.errors import InputError
 
 SET_KEYS = ("targ1", "targ2", "attr1", "attr2")
@@ -147,7 +149,7 @@ class _Objects:
 
 
 def _read_file(path: Path) -> list[SeatTest | GroundedTest]:
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, "SEAT spec", locate=json_field)
     objects = _Objects()
     try:
         records = [(1, json.loads(text, object_pairs_hook=objects.hook))]
@@ -193,6 +195,13 @@ def _require(record: dict, key: str, kind: type, path: Path, line: int, where: s
         raise InputError(
             f"{path}: line {line}: key {where + '.' if where else ''}{key} should be a {kind.__name__} but is {value!r:.80}."
         )
+    return value
+
+
+def _optional_string(record: dict, key: str, path: Path, line: int) -> str | None:
+    value = record.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"{path}: line {line}: field {key} should be a string but is {value!r:.80}.")
     return value
 
 
@@ -299,6 +308,12 @@ def _parse_grounded(
             raise InputError(
                 f"{path}: line {at}: set {key} has no captions; a WEAT/SEAT test needs items in all four sets."
             )
+        for index, caption in captions.items():
+            if not isinstance(caption, str):
+                raise InputError(
+                    f"{path}: line {_line_of(lines, index, at)}: field {key}.captions[{index!r}] should be a caption "
+                    f"string but is {caption!r:.80} ({type(caption).__name__})."
+                )
         if key.startswith("targ"):
             image_keys = {"": "images"}
         else:
@@ -343,6 +358,6 @@ def _parse_grounded(
         list(dict.fromkeys(test_types)),
         **sets,
         contextual_words=contextual,
-        dataset_dir=record.get("dataset_dir"),
+        dataset_dir=_optional_string(record, "dataset_dir", path, _line_of(lines, "dataset_dir", line)),
         duplicates=duplicates,
     )

@@ -31,7 +31,9 @@ CounterBias suite records it with its results.
 Rows with an empty gender are kept (``gender=None``) so that the suite reports them as
 skipped items; a missing image file is likewise left to the suite. A missing file or column,
 an empty ``image`` or ``concept``, or an unknown ``concept_type`` raise
-:class:`~vlbias.errors.InputError` naming the file, row and value.
+:class:`~vlbias.errors.InputError` naming the file, row and value. Files are read by
+:mod:`vlbias.data.text_files`: UTF-8 with or without a byte-order mark (as spreadsheets save it); bytes that
+are not UTF-8 and over-long fields are refused naming the line and column.
 
 Example:
     >>> import tempfile, pathlib
@@ -43,11 +45,10 @@ Example:
 
 from __future__ import annotations
 
-import csv
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from vlbias.data.text_files import read_csv, read_json
 from vlbias.errors import InputError
 
 ANNOTATIONS = "annotations.csv"
@@ -95,14 +96,12 @@ def read_vl_bias(root: str | Path) -> list[VLBiasItem]:
     path = Path(root) / ANNOTATIONS
     if not path.is_file():
         raise InputError(f"VL-Bias annotations {str(path)!r} do not exist; expected columns {', '.join(COLUMNS)}.")
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(
-                f"VL-Bias annotations {str(path)!r}: missing column(s) {missing}; found {reader.fieldnames}."
-            )
-        items = [_item(path, line, row) for line, row in enumerate(reader, start=2)]
+    records = read_csv(path, "VL-Bias annotations")
+    header = [name.strip() for name in records[0].cells] if records else []
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise InputError(f"VL-Bias annotations {str(path)!r}: missing column(s) {missing}; found {header}.")
+    items = [_item(path, record.line, dict(zip(header, record.cells))) for record in records[1:]]
     if not items:
         raise InputError(f"VL-Bias annotations {str(path)!r} hold no rows.")
     return items
@@ -155,12 +154,7 @@ def read_release_index(path: str | Path) -> list[VLBiasItem]:
     """
     path = Path(path)
     where = f"VL-Bias release index {str(path)!r}"
-    if not path.is_file():
-        raise InputError(f"{where} does not exist.")
-    try:
-        index = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(f"{where} is not a JSON file: {err}.") from None
+    index = read_json(path, "VL-Bias release index")
     concepts = index.get("data") if isinstance(index, dict) else None
     if not isinstance(concepts, dict):
         raise InputError(f'{where}: expected an object with a "data" object mapping each concept to its images.')

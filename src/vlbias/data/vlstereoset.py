@@ -26,13 +26,13 @@ Example:
 
 from __future__ import annotations
 
-import csv
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 from vlbias.data.images import IMAGE_SUFFIXES
+from vlbias.data.text_files import read_csv
 from vlbias.errors import InputError
 
 BIAS_TYPES: tuple[str, ...] = ("gender", "profession", "race", "religion")
@@ -92,25 +92,16 @@ def read_vlstereoset(path: str | Path) -> tuple[list[VLStereoSetItem], list[dict
     Raises :class:`InputError` for a missing or undecodable file or a header lacking a column.
     """
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"VLStereoSet CSV {str(path)!r} does not exist.")
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            rows = list(csv.reader(handle))
-    except UnicodeDecodeError as err:
-        raise InputError(f"VLStereoSet CSV {str(path)!r} is not UTF-8 text: {err}.") from err
-    except csv.Error as err:
-        raise InputError(f"VLStereoSet CSV {str(path)!r} is not valid CSV: {err}.") from err
-    if not rows:
+    records = read_csv(path, "VLStereoSet CSV")  # blank lines (e.g. at the end of the file) left out
+    if not records:
         raise InputError(f"VLStereoSet CSV {str(path)!r} is empty; expected a header {', '.join(FIELDS)}, Imaeg URL.")
-    columns = _columns(path, [name.strip() for name in rows[0]])
+    columns = _columns(path, [name.strip() for name in records[0].cells])
     items: list[VLStereoSetItem] = []
     skipped: list[dict[str, str]] = []
     first_row: dict[tuple[str, ...], int] = {}
-    for line, row in enumerate(rows[1:], start=2):
-        if not any(cell.strip() for cell in row):
-            continue  # a blank line (e.g. at the end of the file) holds no item
-        parsed, reason = _parse(row, columns)
+    for record in records[1:]:
+        line = record.line
+        parsed, reason = _parse(record.cells, columns)
         if reason is None:
             identity = tuple(parsed[name] for name in REQUIRED)
             if identity in first_row:
