@@ -5,6 +5,7 @@ import stat
 
 import pandas as pd
 import pytest
+import torch
 
 from vlbias.atomic import atomic_write
 from vlbias.errors import ConfigError, SchemaError
@@ -36,9 +37,38 @@ def test_round_trip(tmp_path):
     assert read_items(path).to_dict("records") == [{"test": "t", "effect_size": 0.5}]
 
 
-def test_non_finite_numbers_are_written_as_null(tmp_path):
-    path = write_results(tmp_path, make_results(metrics={"a": math.nan, "b": math.inf}))
-    assert json.loads(path.read_text())["metrics"] == {"a": None, "b": None}
+def test_undefined_numbers_are_written_as_null(tmp_path):
+    """NaN (and None) mean "undefined": no item reached the statistic."""
+    path = write_results(tmp_path, make_results(metrics={"a": math.nan, "b": None, "c": 1.5}))
+    assert json.loads(path.read_text())["metrics"] == {"a": None, "b": None, "c": 1.5}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "items", "match"),
+    [
+        ({"metrics": {"lmss/mean": -6.91e296}}, None, r"metric 'lmss/mean' is -6\.91e\+296, beyond ±1e\+12"),
+        ({"metrics": {"b": math.inf}}, None, "metric 'b' is inf, not finite"),
+        ({"metrics": {"b": torch.tensor(-math.inf)}}, None, "metric 'b' is -inf, not finite"),
+        ({"metrics": {"b": "high"}}, None, "metric 'b' is 'high', a str, not a number"),
+        ({"intervals": {"t": [0.1, 2e13]}}, None, r"interval 't' is 2e\+13, beyond"),
+        ({"intervals": {"t": [0.1]}}, None, r"interval 't' should be \[lo, hi\]"),
+        ({"p_values": {"t": 1.5}}, None, r"p-value 't' is 1.5, outside \[0, 1\]"),
+        ({}, [{"score": 0.5}, {"score": math.inf}], "item table column 'score', row 1, is inf, not finite"),
+        ({}, [{"score": -1e300}], r"item table column 'score', row 0, is -1e\+300, beyond"),
+    ],
+)
+def test_absurd_numbers_are_refused_and_the_old_result_stays(tmp_path, overrides, items, match):
+    write_results(tmp_path, make_results(seed=1), [{"score": 0.25}])
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    with pytest.raises(SchemaError, match=match) as refused:
+        write_results(tmp_path, make_results(**overrides), items)
+    assert "mmbias.json" in str(refused.value) and "left as it was" in str(refused.value)
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before
+
+
+def test_nan_in_the_item_table_is_missing_not_refused(tmp_path):
+    path = write_results(tmp_path, make_results(), [{"p_value": math.nan}, {"p_value": 0.5}])
+    assert read_items(path)["p_value"].isna().tolist() == [True, False]
 
 
 def test_a_crash_while_writing_leaves_no_file(tmp_path, monkeypatch):
@@ -74,7 +104,9 @@ def test_unwritable_output_directory(tmp_path):
         (lambda d: d.update(seed=True), "field 'seed' should be int but is bool"),
         (lambda d: d.update(intervals={"x": [1]}), r"interval 'x' should be \[lo, hi\]"),
         (lambda d: d.update(skipped=[{"item": "a"}]), "each skipped entry needs 'item' and 'reason'"),
-        (lambda d: d.update(schema_version=99), "schema_version 99 is not 1"),
+        (lambda d: d.update(schema_version=99), f"schema_version 99 is not {SCHEMA_VERSION}"),
+        (lambda d: d.pop("items"), r"missing field\(s\) \['items'\]"),
+        (lambda d: d.update(items={"file": "../elsewhere.parquet", "sha256": "0"}), "field 'items' should be"),
     ],
 )
 def test_bad_results_files_are_explained(tmp_path, edit, match):
@@ -84,6 +116,29 @@ def test_bad_results_files_are_explained(tmp_path, edit, match):
     path.write_text(json.dumps(payload))
     with pytest.raises(SchemaError, match=match):
         read_results(path)
+
+
+def test_an_item_table_from_another_run_is_refused_by_name(tmp_path):
+    """The old table beside the new JSON (what a kill between two plain writes left) is not read as the new
+    result's."""
+    write_results(tmp_path / "old", make_results(seed=1), [{"test": "old"}])
+    path = write_results(tmp_path / "new", make_results(seed=2), [{"test": "new"}])
+    (tmp_path / "new" / "mmbias.items.parquet").write_bytes((tmp_path / "old" / "mmbias.items.parquet").read_bytes())
+    for read in (read_results, read_items):
+        with pytest.raises(
+            SchemaError, match="mmbias.items.parquet' does not belong to results file .*new/mmbias.json"
+        ):
+            read(path)
+    (tmp_path / "new" / "mmbias.items.parquet").unlink()
+    with pytest.raises(SchemaError, match="mmbias.items.parquet' of results file .*mmbias.json' does not exist"):
+        read_results(path)
+
+
+def test_a_parquet_path_is_read_as_it_is(tmp_path):
+    write_results(tmp_path, make_results(), [{"test": "t"}])
+    assert read_items(tmp_path / "mmbias.items.parquet")["test"].tolist() == ["t"]
+    with pytest.raises(SchemaError, match="other.items.parquet' does not exist"):
+        read_items(tmp_path / "other.items.parquet")
 
 
 def test_not_json_and_missing_file(tmp_path):

@@ -1,12 +1,17 @@
-"""Write a file so that readers see the old file or the whole new one, never a part."""
+"""Write a file so that readers see the old file or the whole new one, never a part; and remove the
+temporary files that a write killed before its rename (``kill -9``, a lost node) left behind."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
+
+TEMPORARY_SUFFIX = ".vlbias.tmp"  # every temporary file vlbias writes: ``.<target name>.<random>.vlbias.tmp``
+STARTED = time.time()  # when this process imported vlbias (about when it started): older files are no one's now
 
 
 def atomic_write(path: str | Path, write: Callable[[BinaryIO], object]) -> None:
@@ -22,7 +27,7 @@ def atomic_write(path: str | Path, write: Callable[[BinaryIO], object]) -> None:
         'done'
     """
     path = Path(path)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             write(handle)
@@ -33,6 +38,36 @@ def atomic_write(path: str | Path, write: Callable[[BinaryIO], object]) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def is_stale(path: Path) -> bool:
+    """Whether ``path`` was last changed before this process started, so no write of this process, and
+    no write running now (a writer keeps touching its file), still owns it."""
+    return path.lstat().st_mtime < STARTED
+
+
+def remove_stale_temporaries(directory: str | Path) -> list[Path]:
+    """Delete the temporary files (``.*.vlbias.tmp``) in ``directory`` that :func:`is_stale` calls stale:
+    those a killed writer left. A writer running now keeps its own. Returns the paths removed.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> left = folder / f".out.txt.x1y2{TEMPORARY_SUFFIX}"
+        >>> _ = left.write_bytes(b"half")
+        >>> os.utime(left, (STARTED - 60, STARTED - 60))  # written by a process killed a minute ago
+        >>> [p.name for p in remove_stale_temporaries(folder)], left.exists()
+        (['.out.txt.x1y2.vlbias.tmp'], False)
+    """
+    removed = []
+    for path in Path(directory).glob(f".*{TEMPORARY_SUFFIX}"):
+        try:
+            if is_stale(path):
+                path.unlink()
+                removed.append(path)
+        except FileNotFoundError:  # another process cleaned it first
+            continue
+    return removed
 
 
 def _created_mode() -> int:

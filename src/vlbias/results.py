@@ -1,34 +1,60 @@
-"""The one results schema: ``<out>/<suite>.json`` plus ``<out>/<suite>.items.parquet``.
+"""The one results schema: ``<out>/<suite>.json`` plus ``<out>/<suite>.items.parquet``, replaced as a unit.
 
-Both files are written atomically (a temporary file in the same directory, flushed, fsynced and
-renamed over the target), the per-item table first and the JSON last, so a crash never leaves a
-half-written file and a JSON on disk always has its item table beside it.
+A result is two files, so it is written in an order that makes the JSON the commit point:
+
+1. the item table goes (atomically) to a staged name, ``.<suite>.items.<sha256>.parquet``;
+2. the JSON, which names its item table by file name and SHA-256 (field ``items``), replaces the old JSON
+   atomically: from here on the new result is the result;
+3. the staged table is renamed over ``<suite>.items.parquet``.
+
+A write killed before step 2 leaves the old result as it was (and a staged file); one killed between steps 2
+and 3 leaves the new JSON with the old table beside it and the new one staged: :func:`read_items` and
+:func:`read_results` take the table whose SHA-256 the JSON names, so a reader sees the old result whole or
+the new one whole, never a mix, and refuses (naming both files) a table that belongs to another JSON. The
+next :func:`write_results` into the directory finishes a killed write's step 3 and deletes the temporary
+files (:mod:`vlbias.atomic`) and staged tables that a killed process left.
+
+Numbers. Every metric, interval end and p-value is checked before anything is written: ``NaN`` (or
+``None``) means "undefined" (no item reached a group, zero variance) and is written as ``null``; an
+infinite value, or one larger in magnitude than :data:`LARGEST` (1e12: no statistic vlbias reports, from
+effect sizes and scores in [0, 100] to log-probability differences and counts, comes near it; a bigger one is
+an overflow), or a p-value outside [0, 1], is refused with a :class:`~vlbias.errors.SchemaError` naming the
+metric and the value, and the old result is left as it was. The float columns of the item table are held to
+the same rule (NaN there is pandas' "missing").
 
 JSON fields:
     schema_version (int), suite, model, checkpoint (str | None), vlbias_version,
     git_commit (str | None), config (dict: the resolved configuration), seed (int),
-    n_items (int: items measured), metrics ({name: float}), intervals ({name: [lo, hi]}),
+    n_items (int: items measured), metrics ({name: float | None}), intervals ({name: [lo, hi]}),
     p_values ({name: float}), skipped ([{item, reason}]: items not measured and why),
-    created (ISO 8601 UTC).
+    created (ISO 8601 UTC), items ({file, sha256}: the item table this JSON belongs to).
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import math
+import os
+import re
 import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 import vlbias
-from vlbias.atomic import atomic_write
+from vlbias.atomic import TEMPORARY_SUFFIX, atomic_write, is_stale, remove_stale_temporaries
 from vlbias.errors import ConfigError, SchemaError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the JSON names its item table (``items``)
+ITEMS_SUFFIX = ".items.parquet"
+LARGEST = 1e12  # a measured number larger in magnitude is an overflow
+_STAGED = re.compile(r"^\.(?P<name>.+)\.items\.(?P<sha256>[0-9a-f]{64})\.parquet$")
 
 
 @dataclass
@@ -77,7 +103,7 @@ def ensure_writable(directory: str | Path) -> Path:
     directory = Path(directory)
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=directory, prefix=".vlbias-write-test-"):
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".vlbias-write-test.", suffix=TEMPORARY_SUFFIX):
             pass
     except OSError as err:
         raise ConfigError(f"Output directory {str(directory)!r} is not writable: {err.strerror or err}.") from err
@@ -90,8 +116,7 @@ def _json_ready(value):
         return {str(k): _json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_json_ready(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
+    value = _plain(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, Path):
@@ -99,18 +124,113 @@ def _json_ready(value):
     return value
 
 
+def _plain(value: object) -> object:
+    """A tensor's or numpy scalar's Python value; anything else as it is."""
+    return value.item() if hasattr(value, "item") and not isinstance(value, (str, bytes)) else value
+
+
+def _shown(value: object) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else f"{value!r:.60}"
+
+
+def _number_problem(value: object, p_value: bool = False) -> str | None:
+    """Why ``value`` cannot be written as a measured number (``None``: it can; NaN and ``None`` are "undefined")."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"a {type(value).__name__}, not a number"
+    if math.isnan(value):
+        return None
+    if math.isinf(value):
+        return "not finite"
+    if abs(value) > LARGEST:
+        return f"beyond ±{LARGEST:g}: an overflow, not a measurement (is an option such as a temperature extreme?)"
+    if p_value and not 0 <= value <= 1:
+        return "outside [0, 1]"
+    return None
+
+
+def _check_numbers(results: Results, table: pd.DataFrame, target: Path) -> None:
+    """Refuse (:class:`SchemaError`, naming the entry and its value) a measured number that is not one: see the
+    module's "Numbers"."""
+    refused = f"Results {str(target)!r} not written (any result there is left as it was)"
+    entries = [("metric", key, value, False) for key, value in results.metrics.items()]
+    entries += [("p-value", key, value, True) for key, value in results.p_values.items()]
+    for key, interval in results.intervals.items():
+        if not (isinstance(interval, (list, tuple)) or hasattr(interval, "tolist")) or len(interval) != 2:
+            raise SchemaError(f"{refused}: interval {key!r} should be [lo, hi] but is {interval!r:.60}.")
+        entries += [("interval", key, end, False) for end in interval]
+    for kind, key, value, p_value in entries:
+        value = _plain(value)
+        problem = _number_problem(value, p_value)
+        if problem:
+            raise SchemaError(f"{refused}: {kind} {key!r} is {_shown(value)}, {problem}.")
+    for column in table.columns:
+        if pd.api.types.is_float_dtype(table[column]):
+            values = table[column].to_numpy(dtype=float, na_value=np.nan)
+            bad = np.flatnonzero(np.isinf(values) | (np.abs(np.nan_to_num(values)) > LARGEST))
+            if bad.size:
+                row, value = int(bad[0]), float(values[bad[0]])
+                raise SchemaError(
+                    f"{refused}: item table column {str(column)!r}, row {row}, is {_shown(value)}, "
+                    f"{_number_problem(value)} ({bad.size} such row(s))."
+                )
+
+
 def write_results(
     out_dir: str | Path, results: Results, items: pd.DataFrame | list[dict] | None = None, name: str | None = None
 ) -> Path:
-    """Write ``<out_dir>/<name>.items.parquet`` then ``<out_dir>/<name>.json`` (``name``: the suite's, unless
-    two runs of one suite share a folder); returns the JSON path."""
+    """Replace the result ``<out_dir>/<name>.json`` + ``<out_dir>/<name>.items.parquet`` as a unit (``name``:
+    the suite's, unless two runs of one suite share a folder), in the order the module describes, after
+    checking its numbers and tidying what killed writes left in ``out_dir``; returns the JSON path."""
     out_dir, name = ensure_writable(out_dir), name or results.suite
+    json_path, items_path = out_dir / f"{name}.json", out_dir / f"{name}{ITEMS_SUFFIX}"
     table = items if isinstance(items, pd.DataFrame) else pd.DataFrame(items or [])
-    atomic_write(out_dir / f"{name}.items.parquet", lambda handle: table.to_parquet(handle, index=False))
-    payload = json.dumps(_json_ready(asdict(results)), indent=2, allow_nan=False).encode()
-    json_path = out_dir / f"{name}.json"
-    atomic_write(json_path, lambda handle: handle.write(payload))
+    _check_numbers(results, table, json_path)
+    buffer = io.BytesIO()
+    table.to_parquet(buffer, index=False)
+    table_bytes = buffer.getvalue()
+    digest = hashlib.sha256(table_bytes).hexdigest()
+    record = _json_ready(asdict(results)) | {"items": {"file": items_path.name, "sha256": digest}}
+    payload = json.dumps(record, indent=2, allow_nan=False).encode()
+    _finish_killed_writes(out_dir)
+    staged = _staged_path(items_path, digest)
+    atomic_write(staged, lambda handle: handle.write(table_bytes))
+    atomic_write(json_path, lambda handle: handle.write(payload))  # the commit point
+    os.replace(staged, items_path)
     return json_path
+
+
+def _finish_killed_writes(directory: str | Path) -> None:
+    """Tidy ``directory`` after writes that were killed (only files older than this process: a writer running
+    now keeps its own): a staged item table whose JSON already names it is renamed into place (step 3 of the
+    module's order), any other staged table is deleted (its write never committed), and so are the
+    temporary files of :mod:`vlbias.atomic`."""
+    directory = Path(directory)
+    for staged in directory.glob(".*.items.*.parquet"):
+        match = _STAGED.match(staged.name)
+        try:
+            if match is None or not is_stale(staged):
+                continue
+            if _named_sha256(directory / f"{match['name']}.json") == match["sha256"]:
+                os.replace(staged, directory / f"{match['name']}{ITEMS_SUFFIX}")
+            else:
+                staged.unlink()
+        except FileNotFoundError:  # another process tidied it first
+            continue
+    remove_stale_temporaries(directory)
+
+
+def _staged_path(items_path: Path, digest: str) -> Path:
+    return items_path.with_name(f".{items_path.name.removesuffix(ITEMS_SUFFIX)}.items.{digest}.parquet")
+
+
+def _named_sha256(json_path: Path) -> str | None:
+    """The item table SHA-256 a results JSON names, or ``None`` if it is missing or unreadable."""
+    try:
+        return json.loads(json_path.read_text())["items"]["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -128,21 +248,41 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "vlbias_version": (str,),
     "git_commit": (str, type(None)),
     "created": (str,),
+    "items": (dict,),
 }
 
 
 def read_results(path: str | Path) -> Results:
-    """Read and validate a results JSON; a bad file raises :class:`SchemaError` saying what is wrong."""
+    """Read and validate a results JSON and check that its item table is there and is the one it names; a bad
+    file, or a table from another run, raises :class:`SchemaError` saying what is wrong."""
     path = Path(path)
+    payload = _read_payload(path)
+    _items_bytes(path, payload["items"])
+    return Results(**{key: value for key, value in payload.items() if key != "items"})
+
+
+def read_items(path: str | Path) -> pd.DataFrame:
+    """The per-item table of results file ``path`` (``<suite>.json``): the one whose SHA-256 the JSON names
+    (see the module's order of writing). Given a ``.parquet`` path instead, that file as it is."""
+    path = Path(path)
+    if path.suffix != ".json":
+        if not path.is_file():
+            raise SchemaError(f"Per-item table {str(path)!r} does not exist.")
+        return pd.read_parquet(path)
+    return pd.read_parquet(io.BytesIO(_items_bytes(path, _read_payload(path)["items"])))
+
+
+def _read_payload(path: Path) -> dict:
+    """The JSON of results file ``path``, every field checked."""
     try:
         payload = json.loads(path.read_text())
     except FileNotFoundError as err:
         raise SchemaError(f"Results file {str(path)!r} does not exist.") from err
-    except json.JSONDecodeError as err:
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise SchemaError(f"Results file {str(path)!r} is not valid JSON: {err}.") from err
     if not isinstance(payload, dict):
         raise SchemaError(f"Results file {str(path)!r}: expected a JSON object but got {type(payload).__name__}.")
-    expected = {f.name for f in fields(Results)}
+    expected = {f.name for f in fields(Results)} | {"items"}
     missing, unknown = sorted(expected - payload.keys()), sorted(payload.keys() - expected)
     if missing or unknown:
         raise SchemaError(f"Results file {str(path)!r}: missing field(s) {missing}, unknown field(s) {unknown}.")
@@ -164,13 +304,32 @@ def read_results(path: str | Path) -> Results:
             raise SchemaError(
                 f"Results file {str(path)!r}: each skipped entry needs 'item' and 'reason', got {entry!r}."
             )
-    return Results(**payload)
+    items = payload["items"]
+    file, digest = items.get("file"), items.get("sha256")
+    if not (isinstance(file, str) and file == Path(file).name and file and isinstance(digest, str)):
+        raise SchemaError(
+            f"Results file {str(path)!r}: field 'items' should be {{file: a file name beside it, sha256: ...}} "
+            f"but is {items!r:.80}."
+        )
+    return payload
 
 
-def read_items(path: str | Path) -> pd.DataFrame:
-    """The per-item table written beside ``<suite>.json``."""
-    path = Path(path)
-    items = path.with_name(path.name.removesuffix(".json") + ".items.parquet") if path.suffix == ".json" else path
-    if not items.is_file():
-        raise SchemaError(f"Per-item table {str(items)!r} does not exist.")
-    return pd.read_parquet(items)
+def _items_bytes(json_path: Path, items: dict) -> bytes:
+    """The bytes of the item table ``items`` names: ``<file>`` beside ``json_path``, or the staged copy a write
+    killed before its last rename left; refused if neither exists or neither has the SHA-256 named."""
+    table = json_path.with_name(items["file"])
+    found = {}
+    for candidate in (table, _staged_path(table, items["sha256"])):
+        try:
+            found[candidate] = candidate.read_bytes()
+        except FileNotFoundError:
+            continue
+        if hashlib.sha256(found[candidate]).hexdigest() == items["sha256"]:
+            return found[candidate]
+    if not found:
+        raise SchemaError(f"Per-item table {str(table)!r} of results file {str(json_path)!r} does not exist.")
+    actual = hashlib.sha256(found[table]).hexdigest() if table in found else "absent"
+    raise SchemaError(
+        f"Per-item table {str(table)!r} does not belong to results file {str(json_path)!r}: its SHA-256 is "
+        f"{actual[:12]}… but the results name {items['sha256'][:12]}… (the two come from different runs)."
+    )

@@ -84,4 +84,4 @@ def test_bad_kept_dims_and_inner_models_are_refused(clip, tmp_path):
     with pytest.raises(CapabilityError, match="'bert' lacks it"):
         PrunedEmbeddings(BertAdapter.tiny(), [0])
     with pytest.raises(InputError, match=f"has no {PRUNED_FILE}"):
-        PrunedEmbeddings.from_pretrained(tmp_path / "nowhere")
+        PrunedEmbeddings.from_pretrained(tmp_path)  # a directory without it

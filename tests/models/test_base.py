@@ -101,5 +101,6 @@ def test_checkpoint_that_cannot_be_found_is_named(tmp_path, where):
     checkpoint = tmp_path / where
     if where == "empty_dir":
         checkpoint.mkdir()
-    with pytest.raises(InputError, match=rf"Checkpoint '.*{where}' for model 'clip' is neither a local directory"):
+    expected = "does not exist" if where == "absent_dir" else r"has no config\.json"
+    with pytest.raises(InputError, match=rf"Checkpoint '.*{where}' for model 'clip' {expected}"):
         load("clip", checkpoint=checkpoint, device="cpu")

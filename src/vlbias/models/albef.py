@@ -28,6 +28,7 @@ from vlbias.models.albef_modeling import (
     read_checkpoint,
 )
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.loading import check_checkpoint
 from vlbias.models.preprocess import ImageTransform
 from vlbias.models.vocab import tiny_tokenizer
 
@@ -247,6 +248,7 @@ class ALBEFAdapter(ModelAdapter):
             config: architecture of a ``.pth`` file; default: the released base models'
                 (:class:`ALBEFConfig`). A directory's ``config.json`` takes precedence.
         """
+        check_checkpoint(name_or_path, cls.name)
         path = Path(name_or_path)
         if path.is_dir():
             missing = [name for name in (CONFIG_FILE, WEIGHTS_FILE) if not (path / name).is_file()]

@@ -51,7 +51,7 @@ from transformers import AutoTokenizer, FlavaConfig, FlavaForPreTraining, FlavaI
 
 from vlbias.errors import InputError
 from vlbias.models.base import Capability, ImageInput, ModelAdapter, at_positions
-from vlbias.models.loading import check_keys
+from vlbias.models.loading import check_checkpoint, check_keys
 from vlbias.models.patches import PatchProjection
 from vlbias.models.preprocess import CLIP_MEAN, CLIP_STD, ImageTransform
 from vlbias.models.read_positions import encoder_at_positions
@@ -214,6 +214,7 @@ class FLAVAAdapter(ModelAdapter):
     def from_pretrained(cls, name_or_path: str | Path) -> FLAVAAdapter:
         """Load a hub id (e.g. ``facebook/flava-full``) or a local ``save_pretrained`` directory,
         without the image codebook; any other missing or unexpected key is an error."""
+        check_checkpoint(name_or_path, cls.name, {FlavaForPreTraining.config_class.model_type})
         model, info = FlavaForPreTraining.from_pretrained(
             str(name_or_path), init_codebook=False, output_loading_info=True
         )

@@ -81,12 +81,29 @@ class ImageTransform:
         cls, name_or_path: str | Path, size_key: str, default_size: int, center_crop: bool = True
     ) -> ImageTransform:
         """The transform of ``name_or_path/preprocessor_config.json``; fields it lacks (or a hub id
-        without a local file) take ``default_size`` and CLIP's mean and std."""
+        without a local file) take ``default_size`` and CLIP's mean and std. The size is either form
+        transformers writes: a number (older configs, e.g. ``"crop_size": 224``) or ``{"height": ...}``
+        (``{"shortest_edge": ...}`` for ``size``); a field of another shape is refused by name."""
         path = Path(name_or_path) / PREPROCESSOR_FILE
         fields = json.loads(path.read_text()) if path.is_file() else {}
-        return cls(
-            image_size=fields.get(size_key, {}).get("height", default_size),
-            mean=tuple(fields.get("image_mean", CLIP_MEAN)),
-            std=tuple(fields.get("image_std", CLIP_STD)),
-            center_crop=center_crop,
-        )
+        size = fields.get(size_key, default_size)
+        if isinstance(size, dict):
+            size = size.get("height", size.get("shortest_edge"))
+        mean, std = fields.get("image_mean", CLIP_MEAN), fields.get("image_std", CLIP_STD)
+        for key, valid in (
+            (size_key, isinstance(size, int) and not isinstance(size, bool) and size > 0),
+            ("image_mean", _three_numbers(mean)),
+            ("image_std", _three_numbers(std) and all(v > 0 for v in std)),
+        ):
+            if not valid:
+                expected = "a positive integer or {height: N}" if key == size_key else "three (positive) numbers"
+                raise InputError(f"{str(path)!r}: field {key!r} is {fields.get(key)!r:.60}; expected {expected}.")
+        return cls(image_size=size, mean=tuple(mean), std=tuple(std), center_crop=center_crop)
+
+
+def _three_numbers(values: object) -> bool:
+    return (
+        isinstance(values, (list, tuple))
+        and len(values) == 3
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    )

@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from vlbias.errors import CapabilityError, InputError
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
 from vlbias.models.clip import CLIPAdapter
+from vlbias.models.loading import check_checkpoint
 
 #: The file beside the inner adapter's directory that names the inner model and the kept dimensions.
 PRUNED_FILE = "pruned_embeddings.json"
@@ -110,6 +111,7 @@ class PrunedEmbeddings(ModelAdapter):
         """Load a :meth:`save_pretrained` directory."""
         from vlbias.models.registry import adapter_class
 
+        check_checkpoint(name_or_path, cls.name)
         path = Path(name_or_path) / PRUNED_FILE
         if not path.is_file():
             raise InputError(f"Checkpoint {str(name_or_path)!r} for model 'pruned' has no {PRUNED_FILE}")
