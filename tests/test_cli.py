@@ -111,7 +111,7 @@ def test_measure_negative_bias_strength(tmp_path, run_cli):
         "--biasworld.bias_strength",
         "-0.5",
     ]
-    assert_one_line_error(run_cli(argv), "`bias_strength` in [0, 1] but got -0.5")
+    assert_one_line_error(run_cli(argv), "`--biasworld.bias_strength` to be a number v>=0 and v<=1 but got -0.5")
 
 
 def test_measure_unwritable_output(tmp_path, run_cli):
@@ -166,6 +166,16 @@ def test_subcommand_help_is_short_and_useful(run_cli):
     assert code == 0
     for option in ("--suite", "--model", "--checkpoint", "--tiny", "--data", "--out", "--biasworld.bias_strength"):
         assert option in out
+    assert "BiasWorld, the synthetic world of --data biasworld" in out and "<function" not in out
+    assert "  mmbias: MMBias" in out and "    n_permutations " in out  # every suite and option: tests/hardening
+
+
+def test_fit_prints_no_lightning_tips_or_args_warning():
+    argv = ["fit", "--config", str(QUICKSTART), "--trainer.fast_dev_run", "true", "--trainer.logger", "false"]
+    code, out, err = run_subprocess(argv)
+    assert code == 0, err
+    for noise in ("💡 Tip", "args parameter is intended"):
+        assert noise not in out + err
 
 
 def test_ctrl_c_ends_with_one_line_and_status_130(run_cli, monkeypatch):

@@ -1,24 +1,46 @@
 """Entry points pay only for what they use: measuring needs no Lightning (issue 16 moved seeding and the suite
-runner out of the Lightning-side modules; the callback imports the runner, not the other way round)."""
+runner out of the Lightning-side modules; the callback imports the runner, not the other way round), and
+``vlbias --help``, ``vlbias measure --help`` and ``vlbias models`` need no torch (issue 23: they answer in under a
+second): the suites' options are declared in :mod:`vlbias.suites.options` and the models' capabilities in
+:mod:`vlbias.models.catalog`, both torch-free."""
 
 import subprocess
 import sys
 
 import pytest
 
-CHECK = "import sys; {code}; print(sorted(m for m in ('lightning', 'pytorch_lightning') if m in sys.modules))"
+from vlbias.models.catalog import describe_models
+
+CHECK = "import sys; {code}; print(sorted(m for m in {forbidden!r} if m in sys.modules))"
+LIGHTNING = ("lightning", "pytorch_lightning")
+HEAVY = ("torch", "torchvision", "torchmetrics", "transformers", *LIGHTNING)
+
+
+def _cli(argv: list[str]) -> str:
+    return f"from vlbias.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass"
 
 
 @pytest.mark.parametrize(
-    "code",
+    ("code", "forbidden"),
     [
-        "import vlbias.measure, vlbias.suites.run, vlbias.suites.mmbias, vlbias.suites.weat",
-        "from vlbias.cli import main\ntry:\n    main(['measure', '--help'])\nexcept SystemExit:\n    pass",
+        ("import vlbias.measure, vlbias.suites.run, vlbias.suites.mmbias, vlbias.suites.weat", LIGHTNING),
+        (_cli(["measure", "--help"]), HEAVY),
+        (_cli(["--help"]), HEAVY),
+        (_cli(["models"]), HEAVY),
     ],
-    ids=["import-measure", "measure-help"],
+    ids=["import-measure", "measure-help", "help", "models"],
 )
-def test_measuring_imports_no_lightning(code):
-    program = CHECK.format(code="exec(" + repr(code) + ")")
+def test_entry_points_import_only_what_they_use(code, forbidden):
+    program = CHECK.format(code="exec(" + repr(code) + ")", forbidden=forbidden)
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_catalog_capabilities_are_the_adapters():
+    """The catalog lists capabilities without importing adapters; they must be what each adapter class declares."""
+    from vlbias.models.registry import adapter_class
+
+    for model in describe_models():
+        declared = sorted(capability.value for capability in adapter_class(model["name"]).capabilities)
+        assert model["capabilities"] == declared, model["name"]

@@ -3,22 +3,66 @@
 ``vlbias fit|validate|test|predict`` are LightningCLI subcommands (``--config`` YAML files from
 ``configs/``, the last one wins); ``vlbias measure`` runs one suite on one model;
 ``vlbias models`` lists the model adapters; ``vlbias prune`` removes biased embedding dimensions.
-Bad input ends with one ``vlbias: error: ...`` line and exit status 2.
+Bad input ends with one ``vlbias: error: ...`` line and exit status 2: every option of ``measure`` and ``prune``
+(the suite's, the model's, BiasWorld's, ``--seed``, ``--device``) is checked against its declared type and range
+before any data or model is loaded (:mod:`vlbias.options`). ``--help``, ``measure --help`` and ``models`` import no
+torch.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import re
 import sys
+import textwrap
+import warnings
+from argparse import ArgumentError, RawDescriptionHelpFormatter
 from collections.abc import Callable, Sequence
 
-from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentParser
+from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentParser, DefaultHelpFormatter
+from jsonargparse.typing import PositiveInt
 
-from vlbias.errors import VlbiasError
+from vlbias.errors import ConfigError, VlbiasError
+from vlbias.options import Seed, describe
+
+
+class _HelpFormatter(RawDescriptionHelpFormatter, DefaultHelpFormatter):
+    """jsonargparse's help, with the epilog (the suites and their options) laid out as written."""
+
+
+def _parse(parser: ArgumentParser, argv: Sequence[str]):
+    """``parser``'s namespace of ``argv``; a refused argument becomes one :class:`ConfigError` line naming the
+    option, the value and what it accepts."""
+    try:
+        return parser.parse_args(list(argv))
+    except ArgumentError as err:
+        raise ConfigError(f"{parser.prog}: {_one_line(parser, err)}") from None
+
+
+def _one_line(parser: ArgumentParser, error: ArgumentError) -> str:
+    """jsonargparse's several-line refusal of a value as "Expected option `--key` to be <type> but got <value>";
+    other errors (a required option missing) with their lines joined."""
+    message = str(error)
+    key = re.match(r'Parser key "([^"]+)"', message)
+    action = parser._option_string_actions.get(f"--{key.group(1)}") if key else None
+    kind = getattr(action, "_typehint", None) or getattr(action, "type", None)
+    value = re.search(
+        r"Given value: (.*)$|Got value: (.*)$|Not of type \w+: (.+?) does not conform|Not of type \w+: [^:\n]*: (.+)$",
+        message,
+        re.M,
+    )
+    if kind is None or value is None:
+        return " ".join(message.split())
+    got = next(group for group in value.groups() if group is not None)
+    return f"Expected option `--{key.group(1)}` to be {describe(kind)} but got {got}."
 
 
 def _model_and_data_arguments(parser: ArgumentParser, data_help: str) -> None:
-    """``--config`` and the options every command that loads one model on one data set shares."""
+    """``--config`` and the options every command that loads one model on one data set shares (BiasWorld's
+    options declared in :mod:`vlbias.suites.options`)."""
+    from vlbias.suites.options import BiasWorldOptions
+
     parser.add_argument("--config", action=ActionConfigFile, help="YAML with any of these options.")
     parser.add_argument("--model", type=str, required=True, help="Model adapter name (vlbias models).")
     parser.add_argument("--checkpoint", type=str | None, default=None, help="Hub id or local path of the weights.")
@@ -26,47 +70,73 @@ def _model_and_data_arguments(parser: ArgumentParser, data_help: str) -> None:
         "--model_options",
         type=dict,
         default={},
-        help="The adapter's own loading options, e.g. '{region_features: feats.tsv}'.",
+        help="The adapter's own loading options, e.g. '{region_features: feats.tsv}'; checked against its "
+        "from_pretrained (or tiny) keyword arguments.",
     )
-    parser.add_argument("--tiny", action=ActionYesNo, default=False, help="Use a tiny random model instead of weights.")
+    parser.add_argument(
+        "--tiny",
+        action=ActionYesNo,
+        default=False,
+        help="Use a tiny random model instead of weights (and tiny models for every model a suite loads).",
+    )
     parser.add_argument("--data", type=str, default="biasworld", help=data_help)
+    parser.add_argument("--seed", type=Seed, default=0, help="Seed of everything random (recorded in the results).")
+    parser.add_class_arguments(BiasWorldOptions, "biasworld", as_group=True, skip={"n_train"})
+
+
+def _suites_help() -> str:
+    """The epilog of ``vlbias measure --help``: every suite and its options (:mod:`vlbias.suites.options`)."""
+    from vlbias.suites.options import SUITE_OPTIONS, options_help
+
+    lines = ["suites and their --suite_options (e.g. --suite_options '{n_permutations: 2000, confidence: 0.9}'):"]
+    for suite, declaration in SUITE_OPTIONS.items():
+        lines.append(f"  {suite}: {declaration.__doc__.splitlines()[0].replace('``', '')}")
+        for name, text in options_help(declaration):
+            lines.append(textwrap.fill(text, 116, initial_indent=f"    {name:<22} ", subsequent_indent=" " * 27))
+    return "\n".join(lines)
 
 
 def measure_parser() -> ArgumentParser:
-    from vlbias.data.biasworld import BiasWorld
+    from vlbias.suites.options import SUITE_OPTIONS
 
     parser = ArgumentParser(
         prog="vlbias measure",
         description="Run one bias suite on one model; write <out>/<suite>.json and <out>/<suite>.items.parquet.",
-        exit_on_error=True,
+        epilog=_suites_help(),
+        formatter_class=_HelpFormatter,
+        exit_on_error=False,
     )
-    parser.add_argument("--suite", type=str, required=True, help="Suite name (see the README).")
+    parser.add_argument("--suite", type=str, required=True, help=f"Suite name: {', '.join(SUITE_OPTIONS)}.")
     _model_and_data_arguments(
         parser, "Data directory or file in the suite's public format, or 'biasworld' for the synthetic world."
     )
     parser.add_argument("--out", type=str, required=True, help="Output directory.")
-    parser.add_argument("--seed", type=int, default=0, help="Seed of everything random (recorded in the results).")
     parser.add_argument(
-        "--device", type=str | None, default=None, help="Torch device; default CUDA if present, else CPU."
+        "--device",
+        type=str | None,
+        default=None,
+        help="Torch device (cpu, cuda:<i>, mps; checked before loading); default CUDA if present, else CPU.",
     )
     parser.add_argument(
-        "--suite_options", type=dict, default={}, help="Suite keyword options, e.g. '{n_permutations: 2000}'."
+        "--suite_options",
+        type=dict,
+        default={},
+        help="The suite's options (listed below per suite), e.g. '{n_permutations: 2000}'.",
     )
     parser.add_argument(
         "--threads",
-        type=int | None,
+        type=PositiveInt | None,
         default=None,
         help="Torch threads; default: OMP_NUM_THREADS if set, else the usable CPUs / processes on the node.",
     )
-    parser.add_method_arguments(BiasWorld, "__init__", "biasworld", as_group=True, skip={"n_train"})
     return parser
 
 
 def _measure(argv: Sequence[str]) -> None:
+    args = _parse(measure_parser(), argv)  # --help answers here, before torch is imported
     from vlbias.measure import measure
     from vlbias.results import read_results
 
-    args = measure_parser().parse_args(list(argv))
     path = measure(
         suite=args.suite,
         model=args.model,
@@ -95,14 +165,13 @@ def _measure(argv: Sequence[str]) -> None:
 
 
 def prune_parser() -> ArgumentParser:
-    from vlbias.data.biasworld import BiasWorld
     from vlbias.mitigation.pruning import OBJECTIVES, STRATEGIES
 
     parser = ArgumentParser(
         prog="vlbias prune",
         description="MI-guided embedding-dimension pruning (MMBias Sec. 6, Algorithm 1) of one EMBED model; writes "
         "<out>/model (a 'pruned' checkpoint), <out>/clip (CLIP only), prune.json, tradeoff.csv and tradeoff.png.",
-        exit_on_error=True,
+        exit_on_error=False,
     )
     _model_and_data_arguments(parser, "MMBias data directory, or 'biasworld'.")
     parser.add_argument("--split", type=str | None, default=None, help="BiasWorld split to prune on (default test).")
@@ -112,21 +181,21 @@ def prune_parser() -> ArgumentParser:
     parser.add_argument("--theta", type=float | None, default=None, help="Θ: candidates have MI below it.")
     parser.add_argument("--theta_quantile", type=float | None, default=None, help="Θ as a quantile of the MI.")
     parser.add_argument("--objective", type=str, default="mean_abs", help=f"One of {', '.join(OBJECTIVES)}.")
-    parser.add_argument("--seed", type=int, default=0, help="Seed of the tiny model and the MI estimator.")
     parser.add_argument("--max_dims", type=int | None, default=None, help="Trade-off curve's last N (25%% of D).")
     parser.add_argument("--step", type=int, default=1, help="Trade-off curve's step in N.")
     parser.add_argument("--batch_size", type=int, default=64, help="Images per predict batch.")
     parser.add_argument("--accelerator", type=str, default="cpu", help="Lightning accelerator (cpu, gpu, auto).")
     parser.add_argument("--devices", type=int, default=1, help="Lightning devices.")
     parser.add_argument("--out", type=str, required=True, help="Output directory.")
-    parser.add_method_arguments(BiasWorld, "__init__", "biasworld", as_group=True, skip={"n_train"})
     return parser
 
 
 def _prune(argv: Sequence[str]) -> None:
+    args = _parse(prune_parser(), argv)
+    from vlbias.models.registry import check_model_options
     from vlbias.prune import prune
 
-    args = prune_parser().parse_args(list(argv))
+    check_model_options(args.model, args.model_options, args.tiny)
     outcome = prune(
         model=args.model,
         data=args.data,
@@ -191,6 +260,55 @@ def _report(argv: Sequence[str]) -> None:
         raise SchemaError(f"{len(report.problems)} input file(s) could not be read and are left out: {reasons}")
 
 
+def _audit(argv: Sequence[str]) -> None:
+    from vlbias.audit import audit
+    from vlbias.data.biasworld import BiasWorld
+
+    parser = ArgumentParser(
+        prog="vlbias audit",
+        description="Run every suite the model's capabilities allow on every data set under --data_root and on "
+        "BiasWorld; write <out>/results/<suite>-<dataset>/, <out>/audit.json (what ran, what did not and why) and "
+        "<out>/report. Quick settings (1,000 permutations, 200 bootstrap resamples) unless --full.",
+        exit_on_error=True,
+    )
+    parser.add_argument("--config", action=ActionConfigFile, help="YAML with any of these options.")
+    parser.add_argument("--model", type=str, required=True, help="Model adapter name (vlbias models).")
+    parser.add_argument("--checkpoint", type=str | None, default=None, help="Hub id or local path of the weights.")
+    parser.add_argument("--model_options", type=dict, default={}, help="The adapter's own loading options.")
+    parser.add_argument("--tiny", action=ActionYesNo, default=False, help="Use a tiny random model instead of weights.")
+    parser.add_argument("--data_root", type=str | None, default=None, help="Folder of public data sets to look in.")
+    parser.add_argument("--out", type=str, required=True, help="Output directory.")
+    parser.add_argument("--suites", type=list[str] | None, default=None, help="Only these suites (default all).")
+    parser.add_argument("--full", action=ActionYesNo, default=False, help="The suites' own (the papers') settings.")
+    parser.add_argument(
+        "--suite_options", type=dict, default={}, help="Per-suite options, e.g. '{mmbias: {n_permutations: 500}}'."
+    )
+    parser.add_argument("--seed", type=int, default=0, help="Seed of everything random (recorded in the results).")
+    parser.add_argument("--device", type=str | None, default=None, help="Torch device; default CUDA if present.")
+    parser.add_argument("--threads", type=int | None, default=None, help="Torch threads (as for vlbias measure).")
+    parser.add_method_arguments(BiasWorld, "__init__", "biasworld", as_group=True, skip={"n_train"})
+    args = parser.parse_args(list(argv))
+    path = audit(
+        model=args.model,
+        out=args.out,
+        checkpoint=args.checkpoint,
+        tiny=args.tiny,
+        model_options=args.model_options,
+        data_root=args.data_root,
+        suites=args.suites,
+        full=args.full,
+        suite_options=args.suite_options,
+        seed=args.seed,
+        device=args.device,
+        biasworld=dict(vars(args.biasworld)),
+        threads=args.threads,
+    )
+    for entry in json.loads(path.read_text())["entries"]:
+        outcome = entry["results"] or entry["reason"]
+        print(f"{entry['suite']:<20} {entry['dataset']:<16} {entry['status']:<15} {outcome}")
+    print(f"wrote {path} and {path.parent / 'report' / 'index.html'}")
+
+
 def _models(argv: Sequence[str]) -> None:
     from vlbias.models import describe_models
 
@@ -206,17 +324,37 @@ def _models(argv: Sequence[str]) -> None:
 
 
 def _lightning(argv: Sequence[str]) -> None:
+    """LightningCLI on ``argv``, without the three messages it prints on every run that say nothing about it: the
+    warning that ``args`` and ``sys.argv`` are both given (this entry point passes its own argv on purpose) and the
+    tips to install litlogger and litmodels."""
     from lightning.pytorch import LightningDataModule, LightningModule
     from lightning.pytorch.cli import LightningCLI
 
-    LightningCLI(
-        LightningModule,
-        LightningDataModule,
-        subclass_mode_model=True,
-        subclass_mode_data=True,
-        args=list(argv),
-        save_config_kwargs={"overwrite": True},
-    )
+    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
+        logging.getLogger(name).addFilter(_drop_lightning_tips)
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r"LightningCLI's args parameter is intended to run from within Python"
+        )
+        LightningCLI(
+            LightningModule,
+            LightningDataModule,
+            subclass_mode_model=True,
+            subclass_mode_data=True,
+            args=list(argv),
+            save_config_kwargs={"overwrite": True},
+        )
+
+
+def _drop_lightning_tips(record: logging.LogRecord) -> bool:
+    """A logging filter: drop Lightning's "💡 Tip: try installing litlogger/litmodels" lines."""
+    return not record.getMessage().startswith("💡 Tip:")
+
+
+def _slurm(argv: Sequence[str]) -> None:
+    from vlbias.launch.cli import main as slurm_main
+
+    slurm_main(argv)
 
 
 def _vlbias_cause(error: BaseException) -> VlbiasError | None:
@@ -244,6 +382,8 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], None]]] = {
     "models": ("list the model adapters and their capabilities", _models),
     "prune": ("remove the embedding dimensions that carry bias (MMBias Algorithm 1) and write a pruned model", _prune),
     "report": ("write an HTML + Markdown report with figures from results files and logs", _report),
+    "audit": ("run every suite a model allows on every data set found, then write the report", _audit),
+    "slurm": ("submit runs and sweeps to Slurm (requeue-safe) and report their status", _slurm),
 }
 
 

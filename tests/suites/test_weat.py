@@ -265,7 +265,7 @@ def test_missing_images_that_empty_a_set_skip_the_test(grounded_dir):
     )
 
 
-def test_unequal_targets_keep_the_effect_size_and_explain_the_missing_p_value(
+def test_unequal_targets_get_an_exact_p_value_over_re_partitions_of_their_sizes(
     grounded_dir,
 ):
     (grounded_dir / "images" / "m1.png").unlink()  # X: 2 pairs, Y: 3 pairs
@@ -274,8 +274,9 @@ def test_unequal_targets_keep_the_effect_size_and_explain_the_missing_p_value(
         .run(FakeAdapter())
         .items[0]
     )
-    assert math.isfinite(row["effect_size"]) and math.isnan(row["p_value"]) and math.isnan(row["p_holm"])
-    assert "|X| = 2 != |Y| = 3" in row["p_note"]
+    assert (row["n_x"], row["n_y"]) == (2, 3)  # exact over the C(5, 2) = 10 re-partitions of the sizes
+    assert math.isfinite(row["effect_size"]) and row["p_value"] * 10 == pytest.approx(round(row["p_value"] * 10))
+    assert 0 < row["p_value"] <= 1 and math.isfinite(row["p_holm"])
 
 
 def test_nan_embeddings_are_skipped_with_a_reason(grounded_dir):
@@ -557,9 +558,8 @@ def test_sharded_case_runs_every_kind_of_row():
         + [f"g/{kind}/exp{e}" for kind in ("sentence", "contextual") for e in ("1", "2", "3_congruence", "3_mask_text")]
     )
     assert (rows["g/sentence/exp2"]["n_ax"], rows["g/sentence/exp2"]["n_by"]) == (1, 1)
-    assert (
-        math.isnan(rows["sent-toy/sentence"]["p_value"]) and "|X| = 3 != |Y| = 4" in rows["sent-toy/sentence"]["p_note"]
-    )
+    assert (rows["sent-toy/sentence"]["n_x"], rows["sent-toy/sentence"]["n_y"]) == (3, 4)
+    assert 0 < rows["sent-toy/sentence"]["p_value"] <= 1  # re-partitions into sets of 3 and 4
     assert "g/sentence/exp3_congruence/effect_size@holm" in output.p_values
 
 

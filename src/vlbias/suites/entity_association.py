@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
+from jsonargparse.typing import OpenUnitInterval, PositiveInt
 from torch import Tensor
 
 from vlbias.data.biasworld import ACTIVITIES, BiasWorld
@@ -69,6 +70,7 @@ from vlbias.models.inference import measuring
 from vlbias.models.masked_words import STRATEGIES, word_log_probs, word_pieces
 from vlbias.models.registry import adapter_class, load
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+from vlbias.suites.options import Strategy
 
 if TYPE_CHECKING:
     from torchmetrics import Metric
@@ -109,10 +111,10 @@ class EntityAssociationSuite(Suite):
         text_checkpoint: str | None = "bert-base-uncased",
         text_tiny: bool = False,
         text_options: dict | None = None,
-        strategy: str = "mean_all_masked",
-        batch_size: int = 16,
-        n_bootstrap: int = 1000,
-        confidence: float = 0.95,
+        strategy: Strategy = "mean_all_masked",
+        batch_size: PositiveInt = 16,
+        n_bootstrap: PositiveInt = 1000,
+        confidence: OpenUnitInterval = 0.95,
         data_config: dict | None = None,
     ) -> None:
         if Capability.FILL_MASK not in adapter_class(text_model).capabilities:

@@ -27,14 +27,14 @@ textual, visual, zero_shot) or ``"match"`` (fusion models without EMBED; itm, ze
 Outputs: metrics ``<test>/effect_size`` (and ``<test>/probability_gap`` for itm) with their intervals and
 p-values (raw under the metric's key, adjusted under ``<key>@holm`` and ``<key>@bh``), and
 ``zero_shot/<group>/pleasant_share`` (share of pleasant words among the top ``k``). The item table has one
-row per test (``kind``, groups, effect size, gap, ``p_value``, ``p_note`` (why a p-value is missing),
+row per test (``kind``, groups, effect size, gap, ``p_value``,
 ``p_holm``, ``p_bh``, ``ci_low``, ``ci_high``, ``n_x``, ``n_y``, ``n_a``, ``n_b``) and one row per ranked word
 (``kind = "zero_shot"``: ``group``, ``rank``, ``word``, ``valence``, ``score``): Fig. 5 as a table.
 Tests that cannot run (a group without images or phrases, embeddings with NaN/inf, an image that does
 not decode) are listed in ``skipped`` with the reason, as are duplicate phrases: a repeat is kept once, and a
 phrase in both attribute sets, or in both target sets of a test, is dropped from both (as in the SEAT reader).
-The permutation p-value needs :math:`|X| = |Y|`; for unequal sets it is left out (``p_value`` NaN, ``p_note`` says why) and the effect
-size and interval are still reported.
+With unequal sets (:math:`|X| \ne |Y|`) the permutation test re-partitions :math:`X \cup Y` into sets of the
+original sizes (exact where that is cheap), which orders the re-partitions as the effect size does.
 
 Stimuli come from a data directory in MMBias's layout (:mod:`vlbias.data.mmbias`, :meth:`from_path`) or
 from BiasWorld (:meth:`from_biasworld`): ``X^I``/``Y^I`` are the balanced test images of each group,
@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import torch
+from jsonargparse.typing import OpenUnitInterval, PositiveInt
 from torch import Tensor
 
 from vlbias.data.biasworld import (
@@ -68,6 +69,7 @@ from vlbias.metrics.functional.zero_shot import pleasant_share
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+from vlbias.suites.options import Probe
 from vlbias.suites.rows import association_row, report_tests
 
 if TYPE_CHECKING:
@@ -200,12 +202,12 @@ class MMBiasSuite(Suite):
         data_config: dict[str, object],
         rankings: list[RankingTask] | None = None,
         skipped: list[dict[str, str]] | None = None,
-        probe: str = "embed",
-        top_k: int = 15,
-        n_permutations: int = 10_000,
-        n_bootstrap: int = 1_000,
-        confidence: float = 0.95,
-        batch_size: int = 64,
+        probe: Probe = "embed",
+        top_k: PositiveInt = 15,
+        n_permutations: PositiveInt = 10_000,
+        n_bootstrap: PositiveInt = 1_000,
+        confidence: OpenUnitInterval = 0.95,
+        batch_size: PositiveInt = 64,
     ) -> None:
         _check_options(probe, None, EXPERIMENTS)
         wrong = [test.name for test in tests if (test.kind == "itm") != (probe == "match")]
@@ -472,7 +474,7 @@ class _MMBiasMeasurement(Measurement):
             "n_bootstrap": suite.n_bootstrap,
             "confidence": suite.confidence,
         }
-        options |= {"seed": seed, "sync_on_compute": False}
+        options |= {"seed": seed, "sync_on_compute": False, "allow_unequal_sizes": True}
         self.tests = {}
         for test in suite.tests:
             if test.kind == "itm":
@@ -616,7 +618,7 @@ def _test_row(test: AssociationTest, metric: WEATTest | ITMTest) -> dict:
     if not math.isfinite(row["effect_size"]):
         raise InputError(f"effect size undefined: all {row['n_x'] + row['n_y']} association scores of X ∪ Y are equal")
     head = {"kind": test.kind, "test": test.name, "x": test.x.key, "y": test.y.key, "a": test.a.key, "b": test.b.key}
-    stats = {key: row[key] for key in ("effect_size", "p_value", "p_note", "ci_low", "ci_high")}
+    stats = {key: row[key] for key in ("effect_size", "p_value", "ci_low", "ci_high")}
     if test.kind == "itm":
         stats |= {"probability_gap": float(result["mean_difference"]), "top_k": metric.top_k}
     return head | stats | {"n_x": row["n_x"], "n_y": row["n_y"], "n_a": len(test.a), "n_b": len(test.b)}

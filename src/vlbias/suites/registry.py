@@ -1,9 +1,14 @@
-"""Suite names -> suite classes."""
+"""Suite names -> suite classes (their options are declared in :mod:`vlbias.suites.options`). Imports no torch:
+a suite's module is imported only when its class is asked for."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from vlbias.lazy_table import LazyTable
-from vlbias.suites.base import Suite
+
+if TYPE_CHECKING:
+    from vlbias.suites.base import Suite
 
 # name -> "module:Class"; one line per suite.
 _SUITES = LazyTable(
@@ -14,6 +19,7 @@ _SUITES = LazyTable(
         "vlstereoset": "vlbias.suites.vlstereoset:VLStereoSetSuite",
         "weat": "vlbias.suites.weat:WEATSuite",
         "entity_association": "vlbias.suites.entity_association:EntityAssociationSuite",
+        "retrieval_bias": "vlbias.suites.retrieval_bias:RetrievalBiasSuite",
     },
 )
 

@@ -18,37 +18,26 @@ ADJUSTMENTS = (("", "p_value"), ("@holm", "p_holm"), ("@bh", "p_bh"))  # key suf
 
 
 def association_row(result: dict[str, Tensor]) -> dict[str, object]:
-    """``effect_size``, ``statistic``, ``p_value`` (NaN for a permutation test with :math:`|X| \\ne |Y|`, with
-    ``p_note`` saying why; a paired test such as congruence has one),
-    ``ci_low``, ``ci_high``, ``n_x``, ``n_y`` of one test's ``compute`` output.
+    """``effect_size``, ``statistic``, ``p_value``, ``ci_low``, ``ci_high``, ``n_x``, ``n_y`` of one test's
+    ``compute`` output (a permutation test with :math:`|X| \\ne |Y|` re-partitions into sets of the original
+    sizes; a paired test such as congruence has its own).
 
     Example:
         >>> row = association_row({"effect_size": torch.tensor(1.5), "statistic": torch.tensor(0.2),
-        ...     "p_value": torch.tensor(float("nan")), "interval": torch.tensor([0.5, 2.0]),
+        ...     "p_value": torch.tensor(0.25), "interval": torch.tensor([0.5, 2.0]),
         ...     "n_x": torch.tensor(3), "n_y": torch.tensor(4)})
-        >>> row["ci_low"], row["n_y"], row["p_note"][:18]
-        (0.5, 4, '|X| = 3 != |Y| = 4')
+        >>> row["ci_low"], row["n_y"], row["p_value"]
+        (0.5, 4, 0.25)
     """
-    n_x, n_y = int(result["n_x"]), int(result["n_y"])
     low, high = (float(v) for v in result["interval"])
-    p_value = float(result["p_value"])
-    note = (
-        ""
-        if n_x == n_y or math.isfinite(p_value)
-        else (
-            f"|X| = {n_x} != |Y| = {n_y}: the permutation test re-partitions X ∪ Y into equal halves, so it has no "
-            "p-value; the effect size and its interval stand alone"
-        )
-    )
     return {
         "effect_size": float(result["effect_size"]),
         "statistic": float(result["statistic"]),
-        "p_value": p_value,
-        "p_note": note,
+        "p_value": float(result["p_value"]),
         "ci_low": low,
         "ci_high": high,
-        "n_x": n_x,
-        "n_y": n_y,
+        "n_x": int(result["n_x"]),
+        "n_y": int(result["n_y"]),
     }
 
 

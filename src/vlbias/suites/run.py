@@ -11,17 +11,22 @@ group when it is gloo, else one made once for this purpose), so metrics stay on 
 from __future__ import annotations
 
 import functools
+import os
+import sys
 import warnings
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch.distributed as dist
+from tqdm import tqdm
 
 from vlbias.errors import ConfigError
 from vlbias.models.base import ModelAdapter, require_capability
+from vlbias.options import check_options
 from vlbias.results import Results
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+from vlbias.suites.options import BiasWorldOptions, check_suite_options
 from vlbias.suites.registry import suite_class
 
 if TYPE_CHECKING:
@@ -29,15 +34,27 @@ if TYPE_CHECKING:
 
 
 def build_suite(
-    name: str, data: str | Path | BiasWorld, options: dict | None = None, biasworld: dict | None = None
+    name: str,
+    data: str | Path | BiasWorld,
+    options: dict | None = None,
+    biasworld: dict | None = None,
+    tiny: bool = False,
 ) -> Suite:
     """Suite ``name`` over ``data``: ``"biasworld"`` (built from ``biasworld`` options), a
-    :class:`~vlbias.data.biasworld.BiasWorld`, or a directory or file in the suite's public format."""
-    cls, options = suite_class(name), options or {}
-    if str(data) == "biasworld" or not isinstance(data, (str, Path)):
+    :class:`~vlbias.data.biasworld.BiasWorld`, or a directory or file in the suite's public format.
+
+    ``options`` and ``biasworld`` are checked against their declarations (:mod:`vlbias.suites.options`) before
+    any data is read; ``tiny``: every model the suite loads besides the measured one is tiny too."""
+    from_world = str(data) == "biasworld" or not isinstance(data, (str, Path))
+    options = check_suite_options(name, options, biasworld=from_world, tiny=tiny)
+    cls = suite_class(name)
+    if from_world:
         from vlbias.data.biasworld import BiasWorld
 
-        world = data if isinstance(data, BiasWorld) else BiasWorld(**(biasworld or {}))
+        if isinstance(data, BiasWorld):
+            world = data
+        else:
+            world = BiasWorld(**check_options(biasworld, BiasWorldOptions, "BiasWorld option"))
         return cls.from_biasworld(world, **options)
     path = Path(data)
     if not path.exists():
@@ -48,6 +65,7 @@ def build_suite(
 
 
 PROBED = "stimuli_probed/rank"  # the count of stimuli each rank probed, in ``Gathered.counts``
+PROGRESS_VARIABLE = "VLBIAS_PROGRESS"  # "1": show the progress bar even when stderr is not a terminal; "0": never
 
 
 def shard() -> tuple[int, int]:
@@ -72,16 +90,22 @@ def measure_suite(suite: Suite, adapter: ModelAdapter, seed: int = 0) -> SuiteOu
 
     The stimuli are cut into batches of ``suite.batch_size`` in order, and rank ``r`` of ``W`` probes batches
     ``r, r + W, ...``: each batch holds the same stimuli as in a one-process run, so a model's outputs (whose
-    float32 rounding can depend on what else is in the batch) are the same wherever a batch runs."""
+    float32 rounding can depend on what else is in the batch) are the same wherever a batch runs.
+
+    Rank 0 shows a progress bar of its stimuli on stderr when stderr is a terminal (:func:`_progress`)."""
     rank, world_size = shard()
     stimuli = suite.stimuli()
     measurement = suite.start(adapter, seed)
+    starts = range(rank * suite.batch_size, len(stimuli), world_size * suite.batch_size)
+    shard_size = sum(min(suite.batch_size, len(stimuli) - start) for start in starts)
     probed = 0
-    for start in range(rank * suite.batch_size, len(stimuli), world_size * suite.batch_size):
-        indices = list(range(start, min(start + suite.batch_size, len(stimuli))))
-        batch = Batch(indices, [stimuli[i] for i in indices])
-        measurement.update(batch, measurement.probe(batch))
-        probed += len(batch)
+    with _progress(suite.name, shard_size, rank) as bar:
+        for start in starts:
+            indices = list(range(start, min(start + suite.batch_size, len(stimuli))))
+            batch = Batch(indices, [stimuli[i] for i in indices])
+            measurement.update(batch, measurement.probe(batch))
+            probed += len(batch)
+            bar.update(len(batch))
     measurement.count(f"{PROBED}{rank}", probed)
     if world_size == 1:
         gathered = _gathered([_notes(measurement)])
@@ -105,6 +129,15 @@ def measure_suite(suite: Suite, adapter: ModelAdapter, seed: int = 0) -> SuiteOu
     finally:
         for metric in metrics:  # a metric's own compute already restored its local state (torchmetrics)
             metric.unsync(should_unsync=metric._is_synced)
+
+
+def _progress(name: str, total: int, rank: int) -> tqdm:
+    """A progress bar of ``total`` stimuli on stderr, shown on rank 0 when stderr is a terminal, or whatever
+    stderr is when the environment variable ``VLBIAS_PROGRESS`` is ``1`` (never when it is ``0``); it leaves
+    no line behind."""
+    forced = os.environ.get(PROGRESS_VARIABLE, "")
+    shown = rank == 0 and forced != "0" and (forced == "1" or sys.stderr.isatty())
+    return tqdm(total=total, desc=f"measure {name}", unit="stimuli", file=sys.stderr, leave=False, disable=not shown)
 
 
 def _notes(measurement: Measurement) -> tuple[list, list, dict]:

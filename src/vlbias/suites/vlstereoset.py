@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
+from jsonargparse.typing import OpenUnitInterval, PositiveInt
 from PIL import Image
 from torch import Tensor
 
@@ -60,7 +61,9 @@ from vlbias.metrics.functional.vlstereoset import (
 from vlbias.metrics.vlstereoset import VLStereoSetScores, VLStereoSetShift
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
+from vlbias.options import check_value
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+from vlbias.suites.options import Probe, Temperature
 
 if TYPE_CHECKING:
     from torchmetrics import Metric
@@ -194,21 +197,20 @@ class VLStereoSetSuite(Suite):
         items: list[ProbeItem],
         data_config: dict[str, object],
         skipped: list[dict[str, str]] | None = None,
-        probe: str = "embed",
-        temperature: float | None = None,
+        probe: Probe = "embed",
+        temperature: Temperature | None = None,
         lexicon: str | None = None,
         shift: bool = True,
-        blank_size: int = 224,
-        n_bootstrap: int = 1000,
-        confidence: float = 0.95,
-        batch_size: int = 32,
+        blank_size: PositiveInt = 224,
+        n_bootstrap: PositiveInt = 1000,
+        confidence: OpenUnitInterval = 0.95,
+        batch_size: PositiveInt = 32,
     ) -> None:
         if probe not in ("embed", "match"):
             raise ConfigError(f"Expected suite option `probe` to be 'embed' or 'match' but got {probe!r}.")
         self.capability = Capability(probe)
+        temperature = check_value("temperature", temperature, Temperature | None, "suite option")
         self.temperature = DEFAULT_TEMPERATURE[self.capability] if temperature is None else temperature
-        if not (isinstance(self.temperature, (int, float)) and self.temperature > 0):
-            raise ConfigError(f"Expected suite option `temperature` to be a positive number but got {temperature!r}.")
         for option, value in (("blank_size", blank_size), ("batch_size", batch_size)):
             if not (isinstance(value, int) and value >= 1):
                 raise ConfigError(f"Expected suite option `{option}` to be an integer >= 1 but got {value!r}.")
@@ -483,6 +485,18 @@ def _item_row(
     }
 
 
+# The reasons vlbias.data.images gives for an image file it cannot read (other than a missing file).
+_IMAGE_PROBLEMS = (
+    "could not be decoded",
+    "could not be read",
+    "dangling symbolic link",
+    "is not a regular file",
+    "is not supported",
+    "EXIF block",
+    "expected values in",
+)
+
+
 def _reason_kind(entry: dict[str, str]) -> str:
     """A short name for why an item was skipped, for the counts."""
     reason = entry["reason"]
@@ -490,7 +504,7 @@ def _reason_kind(entry: dict[str, str]) -> str:
         return "not_neutralised"
     if "does not exist" in reason:
         return "image_missing"
-    if "could not be decoded" in reason:
+    if any(problem in reason for problem in _IMAGE_PROBLEMS):
         return "image_unreadable"
     if "duplicate" in reason:
         return "duplicate_row"

@@ -7,7 +7,10 @@ mixed. Every number is computed by :mod:`vlbias.metrics` on association scores
 **Embeddings** (Ross Sec. 4; ``source="token_states"``, the default) are last-layer text states:
 
 * ``word`` and ``sentence``: the [CLS] state (``pooling="cls"``, May et al.) or the mean of the
-  non-padding states (``pooling="mean"``; what sentence-transformers' MiniLM was trained with);
+  non-padding states (``pooling="mean"``; what sentence-transformers' MiniLM was trained with). The default,
+  ``pooling="model"``, is the adapter's own sentence pooling where it has one (``sentence_bert``: its
+  checkpoint's sentence-transformers pooling, mean for all-MiniLM-L6-v2), else [CLS]; each row of the item
+  table records the pooling used (``pooling``);
 * ``contextual`` (Tan & Celis, 2019): the state of the *first word piece* of the spec's first
   ``contextual_words`` entry in the sentence (earliest occurrence, whole words, case-insensitive; a
   sentence holding none is skipped with a reason).
@@ -38,6 +41,13 @@ and p-values adjusted across the whole battery (Holm and Benjamini--Hochberg). T
 unequal size have no permutation test (see :func:`vlbias.metrics.functional.weat.p_value_from_associations`):
 the row keeps its effect size and interval and says why it has no p-value.
 
+Texts the model cannot see as written (:mod:`vlbias.models.unseen_text`): an empty or whitespace-only text
+and one whose every token is the unknown token carry no information and are skipped in each of their sets, with
+the reason (``kind`` ``empty`` / ``unknown``); a text longer than the model's maximum is measured on what the
+model reads and noted in the ``notes`` of each row it belongs to (``n_truncated`` per row); a contextual
+sentence whose contextual word is past the cut is skipped (``kind`` ``truncated``). The metrics count them:
+``n_skipped/empty``, ``n_skipped/unknown``, ``n_skipped/truncated`` and ``n_truncated`` (distinct stimuli).
+
 Images are read from the ``images`` folder (default ``<data>/images``), as ``images/<file>`` or
 ``images/<dataset_dir>/<file>``. Missing images are listed; with ``on_missing_images="skip"`` the test
 runs on the pairs that are present (counts per set in the item table), with ``"stop"`` nothing runs.
@@ -50,8 +60,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 import torch
+from jsonargparse.typing import NonNegativeInt, OpenUnitInterval, PositiveInt
 from torch import Tensor
 from torchmetrics import Metric
 
@@ -61,11 +73,13 @@ from vlbias.metrics import GroundedCongruenceTest, WEATTest
 from vlbias.metrics.weat import association_test_results
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
+from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, UnseenText, unseen_by
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+from vlbias.suites.options import OnMissing
 from vlbias.suites.rows import association_row, report_tests
 
 EMBEDDINGS = ("word", "sentence", "contextual", "auto")
-POOLINGS = ("cls", "mean")
+POOLINGS = ("model", "cls", "mean")
 SOURCES = ("token_states", "embed")
 EXPERIMENTS = ("1", "2", "3_congruence", "3_mask_text", "3_mask_image")
 ON_MISSING = ("skip", "stop")
@@ -82,6 +96,15 @@ class Stimulus:
     image: Path | None = None
     mask_text: bool = False
     mask_person: bool = False
+
+
+@dataclass(frozen=True)
+class _Embedded:
+    """What :meth:`_WEATMeasurement.probe` gives for one stimulus: its embedding (``None`` when it was not
+    embedded) and why the model cannot see its text as written, if so (:mod:`vlbias.models.unseen_text`)."""
+
+    embedding: Tensor | None
+    unseen: UnseenText | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +172,21 @@ class Encoder:
         match = self.contextual.search(text) if self.contextual is not None else None
         return None if match is None else match.start()
 
+    def unseen(self, batch: list[Stimulus]) -> list[UnseenText | None]:
+        """Why the model cannot see each stimulus's text as written (:func:`unseen_texts`); a contextual
+        stimulus whose contextual word is past the truncation is skipped (there is nothing to measure)."""
+        texts = [self.text(s) for s in batch]
+        problems = unseen_by(self.adapter, texts)
+        if self.kind != "contextual":
+            return problems
+        cut = [i for i, problem in enumerate(problems) if problem is not None and problem.kind == TRUNCATED]
+        if cut:
+            positions = self._positions([batch[i] for i in cut], [texts[i] for i in cut])
+            for i, position in zip(cut, positions):
+                if position is None:
+                    problems[i] = UnseenText(TRUNCATED, f"{problems[i].reason}; the contextual word is cut", skip=True)
+        return problems
+
     def __call__(self, batch: list[Stimulus]) -> Tensor:
         """Embeddings ``(len(batch), D)`` in float32 on CPU (call under :func:`measuring`)."""
         adapter, texts = self.adapter, [self.text(s) for s in batch]
@@ -166,14 +204,18 @@ class Encoder:
             pixels = pixels.zero_regions(torch.isin(pixels.object_ids, ids))
         states = adapter.token_states(pixels, tokens).float()  # (B, T, H)
         if self.kind == "contextual":
-            return states[torch.arange(len(batch)), self._positions(batch, texts)].cpu()
+            positions = self._positions(batch, texts)
+            if None in positions:  # Encoder.unseen skips these before embedding
+                raise InputError(f"A contextual word of {texts[positions.index(None)]!r} was truncated away.")
+            return states[torch.arange(len(batch)), torch.tensor(positions)].cpu()
         if self.pooling == "cls":
             return states[:, 0].cpu()
         mask = tokens["attention_mask"].unsqueeze(-1).to(states.dtype)  # (B, T, 1)
         return ((states * mask).sum(1) / mask.sum(1)).cpu()
 
-    def _positions(self, batch: list[Stimulus], texts: list[str]) -> Tensor:
-        """Index of the first word piece covering each stimulus's anchor character."""
+    def _positions(self, batch: list[Stimulus], texts: list[str]) -> list[int | None]:
+        """Index of the first word piece covering each stimulus's anchor character (``None`` where truncation
+        cut it)."""
         adapter = self.adapter
         offsets = adapter.tokenizer(
             texts,
@@ -183,15 +225,11 @@ class Encoder:
             max_length=adapter.max_text_length,
         )["offset_mapping"]
         positions = []
-        for stimulus, spans, text in zip(batch, offsets, texts):
+        for stimulus, spans in zip(batch, offsets):
             anchor = self.anchor(stimulus)
             found = [t for t, (lo, hi) in enumerate(spans) if hi > lo and lo <= anchor < hi]
-            if not found:
-                raise InputError(
-                    f"The contextual word at character {anchor} of {text!r} was truncated away by the tokenizer."
-                )
-            positions.append(found[0])
-        return torch.tensor(positions)
+            positions.append(found[0] if found else None)
+        return positions
 
 
 class _PooledTest:
@@ -199,7 +237,7 @@ class _PooledTest:
     :math:`B = B_x \cup B_y`); one :class:`~vlbias.metrics.WEATTest`."""
 
     def __init__(self, roles: dict[str, str], options: dict) -> None:
-        self.roles, self.test = roles, WEATTest(**options)
+        self.roles, self.test = roles, WEATTest(**options, allow_unequal_sizes=True)
 
     def feeds(self, name: str) -> list[tuple[Metric, str]]:
         """The (metric, ``update`` keyword) pairs that set ``name``'s embeddings go to."""
@@ -225,7 +263,7 @@ class _OwnGroupTest:
 
     def __init__(self, congruence: bool, options: dict) -> None:
         self.congruence, self.options = congruence, options
-        self.by_x, self.by_y = WEATTest(**options), WEATTest(**options)
+        self.by_x, self.by_y = (WEATTest(**options, allow_unequal_sizes=True) for _ in range(2))
 
     def feeds(self, name: str) -> list[tuple[Metric, str]]:
         """The (metric, ``update`` keyword) pairs that set ``name``'s embeddings go to."""
@@ -261,8 +299,10 @@ class WEATSuite(Suite):
 
     Items table: one row per (test, embedding kind, experiment): ``effect_size``, ``statistic``,
     ``p_value``, ``p_holm``, ``p_bh`` (across the battery), ``ci_low``/``ci_high``, ``n_x``, ``n_y``,
-    ``n_a``, ``n_b`` (and ``n_ax``, ``n_ay``, ``n_bx``, ``n_by`` for grounded rows), ``p_note``.
-    Metrics ``<row>/effect_size``; p-values under the same key and ``<key>@holm``, ``<key>@bh``.
+    ``n_a``, ``n_b`` (and ``n_ax``, ``n_ay``, ``n_bx``, ``n_by`` for grounded rows), ``pooling``
+    (of word/sentence rows from token states, else empty), ``n_truncated`` and ``notes`` (its truncated texts).
+    Metrics ``<row>/effect_size``; p-values under the same key and ``<key>@holm``, ``<key>@bh``; the counts
+    ``n_skipped/empty``, ``n_skipped/unknown``, ``n_skipped/truncated``, ``n_truncated`` (module docstring).
 
     Stimuli (the unit of sharding): each distinct (test, embedding kind, stimulus) once, in the order the rows
     first use it; its embedding goes to every row and set that lists it. Rows a model cannot run (no mask
@@ -274,7 +314,8 @@ class WEATSuite(Suite):
         images: folder of the grounded specs' images.
         on_missing_images: ``"skip"`` (run on what is present) or ``"stop"``.
         embedding: ``"word"``, ``"sentence"``, ``"contextual"`` or ``"auto"``.
-        pooling: ``"cls"`` or ``"mean"`` for word/sentence embeddings from token states.
+        pooling: ``"model"`` (the adapter's own, else [CLS]), ``"cls"`` or ``"mean"`` for word/sentence
+            embeddings from token states.
         source: ``"token_states"`` or ``"embed"`` (the capability used).
         experiments: grounded experiments to run; default all but ``3_mask_image``, which is added
             when ``person_object_ids`` is given.
@@ -294,16 +335,16 @@ class WEATSuite(Suite):
         tests: list[SeatTest | GroundedTest],
         data_config: dict[str, object],
         images: str | Path | None = None,
-        on_missing_images: str = "skip",
-        embedding: str = "auto",
-        pooling: str = "cls",
-        source: str = "token_states",
+        on_missing_images: OnMissing = "skip",
+        embedding: Literal["word", "sentence", "contextual", "auto"] = "auto",
+        pooling: Literal["model", "cls", "mean"] = "model",
+        source: Literal["token_states", "embed"] = "token_states",
         experiments: Sequence[str] | None = None,
-        person_object_ids: Sequence[int] = (),
-        n_permutations: int | None = None,
-        n_bootstrap: int = 1_000,
-        confidence: float = 0.95,
-        batch_size: int = 32,
+        person_object_ids: Sequence[NonNegativeInt] = (),
+        n_permutations: PositiveInt | None = None,
+        n_bootstrap: PositiveInt = 1_000,
+        confidence: OpenUnitInterval = 0.95,
+        batch_size: PositiveInt = 32,
     ) -> None:
         _choice("embedding", embedding, EMBEDDINGS)
         _choice("pooling", pooling, POOLINGS)
@@ -523,6 +564,7 @@ class _WEATMeasurement(Measurement):
     def __init__(self, suite: WEATSuite, adapter: ModelAdapter, seed: int) -> None:
         super().__init__()
         self.suite, self.adapter = suite, adapter
+        self.pooling = getattr(adapter, "pooling", "cls") if suite.pooling == "model" else suite.pooling
         self.row_skips = self._row_skips()
         options = {
             "n_permutations": suite.n_permutations,
@@ -538,7 +580,7 @@ class _WEATMeasurement(Measurement):
             (row.test, row.kind): Encoder(
                 adapter,
                 row.kind,
-                suite.pooling,
+                self.pooling,
                 suite.source,
                 _word_pattern(suite.tests[row.test].contextual_words),
                 suite.person_object_ids,
@@ -578,9 +620,10 @@ class _WEATMeasurement(Measurement):
         """The (row, set) pairs of stimulus ``index`` whose row runs."""
         return [(row, name) for row, name in self.suite._members[index] if row in self.tests]
 
-    def probe(self, batch: Batch) -> list[Tensor | None]:
+    def probe(self, batch: Batch) -> list[_Embedded | None]:
         """Each item's embedding (``None`` for an item no running row uses), embedded in groups that share the
-        test, kind, masking and image presence."""
+        test, kind, masking and image presence; an item whose text the model cannot see
+        (:meth:`Encoder.unseen`: empty, all unknown tokens) is not embedded, a truncated one is."""
         groups: dict[tuple, list[int]] = {}
         for position, (index, item) in enumerate(zip(batch.indices, batch.items)):
             if self._memberships(index):
@@ -588,33 +631,54 @@ class _WEATMeasurement(Measurement):
                 groups.setdefault((item.test, item.kind, stimulus.image is None, stimulus.mask_person), []).append(
                     position
                 )
-        embeddings: list[Tensor | None] = [None] * len(batch)
+        embeddings: list[_Embedded | None] = [None] * len(batch)
         with measuring(self.adapter.device):
             for (test, kind, _, _), positions in groups.items():
-                embedded = self.encoders[(test, kind)]([batch.items[p].stimulus for p in positions])
-                for position, embedding in zip(positions, embedded):
-                    embeddings[position] = embedding
+                encoder = self.encoders[(test, kind)]
+                unseen = encoder.unseen([batch.items[p].stimulus for p in positions])
+                for position, problem in zip(positions, unseen):
+                    embeddings[position] = _Embedded(None, problem)
+                kept = [p for p, problem in zip(positions, unseen) if problem is None or not problem.skip]
+                if kept:
+                    embedded = encoder([batch.items[p].stimulus for p in kept])
+                    for position, embedding in zip(kept, embedded):
+                        embeddings[position] = replace(embeddings[position], embedding=embedding)
         return embeddings
 
-    def update(self, batch: Batch, outputs: list[Tensor | None]) -> None:
+    def update(self, batch: Batch, outputs: list[_Embedded | None]) -> None:
         """Feed each finite embedding to the metrics of every (row, set) it belongs to, counting the sets'
-        sizes; a non-finite one is skipped in each of its sets."""
+        sizes. Skipped in each of its sets, with the reason: a stimulus whose text the model cannot see
+        (counted ``skipped/<kind>``) and a non-finite embedding. A truncated text is fed and noted
+        (``note_row``: a note on each row it belongs to; counted ``truncated`` and ``<row>/<set>/truncated``)."""
         pending: dict[tuple[int, str], tuple[Metric, str, list[Tensor]]] = {}
         rows = self.suite.rows
-        for index, item, embedding in zip(batch.indices, batch.items, outputs):
-            if embedding is None:
+        for index, item, output in zip(batch.indices, batch.items, outputs):
+            if output is None:
+                continue
+            memberships, unseen = self._memberships(index), output.unseen
+            where = {
+                (row, name): f"{rows[row].key}/{name}: {item.stimulus.text!r} {item.stimulus.image or ''}".rstrip()
+                for row, name in memberships
+            }
+            if output.embedding is None:
+                self.count(f"skipped/{unseen.kind}")
+                for membership in memberships:
+                    self.note_skip(index, {"item": where[membership], "reason": unseen.reason, "kind": unseen.kind})
                 continue
             self.count("embedded")
-            memberships = self._memberships(index)
-            if not torch.isfinite(embedding).all():
-                for row, name in memberships:
-                    where = f"{rows[row].key}/{name}: {item.stimulus.text!r} {item.stimulus.image or ''}".rstrip()
-                    self.note_skip(index, {"item": where, "reason": "embedding holds NaN or inf"})
+            if not torch.isfinite(output.embedding).all():
+                for membership in memberships:
+                    self.note_skip(index, {"item": where[membership], "reason": "embedding holds NaN or inf"})
                 continue
+            if unseen is not None:
+                self.count(unseen.kind)
+                for row, name in memberships:
+                    self.count(f"{rows[row].key}/{name}/{unseen.kind}")
+                    self.note_row(index, {"row": row, "note": f"{where[row, name]}: {unseen.reason}"})
             for row, name in memberships:
                 self.count(f"{rows[row].key}/{name}")
                 for metric, role in self.tests[row].feeds(name):
-                    pending.setdefault((id(metric), role), (metric, role, []))[2].append(embedding)
+                    pending.setdefault((id(metric), role), (metric, role, []))[2].append(output.embedding)
         for metric, role, embeddings in pending.values():
             metric.update(**{role: torch.stack(embeddings)})
 
@@ -627,7 +691,12 @@ class _WEATMeasurement(Measurement):
             if reason:
                 output.skipped.append({"item": row.key, "reason": reason})
             else:
-                rows.append(self._row(row, self.tests[index].compute(), sizes))
+                notes = [note["note"] for note in gathered.rows if note["row"] == index]
+                truncated = sum(int(gathered.counts.get(f"{row.key}/{name}/{TRUNCATED}", 0)) for name in row.sets)
+                rows.append(
+                    self._row(row, self.tests[index].compute(), sizes)
+                    | {"n_truncated": truncated, "notes": "; ".join(notes)}
+                )
         output.skipped += [
             {
                 "item": row["key"],
@@ -639,6 +708,12 @@ class _WEATMeasurement(Measurement):
         ]
         output.items = [row for row in rows if math.isfinite(row["effect_size"])]
         report_tests(output, output.items, name="key")
+        if output.items:
+            output.metrics |= {
+                f"n_skipped/{kind}": float(gathered.counts.get(f"skipped/{kind}", 0))
+                for kind in (EMPTY, UNKNOWN, TRUNCATED)
+            }
+            output.metrics["n_truncated"] = float(gathered.counts.get(TRUNCATED, 0))
         output.n_items = int(gathered.counts.get("embedded", 0))
         return output
 
@@ -655,12 +730,14 @@ class _WEATMeasurement(Measurement):
         else:
             counts = {f"n_{name}": size for name, size in sizes.items()}
             counts |= {"n_a": sizes["ax"] + sizes["ay"], "n_b": sizes["bx"] + sizes["by"]}
+        pooled = row.kind in ("word", "sentence") and self.suite.source == "token_states"
         return {
             "key": row.key,
             "test": test.name,
             "file": str(test.path),
             "embedding": row.kind,
             "experiment": row.experiment,
+            "pooling": self.pooling if pooled else "",
             **association_row(result),
             **counts,
         }
