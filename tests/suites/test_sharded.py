@@ -8,10 +8,19 @@ from tests.suites.test_counterbias import sharded_case as counterbias_case
 from tests.suites.test_entity_association import sharded_case as entity_association_case
 from tests.suites.test_mmbias import sharded_case as mmbias_case
 from tests.suites.test_mmbias import sharded_match_case as mmbias_match_case
+from tests.suites.test_retrieval_bias import sharded_case as retrieval_bias_case
 from tests.suites.test_vlstereoset import sharded_case as vlstereoset_case
 from tests.suites.test_weat import sharded_case as weat_case
 
-CASES = [mmbias_case, mmbias_match_case, weat_case, vlstereoset_case, entity_association_case, counterbias_case]
+CASES = [
+    mmbias_case,
+    mmbias_match_case,
+    weat_case,
+    vlstereoset_case,
+    entity_association_case,
+    counterbias_case,
+    retrieval_bias_case,
+]
 
 
 def test_two_ranks_give_the_one_process_output():

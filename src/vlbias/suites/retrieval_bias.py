@@ -1,0 +1,443 @@
+r"""Ranking bias of retrieval: what a model ranks first for gender-neutral queries.
+
+Every query ranks a gallery of images, each annotated ``man`` or ``woman``, by the cosine similarity of
+the model's EMBED embeddings (CLIP-like dual encoders: ``clip``, ``blip``, ``albef``, ``flava``, a pruned
+embedding space; models with only MATCH cannot rank a gallery this way). The ranking's bias is measured by
+:class:`~vlbias.metrics.RankingBias` at each cut-off K of ``k``: MaxSkew@K and MinSkew@K (Geyik et al.,
+2019, Eq. 3-4), NDKL@K (their Eq. 6) with the desired shares 1/2 each, and
+:math:`\mathrm{Bias}@K = (N_\text{man} - N_\text{woman}) / K` (Wang et al., 2021), averaged over queries with
+percentile bootstrap intervals over queries; formulas in :mod:`vlbias.metrics.functional.ranking_bias`.
+Reported over all queries (``all/<statistic>@<K>``) and per query group (``group/<name>/<statistic>@<K>``).
+
+Stimuli (:meth:`RetrievalBiasSuite.from_biasworld`, :meth:`RetrievalBiasSuite.from_path`):
+
+* BiasWorld: the gallery is a split's images with their ground-truth group; the queries are the
+  neutral-subject phrases of every activity ("a person cooking.", ``queries_from="activities"``) or the split's
+  captions neutralised (``queries_from="captions"``), in the groups ``man_stereotyped`` and ``woman_stereotyped``
+  by the activity's stereotype. A model that learned the planted bias ranks men first for the
+  ``man_stereotyped`` queries (Bias@K > 0) and women first for the others.
+* COCO / Flickr30K (a Karpathy split JSON or an ALBEF/LAVIS annotation JSON, :mod:`vlbias.data.captions`):
+  the gallery is a split's images, annotated by the gender words of their own captions
+  (:mod:`vlbias.data.retrieval_bias`). Images whose captions name both genders or neither are left out of
+  the ranking, since they have no value to count, and are counted (``gallery/n_both``,
+  ``gallery/n_neither``). The queries are the split's captions that name a gender, neutralised with the
+  shipped lexicon (groups ``from_man``, ``from_woman``, ``from_both``: the gender the caption named), or
+  ``prompts`` of your own ("a photo of a doctor"; a list, group ``prompts``, or ``{group: [prompts]}``).
+
+The queries are the stimuli, sharded over ranks. The gallery's embeddings are computed once per rank in
+:meth:`RetrievalBiasSuite.start`, in the same batches on every rank: every query needs the whole gallery,
+and gathering a sharded gallery would put a collective into ``start`` and make the embeddings depend on
+how images were batched across ranks; embedding a test gallery (1K-5K images) is a small cost next to a
+run. Each query's scores against the gallery reach the metrics at ``update``, so nothing the size of
+queries x gallery is kept.
+
+Outputs: the metrics above with their intervals; ``all/n_queries`` and ``group/<name>/n_queries``; the
+gallery's ``gallery/n_man`` and ``gallery/n_woman`` (the ranked images) and ``gallery/n_both``,
+``gallery/n_neither`` (left out). The item table has one row per query: ``query``, ``group``, ``source``
+and, for every K, ``n_man@K``, ``n_woman@K`` (its top-K counts) and ``bias@K``. Skipped, with reasons:
+captions that cannot be neutralised, gallery images that are missing or do not decode, queries or images
+whose embeddings hold NaN or inf, groups left without a query, and queries the model cannot see
+(:mod:`vlbias.models.unseen_text`: empty, or unknown tokens only; ``kind`` ``empty`` / ``unknown``). A query
+longer than the model's maximum is ranked on what the model reads, with the reason in its row's ``note``
+(a column only those rows fill).
+Counted: ``n_skipped/empty``, ``n_skipped/unknown`` and ``n_truncated``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import torch
+from jsonargparse.typing import NonNegativeFloat, OpenUnitInterval, PositiveInt
+from torch import Tensor
+
+from vlbias.counterfactual.neutralise import NeutralLexicon
+from vlbias.data.biasworld import ACTIVITIES, STEREOTYPES, BiasWorld, activity_phrases
+from vlbias.data.captions import read_captions
+from vlbias.data.retrieval_bias import GENDERS, LABELS, GenderWords, Query, annotate, caption_queries
+from vlbias.errors import ConfigError, InputError
+from vlbias.metrics import RankingBias
+from vlbias.metrics.functional.ranking_bias import DEFAULT_EPS, STATISTICS, top_attributes
+from vlbias.models.base import Capability, ModelAdapter
+from vlbias.models.inference import measuring
+from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, UnseenText, unseen_by
+from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+
+if TYPE_CHECKING:
+    from torchmetrics import Metric
+
+ALL = "all"  # the scope of every query
+
+
+@dataclass(frozen=True)
+class Gallery:
+    """The images every query ranks: ``images`` (a float ``(N, 3, H, W)`` tensor in [0, 1], or paths / PIL
+    images), their ``names`` and their ``attributes`` (each one of :data:`~vlbias.data.retrieval_bias.GENDERS`)."""
+
+    images: Tensor | list
+    names: list[str]
+    attributes: list[str]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def biasworld_queries(
+    world: BiasWorld, split: str, queries_from: str, lexicon: NeutralLexicon
+) -> tuple[list[Query], int]:
+    """BiasWorld's queries in the groups ``<group>_stereotyped`` by their activity's stereotype, and the number
+    of repeated captions dropped (``queries_from="captions"``)."""
+    stereotype = {activity: f"{group}_stereotyped" for group, acts in STEREOTYPES.items() for activity in acts}
+    if queries_from == "activities":
+        return [Query(p, stereotype[a], a) for a in ACTIVITIES for p in activity_phrases(a)], 0
+    items = world.items(split)
+    captions = [item.caption for item in items]
+    found, _, repeats = caption_queries(
+        captions, [stereotype[item.activity] for item in items], lexicon, GenderWords.default()
+    )
+    return found, repeats
+
+
+def prompt_queries(prompts: Sequence[str] | dict[str, Sequence[str]], words: GenderWords) -> list[Query]:
+    """``prompts`` as queries: a list (group ``prompts``) or ``{group: [prompts]}``; a prompt that names a gender
+    is refused."""
+    grouped = prompts if isinstance(prompts, dict) else {"prompts": prompts}
+    if not grouped or any(isinstance(texts, str) or not texts for texts in grouped.values()):
+        raise ConfigError(
+            f"Expected `prompts` to be a non-empty list of texts or {{group: [texts]}} but got {prompts!r}"
+        )
+    queries = [Query(text, str(group), text) for group, texts in grouped.items() for text in dict.fromkeys(texts)]
+    gendered = [(query.text, words.found(query.text)) for query in queries if words.found(query.text)]
+    if gendered:
+        raise ConfigError(
+            f"Expected `prompts` to be gender-neutral but {gendered[0][0]!r} holds {gendered[0][1]} "
+            f"(gender words of {words.source!r})"
+        )
+    return queries
+
+
+def _check_positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"Expected `{name}` to be a positive integer but got {value!r}")
+    return int(value)
+
+
+def _cut_offs(k: int | Sequence[int], gallery: Gallery, data: object) -> tuple[int, ...]:
+    values = [k] if isinstance(k, int) else list(k)
+    if not values:
+        raise ConfigError("Expected `k` to be a positive integer or a non-empty list of them but got []")
+    for value in values:
+        _check_positive_int("k", value)
+        if value > len(gallery):
+            raise ConfigError(
+                f"Expected `k` to be at most the gallery size, {len(gallery)} annotated images of {data}, but got {value}"
+            )
+    return tuple(sorted({int(value) for value in values}))
+
+
+class RetrievalBiasSuite(Suite):
+    """Ranking bias of what EMBED similarity retrieves for gender-neutral queries; see the module docstring.
+
+    Args:
+        queries: the gender-neutral queries (the stimuli), each in a group.
+        gallery: the annotated images every query ranks.
+        data_config: how the stimuli were made (recorded in results).
+        skipped: captions and images already known not to be used, with reasons.
+        k: the cut-off K, or several.
+        n_bootstrap: bootstrap resamples of the queries for the intervals.
+        confidence: coverage of the intervals.
+        eps: smoothing inside the skews' log (``0``: Geyik et al.'s formula, MinSkew is -inf when a gender is
+            absent from the top K).
+        batch_size: images or queries per forward pass.
+    """
+
+    name = "retrieval_bias"
+    capability = Capability.EMBED
+    capability_hint = "retrieval_bias ranks the gallery by the cosine of EMBED embeddings (CLIP-like models)."
+
+    def __init__(
+        self,
+        queries: list[Query],
+        gallery: Gallery,
+        data_config: dict[str, object],
+        skipped: list[dict[str, str]] | None = None,
+        k: PositiveInt | list[PositiveInt] = 10,
+        n_bootstrap: PositiveInt = 1_000,
+        confidence: OpenUnitInterval = 0.95,
+        eps: NonNegativeFloat = DEFAULT_EPS,
+        batch_size: PositiveInt = 64,
+    ) -> None:
+        data = data_config.get("data", "the data")
+        if not len(gallery):
+            counts = {label: data_config.get(f"n_{label}", 0) for label in LABELS}
+            raise InputError(f"No gallery image of {data} is annotated man or woman (images by annotation: {counts})")
+        if not queries:
+            raise InputError(f"No gender-neutral query could be made from {data}")
+        wrong = sorted(set(gallery.attributes) - set(GENDERS))
+        if wrong:
+            raise ConfigError(f"Expected gallery attributes among {list(GENDERS)} but got {wrong}")
+        self.ks = _cut_offs(k, gallery, data)
+        if not 0 < confidence < 1:
+            raise ConfigError(f"Expected `confidence` to be in (0, 1) but got {confidence!r}")
+        if not eps >= 0:
+            raise ConfigError(f"Expected `eps` to be a non-negative number but got {eps!r}")
+        self.batch_size = _check_positive_int("batch_size", batch_size)
+        self.queries, self.gallery, self.data_config = queries, gallery, data_config
+        self.skipped = skipped or []
+        self.groups = list(dict.fromkeys(query.group for query in queries))  # in order of first appearance
+        self.n_bootstrap = _check_positive_int("n_bootstrap", n_bootstrap)
+        self.confidence, self.eps = float(confidence), float(eps)
+
+    @classmethod
+    def from_biasworld(
+        cls,
+        world: BiasWorld,
+        split: Literal["train", "val", "test"] = "test",
+        queries_from: Literal["activities", "captions"] = "activities",
+        lexicon: str | None = None,
+        **options,
+    ) -> RetrievalBiasSuite:
+        """The images of ``split`` with their ground-truth group, ranked for the neutral phrases of every
+        activity (``queries_from="activities"``) or the split's captions neutralised with ``lexicon`` (a
+        :class:`~vlbias.counterfactual.neutralise.NeutralLexicon` file; ``None``: the shipped one)."""
+        if queries_from not in ("activities", "captions"):
+            raise ConfigError(
+                f"Expected `queries_from` to be one of ['activities', 'captions'] but got {queries_from!r}"
+            )
+        neutral = NeutralLexicon.load(lexicon)
+        found, repeats = biasworld_queries(world, split, queries_from, neutral)
+        items = world.items(split)
+        gallery = Gallery(
+            world.images(split).float() / 255.0, [f"{split}/{i.index}" for i in items], [i.group for i in items]
+        )
+        config = {
+            "data": "biasworld",
+            "split": split,
+            "queries_from": queries_from,
+            "lexicon": neutral.source,
+            "n_repeated_queries": repeats,
+            **_label_counts(gallery.attributes),
+            **world.config,
+        }
+        return cls(found, gallery, config, **options)
+
+    @classmethod
+    def from_path(
+        cls,
+        path: Path,
+        split: Literal["train", "val", "test"] = "test",
+        image_root: str | None = None,
+        prompts: list[str] | dict[str, list[str]] | None = None,
+        lexicon: str | None = None,
+        gender_words: str | None = None,
+        verify_images: bool = False,
+        cache_dir: str | None = None,
+        **options,
+    ) -> RetrievalBiasSuite:
+        """``split`` of a Karpathy or ALBEF/LAVIS caption file (:func:`~vlbias.data.captions.read_captions`),
+        images under ``image_root`` (``None``: the file's folder), each annotated by the gender words of its
+        own captions (``gender_words``: a swap lexicon file whose pairs read [men's word, women's word];
+        ``None``: the shipped one). Queries: ``prompts`` when given, else the split's gendered captions
+        neutralised with ``lexicon`` (``None``: the shipped neutral lexicon). ``verify_images`` decodes every
+        image up front; ``cache_dir`` is the ``datasets`` cache of the parsed file."""
+        path = Path(path)
+        words, neutral = GenderWords.load(gender_words), NeutralLexicon.load(lexicon)
+        root = path.parent if image_root is None else Path(image_root)
+        corpus = read_captions(path, split, root, verify_images=verify_images, cache_dir=cache_dir).retrieval()
+        labels = [annotate([corpus.captions[c] for c in captions], words) for captions in corpus.image_to_captions]
+        annotated = [i for i, label in enumerate(labels) if label in GENDERS]
+        gallery = Gallery(
+            [corpus.image_paths[i] for i in annotated],
+            [corpus.images[i] for i in annotated],
+            [labels[i] for i in annotated],
+        )
+        skipped = list(corpus.skipped)
+        if prompts is not None:
+            queries, repeats = prompt_queries(prompts, words), 0
+        else:
+            groups = [f"from_{annotate([caption], words)}" for caption in corpus.captions]
+            queries, not_neutral, repeats = caption_queries(corpus.captions, groups, neutral, words)
+            skipped += not_neutral
+        config = {
+            "data": str(path),
+            "split": split,
+            "image_root": str(root),
+            "queries_from": "prompts" if prompts is not None else "captions",
+            "prompts": prompts,
+            "lexicon": neutral.source,
+            "gender_words": words.source,
+            "n_repeated_queries": repeats,
+            **_label_counts(labels),
+        }
+        return cls(queries, gallery, config, skipped, **options)
+
+    def stimuli(self) -> list[Query]:
+        return self.queries
+
+    def start(self, adapter: ModelAdapter, seed: int) -> _RetrievalBiasMeasurement:
+        return _RetrievalBiasMeasurement(self, adapter, seed)
+
+    @property
+    def config(self) -> dict[str, object]:
+        return {
+            "data": self.data_config,
+            "k": list(self.ks),
+            "groups": self.groups,
+            "n_queries": len(self.queries),
+            "n_gallery": len(self.gallery),
+            "n_bootstrap": self.n_bootstrap,
+            "confidence": self.confidence,
+            "eps": self.eps,
+            "batch_size": self.batch_size,
+        }
+
+
+def _label_counts(labels: Sequence[str]) -> dict[str, int]:
+    return {f"n_{label}": sum(1 for value in labels if value == label) for label in LABELS}
+
+
+def _chunks(items: Tensor | list, size: int) -> list[Tensor | list]:
+    return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+class _RetrievalBiasMeasurement(Measurement):
+    """One run of :class:`RetrievalBiasSuite`: the gallery embedded at construction (images that do not decode
+    or embed to NaN/inf are left out, with reasons), then a :class:`~vlbias.metrics.RankingBias` per cut-off
+    and scope (all queries, each group) fed the scores of every query of the scope."""
+
+    def __init__(self, suite: RetrievalBiasSuite, adapter: ModelAdapter, seed: int) -> None:
+        super().__init__()
+        self.suite, self.adapter = suite, adapter
+        self.gallery_skipped: list[dict[str, str]] = []
+        self.embeddings, kept = self._embed_gallery()  # (N', D), N' indices into the gallery
+        data = suite.data_config.get("data")
+        if len(kept) < suite.ks[-1]:
+            raise InputError(
+                f"Only {len(kept)} of the {len(suite.gallery)} gallery images of {data} could be embedded, fewer than "
+                f"`k` = {suite.ks[-1]}: {self.gallery_skipped[:3]}"
+            )
+        self.attributes = torch.tensor([GENDERS.index(suite.gallery.attributes[i]) for i in kept])  # (N',)
+        options = {"n_bootstrap": suite.n_bootstrap, "confidence": suite.confidence, "eps": suite.eps, "seed": seed}
+        self.ranking = {
+            (k, scope): RankingBias(k=k, sync_on_compute=False, **options)
+            for k in suite.ks
+            for scope in (ALL, *suite.groups)
+        }
+
+    def _embed_gallery(self) -> tuple[Tensor, list[int]]:
+        """The embeddings of the gallery's usable images, in batches of ``batch_size``, and their indices."""
+        gallery, size = self.suite.gallery, self.suite.batch_size
+        parts, kept = [], []
+        with measuring(self.adapter.device):
+            for start in range(0, len(gallery), size):
+                indices = list(range(start, min(start + size, len(gallery))))
+                try:
+                    parts.append(self._embed_images(gallery.images[start : start + size]))
+                    kept += indices
+                except InputError:  # find the images that do not decode; embed the others
+                    for index in indices:
+                        try:
+                            parts.append(self._embed_images(gallery.images[index : index + 1]))
+                            kept.append(index)
+                        except InputError as err:
+                            self._skip_image(index, str(err))
+        embeddings = torch.cat(parts) if parts else torch.empty(0, 0)
+        finite = torch.isfinite(embeddings).all(dim=1).tolist()
+        for index, ok in zip(kept, finite):
+            if not ok:
+                self._skip_image(index, "its embedding holds NaN or inf")
+        return embeddings[torch.tensor(finite, dtype=torch.bool)], [i for i, ok in zip(kept, finite) if ok]
+
+    def _embed_images(self, images: Tensor | list) -> Tensor:
+        adapter = self.adapter
+        return adapter.embed_images(adapter.prepare_images(images)).float().cpu()
+
+    def _skip_image(self, index: int, reason: str) -> None:
+        self.gallery_skipped.append({"item": self.suite.gallery.names[index], "reason": reason, "scope": "gallery"})
+
+    def metrics(self) -> list[Metric]:
+        return list(self.ranking.values())
+
+    def probe(self, batch: Batch) -> tuple[Tensor, list[UnseenText | None]]:
+        """``(b, N')`` cosine similarities of the batch's queries with the gallery images (NaN rows for the
+        queries the model cannot see, which are not embedded), and why it cannot see each query, if so."""
+        adapter = self.adapter
+        texts = [query.text for query in batch.items]
+        unseen = unseen_by(adapter, texts)
+        kept = [i for i, problem in enumerate(unseen) if problem is None or not problem.skip]
+        scores = torch.full((len(texts), len(self.embeddings)), torch.nan)
+        if kept:
+            with measuring(adapter.device):
+                embedded = adapter.embed_texts(adapter.prepare_texts([texts[i] for i in kept])).float().cpu()
+            scores[kept] = embedded @ self.embeddings.T
+        return scores, unseen
+
+    def update(self, batch: Batch, outputs: tuple[Tensor, list[UnseenText | None]]) -> None:
+        outputs, unseen = outputs
+        finite = torch.isfinite(outputs).all(dim=1)
+        measured = []  # (stimulus index, query, note) of the queries with finite scores
+        for index, query, ok, problem in zip(batch.indices, batch.items, finite.tolist(), unseen, strict=True):
+            if problem is not None and problem.skip:
+                self.count(f"skipped/{problem.kind}")
+                self.note_skip(
+                    index, {"item": query.text, "reason": problem.reason, "scope": "query", "kind": problem.kind}
+                )
+            elif ok:
+                if problem is not None:
+                    self.count(problem.kind)
+                measured.append((index, query, "" if problem is None else problem.reason))
+            else:
+                self.note_skip(
+                    index, {"item": query.text, "reason": "its embedding holds NaN or inf", "scope": "query"}
+                )
+        if not measured:
+            return
+        scores = outputs[finite]  # (b', N')
+        rows = [
+            {"query": query.text, "group": query.group, "source": query.source} | ({"note": note} if note else {})
+            for _, query, note in measured
+        ]
+        for k in self.suite.ks:
+            top = top_attributes(scores, self.attributes, k)  # (b', K)
+            men, women = (top == 0).sum(dim=1).tolist(), (top == 1).sum(dim=1).tolist()
+            for row, n_man, n_woman in zip(rows, men, women, strict=True):
+                row |= {f"n_man@{k}": n_man, f"n_woman@{k}": n_woman, f"bias@{k}": (n_man - n_woman) / k}
+            self.ranking[k, ALL].update(scores, self.attributes)
+            for group in self.suite.groups:
+                mask = torch.tensor([query.group == group for _, query, _ in measured])
+                if bool(mask.any()):
+                    self.ranking[k, group].update(scores[mask], self.attributes)
+        for (index, _, _), row in zip(measured, rows, strict=True):
+            self.note_row(index, row)
+
+    def compute(self, gathered: Gathered) -> SuiteOutput:
+        suite = self.suite
+        output = SuiteOutput(metrics={}, skipped=[*suite.skipped, *self.gallery_skipped, *gathered.skipped])
+        measured = {row["group"] for row in gathered.rows}
+        for group in suite.groups:
+            if group not in measured:
+                output.skipped.append({"item": f"group/{group}", "reason": "no query of the group was measured"})
+        for (k, scope), metric in self.ranking.items():
+            if not gathered.rows or (scope != ALL and scope not in measured):
+                continue
+            name = ALL if scope == ALL else f"group/{scope}"
+            result = metric.compute()
+            for statistic in STATISTICS:
+                output.metrics[f"{name}/{statistic}@{k}"] = float(result[statistic])
+                output.intervals[f"{name}/{statistic}@{k}"] = [float(v) for v in result[f"{statistic}_interval"]]
+            output.metrics[f"{name}/n_queries"] = float(result["n_queries"])
+        counts = self.attributes.bincount(minlength=len(GENDERS)).tolist()
+        output.metrics |= {f"gallery/n_{gender}": float(n) for gender, n in zip(GENDERS, counts)}
+        excluded = ("both", "neither")
+        output.metrics |= {f"gallery/n_{label}": float(suite.data_config.get(f"n_{label}", 0)) for label in excluded}
+        if gathered.rows:
+            output.metrics |= {
+                f"n_skipped/{kind}": float(gathered.counts.get(f"skipped/{kind}", 0)) for kind in (EMPTY, UNKNOWN)
+            }
+            output.metrics["n_truncated"] = float(gathered.counts.get(TRUNCATED, 0))
+        output.items = gathered.rows
+        output.n_items = len(gathered.rows)
+        return output
