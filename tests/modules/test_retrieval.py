@@ -249,3 +249,15 @@ def test_the_same_recall_on_one_and_two_processes(tmp_path):
     _vlbias("fit", "--config", str(CONFIG), *small, *strategy, "--trainer.max_epochs", "1", *save)
     assert "val/r_mean" in _logged(tmp_path / "fit")
     assert (next((tmp_path / "fit" / "retrieval_biasworld").glob("version_*")) / "model").is_dir()
+
+
+def test_model_options_reach_the_adapter_loaded_from_a_checkpoint(tmp_path):
+    """``model_options`` load a checkpoint at another resolution (ALBEF at retrieval's 384 from a 256 pre-training
+    checkpoint, here a tiny 32-pixel one at 64); ``tiny_sizes`` without ``tiny`` is refused, not ignored."""
+    load("albef", tiny=True, options={**TINY, "seed": 0}).save_pretrained(tmp_path / "albef")
+    module = RetrievalFinetuning(model="albef", checkpoint=str(tmp_path / "albef"), tiny=False,
+                                 model_options={"image_size": 64})  # fmt: skip
+    assert module.adapter.transform.image_size == 64
+    assert module.hparams.model_options == {"image_size": 64}
+    with pytest.raises(ConfigError, match="tiny_sizes"):
+        RetrievalFinetuning(model="albef", checkpoint=str(tmp_path / "albef"), tiny=False, tiny_sizes=TINY)

@@ -60,18 +60,22 @@ class AdapterModule(LightningModule):
         seed: int,
         capability: Capability,
         purpose: str,
+        model_options: dict[str, object] | None = None,
     ) -> None:
         """``self.adapter``: ``model`` from ``checkpoint``, or a tiny random one of ``tiny_sizes`` drawn
         with ``seed`` whose word-level tokenizer knows ``tiny_vocabulary`` (``None``: the tiny models'
         default words, :func:`vlbias.models.vocab.tiny_tokenizer`), through
         :func:`~vlbias.models.registry.load` (so a missing checkpoint or a size the adapter does not
         take is refused by name), on the CPU and in training mode; it must have ``capability``
-        (``purpose`` names the training in the error)."""
+        (``purpose`` names the training in the error). ``model_options``: the adapter's own loading
+        options for a checkpoint (e.g. ALBEF's ``image_size: 384`` for retrieval fine-tuning)."""
         if tiny_vocabulary is not None and not tiny:
             raise ConfigError("`tiny_vocabulary` is the vocabulary of a tiny model; it needs `tiny: true`.")
-        options = None
+        if tiny_sizes and not tiny:
+            raise ConfigError("`tiny_sizes` are the sizes of a tiny model; it needs `tiny: true`.")
+        options = dict(model_options or {}) or None
         if tiny:
-            options = {**(tiny_sizes or {}), "seed": seed}
+            options = {**(model_options or {}), **(tiny_sizes or {}), "seed": seed}
             if tiny_vocabulary is not None:
                 options["tokenizer"] = word_tokenizer(tiny_vocabulary)
         self.adapter = load(model, checkpoint=checkpoint, tiny=tiny, device="cpu", options=options).train()
@@ -89,8 +93,16 @@ class AdapterModule(LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": scheduler}
 
     def on_fit_end(self) -> None:
-        """Rank 0 exports the adapter with ``save_pretrained`` to ``<log_dir>/model`` (not in ``fast_dev_run``).
-        Every rank reads ``trainer.log_dir``: under DDP it is a broadcast that all ranks must join."""
+        """Rank 0 exports the adapter with ``save_pretrained`` to ``<log_dir>/model`` (not in ``fast_dev_run``),
+        with its model card (:func:`vlbias.report.model_card.training_card`: bias and ``val/`` accuracies of the
+        first and last epochs). Every rank reads ``trainer.log_dir``: under DDP it is a broadcast that all
+        ranks must join."""
+        from vlbias.report.model_card import training_card, write_model_card
+
         log_dir = self.trainer.log_dir
         if log_dir is not None and not self.trainer.fast_dev_run and self.trainer.is_global_zero:
             self.adapter.save_pretrained(Path(log_dir) / "model")
+            datamodule = getattr(self.trainer, "datamodule", None)
+            data = {} if datamodule is None else {"datamodule": type(datamodule).__name__, **datamodule.hparams}
+            card = training_card(log_dir, type(self).__name__, dict(self.hparams), data)
+            write_model_card(Path(log_dir) / "model", card)

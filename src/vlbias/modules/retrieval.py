@@ -75,6 +75,8 @@ class RetrievalFinetuning(AdapterModule):
         tiny: build a small random instance (``tiny_sizes`` are passed to the adapter's ``tiny``).
         tiny_sizes: keyword sizes for ``tiny``.
         tiny_vocabulary: the words of a tiny model's tokenizer (``None``: the tiny models' default).
+        model_options: the adapter's own loading options, e.g. ``{image_size: 384}`` to fine-tune ALBEF's
+            pre-trained 256-pixel checkpoint at the retrieval resolution (position embeddings interpolated).
         temperature: a fixed ITC temperature :math:`\\tau` (logit scale :math:`\\log 1/\\tau`); ``None``:
             the adapter's own, learnt.
         itm_weight: :math:`w_\\text{ITM}`; read only by adapters with MATCH (0: ITC alone).
@@ -96,6 +98,7 @@ class RetrievalFinetuning(AdapterModule):
         tiny: bool = True,
         tiny_sizes: dict[str, int] | None = None,
         tiny_vocabulary: list[str] | None = None,
+        model_options: dict[str, object] | None = None,
         temperature: float | None = None,
         itm_weight: float = 1.0,
         k_test: int = 16,
@@ -118,7 +121,15 @@ class RetrievalFinetuning(AdapterModule):
         super().__init__(optimizer, scheduler)
         self.save_hyperparameters(ignore=["optimizer", "scheduler"])
         self.build_adapter(
-            model, checkpoint, tiny, tiny_sizes, tiny_vocabulary, seed, Capability.EMBED, "retrieval fine-tuning"
+            model,
+            checkpoint,
+            tiny,
+            tiny_sizes,
+            tiny_vocabulary,
+            seed,
+            Capability.EMBED,
+            "retrieval fine-tuning",
+            model_options=model_options,
         )
         self.use_itm = Capability.MATCH in self.adapter.capabilities and itm_weight > 0
         self.rerank_eval = Capability.MATCH in self.adapter.capabilities

@@ -62,6 +62,7 @@ def build_report(
             Heading("Files not read"),
             Table(["file", "reason"], [[str(path), reason] for path, reason in sources.problems]),
         ]
+    blocks += _audit_section(sources.runs)
     blocks += _epoch_section(sources.runs, figures)
     blocks += _tradeoff_section(sources.runs, figures, accuracy, bias)
     blocks += _pruning_section(sources.runs)
@@ -84,6 +85,27 @@ def _figure(figures: dict[str, bytes], stem: str, png: bytes, alt: str) -> Image
     name = f"{len(figures):02d}_{_slug(stem)[:80]}.png"
     figures[name] = png
     return Image(name, alt)
+
+
+def _audit_section(runs: list[Run]) -> list[Block]:
+    """One table per ``vlbias audit``: every suite and data set, measured (with its results file) or why not."""
+    blocks: list[Block] = []
+    for run in runs:
+        if run.audit is None:
+            continue
+        rows = [
+            [e["suite"], e["dataset"], e["status"], e.get("results") or e["reason"], _options(e.get("options"))]
+            for e in run.audit
+        ]
+        blocks += [
+            Heading(f"Audit: {run.name}", 3),
+            Table(["suite", "data", "status", "results or reason", "probe"], rows),
+        ]
+    return [Heading("Audit"), *blocks] if blocks else []
+
+
+def _options(options: dict | None) -> str:
+    return ", ".join(f"{key}={value}" for key, value in (options or {}).items())
 
 
 def _epoch_section(runs: list[Run], figures: dict[str, bytes]) -> list[Block]:

@@ -1,9 +1,10 @@
 """Find and read what a report shows: results files, CSV-logger metrics, pruning outputs and trade-off tables.
 
 A *run* is a directory holding ``metrics.csv`` (a CSV-logger run), ``tradeoff.csv`` (written by
-:class:`~vlbias.callbacks.TradeoffCallback`, or by ``vlbias prune`` with an ``n_removed`` column) or
-``prune.json``; a results file (``<suite>.json`` with ``<suite>.items.parquet`` beside it) belongs to the
-nearest such directory above it, else to its own directory. Per-epoch copies (``epoch=NNN/``) are left out:
+:class:`~vlbias.callbacks.TradeoffCallback`, or by ``vlbias prune`` with an ``n_removed`` column),
+``prune.json`` or ``audit.json`` (written by ``vlbias audit``: the status of each suite and data set); a
+results file (``<suite>.json`` with ``<suite>.items.parquet`` beside it) belongs to the nearest such directory
+above it, else to its own directory. Per-epoch copies (``epoch=NNN/``) are left out:
 the epochs are shown from ``metrics.csv``/``tradeoff.csv``. Nothing is recomputed.
 
 A file that cannot be read is recorded in :attr:`Sources.problems` (path and reason) and the rest is read;
@@ -21,7 +22,8 @@ import pandas as pd
 from vlbias.errors import InputError, SchemaError
 from vlbias.results import Results, read_items, read_results
 
-RUN_MARKERS = ("metrics.csv", "tradeoff.csv", "prune.json")
+RUN_MARKERS = ("metrics.csv", "tradeoff.csv", "prune.json", "audit.json")
+AUDIT_FIELDS = ("suite", "dataset", "status", "reason")
 INTERVAL_SUFFIXES = ("/ci_low", "/ci_high", "/p_value")
 
 
@@ -38,7 +40,7 @@ class ResultsFile:
 class Run:
     """Everything read from one run directory. ``epochs`` has one row per epoch (``epoch`` column; bias keys
     ``bias/<suite>/<metric>`` with ``/ci_low``, ``/ci_high``); ``pruning`` one row per number of removed
-    dimensions (``n_removed`` column); ``prune`` is ``prune.json``."""
+    dimensions (``n_removed`` column); ``prune`` is ``prune.json``; ``audit`` the entries of ``audit.json``."""
 
     name: str
     path: Path
@@ -46,6 +48,7 @@ class Run:
     epochs: pd.DataFrame | None = None
     pruning: pd.DataFrame | None = None
     prune: dict | None = None
+    audit: list[dict] | None = None
 
 
 @dataclass
@@ -78,7 +81,9 @@ def read_sources(inputs: list[str | Path]) -> Sources:
             except (OSError, ValueError, pd.errors.ParserError) as err:
                 problems.append((path, f"cannot be read: {err}"))
     found = [
-        run for run in runs.values() if run.results or run.epochs is not None or run.pruning is not None or run.prune
+        run
+        for run in runs.values()
+        if run.results or run.epochs is not None or run.pruning is not None or run.prune or run.audit is not None
     ]
     if not found and not problems:
         raise InputError(
@@ -129,8 +134,24 @@ def _read_into(run: Run, path: Path) -> None:
             run.prune = json.loads(path.read_text())
         except json.JSONDecodeError as err:
             raise InputError(f"Pruning summary {str(path)!r} is not valid JSON: {err}.") from err
+    elif path.name == "audit.json":
+        run.audit = audit_entries(path)
     else:
         run.results.append(ResultsFile(path, read_results(path), read_items(path)))
+
+
+def audit_entries(path: Path) -> list[dict]:
+    """The ``entries`` of an ``audit.json``, each with :data:`AUDIT_FIELDS`."""
+    try:
+        entries = json.loads(path.read_text()).get("entries")
+    except (json.JSONDecodeError, AttributeError) as err:
+        raise InputError(f"Audit summary {str(path)!r} is not a valid JSON object: {err}.") from err
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and set(AUDIT_FIELDS) <= set(e) for e in entries):
+        raise InputError(
+            f"Audit summary {str(path)!r}: expected field `entries` to be a list of objects with "
+            f"{', '.join(AUDIT_FIELDS)} but got {str(entries)[:200]}."
+        )
+    return entries
 
 
 def epoch_table(table: pd.DataFrame, path: Path) -> pd.DataFrame:

@@ -1,0 +1,287 @@
+"""``vlbias audit``: every suite a model's capabilities allow, on every data set found under a folder and on
+BiasWorld, then the report. One command from a checkpoint to a readable audit.
+
+The model is loaded once. Each suite then runs as ``vlbias measure`` would run it (same
+:func:`~vlbias.suites.run.build_suite` / :func:`~vlbias.suites.run.run_suite`, same results schema), and
+writes ``<out>/results/<suite>-<dataset>/<suite>.json`` with its item table. ``<out>/audit.json`` lists every
+(suite, data set) with its status, and the report of these files goes to ``<out>/report``
+(:func:`vlbias.report.build_report` shows the audit table from ``audit.json``; results left in ``<out>`` by an
+earlier audit are not in it).
+
+**Probes.** A suite whose probe is an option (:data:`PROBE_OPTIONS`) takes the first capability the model has,
+in the order given there (e.g. mmbias: ``embed``, else ``match``); the others need their one capability.
+
+**Data sets.** A data set is ``data_root`` itself when it holds a reader's expected file directly, else each of
+its immediate sub-folders that holds one (:data:`DATA_MARKERS`): ``textual_phrases.json`` (MMBias),
+``VLStereoSet.csv`` (VLStereoSet), ``*.jsonl`` test specs at any depth (SEAT, Grounded-WEAT/SEAT; the root
+only with specs directly in it), ``annotations.csv`` (VL-Bias) and a folder named after an entity of the
+shipped entity-association spec (its image layout). A data set is named after its folder.
+
+**Status** of each (suite, data set): ``measured``; ``not applicable`` (the model lacks the capability, or
+the suite reads no BiasWorld stimuli); ``data absent`` (no folder holds the suite's files, or its reader
+refused them with an :class:`~vlbias.errors.InputError`, e.g. VLStereoSet without its image folder); ``failed``
+(the run raised: the error's first line).
+
+**Quick by default** (:data:`QUICK_OPTIONS`): 1,000 permutations and 200 bootstrap resamples per suite and
+CounterBias attacks of 3 PGD steps, and with ``tiny`` a tiny text model for entity association (no hub).
+``full=True`` keeps the suites' own defaults, the papers' settings (10,000 permutations, 1,000 resamples,
+10 PGD steps). ``suite_options`` (``{suite: {option: value}}``) go over either.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import vlbias
+from vlbias.atomic import atomic_write
+from vlbias.data.biasworld import BiasWorld
+from vlbias.data.entity_association import read_spec
+from vlbias.data.mmbias import PHRASES_FILE
+from vlbias.data.vl_bias import ANNOTATIONS
+from vlbias.data.vlstereoset import CSV_NAME
+from vlbias.errors import CapabilityError, ConfigError, InputError, VlbiasError
+from vlbias.measure import refuse_empty, seed_everything
+from vlbias.models import Capability, load
+from vlbias.models.base import ModelAdapter
+from vlbias.models.inference import autocast_name
+from vlbias.report import build_report
+from vlbias.results import ensure_writable, write_results
+from vlbias.suites.base import Suite
+from vlbias.suites.registry import list_suites, suite_class
+from vlbias.suites.run import build_suite, run_suite
+from vlbias.threads import torch_threads
+
+logger = logging.getLogger(__name__)
+
+MEASURED, NOT_APPLICABLE, DATA_ABSENT, FAILED = "measured", "not applicable", "data absent", "failed"
+
+# suite -> (the option that picks its probe, {capability: option value} in order of preference)
+PROBE_OPTIONS: dict[str, tuple[str, dict[Capability, str]]] = {
+    "mmbias": ("probe", {Capability.EMBED: "embed", Capability.MATCH: "match"}),
+    "vlstereoset": ("probe", {Capability.EMBED: "embed", Capability.MATCH: "match"}),
+    "weat": ("source", {Capability.TOKEN_STATES: "token_states", Capability.EMBED: "embed"}),
+}
+
+QUICK_OPTIONS: dict[str, dict] = {
+    "mmbias": {"n_permutations": 1000, "n_bootstrap": 200},
+    "vlstereoset": {"n_bootstrap": 200},
+    "weat": {"n_permutations": 1000, "n_bootstrap": 200},
+    "counterbias": {"n_permutations": 1000, "n_bootstrap": 200, "attack": {"steps": 3}},
+    "entity_association": {"n_bootstrap": 200},
+}
+
+
+def _holds_specs(folder: Path, root: Path) -> bool:
+    return any(folder.glob("*.jsonl")) or folder != root and any(folder.rglob("*.jsonl"))
+
+
+def _holds_entity_folders(folder: Path, root: Path) -> bool:
+    return any((folder / entity).is_dir() for entity in read_spec().entities)
+
+
+# suite -> (what its reader expects, the test of a folder given (folder, data root))
+DATA_MARKERS: dict[str, tuple[str, Callable[[Path, Path], bool]]] = {
+    "mmbias": (PHRASES_FILE, lambda folder, root: (folder / PHRASES_FILE).is_file()),
+    "vlstereoset": (CSV_NAME, lambda folder, root: (folder / CSV_NAME).is_file()),
+    "weat": ("*.jsonl test specs", _holds_specs),
+    "counterbias": (ANNOTATIONS, lambda folder, root: (folder / ANNOTATIONS).is_file()),
+    "entity_association": ("<entity>/<group>/ image folders", _holds_entity_folders),
+}
+
+
+@dataclass
+class Entry:
+    """One (suite, data set) of an audit: its status, why (when not measured), the probe option used and the
+    results file (relative to the audit's folder)."""
+
+    suite: str
+    dataset: str
+    status: str
+    reason: str = ""
+    options: dict = field(default_factory=dict)
+    results: str | None = None
+
+
+def find_datasets(suite: str, data_root: Path | None) -> list[tuple[str, Path]]:
+    """``(name, folder)`` of every data set under ``data_root`` that ``suite``'s reader can read (module docstring)."""
+    if data_root is None or suite not in DATA_MARKERS:
+        return []
+    _, holds = DATA_MARKERS[suite]
+    if holds(data_root, data_root):
+        return [(data_root.name, data_root)]
+    return [
+        (folder.name, folder) for folder in sorted(data_root.iterdir()) if folder.is_dir() and holds(folder, data_root)
+    ]
+
+
+def probe_option(suite: str, adapter: ModelAdapter) -> dict | None:
+    """The option that makes ``suite`` use a capability ``adapter`` has (``{}`` for a one-probe suite that
+    fits), or ``None`` when it has none the suite can use."""
+    if suite in PROBE_OPTIONS:
+        option, values = PROBE_OPTIONS[suite]
+        usable = [value for capability, value in values.items() if capability in adapter.capabilities]
+        return {option: usable[0]} if usable else None
+    needed = suite_class(suite).capability  # a suite whose probe is an option unknown here is refused when it runs
+    return None if isinstance(needed, Capability) and needed not in adapter.capabilities else {}
+
+
+def _needed(suite: str) -> str:
+    if suite in PROBE_OPTIONS:
+        return " or ".join(repr(capability.value) for capability in PROBE_OPTIONS[suite][1])
+    return repr(suite_class(suite).capability.value)
+
+
+def _reads_biasworld(suite: str) -> bool:
+    return suite_class(suite).from_biasworld.__func__ is not Suite.from_biasworld.__func__
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    line = text[0] if text else ""
+    return line if isinstance(err, VlbiasError) else f"{type(err).__name__}: {line}"
+
+
+def audit(
+    model: str,
+    out: str | Path,
+    *,
+    checkpoint: str | None = None,
+    tiny: bool = False,
+    model_options: dict | None = None,
+    data_root: str | Path | None = None,
+    suites: list[str] | None = None,
+    full: bool = False,
+    suite_options: dict | None = None,
+    seed: int = 0,
+    device: str | None = None,
+    biasworld: dict | None = None,
+    threads: int | None = None,
+) -> Path:
+    """Audit ``model`` (module docstring); write ``<out>/results/``, ``<out>/audit.json`` and ``<out>/report``;
+    return the path of ``audit.json``. ``suites`` limits the suites (default all registered)."""
+    suites = list_suites() if suites is None else list(suites)
+    unknown = sorted(set(suites) - set(list_suites()))
+    if unknown:
+        raise ConfigError(f"Expected `suites` from {', '.join(list_suites())} but got unknown {unknown}.")
+    suite_options = dict(suite_options or {})
+    strange = sorted(set(suite_options) - set(list_suites()))
+    if strange or not all(isinstance(value, dict) for value in suite_options.values()):
+        raise ConfigError(
+            f"Expected `suite_options` as {{suite: {{option: value}}}} with suites from {', '.join(list_suites())} "
+            f"but got {suite_options!r}."
+        )
+    root = None if data_root is None else Path(data_root)
+    if root is not None and not root.is_dir():
+        raise ConfigError(f"Data root {str(root)!r} is not a directory; expected a folder of public data sets.")
+    out = ensure_writable(out)
+    world = BiasWorld(**(biasworld or {}))
+    with torch_threads(threads) as threads:
+        seed_everything(seed)
+        adapter = load(model, checkpoint=checkpoint, tiny=tiny, device=device, options=model_options)
+        config = {
+            "audit": True,
+            "model": model,
+            "checkpoint": checkpoint,
+            "tiny": tiny,
+            "model_options": model_options or {},
+            "device": str(adapter.device),
+            "autocast": autocast_name(adapter.device),
+            "biasworld": biasworld or {},
+            "threads": threads,
+            "full": full,
+        }
+        entries = []
+        for suite in suites:
+            options = {**({} if full else QUICK_OPTIONS.get(suite, {})), **suite_options.get(suite, {})}
+            entries += _audit_suite(suite, adapter, options, root, world, out, seed, config)
+    path = out / "audit.json"
+    summary = {
+        "model": model,
+        "checkpoint": checkpoint,
+        "tiny": tiny,
+        "data_root": None if root is None else str(root),
+        "full": full,
+        "seed": seed,
+        "vlbias_version": vlbias.__version__,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "entries": [asdict(entry) for entry in entries],
+    }
+    payload = json.dumps(summary, indent=2).encode()
+    atomic_write(path, lambda handle: handle.write(payload))
+    measured = [out / entry.results for entry in entries if entry.results is not None]
+    build_report([path, *measured], out / "report")  # this audit's files only, not older ones under ``out``
+    return path
+
+
+def _audit_suite(
+    suite: str,
+    adapter: ModelAdapter,
+    options: dict,
+    root: Path | None,
+    world: BiasWorld,
+    out: Path,
+    seed: int,
+    config: dict,
+) -> list[Entry]:
+    """The entries of one suite: each data set it can read, measured or with the reason it was not."""
+    probe = probe_option(suite, adapter)
+    if probe is None:
+        have = ", ".join(sorted(c.value for c in adapter.capabilities))
+        reason = f"needs capability {_needed(suite)}; model {adapter.name!r} has {have}"
+        return [Entry(suite, "-", NOT_APPLICABLE, reason)]
+    options = {**probe, **options}
+    entries = []
+    if _reads_biasworld(suite):
+        entries.append(_measure_one(suite, "biasworld", world, adapter, options, out, seed, config))
+    else:
+        entries.append(Entry(suite, "biasworld", NOT_APPLICABLE, f"suite {suite!r} reads no BiasWorld stimuli"))
+    found = find_datasets(suite, root)
+    for name, folder in found:
+        entries.append(_measure_one(suite, name, folder, adapter, options, out, seed, config))
+    if not found:
+        if suite not in DATA_MARKERS:
+            where = f"vlbias audit knows no public data format of suite {suite!r}"
+        elif root is None:
+            where = "no data root given"
+        else:
+            where = f"no folder of {str(root)!r} holds {DATA_MARKERS[suite][0]}"
+        entries.append(Entry(suite, "-", DATA_ABSENT, where, options=probe))
+    return entries
+
+
+def _measure_one(
+    suite: str,
+    dataset: str,
+    data: Path | BiasWorld,
+    adapter: ModelAdapter,
+    options: dict,
+    out: Path,
+    seed: int,
+    config: dict,
+) -> Entry:
+    """Build and run ``suite`` on ``data`` as ``vlbias measure`` does, write its results; the entry says what
+    happened (a refusal of the model is ``not applicable``, of the data ``data absent``, anything else ``failed``)."""
+    shown = {key: value for key, value in options.items() if key in ("probe", "source")}
+    where = dataset if dataset == "biasworld" else str(data)
+    try:
+        built = build_suite(suite, data, options, tiny=config["tiny"])
+        seed_everything(seed)
+        run_config = {**config, "suite": suite, "data": where, "suite_options": options}
+        results, items = run_suite(
+            built, adapter, model=config["model"], checkpoint=config["checkpoint"], seed=seed, config=run_config
+        )
+        refuse_empty(results, where)
+        path = write_results(out / "results" / f"{suite}-{dataset}", results, items)
+    except CapabilityError as err:
+        return Entry(suite, dataset, NOT_APPLICABLE, _one_line(err), shown)
+    except InputError as err:
+        return Entry(suite, dataset, DATA_ABSENT, _one_line(err), shown)
+    except Exception as err:  # one suite's failure is one line of the audit, not the end of it
+        logger.debug("%s on %s failed", suite, dataset, exc_info=True)
+        return Entry(suite, dataset, FAILED, _one_line(err), shown)
+    return Entry(suite, dataset, MEASURED, "", shown, path.relative_to(out).as_posix())

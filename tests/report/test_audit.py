@@ -1,0 +1,154 @@
+"""``vlbias audit``: a tiny CLIP and a tiny ALBEF over the shared public data and BiasWorld, every suite listed as
+measured or with the reason it was not, in ``audit.json`` and in the report; the numbers are ``vlbias measure``'s;
+a failing suite is one line and the rest still runs; data sets are found by their readers' files."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import vlbias.audit
+from vlbias.audit import DATA_ABSENT, FAILED, MEASURED, NOT_APPLICABLE, audit, find_datasets
+from vlbias.cli import main
+from vlbias.results import Results, read_results, write_results
+from vlbias.suites.registry import list_suites
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+SMALL = ["--biasworld.eval_per_combination", "2", "--threads", "1"]
+
+
+def cli(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code or 0, out, err
+
+
+@pytest.fixture(scope="module", params=["clip", "albef"])
+def audited(request, tmp_path_factory):
+    """``vlbias audit`` of a tiny model over ``../shared/data`` and BiasWorld: (model, out, entries by key)."""
+    if not DATA.is_dir():
+        pytest.skip(f"the shared public data {str(DATA)!r} is absent")
+    out = tmp_path_factory.mktemp(f"audit_{request.param}")
+    main(["audit", "--model", request.param, "--tiny", "--data_root", str(DATA), "--out", str(out), *SMALL])
+    entries = json.loads((out / "audit.json").read_text())["entries"]
+    return request.param, out, {(entry["suite"], entry["dataset"]): entry for entry in entries}
+
+
+def audit_table(report: str) -> list[list[str]]:
+    """The rows of the report's audit table."""
+    section = report.split("### Audit: ", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("| ")][2:]  # after the header and its rule
+    rows = [line.strip("|").split("|") for line in lines]
+    return [[cell.strip() for cell in row] for row in rows]
+
+
+def test_every_suite_is_measured_or_has_a_reason(audited):
+    model, out, entries = audited
+    assert {suite for suite, _ in entries} == set(list_suites())
+    for entry in entries.values():
+        assert entry["status"] in (MEASURED, NOT_APPLICABLE, DATA_ABSENT, FAILED)
+        if entry["status"] == MEASURED:
+            results = read_results(out / entry["results"])
+            assert results.suite == entry["suite"] and results.model == model and results.n_items > 0
+        else:
+            assert entry["reason"] and entry["results"] is None
+    assert entries[("mmbias", "biasworld")]["status"] == MEASURED
+    assert entries[("mmbias", "mmbias")]["status"] == MEASURED  # the shared MMBias phrases: the textual tests
+    assert entries[("weat", "seat")]["status"] == MEASURED
+    assert entries[("weat", "biasworld")]["status"] == NOT_APPLICABLE
+    if not (DATA / "vlstereoset" / "images").is_dir():
+        vlstereoset = entries[("vlstereoset", "vlstereoset")]
+        assert vlstereoset["status"] == DATA_ABSENT and "image folder" in vlstereoset["reason"]
+    if model == "clip":  # EMBED only
+        for suite in ("counterbias", "entity_association"):
+            entry = entries[(suite, "-")]
+            assert entry["status"] == NOT_APPLICABLE and "'fill_mask'" in entry["reason"]
+        assert entries[("weat", "seat")]["options"] == {"source": "embed"}
+    else:  # ALBEF has every capability: the suites' default probes, FILL_MASK suites on BiasWorld
+        assert entries[("counterbias", "biasworld")]["status"] == MEASURED
+        assert entries[("entity_association", "biasworld")]["status"] == MEASURED
+        assert entries[("weat", "seat")]["options"] == {"source": "token_states"}
+        assert entries[("counterbias", "-")]["status"] == DATA_ABSENT  # no VL-Bias folder in the shared data
+    assert entries[("mmbias", "biasworld")]["options"] == {"probe": "embed"}
+
+
+def test_the_report_lists_every_entry_and_shows_every_measured_suite(audited):
+    _, out, entries = audited
+    report = (out / "report" / "report.md").read_text()
+    rows = audit_table(report)
+    assert len(rows) == len(entries)
+    for suite, dataset, status, outcome, _ in rows:
+        entry = entries[(suite, dataset)]
+        assert status == entry["status"] and outcome == (entry["results"] or entry["reason"]).replace("|", "\\|")
+    for entry in entries.values():
+        if entry["status"] == MEASURED:
+            folder, name = entry["results"].split("/")[-2:]
+            assert f"### {folder}: {entry['suite']} ({name})" in report  # its results section
+    assert (out / "report" / "index.html").is_file()
+
+
+@pytest.mark.parametrize("audited", ["clip"], indirect=True)
+def test_the_numbers_are_those_of_vlbias_measure(audited, tmp_path):
+    _, out, entries = audited
+    options = json.dumps(vlbias.audit.QUICK_OPTIONS["mmbias"])
+    main(["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--out", str(tmp_path), *SMALL,
+          "--suite_options", options])  # fmt: skip
+    measured = read_results(tmp_path / "mmbias.json")
+    audited_results = read_results(out / entries[("mmbias", "biasworld")]["results"])
+    assert audited_results.metrics == pytest.approx(measured.metrics)
+    assert audited_results.intervals == measured.intervals and audited_results.p_values == measured.p_values
+
+
+def test_a_failing_suite_is_one_line_and_the_rest_runs(tmp_path, monkeypatch):
+    real = vlbias.audit.run_suite
+
+    def run_suite(suite, *args, **kwargs):
+        if suite.name == "vlstereoset":
+            raise RuntimeError("probe exploded\nsecond line")
+        return real(suite, *args, **kwargs)
+
+    monkeypatch.setattr(vlbias.audit, "run_suite", run_suite)
+    stale = Results(suite="weat", model="clip", checkpoint=None, config={}, seed=0, n_items=1, metrics={"d": 1.0})
+    write_results(tmp_path / "results" / "weat-old", stale, [{"d": 1.0}])  # an earlier audit's, not this one's
+    path = audit("clip", tmp_path, tiny=True, suites=["mmbias", "vlstereoset"], biasworld={"eval_per_combination": 2})
+    entries = {(e["suite"], e["dataset"]): e for e in json.loads(path.read_text())["entries"]}
+    assert entries[("vlstereoset", "biasworld")] | {"options": None} == {
+        "suite": "vlstereoset", "dataset": "biasworld", "status": FAILED,
+        "reason": "RuntimeError: probe exploded", "options": None, "results": None,
+    }  # fmt: skip
+    assert entries[("mmbias", "biasworld")]["status"] == MEASURED
+    assert entries[("mmbias", "-")] == {"suite": "mmbias", "dataset": "-", "status": DATA_ABSENT,
+                                        "reason": "no data root given", "options": {"probe": "embed"},
+                                        "results": None}  # fmt: skip
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert ["vlstereoset", "biasworld", FAILED, "RuntimeError: probe exploded", "probe=embed"] in audit_table(report)
+    assert "weat-old" not in report and "### mmbias-biasworld: mmbias (mmbias.json)" in report
+
+
+def test_data_sets_are_found_by_their_readers_files(tmp_path):
+    (tmp_path / "mm").mkdir()
+    (tmp_path / "mm" / "textual_phrases.json").write_text("{}")
+    (tmp_path / "specs" / "coco").mkdir(parents=True)
+    (tmp_path / "specs" / "coco" / "weat6.jsonl").write_text("{}")
+    (tmp_path / "vl").mkdir()
+    (tmp_path / "vl" / "annotations.csv").write_text("image,concept,gender\n")
+    (tmp_path / "entities" / "purse" / "female").mkdir(parents=True)
+    (tmp_path / "empty").mkdir()
+    found = {suite: [name for name, _ in find_datasets(suite, tmp_path)] for suite in vlbias.audit.DATA_MARKERS}
+    assert found == {"mmbias": ["mm"], "weat": ["specs"], "counterbias": ["vl"],
+                     "entity_association": ["entities"], "vlstereoset": []}  # fmt: skip
+    assert find_datasets("mmbias", tmp_path / "mm") == [("mm", tmp_path / "mm")]  # the root itself
+    assert find_datasets("weat", tmp_path / "specs") == [("coco", tmp_path / "specs" / "coco")]
+
+
+def test_bad_input_is_one_clear_error(tmp_path, capsys):
+    code, _, err = cli(["audit", "--model", "clip", "--tiny", "--data_root", str(tmp_path / "nowhere"),
+                        "--out", str(tmp_path / "out")], capsys)  # fmt: skip
+    assert code == 2 and "Traceback" not in err and "nowhere" in err and "is not a directory" in err
+    code, _, err = cli(
+        ["audit", "--model", "clip", "--tiny", "--suites", "[mmbias, wat]", "--out", str(tmp_path)], capsys
+    )
+    assert code == 2 and "'wat'" in err and "weat" in err
