@@ -13,6 +13,8 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset, default_collate
 
 from vlbias.data.captions import SPLITS, CaptionSplit, RetrievalSplit, load_entries, read_captions, sniff_format
+from vlbias.data.images import load_image
+from vlbias.data.resumable import ResumableDataLoader, trainer_progress
 from vlbias.errors import ConfigError, InputError
 
 logger = logging.getLogger(__name__)
@@ -46,10 +48,9 @@ class CaptionPairDataset(Dataset):
         row = self.pairs[index]
         path = self.paths[row["image_index"]]
         try:
-            with Image.open(path) as picture:
-                picture = picture.convert("RGB").resize((self.image_size,) * 2, Image.Resampling.BICUBIC)
-        except Exception as err:  # PIL raises several unrelated types for corrupt files
-            warnings.warn(f"Image file {path!r} does not decode ({err}); its caption pair is dropped.", stacklevel=2)
+            picture = load_image(path).resize((self.image_size,) * 2, Image.Resampling.BICUBIC)
+        except InputError as err:  # vlbias.data.images: missing, truncated, an unsupported mode
+            warnings.warn(f"{err}; its caption pair is dropped.", stacklevel=2)
             return None
         pixels = torch.from_numpy(np.asarray(picture, dtype=np.float32) / 255.0).permute(2, 0, 1)  # (3, S, S)
         return {"pixel_values": pixels, "caption": row["caption"], "image_index": row["image_index"]}
@@ -159,7 +160,11 @@ class CaptionDataModule(LightningDataModule):
         return self._read(split).retrieval()
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True, generator=torch.Generator().manual_seed(self.hparams.seed))
+        """Shuffled by a generator seeded with ``seed``; resumable mid-epoch (:mod:`vlbias.data.resumable`)."""
+        generator = torch.Generator().manual_seed(self.hparams.seed)
+        return self._loader(
+            "train", ResumableDataLoader, shuffle=True, generator=generator, progress=trainer_progress(self)
+        )
 
     def val_dataloader(self) -> DataLoader:
         return self._loader("val")
@@ -170,8 +175,8 @@ class CaptionDataModule(LightningDataModule):
     def predict_dataloader(self) -> DataLoader:
         return self._loader(self.hparams.predict_split)
 
-    def _loader(self, split: str, **kwargs) -> DataLoader:
-        return DataLoader(
+    def _loader(self, split: str, kind: type[DataLoader] = DataLoader, **kwargs) -> DataLoader:
+        return kind(
             CaptionPairDataset(self._read(split), self.hparams.image_size),
             batch_size=self.hparams.batch_size,
             num_workers=self.hparams.num_workers,

@@ -7,6 +7,7 @@ from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader
 
 from vlbias.data.biasworld import BiasWorld
+from vlbias.data.resumable import ResumableDataLoader, trainer_progress
 
 
 class BiasWorldDataModule(LightningDataModule):
@@ -44,8 +45,11 @@ class BiasWorldDataModule(LightningDataModule):
         )
 
     def train_dataloader(self) -> DataLoader:
+        """Shuffled by a generator seeded with ``seed``; resumable mid-epoch (:mod:`vlbias.data.resumable`)."""
         generator = torch.Generator().manual_seed(self.hparams.seed)
-        return self._loader("train", shuffle=True, generator=generator)
+        return self._loader(
+            "train", ResumableDataLoader, shuffle=True, generator=generator, progress=trainer_progress(self)
+        )
 
     def val_dataloader(self) -> DataLoader:
         return self._loader("val")
@@ -56,8 +60,8 @@ class BiasWorldDataModule(LightningDataModule):
     def predict_dataloader(self) -> DataLoader:
         return self._loader(self.hparams.predict_split)
 
-    def _loader(self, split: str, **kwargs) -> DataLoader:
-        return DataLoader(
+    def _loader(self, split: str, kind: type[DataLoader] = DataLoader, **kwargs) -> DataLoader:
+        return kind(
             self.world.dataset(split),
             batch_size=self.hparams.batch_size,
             num_workers=self.hparams.num_workers,

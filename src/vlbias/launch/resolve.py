@@ -1,0 +1,112 @@
+"""Resolve a run's configuration as the ``vlbias`` command would see it, without running anything, and make
+its loggers continue across requeues.
+
+Lightning commands are parsed by a LightningCLI that stops before it instantiates any class (no model is
+built, no weights are read); ``measure`` and ``prune`` by their own parsers. The result is the mapping
+LightningCLI itself would save as ``config.yaml``: every default filled in, ``seed_everything: true``
+replaced by the drawn seed.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import yaml
+from jsonargparse import ArgumentParser
+from lightning.pytorch import LightningDataModule, LightningModule
+from lightning.pytorch.cli import LightningCLI
+
+from vlbias.errors import ConfigError
+
+LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
+ONE_PROCESS_COMMANDS = ("measure", "prune")
+COMMANDS = LIGHTNING_COMMANDS + ONE_PROCESS_COMMANDS
+
+# Lightning's loggers -> the ones that continue after a requeue (vlbias.loggers); TensorBoard appends already.
+CONTINUING_LOGGERS = {
+    "lightning.pytorch.loggers.CSVLogger": "vlbias.loggers.CSVLogger",
+    "lightning.pytorch.loggers.csv_logs.CSVLogger": "vlbias.loggers.CSVLogger",
+    "lightning.pytorch.loggers.WandbLogger": "vlbias.loggers.WandbLogger",
+    "lightning.pytorch.loggers.wandb.WandbLogger": "vlbias.loggers.WandbLogger",
+}
+KEPT_LOGGERS = (
+    "vlbias.loggers.CSVLogger",
+    "vlbias.loggers.WandbLogger",
+    "lightning.pytorch.loggers.TensorBoardLogger",
+    "lightning.pytorch.loggers.tensorboard.TensorBoardLogger",
+)
+
+
+class _Resolved(Exception):
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__("resolved")
+        self.config = config
+
+
+class _ResolveOnlyCLI(LightningCLI):
+    """A LightningCLI that parses and stops: its resolved config leaves as a :class:`_Resolved`."""
+
+    def before_instantiate_classes(self) -> None:
+        text = self._parser(self.subcommand).dump(self.config[self.subcommand], skip_none=False)
+        raise _Resolved(yaml.safe_load(text))
+
+
+def resolve_config(command: str, argv: Sequence[str]) -> dict[str, Any]:
+    """The resolved configuration of ``vlbias <command> <argv>`` (``--config`` files and ``--key value``
+    overrides). Bad options end like the command itself would (jsonargparse's error, exit status 2)."""
+    if command in LIGHTNING_COMMANDS:
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "LightningCLI's args parameter")  # vlbias slurm's own argv
+                _ResolveOnlyCLI(
+                    LightningModule,
+                    LightningDataModule,
+                    subclass_mode_model=True,
+                    subclass_mode_data=True,
+                    args=[command, *argv],
+                    save_config_kwargs={"overwrite": True},
+                )
+        except _Resolved as resolved:
+            return resolved.config
+        raise AssertionError("LightningCLI returned without resolving")  # before_instantiate_classes always raises
+    if command in ONE_PROCESS_COMMANDS:
+        parser = _one_process_parser(command)()
+        return yaml.safe_load(parser.dump(parser.parse_args(list(argv)), skip_none=False))
+    raise ConfigError(f"Expected a command among {list(COMMANDS)} but got {command!r}")
+
+
+def _one_process_parser(command: str) -> Callable[[], ArgumentParser]:
+    from vlbias.cli import measure_parser, prune_parser
+
+    return {"measure": measure_parser, "prune": prune_parser}[command]
+
+
+def with_continuing_loggers(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``config`` with each of Lightning's CSV and W&B loggers replaced by its continuing twin in
+    :mod:`vlbias.loggers`, and Lightning's default logger (``logger: true``) by the continuing CSV logger;
+    also a line per replacement, for the user. A logger that cannot continue raises :class:`ConfigError`."""
+    trainer = config.get("trainer") or {}
+    logger = trainer.get("logger")
+    if logger is False:
+        return config, []
+    if logger is None or logger is True:
+        entries = [{"class_path": "vlbias.loggers.CSVLogger", "init_args": {}}]
+        notes = ["trainer.logger: Lightning's default -> vlbias.loggers.CSVLogger (continues after a requeue)"]
+    else:
+        entries, notes = [], []
+        for index, entry in enumerate(logger if isinstance(logger, list) else [logger]):
+            class_path = entry.get("class_path") if isinstance(entry, dict) else None
+            if class_path in CONTINUING_LOGGERS:
+                notes.append(
+                    f"trainer.logger: {class_path} -> {CONTINUING_LOGGERS[class_path]} (continues after a requeue)"
+                )
+                entry = {**entry, "class_path": CONTINUING_LOGGERS[class_path]}
+            elif class_path not in KEPT_LOGGERS:
+                raise ConfigError(
+                    f"trainer.logger[{index}] is {class_path or entry!r}, which a requeued job cannot continue; "
+                    f"use one of {sorted(set(CONTINUING_LOGGERS.values()) | set(KEPT_LOGGERS))}"
+                )
+            entries.append(entry)
+    return {**config, "trainer": {**trainer, "logger": entries if len(entries) > 1 else entries[0]}}, notes

@@ -1,0 +1,87 @@
+"""``vlbias slurm status RUN_DIR``: per task, what Slurm says (while it still knows the job: ``scontrol show
+job``, as there is no accounting database to ask) and what the job's own records say (``attempts.jsonl``,
+written by :mod:`vlbias.launch.job`): attempts, requeues, and how the last attempt ended."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from vlbias.errors import InputError
+from vlbias.launch.job import ATTEMPTS_FILE
+from vlbias.launch.submit import SUBMISSION_FILE
+
+
+@dataclass(frozen=True)
+class TaskStatus:
+    """One task of a run: its folder, Slurm job id, Slurm's state and restart count (None once Slurm has
+    forgotten the job), the attempts started, how many of them were restarts (requeues) and how many of
+    those resumed from an HPC checkpoint, and the last attempt's outcome (``finished``, ``requeued``,
+    ``stopped``, ``failed``; ``running`` when it has not ended; None: never ran)."""
+
+    task: str
+    job: str
+    slurm_state: str | None
+    restarts: int | None
+    attempts: int
+    requeues: int
+    resumed: int
+    outcome: str | None
+
+    @property
+    def summary(self) -> str:
+        slurm = f"{self.slurm_state}, Restarts={self.restarts}" if self.slurm_state else "gone from Slurm"
+        outcome = {None: "never started", "stopped": "stopped by SIGTERM without a checkpoint: NOT finished"}.get(
+            self.outcome, self.outcome
+        )
+        return (
+            f"{self.task}: job {self.job}: {outcome}; {self.attempts} attempt(s), requeued {self.requeues} time(s), "
+            f"resumed from a checkpoint {self.resumed} time(s) [slurm: {slurm}]"
+        )
+
+
+def run_status(run_dir: Path) -> list[TaskStatus]:
+    """The status of every task of the run or sweep in ``run_dir``."""
+    path = run_dir / SUBMISSION_FILE
+    if not path.is_file():
+        raise InputError(f"{path} not found: {run_dir} is not a run directory submitted by `vlbias slurm`")
+    submission = json.loads(path.read_text())
+    job_id, n_tasks = submission["job_id"], submission["tasks"]
+    if n_tasks is None:
+        return [_task_status(run_dir, ".", job_id)]
+    return [_task_status(run_dir / f"task-{i:03d}", f"task-{i:03d}", f"{job_id}_{i}") for i in range(n_tasks)]
+
+
+def _task_status(folder: Path, name: str, job: str) -> TaskStatus:
+    events = _events(folder / f"job-{job}" / ATTEMPTS_FILE)
+    starts = [event for event in events if event["event"] == "start"]
+    ends = [event for event in events if event["event"] == "end"]
+    if not starts:
+        outcome = None
+    elif len(ends) < len(starts):
+        outcome = "running"
+    else:
+        outcome = ends[-1]["outcome"]
+    state, restarts = _slurm_state(job)
+    resumed = sum(event.get("resume_from") is not None for event in starts)
+    return TaskStatus(name, job, state, restarts, len(starts), max(len(starts) - 1, 0), resumed, outcome)
+
+
+def _events(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _slurm_state(job: str) -> tuple[str | None, int | None]:
+    """``JobState`` and ``Restarts`` from ``scontrol show job -o``; (None, None) when Slurm does not know it."""
+    if shutil.which("scontrol") is None:
+        return None, None
+    done = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True, text=True, check=False)
+    if done.returncode != 0 or not done.stdout.strip():
+        return None, None
+    fields = dict(item.split("=", 1) for item in done.stdout.split() if "=" in item)
+    return fields.get("JobState"), int(fields["Restarts"]) if "Restarts" in fields else None

@@ -1,0 +1,54 @@
+"""The per-job runner without Slurm: the job directory, the placed config, the attempt records, the cleanup."""
+
+import json
+from pathlib import Path
+
+import yaml
+
+from vlbias.launch.job import job_key, placed_in, run, task_dir
+from vlbias.launch.submit import resolve_task
+
+BORING = Path(__file__).parent / "boring.yaml"
+
+
+def test_job_and_task_ids_name_the_directories():
+    assert job_key({"SLURM_JOB_ID": "12"}) == "12"
+    assert job_key({"SLURM_JOB_ID": "13", "SLURM_ARRAY_JOB_ID": "12", "SLURM_ARRAY_TASK_ID": "1"}) == "12_1"
+    assert task_dir(Path("r"), {"SLURM_ARRAY_TASK_ID": "3"}) == Path("r/task-003")
+    assert task_dir(Path("r"), {"SLURM_JOB_ID": "12"}) == Path("r")
+
+
+def test_a_requeued_fit_resumes_from_its_own_newest_hpc_checkpoint(tmp_path):
+    job_dir = tmp_path / "job-12"
+    job_dir.mkdir()
+    for n in (1, 2, 10):
+        (job_dir / f"hpc_ckpt_{n}.ckpt").touch()
+    (tmp_path / "job-11").mkdir()
+    (tmp_path / "job-11" / "hpc_ckpt_30.ckpt").touch()  # another job's: never used
+    config = {"ckpt_path": "start.ckpt", "trainer": {"logger": {"class_path": "vlbias.loggers.CSVLogger"}}}
+    placed = placed_in(config, "fit", job_dir)
+    assert placed["ckpt_path"] == str(job_dir / "hpc_ckpt_10.ckpt")
+    assert placed["trainer"]["default_root_dir"] == str(job_dir)
+    assert placed["trainer"]["logger"]["init_args"] == {"save_dir": str(job_dir), "name": "", "version": ""}
+    assert placed_in(config, "fit", tmp_path / "job-13")["ckpt_path"] == "start.ckpt"  # a new job starts as asked
+
+
+def test_a_finished_attempt_is_recorded_and_its_hpc_checkpoints_are_removed(tmp_path):
+    task = resolve_task("validate", ["--config", str(BORING), "--trainer.limit_val_batches", "2"], {})
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(task.config))
+    job_dir = tmp_path / "job-12"
+    job_dir.mkdir()
+    (job_dir / "hpc_ckpt_1.ckpt").write_bytes(b"stale")  # not a checkpoint: only removed, never loaded
+    status = run(tmp_path, "validate", {"SLURM_JOB_ID": "12", "SLURM_PROCID": "0"})
+    assert status == 0
+    events = [json.loads(line) for line in (job_dir / "attempts.jsonl").read_text().splitlines()]
+    assert [(e["event"], e.get("outcome")) for e in events] == [("start", None), ("end", "finished")]
+    assert events[1]["checkpoint"] is None and not list(job_dir.glob("hpc_ckpt_*"))
+    assert yaml.safe_load((job_dir / "config.yaml").read_text())["trainer"]["default_root_dir"] == str(job_dir)
+
+
+def test_a_failed_attempt_is_recorded_with_its_exit_status(tmp_path):
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"model": {"class_path": "no.such.Model"}}))
+    status = run(tmp_path, "fit", {"SLURM_JOB_ID": "5"})
+    events = [json.loads(line) for line in (tmp_path / "job-5" / "attempts.jsonl").read_text().splitlines()]
+    assert status == 2 and (events[-1]["outcome"], events[-1]["exit_status"]) == ("failed", 2)
