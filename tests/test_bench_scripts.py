@@ -1,7 +1,8 @@
-"""The CounterBias benchmarks run end to end on tiny inputs (smoke tests: their timings are not
-checked, the agreement they print between the implementations they compare is)."""
+"""The benchmarks run end to end on tiny inputs (smoke tests: their timings are not checked; the agreement they
+print between the implementations they compare is, and so is which rows they say compare different work)."""
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -26,6 +27,22 @@ def test_bench_counterbias_agrees_with_the_per_image_loop(capsys):
     assert "vlbias batched (2)" in out and "per-image loop" in out
     (diff,) = re.findall(r"batched - loop\| = (\S+) over 16 pairs", out)
     assert float(diff) < 1e-5
+    (cold, warm) = re.findall(r"speed-up: cold (\S+)x, warm (\S+)x \(median of per-pair ratios\)", out)[0]
+    assert float(cold) > 0 and float(warm) > 0
+
+
+def test_bench_models_labels_direct_calls_that_do_more_work(capsys):
+    """FLAVA's documented pre-training call runs every head where the adapter runs one, and ViLT's library
+    embedding loops over the images: those rows are labelled; BERT's direct call is the adapter's own work."""
+    threads = str(torch.get_num_threads())
+    arguments = ["--models", "bert", "flava", "vilt", "--batch-size", "2", "--repeats", "2", "--warmup", "1"]
+    assert script("bench_models").main([*arguments, "--threads", threads, "--json"]) == 0
+    rows = {(row["model"], row["capability"]): row for row in json.loads(capsys.readouterr().out)}
+    assert not rows["bert", "fill_mask"]["more_direct_work"]
+    assert rows["bert", "fill_mask"]["direct_flops_ratio"] == 1.0
+    assert rows["flava", "fill_mask"]["more_direct_work"] and rows["flava", "fill_mask"]["direct_flops_ratio"] > 1.3
+    assert rows["vilt", "fill_mask"]["more_direct_work"] and rows["vilt", "fill_mask"]["direct_operators_ratio"] > 1.1
+    assert all(row["overhead"] > -1 for row in rows.values())
 
 
 def test_bench_shared_rows_variants_agree(capsys):

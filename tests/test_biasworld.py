@@ -132,3 +132,19 @@ def test_datamodule_batches():
     )
     assert len(batch["caption"]) == 4 and batch["stereotyped"].dtype == torch.bool
     assert sum(len(b["caption"]) for b in module.val_dataloader()) == 12
+
+
+def test_a_split_is_built_only_when_asked_for(monkeypatch):
+    def no_training_item(self, index):
+        raise AssertionError(f"built training item {index} for the test split")
+
+    monkeypatch.setattr(BiasWorld, "_train_item", no_training_item)
+    world = BiasWorld(eval_per_combination=1)
+    assert len(world.items("test")) == 12 and world.images("test").shape == (12, 3, 64, 64)
+
+
+def test_render_draws_the_same_picture_as_images():
+    world = BiasWorld(n_train=4, eval_per_combination=1, hidden_object_rate=0.5)
+    for split in ("train", "test"):
+        for item, image in zip(world.items(split), world.images(split)):
+            assert torch.equal(torch.from_numpy(world.render(item)).permute(2, 0, 1), image)

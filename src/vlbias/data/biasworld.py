@@ -22,7 +22,8 @@ barely shows. A model trained on biased data can then only guess those activitie
 group, which is where a planted bias shows in caption selection (VLStereoSet's vlbs).
 
 Everything is a pure function of ``seed``: item ``i`` of a split is drawn from its own
-random stream ``(seed, split, i)``.
+random stream ``(seed, split, i)``. A split's items and images are made on first use, so a
+measurement on ``test`` never builds the training split.
 
 Example:
     >>> world = BiasWorld(bias_strength=0.9, n_train=8, eval_per_combination=1)
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from functools import cached_property
 
 import numpy as np
 import torch
@@ -145,6 +145,7 @@ class BiasWorld:
         self.neutral_caption_rate = float(neutral_caption_rate)
         self.seed = seed
         self.hidden_object_rate = float(hidden_object_rate)
+        self._items: dict[str, list[Item]] = {}
         self._images: dict[str, Tensor] = {}
 
     @property
@@ -163,19 +164,17 @@ class BiasWorld:
         return np.random.default_rng([self.seed, SPLITS.index(split), index])
 
     def items(self, split: str) -> list[Item]:
-        """The items of ``split``, in a fixed order."""
-        return self._items[self._check_split(split)]
-
-    @cached_property
-    def _items(self) -> dict[str, list[Item]]:
-        items = {"train": [self._train_item(i) for i in range(self.n_train)]}
-        cells = [(g, a) for g in GROUPS for a in ACTIVITIES]
-        for split in ("val", "test"):
-            items[split] = [
-                self._item(split, i, *cells[i // self.eval_per_combination])
-                for i in range(len(cells) * self.eval_per_combination)
-            ]
-        return items
+        """The items of ``split``, in a fixed order; built on first use (a split never asked for is never built)."""
+        if self._check_split(split) not in self._items:
+            if split == "train":
+                self._items[split] = [self._train_item(i) for i in range(self.n_train)]
+            else:
+                cells = [(g, a) for g in GROUPS for a in ACTIVITIES]
+                count = len(cells) * self.eval_per_combination
+                self._items[split] = [
+                    self._item(split, i, *cells[i // self.eval_per_combination]) for i in range(count)
+                ]
+        return self._items[split]
 
     def _train_item(self, index: int) -> Item:
         rng = self._rng("train", index)
