@@ -3,14 +3,16 @@ several seeds, prune 10 % of its embedding dimensions with each strategy, and pr
 
     python scripts/prune_table.py                          # seeds 0 1 2, ranked greedy clip_clip + projection
     python scripts/prune_table.py --seeds 0 --keep runs/prune_table
+    python scripts/prune_table.py --embed_dim 512 --theta_quantile 1.0   # variants (defaults: 64, 0.9, 0.1)
 
 Each seed: ``vlbias fit --config configs/experiment/quickstart.yaml`` with bias strength 0.9 and every seed set
 (:func:`vlbias.sanity.fit_on_biasworld`; no logger, no callbacks), then ``vlbias prune`` (:func:`vlbias.prune.prune`)
-of the exported model on BiasWorld's balanced *val* split (Θ = the MI's 0.9 quantile for ranked and greedy),
-so the dimensions are chosen on other images than those they are judged on. Judged on the balanced *test*
-split: the cross-modal effect size |d| of the ``mmbias`` suite's test (men vs women against the man- and
-woman-stereotyped activity phrases) and the zero-shot activity accuracy, before and after removing the
-chosen dimensions. ``projection`` is the debias_vl baseline (Chuang et al., 2023): every text embedding
+of the exported model on BiasWorld's balanced *val* split (Θ = the MI's 0.9 quantile for ranked and greedy,
+``--theta_quantile``; N = 10 % of D, ``--fraction``), so the dimensions are chosen on other images than those
+they are judged on. ``--embed_dim`` trains the tiny CLIP with another projection size D (the paper's CLIP has
+512; the quickstart's has 64). Judged on the balanced *test* split: the cross-modal effect size |d| of the
+``mmbias`` suite's test (men vs women against the man- and woman-stereotyped activity phrases) and the
+zero-shot activity accuracy, before and after removing the chosen dimensions. ``projection`` is the debias_vl baseline (Chuang et al., 2023): every text embedding
 projected orthogonally to BiasWorld's group prompts ("a photo of a man.", ...), images unchanged.
 """
 
@@ -31,7 +33,7 @@ from vlbias.prune import biasworld_data, prune
 from vlbias.sanity import fit_on_biasworld
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "quickstart.yaml"
-STRENGTH, FRACTION, THETA_QUANTILE = 0.9, 0.1, 0.9
+STRENGTH, FRACTION, THETA_QUANTILE, EMBED_DIM = 0.9, 0.1, 0.9, 64
 STRATEGIES = ("ranked", "greedy", "clip_clip")
 
 
@@ -81,9 +83,14 @@ def projected(e: dict) -> tuple[float, float]:
     return abs(d), zero_shot_accuracy(e["images"], prompts, e["prompt_classes"], e["labels"])
 
 
-def run_seed(seed: int, work: Path, strategies: list[str], with_projection: bool) -> list[dict]:
+def run_seed(
+    seed: int, work: Path, strategies: list[str], with_projection: bool, options: argparse.Namespace
+) -> list[dict]:
     start = time.perf_counter()
-    cli = fit_on_biasworld(QUICKSTART, STRENGTH, seed, work / f"fit{seed}")
+    sizes = ["--model.init_args.tiny_sizes", f"{{projection_dim: {options.embed_dim}}}"]
+    cli = fit_on_biasworld(
+        QUICKSTART, STRENGTH, seed, work / f"fit{seed}", sizes if options.embed_dim != EMBED_DIM else []
+    )
     world_options = {
         "bias_strength": STRENGTH,
         "seed": seed,
@@ -97,10 +104,10 @@ def run_seed(seed: int, work: Path, strategies: list[str], with_projection: bool
     d_before, accuracy_before = judged(test, [])
     rows = []
     for strategy in strategies:
-        theta = {"theta_quantile": THETA_QUANTILE} if strategy != "clip_clip" else {}
+        theta = {"theta_quantile": options.theta_quantile} if strategy != "clip_clip" else {}
         outcome = prune(
             "clip", "biasworld", work / f"prune{seed}_{strategy}", checkpoint=str(work / f"fit{seed}" / "model"),
-            fraction=FRACTION, strategy=strategy, seed=seed, split="val", biasworld=world_options, **theta,
+            fraction=options.fraction, strategy=strategy, seed=seed, split="val", biasworld=world_options, **theta,
         )  # fmt: skip
         d_after, accuracy_after = judged(test, outcome["summary"]["removed"])
         rows.append({"seed": seed, "method": strategy, "n": outcome["summary"]["n_remove"], "d_before": d_before,
@@ -124,15 +131,21 @@ def main() -> None:
     parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
     parser.add_argument("--no_projection", action="store_true", help="Leave out the projection baseline.")
     parser.add_argument("--keep", type=Path, default=None, help="Keep trained models and prune runs here.")
+    parser.add_argument("--embed_dim", type=int, default=EMBED_DIM, help="The tiny CLIP's projection size D.")
+    parser.add_argument("--fraction", type=float, default=FRACTION, help="N as a fraction of D.")
+    parser.add_argument("--theta_quantile", type=float, default=THETA_QUANTILE, help="Θ as a quantile of the MI.")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as temporary:
         work = args.keep or Path(temporary)
-        rows = [row for seed in args.seeds for row in run_seed(seed, work, args.strategies, not args.no_projection)]
+        rows = [
+            row for seed in args.seeds for row in run_seed(seed, work, args.strategies, not args.no_projection, args)
+        ]
     for row in rows:
         row["cut"] = 100 * (1 - row["d_after"] / row["d_before"])
         row["drop"] = 100 * (row["acc_before"] - row["acc_after"])
+    print(f"\nD = {args.embed_dim}, N = {args.fraction} of D, Θ = the MI's {args.theta_quantile} quantile (val split)")
     print(
-        "\n| seed | method | N removed | abs(d) before | abs(d) after | abs(d) cut % | zero-shot acc before | after | drop (points) |"
+        "| seed | method | N removed | abs(d) before | abs(d) after | abs(d) cut % | zero-shot acc before | after | drop (points) |"
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:

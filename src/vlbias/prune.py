@@ -169,6 +169,17 @@ def prune(
             default_root_dir=str(out),
         )
         trainer.predict(module, loader, return_predictions=False)
+    if trainer.is_global_zero:  # the card beside each exported checkpoint (the module wrote them on rank 0)
+        from vlbias.report.model_card import pruning_card, write_model_card
+
+        card = pruning_card(module.outcome["summary"])
+        usage = {
+            "model": ("vlbias", "vlbias measure --model pruned --checkpoint <this folder> --suite <suite> --out <dir>"),
+            "clip": ("transformers", "transformers.CLIPModel.from_pretrained('<this folder>')"),
+        }
+        for folder, (library, line) in usage.items():
+            if (out / folder).is_dir():
+                write_model_card(out / folder, card, library_name=library, usage=line)
     return module.outcome
 
 

@@ -45,7 +45,9 @@ def test_writes_every_output_with_the_chosen_n_marked(pruned_run):
     assert len(summary["kept"]) == 58 and not set(summary["kept"]) & set(summary["removed"])
     assert len(summary["mutual_information"]) == 64 and summary["seed"] == 3 and summary["strategy"] == "ranked"
     assert summary["theta_quantile"] == 0.9 and summary["n_candidates"] >= 6
-    assert summary["objective_after"] < summary["objective_before"]
+    # Algorithm 1 guarantees each chosen ψ_d < Ψ, not that removing the N together lowers |d|: on an untrained
+    # model d can cross zero (seen: -0.103 -> +0.305)
+    assert max(summary["removal_scores"]) < summary["objective_before"]
     assert summary["data"]["data"] == "biasworld" and summary["model"] == "clip"
     table = pd.read_csv(pruned_run / "tradeoff.csv")
     assert table["n_removed"].tolist() == list(range(17))  # max_dims: 25 % of 64
