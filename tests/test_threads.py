@@ -39,7 +39,7 @@ def test_threads_are_set_recorded_and_restored(run_cli, tmp_path):
 
 def test_a_bad_thread_count_is_refused_by_name(run_cli, tmp_path):
     code, _, err = run_cli(measure_argv(tmp_path / "out", "--threads", "0"))
-    assert code == 2 and "Expected `threads` to be a positive integer but got 0" in err
+    assert code == 2 and "Expected option `--threads` to be an integer v>0 or null but got 0" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out" / "mmbias.json").exists()
 
 

@@ -112,7 +112,9 @@ def test_validate_measures_a_checkpoint_on_a_public_data_file(tmp_path):
           "--trainer.callbacks", callbacks(out, seat, (again,))])  # fmt: skip
     results = read_results(out / "validate" / "weat.json")
     assert results.config["stage"] == "validate" and results.config["data"] == str(seat)
-    assert list(results.metrics) == ["seat/word/effect_size"] and not results.skipped
+    counts = {"n_skipped/empty", "n_skipped/unknown", "n_skipped/truncated", "n_truncated"}  # words it cannot see
+    assert set(results.metrics) == {"seat/word/effect_size", *counts} and not results.skipped
+    assert all(results.metrics[count] == 0 for count in counts)
     assert results.config["stimuli_per_rank"] == [results.n_items] == [18]
     assert read_results(out / "validate" / "mmbias.json").metrics
     named = read_results(out / "validate" / "weat_word.json")  # a second run of one suite keeps its own files
