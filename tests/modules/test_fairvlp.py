@@ -16,7 +16,7 @@ from vlbias.data.biasworld import BiasWorld
 from vlbias.errors import ConfigError, InputError
 from vlbias.models import load
 from vlbias.modules.fairvlp import METHODS, FairVLP
-from vlbias.objectives import IGNORE_INDEX
+from vlbias.objectives import IGNORE_INDEX, itc_loss
 from vlbias.results import read_results
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,6 +142,26 @@ def test_each_method_touches_exactly_its_branches(method):
     assert ("train/cf_image_success" in spy.logged) == branches.image
 
 
+@pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")
+def test_itc_weight_adds_albef_contrastive_loss_with_every_describing_caption_a_positive():
+    module = _module("vanilla", itc_weight=0.5).eval()  # eval: no dropout, so the loss can be recomputed
+    spy = _Spy(module)
+    batch = _batch()
+    module.training_step(batch, 0)
+    adapter = module.adapter
+    pixels, tokens = adapter.prepare_images(batch["pixel_values"]), adapter.prepare_texts(batch["caption"])
+    describes = module._describes(batch, list(batch["caption"]))
+    assert describes.diagonal().all() and describes.sum() > len(describes)  # several positives in some rows
+    expected = itc_loss(
+        adapter.embed_images(pixels), adapter.embed_texts(tokens), adapter.logit_scale, positives=describes
+    )
+    assert spy.logged["train/itc_loss"] == pytest.approx(expected.item(), rel=1e-5)
+    plain = _module("vanilla")
+    plain_spy = _Spy(plain)
+    plain.training_step(batch, 0)
+    assert "train/itc_loss" not in plain_spy.logged
+
+
 def test_dropout_method_raises_every_dropout_layer_and_others_leave_them():
     raised = _module("dropout", dropout=0.4)
     layers = [m for m in raised.adapter.modules() if isinstance(m, torch.nn.Dropout)]
@@ -185,6 +205,12 @@ def test_cached_attacks_each_image_once_per_model_version():
 def test_alpha_outside_unit_interval_is_refused(alpha):
     with pytest.raises(ConfigError, match=r"Expected `alpha` in \[0, 1\] but got"):
         _module("fairvlp", alpha=alpha)
+
+
+@pytest.mark.parametrize("weight", [-0.1, True])
+def test_a_negative_or_boolean_itc_weight_is_refused(weight):
+    with pytest.raises(ConfigError, match=r"Expected `itc_weight` >= 0 but got"):
+        _module("vanilla", itc_weight=weight)
 
 
 def test_unknown_method_policy_and_bias_words_without_counterparts_are_refused():

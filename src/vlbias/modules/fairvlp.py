@@ -21,7 +21,11 @@ Eq. 16 (:func:`~vlbias.objectives.fairvlp_loss`),
 
 with the KL over the masked positions whose word is not a bias word (where the counterfactual answer
 differs by design), plus ``itm_weight`` times ITM with hard negatives (ALBEF; sampled by the contrastive
-similarity where the adapter has EMBED, uniformly in the batch otherwise). Methods (:data:`METHODS`):
+similarity where the adapter has EMBED, uniformly in the batch otherwise), plus ``itc_weight`` times ALBEF's
+image-text contrastive loss (:func:`~vlbias.objectives.itc_loss`, with every caption that describes an image a
+positive; adapters with EMBED). ALBEF pre-trains with ITC + ITM + MLM (Li et al., 2021, Sec. 3.2) and FairVLP
+fine-tunes such a model; the ITC and ITM terms are the same in every method, only the MLM part is Eq. 16.
+Methods (:data:`METHODS`):
 
 =============== ======= ======= ==== ===========================================================
 method          L_cf    V_cf    KL   what it is
@@ -37,11 +41,12 @@ method          L_cf    V_cf    KL   what it is
 ``fairvlp``     yes     yes     yes  FairVLP
 =============== ======= ======= ==== ===========================================================
 
-Logged besides :class:`MaskedLMPretraining`'s keys: ``train/mlm_cf_loss``, ``train/kl_loss`` (KL
-methods), ``train/cf_text_rate`` (items with an L_cf), ``train/cf_text_unaligned`` (items with a bias
-word that could not be swapped in place), ``train/cf_image_success`` (attacks that succeeded, of those
-made or read from the cache this step) and ``train/cf_image_attacked`` (images attacked this step, the
-cost), ``train/cf_rate`` (items in the counterfactual term).
+Logged besides :class:`MaskedLMPretraining`'s keys: ``train/itc_loss`` (``itc_weight > 0``),
+``train/mlm_cf_loss``, ``train/kl_loss`` (KL methods), ``train/cf_text_rate`` (items with an L_cf),
+``train/cf_text_unaligned`` (items with a bias word that could not be swapped in place),
+``train/cf_image_success`` (attacks that succeeded, of those made or read from the cache this step) and
+``train/cf_image_attacked`` (images attacked this step, the cost), ``train/cf_rate`` (items in the
+counterfactual term).
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ from vlbias.counterfactual.training import TrainingImageCounterfactuals
 from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability
 from vlbias.modules.masked_lm import MaskedLMPretraining
-from vlbias.objectives import IGNORE_INDEX, fairvlp_loss, itm_loss, sample_negatives
+from vlbias.objectives import IGNORE_INDEX, fairvlp_loss, itc_loss, itm_loss, sample_negatives
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,8 @@ class FairVLP(MaskedLMPretraining):
             :mod:`vlbias.counterfactual.training`).
         k: the period (``every_n_steps``) or version length (``cached``) in steps.
         dropout: the dropout probability of every dropout layer with ``method: dropout``, in [0, 1).
+        itc_weight: weight of the image-text contrastive loss, >= 0 (0 turns it off; it needs an adapter with
+            EMBED). Its similarities also draw the ITM hard negatives, as in ALBEF.
         model, checkpoint, tiny, tiny_sizes, tiny_vocabulary, mask_rate, key_words, image_key,
             caption_key, content_label_key, group_label_key, itm_weight, learning_rate, weight_decay,
             seed, optimizer, scheduler: as :class:`MaskedLMPretraining`.
@@ -124,6 +131,7 @@ class FairVLP(MaskedLMPretraining):
         content_label_key: str | None = None,
         group_label_key: str | None = None,
         itm_weight: float = 1.0,
+        itc_weight: float = 0.0,
         learning_rate: float = 1e-3,
         weight_decay: float = 0.01,
         seed: int = 0,
@@ -136,6 +144,8 @@ class FairVLP(MaskedLMPretraining):
             raise ConfigError(f"Expected `alpha` in [0, 1] but got {alpha!r}.")
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
             raise ConfigError(f"Expected `dropout` in [0, 1) but got {dropout!r}.")
+        if isinstance(itc_weight, bool) or not isinstance(itc_weight, (int, float)) or itc_weight < 0:
+            raise ConfigError(f"Expected `itc_weight` >= 0 but got {itc_weight!r}.")
         super().__init__(
             model, checkpoint, tiny, tiny_sizes, tiny_vocabulary, mask_rate, groups, key_words, image_key,
             caption_key, content_label_key, group_label_key, itm_weight, learning_rate, weight_decay, seed,
@@ -143,6 +153,9 @@ class FairVLP(MaskedLMPretraining):
         )  # fmt: skip
         self.save_hyperparameters(ignore=["optimizer", "scheduler"])
         self.branches = METHODS[method]
+        self.use_itc = itc_weight > 0
+        if self.use_itc and Capability.EMBED not in self.adapter.capabilities:
+            raise ConfigError(f"`itc_weight: {itc_weight}` needs an adapter with EMBED but model {model!r} has none.")
         swaps = SwapLexicon.default() if lexicon is None else SwapLexicon.from_yaml(lexicon)
         self.swap = TokenSwap(swaps, self.adapter.tokenizer)
         self.images = None
@@ -186,8 +199,12 @@ class FairVLP(MaskedLMPretraining):
             self.log("train/cf_rate", len(rows) / n, batch_size=n)
         if self.branches is not None and self.branches.kl:
             self.log("train/kl_loss", parts.kl, prog_bar=True, batch_size=n)
+        similarity = None
+        if self.use_itc:
+            itc, similarity = self._itc(pixel_values, tokens, self._describes(batch, captions))
+            loss = loss + self.hparams.itc_weight * itc
         if self.use_itm:
-            loss = loss + self.hparams.itm_weight * self._itm(pixel_values, batch, None, "train", n)
+            loss = loss + self.hparams.itm_weight * self._itm(pixel_values, batch, None, "train", n, similarity)
         self.log("train/loss", loss, batch_size=n)
         return loss
 
@@ -227,7 +244,16 @@ class FairVLP(MaskedLMPretraining):
         rows = (text_ok | image_ok).nonzero().flatten().to(device)
         return rows, cf_pixels[rows], cf_masked[rows], cf_labels[rows]
 
-    # -- image-text matching with hard negatives ------------------------------------------------
+    # -- image-text contrast and matching with hard negatives -------------------------------------
+    def _itc(self, pixel_values: Tensor, tokens: dict[str, Tensor], describes: Tensor) -> tuple[Tensor, Tensor]:
+        """ITC on the batch (:func:`~vlbias.objectives.itc_loss`, the captions that describe an image its
+        positives, :meth:`_describes`) and the detached similarities ``(B, B)`` for the ITM hard negatives."""
+        images = self.adapter.embed_images(pixel_values)  # (B, D)
+        texts = self.adapter.embed_texts(tokens)  # (B, D)
+        loss = itc_loss(images, texts, self.adapter.logit_scale, positives=describes.to(images.device))
+        self.log("train/itc_loss", loss, batch_size=len(images))
+        return loss, (images @ texts.T).detach()
+
     def _itm(
         self,
         pixel_values: Tensor,
@@ -235,14 +261,15 @@ class FairVLP(MaskedLMPretraining):
         generator: torch.Generator | None,
         stage: str,
         batch_size: int,
+        similarity: Tensor | None = None,
     ) -> Tensor:
         """ITM on the batch's pairs, one hard negative text per image and one hard negative image per text
-        (:mod:`vlbias.objectives.itm`); a drawn pair is labelled by :meth:`_describes`."""
+        (:mod:`vlbias.objectives.itm`) drawn by ``similarity`` ``(B, B)`` (``None``: the adapter's embeddings
+        where it has EMBED); a drawn pair is labelled by :meth:`_describes`."""
         captions = list(batch[self.hparams.caption_key])
         tokens = self.adapter.prepare_texts(captions)
         describes = self._describes(batch, captions)  # (B, B): caption j describes image i
-        similarity = None
-        if Capability.EMBED in self.adapter.capabilities:
+        if similarity is None and Capability.EMBED in self.adapter.capabilities:
             with torch.no_grad():
                 similarity = self.adapter.embed_images(pixel_values) @ self.adapter.embed_texts(tokens).T  # (B, B)
         negative_text = sample_negatives(~describes, similarity, generator)
