@@ -22,7 +22,9 @@ barely shows. A model trained on biased data can then only guess those activitie
 group, which is where a planted bias shows in caption selection (VLStereoSet's vlbs).
 
 Everything is a pure function of ``seed``: item ``i`` of a split is drawn from its own
-random stream ``(seed, split, i)``. A split's items and images are made on first use, so a
+random stream ``(seed, split, i)`` (its caption template, then its picture); a training item's group
+and activity come from a separate stream, so neither its caption's wording nor its picture's colours
+and positions carry them. A split's items and images are made on first use, so a
 measurement on ``test`` never builds the training split.
 
 Example:
@@ -177,7 +179,9 @@ class BiasWorld:
         return self._items[split]
 
     def _train_item(self, index: int) -> Item:
-        rng = self._rng("train", index)
+        # the group and activity come from a stream of their own: the item's main stream draws its caption
+        # template and its picture, which must not depend on them (sharing it made the template tell the activity)
+        rng = np.random.default_rng([self.seed, SPLITS.index("train"), index, 2])
         group = GROUPS[rng.integers(len(GROUPS))]
         pool = STEREOTYPES[group] if rng.random() < self.bias_strength else ACTIVITIES
         return self._item("train", index, group, pool[rng.integers(len(pool))])
