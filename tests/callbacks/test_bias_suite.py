@@ -95,6 +95,10 @@ def test_each_suite_is_built_once_per_fit_and_logged_every_epoch(tmp_path, monke
     )
     callback.load_state_dict(state[key])
     assert callback.history == history
+    # resumed mid-epoch after epoch 2 was measured (a requeue), epoch 2 is measured again: it is kept once, the latest
+    callback._record({**history[-1], "global_step": history[-1]["global_step"] + 1})
+    assert [entry["epoch"] for entry in callback.history] == [0, 1, 2]
+    assert callback.history[-1]["global_step"] == history[-1]["global_step"] + 1
 
 
 def test_validate_measures_a_checkpoint_on_a_public_data_file(tmp_path):

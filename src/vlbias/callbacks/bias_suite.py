@@ -146,7 +146,13 @@ class BiasSuiteCallback(Callback):
                         write_results(out_dir, results, items, name=spec.key)
         finally:
             adapter.train(was_training)
-        self.history.append(measured)
+        self._record(measured)
+
+    def _record(self, measured: dict[str, Any]) -> None:
+        """Add one measurement to ``history``, replacing an earlier one of the same stage and epoch: a run resumed
+        after a measurement but before its epoch ended (a requeued SLURM job) measures that epoch again."""
+        same = (measured["stage"], measured["epoch"])
+        self.history = [entry for entry in self.history if (entry["stage"], entry["epoch"]) != same] + [measured]
 
     def results_dirs(self, trainer: Trainer, stage: str | None) -> list[Path]:
         """Where this measurement's results go, the first being this epoch's (or stage's) own folder:
