@@ -58,9 +58,9 @@ def _one_line(parser: ArgumentParser, error: ArgumentError) -> str:
     return f"Expected option `--{key.group(1)}` to be {describe(kind)} but got {got}."
 
 
-def _model_and_data_arguments(parser: ArgumentParser, data_help: str) -> None:
-    """``--config`` and the options every command that loads one model on one data set shares (BiasWorld's
-    options declared in :mod:`vlbias.suites.options`)."""
+def _model_and_data_arguments(parser: ArgumentParser, data_help: str | None) -> None:
+    """``--config`` and the options every command that loads one model shares, with ``--data`` unless
+    ``data_help`` is ``None`` (BiasWorld's options declared in :mod:`vlbias.suites.options`)."""
     from vlbias.suites.options import BiasWorldOptions
 
     parser.add_argument("--config", action=ActionConfigFile, help="YAML with any of these options.")
@@ -79,7 +79,8 @@ def _model_and_data_arguments(parser: ArgumentParser, data_help: str) -> None:
         default=False,
         help="Use a tiny random model instead of weights (and tiny models for every model a suite loads).",
     )
-    parser.add_argument("--data", type=str, default="biasworld", help=data_help)
+    if data_help is not None:
+        parser.add_argument("--data", type=str, default="biasworld", help=data_help)
     parser.add_argument("--seed", type=Seed, default=0, help="Seed of everything random (recorded in the results).")
     parser.add_class_arguments(BiasWorldOptions, "biasworld", as_group=True, skip={"n_train"})
 
@@ -261,21 +262,14 @@ def _report(argv: Sequence[str]) -> None:
 
 
 def _audit(argv: Sequence[str]) -> None:
-    from vlbias.audit import audit
-    from vlbias.data.biasworld import BiasWorld
-
     parser = ArgumentParser(
         prog="vlbias audit",
         description="Run every suite the model's capabilities allow on every data set under --data_root and on "
         "BiasWorld; write <out>/results/<suite>-<dataset>/, <out>/audit.json (what ran, what did not and why) and "
         "<out>/report. Quick settings (1,000 permutations, 200 bootstrap resamples) unless --full.",
-        exit_on_error=True,
+        exit_on_error=False,
     )
-    parser.add_argument("--config", action=ActionConfigFile, help="YAML with any of these options.")
-    parser.add_argument("--model", type=str, required=True, help="Model adapter name (vlbias models).")
-    parser.add_argument("--checkpoint", type=str | None, default=None, help="Hub id or local path of the weights.")
-    parser.add_argument("--model_options", type=dict, default={}, help="The adapter's own loading options.")
-    parser.add_argument("--tiny", action=ActionYesNo, default=False, help="Use a tiny random model instead of weights.")
+    _model_and_data_arguments(parser, None)
     parser.add_argument("--data_root", type=str | None, default=None, help="Folder of public data sets to look in.")
     parser.add_argument("--out", type=str, required=True, help="Output directory.")
     parser.add_argument("--suites", type=list[str] | None, default=None, help="Only these suites (default all).")
@@ -283,11 +277,11 @@ def _audit(argv: Sequence[str]) -> None:
     parser.add_argument(
         "--suite_options", type=dict, default={}, help="Per-suite options, e.g. '{mmbias: {n_permutations: 500}}'."
     )
-    parser.add_argument("--seed", type=int, default=0, help="Seed of everything random (recorded in the results).")
     parser.add_argument("--device", type=str | None, default=None, help="Torch device; default CUDA if present.")
-    parser.add_argument("--threads", type=int | None, default=None, help="Torch threads (as for vlbias measure).")
-    parser.add_method_arguments(BiasWorld, "__init__", "biasworld", as_group=True, skip={"n_train"})
-    args = parser.parse_args(list(argv))
+    parser.add_argument("--threads", type=PositiveInt | None, default=None, help="Torch threads (as for measure).")
+    args = _parse(parser, argv)
+    from vlbias.audit import audit
+
     path = audit(
         model=args.model,
         out=args.out,
