@@ -2,9 +2,10 @@
 (``configs/experiment/biasworld_mlm.yaml``) at bias strength 0.9 has a larger mean absolute
 bias_V-L (Eq. 6-7, Table 2) over the activities than one trained at 0.0.
 
-Two training runs of about 80 s each, hence ``slow``. One seed per strength suffices here: over
-seeds 0-2 the smallest B@V-L at 0.9 (18.1 %) is three times the largest at 0.0 (5.9 %), the
-README's table from ``scripts/biasworld_counterbias_sanity.py``.
+Two training runs of about two minutes each, hence ``slow``. One seed per strength suffices here: over
+seeds 0-2 the smallest B@V-L at 0.9 (15.7 %) is 1.7 times the largest at 0.0 (9.2 %), the README's table
+from ``scripts/biasworld_counterbias_sanity.py`` on BiasWorld after its training-split fix (commit 88c7e64);
+seed 0 gives 8.4 % and 15.7 %.
 """
 
 from pathlib import Path
@@ -28,4 +29,4 @@ def bias_vl(strength: float, run_dir: Path) -> float:
 @pytest.mark.slow
 def test_bias_planted_in_training_is_measured_by_counterbias(tmp_path):
     unbiased, biased = bias_vl(0.0, tmp_path / "0.0"), bias_vl(0.9, tmp_path / "0.9")
-    assert biased > 2 * unbiased, (unbiased, biased)
+    assert biased > 1.5 * unbiased, (unbiased, biased)
