@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader, Dataset, default_collate
 
 from vlbias.data.captions import SPLITS, CaptionSplit, RetrievalSplit, load_entries, read_captions, sniff_format
 from vlbias.data.images import load_image
-from vlbias.data.resumable import ResumableDataLoader, trainer_progress
+from vlbias.data.resumable import ResumableTraining
 from vlbias.errors import ConfigError, InputError
 
 logger = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ def collate_pairs(items: list[dict[str, object] | None]) -> dict[str, object]:
     return default_collate(loaded)
 
 
-class CaptionDataModule(LightningDataModule):
+class CaptionDataModule(ResumableTraining, LightningDataModule):
     """Caption pairs of a COCO/Flickr30K-style corpus as train/val/test dataloaders, and the retrieval view.
 
     Batches are dicts ``pixel_values`` (B, 3, S, S) float in [0, 1], ``caption`` (list of B str) and
@@ -158,13 +158,6 @@ class CaptionDataModule(LightningDataModule):
         if split not in SPLITS:
             raise ConfigError(f"Expected `split` to be one of {', '.join(SPLITS)} but got {split!r}.")
         return self._read(split).retrieval()
-
-    def train_dataloader(self) -> DataLoader:
-        """Shuffled by a generator seeded with ``seed``; resumable mid-epoch (:mod:`vlbias.data.resumable`)."""
-        generator = torch.Generator().manual_seed(self.hparams.seed)
-        return self._loader(
-            "train", ResumableDataLoader, shuffle=True, generator=generator, progress=trainer_progress(self)
-        )
 
     def val_dataloader(self) -> DataLoader:
         return self._loader("val")

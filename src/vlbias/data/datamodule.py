@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import torch
 from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader
 
 from vlbias.data.biasworld import BiasWorld
-from vlbias.data.resumable import ResumableDataLoader, trainer_progress
+from vlbias.data.resumable import ResumableTraining
 
 
-class BiasWorldDataModule(LightningDataModule):
+class BiasWorldDataModule(ResumableTraining, LightningDataModule):
     """BiasWorld's ``train`` / ``val`` / ``test`` splits as dataloaders.
 
     Batches are dicts: ``pixel_values`` (B, 3, S, S) float in [0, 1], ``caption`` (list of B
@@ -42,13 +41,6 @@ class BiasWorldDataModule(LightningDataModule):
         self.save_hyperparameters()
         self.world = BiasWorld(
             bias_strength, n_train, eval_per_combination, image_size, neutral_caption_rate, seed, hidden_object_rate
-        )
-
-    def train_dataloader(self) -> DataLoader:
-        """Shuffled by a generator seeded with ``seed``; resumable mid-epoch (:mod:`vlbias.data.resumable`)."""
-        generator = torch.Generator().manual_seed(self.hparams.seed)
-        return self._loader(
-            "train", ResumableDataLoader, shuffle=True, generator=generator, progress=trainer_progress(self)
         )
 
     def val_dataloader(self) -> DataLoader:

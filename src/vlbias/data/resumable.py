@@ -103,3 +103,15 @@ class ResumableDataLoader(DataLoader):
             raise ValueError(f"Expected a ResumableDataLoader state {{generator, skip}} but got keys {sorted(state)}.")
         self.generator.set_state(generator)
         self._skip = skip
+
+
+class ResumableTraining:
+    """A LightningDataModule's ``train_dataloader``: shuffled by a generator seeded with ``hparams.seed`` and
+    resumable mid-epoch (:class:`ResumableDataLoader`). The data module builds its loaders with
+    ``_loader(split, kind, **loader_options)``."""
+
+    def train_dataloader(self) -> ResumableDataLoader:
+        generator = torch.Generator().manual_seed(self.hparams.seed)
+        return self._loader(
+            "train", ResumableDataLoader, shuffle=True, generator=generator, progress=trainer_progress(self)
+        )
