@@ -152,3 +152,5 @@ def test_bad_input_is_one_clear_error(tmp_path, capsys):
         ["audit", "--model", "clip", "--tiny", "--suites", "[mmbias, wat]", "--out", str(tmp_path)], capsys
     )
     assert code == 2 and "'wat'" in err and "weat" in err
+    code, _, err = cli(["audit", "--model", "clip", "--tiny", "--seed", "-1", "--out", str(tmp_path)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "`--seed`" in err and "-1" in err  # before any model loads
