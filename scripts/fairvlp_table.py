@@ -35,6 +35,7 @@ from pathlib import Path
 
 import torch
 
+from vlbias.atomic import atomic_write
 from vlbias.data.biasworld import ACTIVITIES, GROUPS
 from vlbias.models.masked_words import word_log_probs
 from vlbias.modules.fairvlp import METHODS
@@ -137,30 +138,37 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     parser.add_argument("--out", type=Path, default=None, help="Also write the rows to this JSON file.")
     args = parser.parse_args(argv)
     jobs = [(m, s, args.strength, args.epochs) for s in args.seeds for m in args.methods]
-    with ProcessPoolExecutor(args.workers) as pool:
-        rows = list(pool.map(run, *zip(*jobs)))
     print(f"bias strength {args.strength}, epochs {args.epochs or 'config'}, seeds {args.seeds}\n")
     print(
         "| method | seed | "
         + " | ".join(f"{m} [interval]" for m in MEASURES)
         + " | attack success | masked-activity acc | ITM acc | i2t R@1 | train s |"
     )
-    print("|---|---:|" + "---|" * len(MEASURES) + "---:|---:|---:|---:|---:|")
-    for r in rows:
-        measures = " | ".join(
-            f"{r[m]:.2f} [{r[f'{m}_interval'][0]:.2f}, {r[f'{m}_interval'][1]:.2f}]"
-            if r[f"{m}_interval"]
-            else f"{r[m]:.2f}"
-            for m in MEASURES
-        )
-        print(
-            f"| {r['method']} | {r['seed']} | {measures} | {r['attack_success_rate']:.2f} | {r['masked_activity']:.1f} "
-            f"| {r['itm']:.1f} | {r['i2t_r1']:.1f} | {r['train_s']:.0f} |"
-        )
+    print("|---|---:|" + "---|" * len(MEASURES) + "---:|---:|---:|---:|---:|", flush=True)
+    rows = []
+    with ProcessPoolExecutor(args.workers) as pool:
+        for r in pool.map(run, *zip(*jobs)):
+            rows.append(r)
+            _print_row(r)
     _summary(rows, args.methods)
     if args.out is not None:
-        args.out.write_text(json.dumps(rows, indent=1))
+        atomic_write(args.out, lambda f: f.write(json.dumps(rows, indent=1).encode()))
     return rows
+
+
+def _print_row(r: dict) -> None:
+    """One run's row, printed as soon as the run ends (a long table shows progress)."""
+    measures = " | ".join(
+        f"{r[m]:.2f} [{r[f'{m}_interval'][0]:.2f}, {r[f'{m}_interval'][1]:.2f}]"
+        if r[f"{m}_interval"]
+        else f"{r[m]:.2f}"
+        for m in MEASURES
+    )
+    print(
+        f"| {r['method']} | {r['seed']} | {measures} | {r['attack_success_rate']:.2f} | {r['masked_activity']:.1f} "
+        f"| {r['itm']:.1f} | {r['i2t_r1']:.1f} | {r['train_s']:.0f} |",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":
