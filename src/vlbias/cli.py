@@ -261,7 +261,7 @@ def _report(argv: Sequence[str]) -> None:
         raise SchemaError(f"{len(report.problems)} input file(s) could not be read and are left out: {reasons}")
 
 
-def _audit(argv: Sequence[str]) -> None:
+def audit_parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog="vlbias audit",
         description="Run every suite the model's capabilities allow on every data set under --data_root and on "
@@ -279,7 +279,11 @@ def _audit(argv: Sequence[str]) -> None:
     )
     parser.add_argument("--device", type=str | None, default=None, help="Torch device; default CUDA if present.")
     parser.add_argument("--threads", type=PositiveInt | None, default=None, help="Torch threads (as for measure).")
-    args = _parse(parser, argv)
+    return parser
+
+
+def _audit(argv: Sequence[str]) -> None:
+    args = _parse(audit_parser(), argv)
     from vlbias.audit import audit
 
     path = audit(

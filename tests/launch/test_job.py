@@ -52,3 +52,21 @@ def test_a_failed_attempt_is_recorded_with_its_exit_status(tmp_path):
     status = run(tmp_path, "fit", {"SLURM_JOB_ID": "5"})
     events = [json.loads(line) for line in (tmp_path / "job-5" / "attempts.jsonl").read_text().splitlines()]
     assert status == 2 and (events[-1]["outcome"], events[-1]["exit_status"]) == ("failed", 2)
+
+
+def test_an_audit_runs_as_a_job_with_its_outputs_in_the_job_directory(tmp_path):
+    argv = ["--model", "clip", "--tiny", "--suites", "[mmbias]", "--out", "ignored", "--seed", "3"]
+    task = resolve_task("audit", argv, {})
+    assert task.config["seed"] == 3 and task.config["suites"] == ["mmbias"]
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(task.config))
+    status = run(tmp_path, "audit", {"SLURM_JOB_ID": "7", "SLURM_PROCID": "0"})
+    job_dir = tmp_path / "job-7"
+    assert status == 0
+    entries = json.loads((job_dir / "audit.json").read_text())["entries"]
+    assert [(e["suite"], e["dataset"], e["status"]) for e in entries] == [
+        ("mmbias", "biasworld", "measured"),
+        ("mmbias", "-", "data absent"),  # no --data_root: the public data set is listed as not found
+    ]
+    assert (job_dir / "report" / "index.html").is_file()
+    events = [json.loads(line) for line in (job_dir / "attempts.jsonl").read_text().splitlines()]
+    assert [(e["event"], e.get("outcome")) for e in events] == [("start", None), ("end", "finished")]

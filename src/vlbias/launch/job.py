@@ -72,7 +72,7 @@ def hpc_checkpoints(job_dir: Path) -> list[Path]:
 def placed_in(config: dict[str, Any], command: str, job_dir: Path) -> dict[str, Any]:
     """``config`` with its outputs in ``job_dir``: the trainer's root and every logger's directory for a
     Lightning command (``name`` and ``version`` empty for CSV/TensorBoard, so nothing auto-increments on a
-    restart), ``out`` for ``measure``/``prune``; for ``fit``, ``ckpt_path`` is the newest HPC checkpoint."""
+    restart), ``out`` for ``measure``/``prune``/``audit``; for ``fit``, ``ckpt_path`` is the newest HPC checkpoint."""
     if command not in LIGHTNING_COMMANDS:
         return {**config, "out": str(job_dir)}
     trainer = dict(config.get("trainer") or {})

@@ -133,7 +133,7 @@ def job_for_trainer(trainer: dict[str, Any], job: JobSpec) -> JobSpec:
 
 
 def single_process_job(job: JobSpec, command: str) -> JobSpec:
-    """``job`` for a one-process command (``measure``, ``prune``): one node, one task."""
+    """``job`` for a one-process command (``measure``, ``prune``, ``audit``): one node, one task."""
     for name in ("nodes", "ntasks_per_node"):
         value = getattr(job, name)
         if value not in (None, 1):

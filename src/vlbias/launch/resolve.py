@@ -2,7 +2,7 @@
 its loggers continue across requeues.
 
 Lightning commands are parsed by a LightningCLI that stops before it instantiates any class (no model is
-built, no weights are read); ``measure`` and ``prune`` by their own parsers. The result is the mapping
+built, no weights are read); ``measure``, ``prune`` and ``audit`` by their own parsers. The result is the mapping
 LightningCLI itself would save as ``config.yaml``: every default filled in, ``seed_everything: true``
 replaced by the drawn seed.
 """
@@ -21,7 +21,7 @@ from lightning.pytorch.cli import LightningCLI
 from vlbias.errors import ConfigError
 
 LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
-ONE_PROCESS_COMMANDS = ("measure", "prune")
+ONE_PROCESS_COMMANDS = ("measure", "prune", "audit")
 COMMANDS = LIGHTNING_COMMANDS + ONE_PROCESS_COMMANDS
 
 # Lightning's loggers -> the ones that continue after a requeue (vlbias.loggers); TensorBoard appends already.
@@ -78,9 +78,9 @@ def resolve_config(command: str, argv: Sequence[str]) -> dict[str, Any]:
 
 
 def _one_process_parser(command: str) -> Callable[[], ArgumentParser]:
-    from vlbias.cli import measure_parser, prune_parser
+    from vlbias.cli import audit_parser, measure_parser, prune_parser
 
-    return {"measure": measure_parser, "prune": prune_parser}[command]
+    return {"measure": measure_parser, "prune": prune_parser, "audit": audit_parser}[command]
 
 
 def with_continuing_loggers(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
