@@ -326,7 +326,8 @@ def _lightning(argv: Sequence[str]) -> None:
     warning that ``args`` and ``sys.argv`` are both given (this entry point passes its own argv on purpose) and the
     tips to install litlogger and litmodels."""
     from lightning.pytorch import LightningDataModule, LightningModule
-    from lightning.pytorch.cli import LightningCLI
+
+    from vlbias.lightning_cli import VlbiasCLI
 
     for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
         logging.getLogger(name).addFilter(_drop_lightning_tips)
@@ -334,7 +335,7 @@ def _lightning(argv: Sequence[str]) -> None:
         warnings.filterwarnings(
             "ignore", message=r"LightningCLI's args parameter is intended to run from within Python"
         )
-        LightningCLI(
+        VlbiasCLI(
             LightningModule,
             LightningDataModule,
             subclass_mode_model=True,

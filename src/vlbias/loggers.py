@@ -1,11 +1,14 @@
-"""Loggers that continue across restarts of the same run (a requeued Slurm job), instead of overwriting or
-splitting it.
+"""Loggers that continue across restarts of the same run (a killed fit restarted from its checkpoint, a
+requeued Slurm job), instead of overwriting or splitting it.
 
 * :class:`CSVLogger` appends to an existing ``metrics.csv``: Lightning's deletes it when the log directory
   already holds files (``_ExperimentWriter._check_log_dir_exists``), so after a requeue only the steps of
   the last attempt remained (``../shared/notes/local-slurm.md``).
-* :class:`WandbLogger` keeps one W&B run id per log directory, in ``<save_dir>/wandb_run_id``, and passes it
-  back to ``wandb.init(id=..., resume="allow")`` on a restart (https://docs.wandb.ai/guides/runs/resuming/).
+* :class:`WandbLogger` fixes its W&B run id when it is made, :class:`KeepWandbRunId` stores that id in every
+  checkpoint the trainer saves, and ``vlbias fit --ckpt_path CKPT`` gives the id stored in ``CKPT`` back to the
+  logger (:func:`run_id_in_checkpoint`), which calls ``wandb.init(id=..., resume="allow")``
+  (https://docs.wandb.ai/guides/runs/resuming/): the restarted fit continues the W&B run of the checkpoint it
+  resumes, and a new fit starts a new one. Under ``vlbias slurm`` the id derives from the job id.
 
 Both are drop-in subclasses of Lightning's loggers; ``vlbias slurm submit`` puts them in place of
 Lightning's and points them at the job's own directory.
@@ -16,10 +19,14 @@ from __future__ import annotations
 import csv
 import io
 import os
+import pickle
 import secrets
+import zipfile
 from pathlib import Path
 from typing import Any
 
+import torch
+from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.loggers import CSVLogger as LightningCSVLogger
 from lightning.pytorch.loggers import WandbLogger as LightningWandbLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
@@ -28,7 +35,7 @@ from lightning.pytorch.utilities import rank_zero_only
 
 from vlbias.atomic import atomic_write
 
-RUN_ID_FILE = "wandb_run_id"
+RUN_ID_KEY = "vlbias_wandb_run_id"  # the checkpoint's entry holding the W&B run id
 
 
 class _AppendingExperimentWriter(ExperimentWriter):
@@ -79,31 +86,51 @@ class CSVLogger(LightningCSVLogger):
 
 
 class WandbLogger(LightningWandbLogger):
-    """Lightning's :class:`~lightning.pytorch.loggers.WandbLogger` that continues one W&B run per log
-    directory: without an explicit ``id`` (or ``version``) it reads ``<save_dir>/wandb_run_id``, or on the
-    first start generates an id and writes it there (rank 0), and ``wandb.init`` gets ``id=<it>,
-    resume="allow"``. Offline by default, unless ``WANDB_MODE`` is set, which then decides (``offline``,
-    ``disabled``, ``online``); Lightning's ``offline=True`` would override the variable.
+    """Lightning's :class:`~lightning.pytorch.loggers.WandbLogger` whose W&B run id is fixed when it is made, so
+    that it can be stored in checkpoints (:class:`KeepWandbRunId`) and continued: the ``id`` (or ``version``)
+    given, else a new random one (rank 0; the other ranks log nothing). ``wandb.init`` gets ``resume="allow"``.
+    Offline by default, unless ``WANDB_MODE`` is set, which then decides (``offline``, ``disabled``,
+    ``online``); Lightning's ``offline=True`` would override the variable.
 
     A restart in offline mode writes a new ``wandb/offline-run-*`` folder with the same run id;
     ``wandb sync`` uploads them into one run. Other arguments are Lightning's.
     """
 
-    def __init__(self, *args: Any, save_dir: str = ".", offline: bool = True, **kwargs: Any) -> None:
-        run_id = kwargs.pop("id", None) or kwargs.pop("version", None) or self._stored_or_new_id(Path(save_dir))
+    def __init__(
+        self, *args: Any, id: str | None = None, version: str | None = None, offline: bool = True, **kwargs: Any
+    ) -> None:
+        # id and version are declared here with their type: left to **kwargs, jsonargparse reads an all-digit
+        # id from a config as an int, which wandb refuses
+        run_id = id or version or _new_run_id()
         offline = offline and "WANDB_MODE" not in os.environ
         kwargs["resume"] = kwargs.get("resume") or "allow"  # LightningCLI passes resume=None explicitly
-        super().__init__(*args, save_dir=save_dir, offline=offline, id=run_id, **kwargs)
+        super().__init__(*args, offline=offline, id=run_id, **kwargs)
 
-    @staticmethod
-    def _stored_or_new_id(save_dir: Path) -> str | None:
-        """The id in ``<save_dir>/wandb_run_id``; else, on rank 0, a new one written there; else None."""
-        path = save_dir / RUN_ID_FILE
-        if path.is_file():
-            return path.read_text().strip()
-        if rank_zero_only.rank != 0:
-            return None  # only rank 0 creates the W&B run
-        run_id = secrets.token_hex(4)  # 8 characters of [0-9a-f], like W&B's own ids
-        save_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, lambda out: out.write(f"{run_id}\n".encode()))
-        return run_id
+
+def _new_run_id() -> str | None:
+    """8 characters of [0-9a-f], like W&B's own ids, on rank 0; None elsewhere (only rank 0 makes the run)."""
+    return secrets.token_hex(4) if rank_zero_only.rank == 0 else None
+
+
+class KeepWandbRunId(Callback):
+    """Stores the run id of the trainer's :class:`WandbLogger` in every checkpoint it saves (``RUN_ID_KEY``),
+    HPC checkpoints included. ``vlbias fit`` adds it whenever that logger is configured; a Python user of the
+    Trainer adds it to ``callbacks``."""
+
+    def on_save_checkpoint(self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict[str, Any]) -> None:
+        for logger in trainer.loggers:
+            if isinstance(logger, WandbLogger) and logger.version:
+                checkpoint[RUN_ID_KEY] = logger.version
+                return
+
+
+def run_id_in_checkpoint(path: str | Path) -> str | None:
+    """The W&B run id :class:`KeepWandbRunId` stored in the checkpoint at ``path``; None when it holds none
+    or is not a readable checkpoint (resuming from it then fails with Lightning's own message). Memory-mapped:
+    the weights are not read."""
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except (OSError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile):  # not one
+        return None
+    run_id = checkpoint.get(RUN_ID_KEY) if isinstance(checkpoint, dict) else None
+    return run_id if isinstance(run_id, str) and run_id else None

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import yaml
 
-from vlbias.launch.job import job_key, placed_in, run, task_dir
+from vlbias.launch.job import job_key, placed_in, run, task_dir, wandb_run_id
 from vlbias.launch.submit import resolve_task
 
 BORING = Path(__file__).parent / "boring.yaml"
@@ -31,6 +31,21 @@ def test_a_requeued_fit_resumes_from_its_own_newest_hpc_checkpoint(tmp_path):
     assert placed["trainer"]["default_root_dir"] == str(job_dir)
     assert placed["trainer"]["logger"]["init_args"] == {"save_dir": str(job_dir), "name": "", "version": ""}
     assert placed_in(config, "fit", tmp_path / "job-13")["ckpt_path"] == "start.ckpt"  # a new job starts as asked
+
+
+def test_the_wandb_logger_of_a_job_gets_an_id_derived_from_the_job(tmp_path):
+    wandb = {"class_path": "vlbias.loggers.WandbLogger", "init_args": {"project": "p"}}
+    config = {"trainer": {"logger": [{"class_path": "vlbias.loggers.CSVLogger"}, wandb]}}
+    first = placed_in(config, "fit", tmp_path / "job-12_3")["trainer"]["logger"][1]["init_args"]
+    again = placed_in(config, "fit", tmp_path / "job-12_3")["trainer"]["logger"][1]["init_args"]
+    other = placed_in(config, "fit", tmp_path / "elsewhere" / "job-12_3")["trainer"]["logger"][1]["init_args"]
+    assert first["id"] == again["id"] == wandb_run_id(tmp_path / "job-12_3") and first["id"].startswith("12_3-")
+    assert other["id"] != first["id"]  # the same Slurm id on another run directory: another W&B run
+    given = {**wandb, "init_args": {"id": "mine"}}
+    assert (
+        placed_in({"trainer": {"logger": given}}, "fit", tmp_path / "job-1")["trainer"]["logger"]["init_args"]["id"]
+        == "mine"
+    )
 
 
 def test_a_finished_attempt_is_recorded_and_its_hpc_checkpoints_are_removed(tmp_path):

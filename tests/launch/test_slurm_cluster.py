@@ -14,6 +14,7 @@ import yaml
 
 from vlbias.cli import main
 from vlbias.launch import run_status
+from vlbias.launch.job import wandb_run_id
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "configs" / "experiment" / "quickstart.yaml"
@@ -125,9 +126,7 @@ def test_requeued_fit_resumes_from_its_hpc_checkpoint_and_loses_no_step(run_cli,
     output = (tmp_path / "usr1" / f"slurm-{signalled}.out").read_text()
     assert f"Restored all states from the checkpoint at {usr1}/hpc_ckpt_1.ckpt" in output
     run_ids = {re.sub(r"^offline-run-\d{8}_\d{6}-", "", path.name) for path in (usr1 / "wandb").glob("offline-run-*")}
-    assert len(list((usr1 / "wandb").glob("offline-run-*"))) == 2 and run_ids == {
-        (usr1 / "wandb_run_id").read_text().strip()
-    }
+    assert len(list((usr1 / "wandb").glob("offline-run-*"))) == 2 and run_ids == {wandb_run_id(usr1)}
     # scontrol requeue without a checkpoint starts over, and the USR1 run resumes mid-epoch where it stopped (its
     # training loader replays the epoch: vlbias.data.resumable): both train as the reference did
     for name, job in (("usr1", signalled), ("requeue", requeued)):

@@ -10,7 +10,6 @@ import pandas as pd
 from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.trainer.states import TrainerFn
-from lightning.pytorch.utilities import rank_zero_warn
 from typing_extensions import override
 
 from vlbias.atomic import atomic_write
@@ -19,7 +18,6 @@ from vlbias.errors import ConfigError
 from vlbias.results import read_items
 
 INTERVAL_SUFFIXES = ("/ci_low", "/ci_high", "/p_value")
-RUN_ID_FILE = "wandb_run_id"
 
 
 def measured_bias(trainer: Trainer) -> dict[str, float]:
@@ -56,9 +54,8 @@ class TradeoffCallback(Callback):
     * ``bias/<suite>/items``: the per-item results of each suite run as a ``wandb.Table`` (read from the
       results files the suites' callback wrote).
 
-    The W&B run id is written to ``<log_dir>/wandb_run_id``; a restarted run continues the same W&B run when
-    the logger is given it (``--trainer.logger.init_args.id $(cat <log_dir>/wandb_run_id)``; the
-    ``WandbLogger`` resumes with ``resume="allow"``). A restart that starts a new W&B run warns.
+    A fit restarted from its checkpoint continues the same W&B run with :class:`vlbias.loggers.WandbLogger`
+    (the run id travels in the checkpoint).
 
     The rows are kept in checkpoints under :attr:`state_key`, so a resumed fit keeps the earlier epochs.
 
@@ -85,14 +82,6 @@ class TradeoffCallback(Callback):
     @override
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.rows = list(state_dict["rows"])
-
-    @override
-    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
-        log_dir = run_dir(trainer)  # on every rank: trainer.log_dir is a broadcast under DDP
-        if trainer.is_global_zero:
-            for logger in trainer.loggers:
-                if isinstance(logger, WandbLogger):
-                    self._keep_run_id(log_dir, logger)
 
     @override
     def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
@@ -133,16 +122,6 @@ class TradeoffCallback(Callback):
         if self.bias is None:
             return True
         return any(key == name or key.startswith(name) and key[len(name) :] in INTERVAL_SUFFIXES for name in self.bias)
-
-    def _keep_run_id(self, log_dir: Path, logger: WandbLogger) -> None:
-        path = log_dir / RUN_ID_FILE
-        run_id = logger.experiment.id
-        if path.is_file() and path.read_text().strip() != run_id:
-            rank_zero_warn(
-                f"{path} holds W&B run id {path.read_text().strip()!r} but this run is {run_id!r}; to continue that "
-                f"run pass `--trainer.logger.init_args.id {path.read_text().strip()}`. Keeping the new id."
-            )
-        atomic_write(path, lambda handle: handle.write(f"{run_id}\n".encode()))
 
     def _log_wandb(self, trainer: Trainer, logger: WandbLogger, table: pd.DataFrame, item_files: list[Path]) -> None:
         import wandb

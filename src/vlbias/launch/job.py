@@ -26,6 +26,7 @@ attempt to ``attempts.jsonl``. The end's ``outcome``:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -46,6 +47,7 @@ ATTEMPTS_FILE = "attempts.jsonl"
 HPC_PATTERN = "hpc_ckpt_*.ckpt"
 SIGTERM_EXIT = 143
 NAMED_LOGGERS = ("CSVLogger", "TensorBoardLogger")  # log to save_dir/name/version: both set empty
+WANDB_LOGGER = "vlbias.loggers.WandbLogger"
 
 
 def job_key(env: Mapping[str, str]) -> str:
@@ -72,7 +74,8 @@ def hpc_checkpoints(job_dir: Path) -> list[Path]:
 def placed_in(config: dict[str, Any], command: str, job_dir: Path) -> dict[str, Any]:
     """``config`` with its outputs in ``job_dir``: the trainer's root and every logger's directory for a
     Lightning command (``name`` and ``version`` empty for CSV/TensorBoard, so nothing auto-increments on a
-    restart), ``out`` for ``measure``/``prune``/``audit``; for ``fit``, ``ckpt_path`` is the newest HPC checkpoint."""
+    restart; vlbias's W&B logger also gets the job's run id, :func:`wandb_run_id`), ``out`` for
+    ``measure``/``prune``/``audit``; for ``fit``, ``ckpt_path`` is the newest HPC checkpoint."""
     if command not in LIGHTNING_COMMANDS:
         return {**config, "out": str(job_dir)}
     trainer = dict(config.get("trainer") or {})
@@ -92,7 +95,16 @@ def _logger_in(entry: dict[str, Any], job_dir: Path) -> dict[str, Any]:
     init_args = {**(entry.get("init_args") or {}), "save_dir": str(job_dir)}
     if entry.get("class_path", "").rsplit(".", 1)[-1] in NAMED_LOGGERS:
         init_args |= {"name": "", "version": ""}
+    if entry.get("class_path") == WANDB_LOGGER and not (init_args.get("id") or init_args.get("version")):
+        init_args["id"] = wandb_run_id(job_dir)
     return {**entry, "init_args": init_args}
+
+
+def wandb_run_id(job_dir: Path) -> str:
+    """The W&B run id of a job: its Slurm id (``<job>`` or ``<array job>_<task>``) and 6 hex digits of the
+    job directory's path (Slurm ids repeat across clusters), the same on every rank and every requeue."""
+    digest = hashlib.sha1(str(job_dir.resolve()).encode()).hexdigest()[:6]
+    return f"{job_dir.name.removeprefix('job-')}-{digest}"
 
 
 def record(job_dir: Path, event: dict[str, Any]) -> None:
