@@ -3,6 +3,8 @@ at bias strength 0.9, then CounterBias of the activities and accuracy on the bal
 
     python scripts/fairvlp_table.py                                   # 7 methods x seeds 0 1 2, the config's epochs
     python scripts/fairvlp_table.py --seeds 0 --epochs 5 --workers 2  # reduced
+    python scripts/fairvlp_table.py --seeds 2 --out s2.json           # one seed; then, with s01.json likewise:
+    python scripts/fairvlp_table.py --summary s01.json s2.json        # the tables of both, nothing trained
 
 Each run is ``vlbias fit --config configs/experiment/fairvlp_biasworld.yaml --model.init_args.method <m>``
 with BiasWorld's strength and every seed overridden (no logger, no callbacks; :func:`vlbias.sanity.fit_on_biasworld`),
@@ -135,25 +137,43 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     parser.add_argument("--strength", type=float, default=0.9)
     parser.add_argument("--epochs", type=int, default=None, help="Override the config's max_epochs.")
     parser.add_argument("--workers", type=int, default=1, help="Runs trained at once (processes).")
-    parser.add_argument("--out", type=Path, default=None, help="Also write the rows to this JSON file.")
+    parser.add_argument("--out", type=Path, default=None, help="Write the rows to this JSON file (after every run).")
+    parser.add_argument(
+        "--summary",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="Train nothing: print the tables from the --out files of earlier runs (e.g. seeds split over machines).",
+    )
     args = parser.parse_args(argv)
+    if args.summary:
+        rows = [row for path in args.summary for row in json.loads(path.read_text())]
+        _header(args.strength, args.epochs, sorted({row["seed"] for row in rows}))
+        for row in rows:
+            _print_row(row)
+        _summary(rows, [m for m in METHODS if any(row["method"] == m for row in rows)])
+        return rows
     jobs = [(m, s, args.strength, args.epochs) for s in args.seeds for m in args.methods]
-    print(f"bias strength {args.strength}, epochs {args.epochs or 'config'}, seeds {args.seeds}\n")
+    _header(args.strength, args.epochs, args.seeds)
+    rows = []
+    with ProcessPoolExecutor(args.workers) as pool:
+        for r in pool.map(run, *zip(*jobs)):
+            rows.append(r)
+            _print_row(r)
+            if args.out is not None:  # after every run: a long table stopped half-way keeps what it measured
+                atomic_write(args.out, lambda f: f.write(json.dumps(rows, indent=1).encode()))
+    _summary(rows, args.methods)
+    return rows
+
+
+def _header(strength: float, epochs: int | None, seeds: Sequence[int]) -> None:
+    print(f"bias strength {strength}, epochs {epochs or 'config'}, seeds {list(seeds)}\n")
     print(
         "| method | seed | "
         + " | ".join(f"{m} [interval]" for m in MEASURES)
         + " | attack success | masked-activity acc | ITM acc | i2t R@1 | train s |"
     )
     print("|---|---:|" + "---|" * len(MEASURES) + "---:|---:|---:|---:|---:|", flush=True)
-    rows = []
-    with ProcessPoolExecutor(args.workers) as pool:
-        for r in pool.map(run, *zip(*jobs)):
-            rows.append(r)
-            _print_row(r)
-    _summary(rows, args.methods)
-    if args.out is not None:
-        atomic_write(args.out, lambda f: f.write(json.dumps(rows, indent=1).encode()))
-    return rows
 
 
 def _print_row(r: dict) -> None:
