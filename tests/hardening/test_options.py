@@ -123,6 +123,7 @@ def _wrong_type(kind) -> object:
 @pytest.fixture
 def no_loading(monkeypatch):
     """Fail the test if a suite is built (its data read) or a model loaded."""
+    import vlbias.prune  # noqa: F401  imported first, so that its `from ... import load` binds the real one
 
     def forbidden(*args, **kwargs):
         raise AssertionError("data or a model was loaded before the options were checked")

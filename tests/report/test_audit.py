@@ -56,7 +56,10 @@ def test_every_suite_is_measured_or_has_a_reason(audited):
         else:
             assert entry["reason"] and entry["results"] is None
     assert entries[("mmbias", "biasworld")]["status"] == MEASURED
-    assert entries[("mmbias", "mmbias")]["status"] == MEASURED  # the shared MMBias phrases: the textual tests
+    # the shared MMBias data: the tiny models' 21-word vocabulary reads its phrases as [UNK] only, so they are
+    # skipped by name and nothing is left to measure; the audit says so instead of measuring placeholders
+    real_mmbias = entries[("mmbias", "mmbias")]
+    assert real_mmbias["status"] == DATA_ABSENT and "texts the model cannot see" in real_mmbias["reason"]
     assert entries[("weat", "seat")]["status"] == MEASURED
     assert entries[("weat", "biasworld")]["status"] == NOT_APPLICABLE
     if not (DATA / "vlstereoset" / "images").is_dir():

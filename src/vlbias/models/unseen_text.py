@@ -9,7 +9,7 @@ that feeds text to a model.
 
 The first two carry no information about the text, and suites skip them with the reason; a truncated text is
 still measured on what the model reads, and suites note and count it (a suite may skip it where the cut removes
-what it measures, e.g. a contextual word past the cut).
+what it measures, e.g. a contextual word past the cut, or a mask token past the cut: :func:`unseen_masked`).
 """
 
 from __future__ import annotations
@@ -80,4 +80,34 @@ def unseen_texts(tokenizer, texts: Sequence[str], max_length: int | None) -> lis
             )
         else:
             problems.append(None)
+    return problems
+
+
+def unseen_masked(adapter, texts: Sequence[str]) -> list[UnseenText | None]:
+    """:func:`unseen_by` for texts a masked-word probe reads at their mask tokens: a truncated text whose cut
+    removes one of its mask tokens is skipped too (``truncated``, ``skip``), since the probe then has nothing to
+    read; a truncated text that keeps all its masks is measured (and noted) as any other.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> from vlbias.models.vocab import word_tokenizer
+        >>> model = SimpleNamespace(tokenizer=word_tokenizer(["a", "man", "is"]), max_text_length=5)
+        >>> [(p.kind, p.skip) for p in unseen_masked(model, ["a [MASK] is a man", "a man is a [MASK]"])]
+        [('truncated', False), ('truncated', True)]
+    """
+    texts = list(texts)
+    problems = unseen_by(adapter, texts)
+    cut = [i for i, problem in enumerate(problems) if problem is not None and problem.kind == TRUNCATED]
+    if not cut:
+        return problems
+    tokenizer, mask = adapter.tokenizer, adapter.tokenizer.mask_token_id
+    whole = tokenizer([texts[i] for i in cut])["input_ids"]
+    read = tokenizer([texts[i] for i in cut], truncation=True, max_length=adapter.max_text_length)["input_ids"]
+    for i, ids, kept in zip(cut, whole, read, strict=True):
+        if kept.count(mask) < ids.count(mask):
+            problems[i] = UnseenText(
+                TRUNCATED,
+                f"{problems[i].reason}; {tokenizer.mask_token} is past the cut: nothing is measured",
+                skip=True,
+            )
     return problems

@@ -21,7 +21,7 @@ Table 3 for ``B@L_log``, a plain log-probability difference), ``<group>/<target>
 ``min_bias_change``), ``attack_success_rate`` (attacked images whose most likely bias concept
 is B' after the attack, which includes images the model already read as B'),
 ``n_attack_failed``, ``n_counterfactual_before_attack`` (attacked images already read as B'),
-``n_skipped`` and ``n_skipped/<kind>``. Measures: ``B@V-L``, ``B@V``, ``B@L``, ``B@L_log`` and
+``n_skipped``, ``n_skipped/<kind>`` and ``n_truncated``. Measures: ``B@V-L``, ``B@V``, ``B@L``, ``B@L_log`` and
 ``B@L_log/<baseline>``.
 
 Intervals (percentile bootstrap over each target's images) for ``<group>/<measure>/<template>``,
@@ -37,6 +37,18 @@ Skipped items, each with its reason and a ``kind`` (:data:`SKIP_KINDS`): no gend
 (``unknown_bias_concept``), a bias or target word outside the model's vocabulary
 (``bias_word_unusable``, ``target_word_unusable``), a missing or corrupt image (``image``), and
 (with ``require_attack_success``) a failed attack (``attack_failed``).
+
+Caption templates a model cannot read at their mask (:mod:`vlbias.models.unseen_text`) are checked once per run,
+as each model reads them (every bias concept and its swap, the mask repeated once per word piece of the target
+words), in the measured model and in the language baseline. A template whose caption is longer than a model's
+maximum with its ``[MASK]`` past the cut (:func:`~vlbias.models.unseen_text.unseen_masked`) is skipped with the
+reason (``item`` ``template/<name>``, ``kind`` ``truncated``), since nothing is then measured: every Table 1
+template ends with its ``[MASK]``, so a cut caption always loses it. Skipping removes the template from the whole
+run (its metrics are absent; ``avg`` and the intervals are over the templates measured), not the items: every
+item is scored with the same templates, so the other templates' numbers are those of a run with ``templates``
+set to them. A caption cut after its mask would be measured on what the model reads, with a ``note`` on the rows
+of its template. The captions always hold a mask token, so none is ``empty`` or ``unknown``. Counted:
+``n_skipped/truncated`` (templates skipped) and ``n_truncated`` (templates measured with a truncated caption).
 
 Target probabilities are normalised over the group's target concepts (``"concepts"``, what
 the authors' released code does) or are the masked-word probability over the whole vocabulary
@@ -82,6 +94,7 @@ from vlbias.metrics.functional.multiple_testing import (
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.models.masked_words import word_log_probs, word_pieces
+from vlbias.models.unseen_text import TRUNCATED, UnseenText, unseen_masked
 from vlbias.options import PositiveUnitInterval, check_options
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
 from vlbias.suites.options import Strategy
@@ -97,6 +110,7 @@ SKIP_KINDS = (
     "target_word_unusable",
     "image",
     "attack_failed",
+    TRUNCATED,
 )
 
 
@@ -378,13 +392,13 @@ class CounterBiasSuite(Suite):
         return problems
 
     def _text_only_log_probs(
-        self, adapter: ModelAdapter, words: list[str], columns: list[list[int]]
+        self, adapter: ModelAdapter, templates: list[str], words: list[str], columns: list[list[int]]
     ) -> dict[tuple[str, str], Tensor]:
-        """log P(T | L) with no image (Eq. 12) of every target word, per (template, bias word):
+        """log P(T | L) with no image (Eq. 12) of every target word, per (template of ``templates``, bias word):
         captions depend on nothing else. Words outside ``adapter``'s vocabulary get NaN."""
         problems = self._vocabulary_problems(adapter.tokenizer, words)
         usable = [w for w in words if w not in problems]
-        keys = [(name, b) for name in self.templates for b in self.bias_concepts]
+        keys = [(name, b) for name in templates for b in self.bias_concepts]
         table = torch.full((len(keys), len(words)), torch.nan)
         if usable:
             texts = [fill_template(CAPTION_TEMPLATES[name], adapter.tokenizer.mask_token, gender=b) for name, b in keys]
@@ -433,6 +447,19 @@ class CounterBiasSuite(Suite):
             return None
         return {"item": item.id, "kind": kind, "reason": reason}
 
+    def _caption_problems(self, model: ModelAdapter, name: str, words: list[str]) -> list[tuple[str, UnseenText]]:
+        """The captions of template ``name`` that ``model`` reads for ``words`` (every bias concept, and its
+        swap; the mask repeated once per word piece, for each piece count among the words ``model`` can score,
+        as :func:`~vlbias.models.masked_words.word_log_probs` feeds them) that it cannot see as written, with why."""
+        mask = model.tokenizer.mask_token
+        problems = self._vocabulary_problems(model.tokenizer, words)
+        usable = [word for word in words if word not in problems]
+        counts = sorted({len(pieces) for pieces in word_pieces(model.tokenizer, usable, self.strategy)})
+        factual = [fill_template(CAPTION_TEMPLATES[name], mask, gender=b) for b in self.bias_concepts]
+        captions = list(dict.fromkeys([*factual, *map(self.lexicon.swap, factual)]))
+        expanded = [caption.replace(mask, " ".join([mask] * count)) for count in counts for caption in captions]
+        return [(c, p) for c, p in zip(expanded, unseen_masked(model, expanded), strict=True) if p is not None]
+
     def _baseline(self, adapter: ModelAdapter) -> tuple[str, ModelAdapter]:
         from vlbias.models import load
 
@@ -468,7 +495,10 @@ class CounterBiasMeasurement(Measurement):
         self.words = [t for ts in suite.groups.values() for t in ts if t not in problems]
         columns = [[self.words.index(t) for t in ts if t not in problems] for ts in suite.groups.values()]
         self.columns = [c for c in columns if c]
-        self.text_only = self._text_only_tables() if len(self.excluded) < len(suite.items) else {}
+        measurable = len(self.excluded) < len(suite.items)
+        self.baseline = suite._baseline(adapter) if measurable and suite.language_baseline else None
+        self.templates, self.template_skips, self.template_notes = self._seen_templates()
+        self.text_only = self._text_only_tables() if measurable else {}
         self.measures = list(MEASURES) + [measure for measure in self.text_only if measure not in MEASURES]
         self.scores = {
             (group, measure, template): CounterBiasScore(
@@ -476,12 +506,12 @@ class CounterBiasMeasurement(Measurement):
             )
             for group, targets in suite.groups.items()
             for measure in self.measures
-            for template in suite.templates
+            for template in self.templates
         }
         self.uncertainty = {  # the text-only measures read no image: nothing to resample (module docstring)
             (group, measure): CounterBiasUncertainty(
                 len(targets),
-                len(suite.templates),
+                len(self.templates),
                 n_bootstrap=suite.n_bootstrap,
                 n_permutations=suite.n_permutations,
                 confidence=suite.confidence,
@@ -500,12 +530,34 @@ class CounterBiasMeasurement(Measurement):
             strategy=suite.strategy,
         )
 
+    def _seen_templates(self) -> tuple[list[str], list[dict[str, str]], dict[str, str]]:
+        """The templates whose captions every model that reads them (this one, the language baseline) reads at
+        their masks; a skip entry (``kind`` ``truncated``) of each other template, whose mask a model's maximum
+        length cuts; and a note per kept template whose captions a model reads truncated after the mask."""
+        models = [self.adapter] + ([self.baseline[1]] if self.baseline else [])
+        kept, skips, notes = [], [], {}
+        for name in self.suite.templates:
+            found = [(m, c, p) for m in models for c, p in self.suite._caption_problems(m, name, self.words)]
+            blocking = [(m, c, p) for m, c, p in found if p.skip]
+            if blocking:
+                model, caption, problem = blocking[0]
+                reason = f"model {model.name!r}, caption {caption!r}: {problem.reason}"
+                skips.append({"item": f"template/{name}", "kind": problem.kind, "reason": reason})
+                continue
+            kept.append(name)
+            if found:
+                notes[name] = "; ".join(f"model {m.name!r}, caption {c!r}: {p.reason}" for m, c, p in found)
+        if not kept:
+            raise InputError(f"No caption template can be measured: {'; '.join(entry['reason'] for entry in skips)}")
+        return kept, skips, notes
+
     def _text_only_tables(self) -> dict[str, dict[tuple[str, str], Tensor]]:
         """Eq. 12's log P(T | L) tables of the model (``B@L_log``) and of the language baseline, if any."""
-        tables = {"B@L_log": self.suite._text_only_log_probs(self.adapter, self.words, self.columns)}
-        if self.suite.language_baseline:
-            name, baseline = self.suite._baseline(self.adapter)
-            tables[f"B@L_log/{name}"] = self.suite._text_only_log_probs(baseline, self.words, self.columns)
+        suite = self.suite
+        tables = {"B@L_log": suite._text_only_log_probs(self.adapter, self.templates, self.words, self.columns)}
+        if self.baseline:
+            name, baseline = self.baseline
+            tables[f"B@L_log/{name}"] = suite._text_only_log_probs(baseline, self.templates, self.words, self.columns)
         return tables
 
     def metrics(self) -> list[CounterBiasScore | CounterBiasUncertainty]:
@@ -578,7 +630,7 @@ class CounterBiasMeasurement(Measurement):
         n, mask = len(items), adapter.tokenizer.mask_token
         # Rows: per template, (V_f, L_f), (V_cf, L_cf), (V_cf, L_f), (V_f, L_cf), n each; images V_f then V_cf.
         pick, texts = [], []
-        for name in suite.templates:
+        for name in self.templates:
             factual = [fill_template(CAPTION_TEMPLATES[name], mask, gender=item.bias) for item in items]
             swapped = [suite.lexicon.swap(text) for text in factual]
             for offset, captions in ((0, factual), (n, swapped), (n, factual), (0, swapped)):
@@ -589,8 +641,8 @@ class CounterBiasMeasurement(Measurement):
             rows = torch.tensor(pick, device=adapter.device)
             log_probs = suite._target_log_probs(adapter, pixel_values, rows, texts, self.words, self.columns)
         target = torch.tensor([self.words.index(item.target) for item in items])
-        at_target = log_probs[torch.arange(len(texts)), target.repeat(4 * len(suite.templates))].exp()
-        return at_target.view(len(suite.templates), 4, n)
+        at_target = log_probs[torch.arange(len(texts)), target.repeat(4 * len(self.templates))].exp()
+        return at_target.view(len(self.templates), 4, n)
 
     # -- update: metric inputs, skips, counts, item rows ------------------------------------
     def update(self, batch: Batch, outputs: _Probed) -> None:
@@ -635,7 +687,7 @@ class CounterBiasMeasurement(Measurement):
         }
         rows: list[list[dict]] = [[] for _ in items]
         by_template: dict[str, list[Tensor]] = {}
-        for t, name in enumerate(suite.templates):
+        for t, name in enumerate(self.templates):
             p_f, p_vl, p_v, p_l = measured.p_target[t]
             values = {
                 "B@V-L": multimodal_bias(p_f, p_vl, measured.p_bias_f, measured.p_bias_cf, suite.min_bias_change),
@@ -672,6 +724,7 @@ class CounterBiasMeasurement(Measurement):
                         "counterfactual_bias": counterpart[b],
                         "template": name,
                         **{field: per_row[b] for field, per_row in fields.items()},
+                        **({"note": self.template_notes[name]} if name in self.template_notes else {}),
                     }
                 )
         for index, item_rows in zip(measured.indices, rows):
@@ -688,7 +741,7 @@ class CounterBiasMeasurement(Measurement):
 
     # -- compute: the synced metrics and gathered notes ---------------------------------------
     def compute(self, gathered: Gathered) -> SuiteOutput:
-        skipped = [*self.excluded.values(), *gathered.skipped]
+        skipped = [*self.excluded.values(), *self.template_skips, *gathered.skipped]
         output = SuiteOutput(
             metrics={}, items=gathered.rows, skipped=skipped, n_items=int(gathered.counts.get("n_items", 0))
         )
@@ -706,11 +759,12 @@ class CounterBiasMeasurement(Measurement):
         output.metrics["n_skipped"] = float(len(skipped))
         for kind in SKIP_KINDS:
             output.metrics[f"n_skipped/{kind}"] = float(sum(entry["kind"] == kind for entry in skipped))
+        output.metrics["n_truncated"] = float(len(self.template_notes))
         return output
 
     def _summarise(self, group: str, targets: list[str], measure: str, output: SuiteOutput) -> None:
         """Table 2 per template and averaged, bias(T) per target averaged over templates, and the exclusions."""
-        templates = self.suite.templates
+        templates = self.templates
         results = [_computed(self.scores[(group, measure, name)]) for name in templates]
         for name, result in zip(templates, results):
             output.metrics[f"{group}/{measure}/{name}"] = float(result["mean_absolute"])
@@ -726,7 +780,7 @@ class CounterBiasMeasurement(Measurement):
         self, group: str, targets: list[str], measure: str, result: dict[str, Tensor], output: SuiteOutput
     ) -> None:
         """Intervals of Table 2 and of bias(T), and bias(T)'s p-values, raw and adjusted over the group's targets."""
-        templates = self.suite.templates
+        templates = self.templates
         mean_absolute = result["mean_absolute"].reshape(len(templates), 2)  # torchmetrics squeezes 1-element outputs
         for name, interval in zip(templates, mean_absolute.tolist()):
             output.intervals[f"{group}/{measure}/{name}"] = interval

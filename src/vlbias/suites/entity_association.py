@@ -27,6 +27,16 @@ positive means female-leaning). Missing, unreadable or absent images, and entiti
 measured or the text model's vocabulary lacks (or, with ``strategy="refuse"``, splits), are
 skipped with a reason and the scores that would need them are left out, never filled in.
 
+Captions a model cannot see as written (:mod:`vlbias.models.unseen_text`) are checked per entity, as each model
+reads them (the mask repeated once per word piece), in the measured and in the text model. An entity one of whose
+captions loses a mask to truncation (longer than the model's maximum, the mask past the cut:
+:func:`~vlbias.models.unseen_text.unseen_masked`) is skipped with the reason and ``kind`` ``truncated``, since
+nothing would be read at its mask; skipping removes the entity (all its scores), because every score compares
+its captions across agents. An entity whose captions are cut after their masks is measured on what the model
+reads, and its rows carry a ``note``. Captions always hold a mask token, so none is ``empty`` or ``unknown``
+(unknown agent and entity words are refused above). Counted, when not zero: ``n_skipped/truncated`` and
+``n_truncated`` (entities measured with a truncated caption).
+
 The per-item table has one row per (entity, input): ``source`` is ``image`` (with ``image`` and
 ``image_group``), ``vl_no_image`` or ``text_model``, and ``log_p_<agent key>`` holds the entity's
 score with each agent (the spec's group names and ``neutral``) in the caption.
@@ -69,6 +79,7 @@ from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.models.masked_words import STRATEGIES, word_log_probs, word_pieces
 from vlbias.models.registry import adapter_class, load
+from vlbias.models.unseen_text import TRUNCATED, UnseenText, unseen_masked
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
 from vlbias.suites.options import Strategy
 
@@ -209,9 +220,18 @@ class EntityAssociationSuite(Suite):
         return units
 
     def start(self, adapter: ModelAdapter, seed: int) -> EntityAssociationMeasurement:
-        """Load the text model, refuse the entities that either model cannot score, and build the metrics."""
+        """Load the text model, refuse the entities that either model cannot score or cannot read the captions of,
+        and build the metrics."""
         text_adapter = self._text_adapter(adapter)
-        return EntityAssociationMeasurement(self, adapter, text_adapter, self._refused((adapter, text_adapter)), seed)
+        models = (adapter, text_adapter)
+        refused = self._refused(models)
+        unseen, notes = self._unseen_captions(models, {entry["item"] for entry in refused})
+        refused += unseen
+        if len(refused) == len(self.spec.entities):
+            raise InputError(
+                f"Spec {self.spec.source!r}: no entity can be scored: {'; '.join(e['reason'] for e in refused)}"
+            )
+        return EntityAssociationMeasurement(self, adapter, text_adapter, refused, notes, seed)
 
     def _text_adapter(self, adapter: ModelAdapter) -> ModelAdapter:
         options = dict(self.text_options)
@@ -227,7 +247,7 @@ class EntityAssociationSuite(Suite):
 
     def _refused(self, models: tuple[ModelAdapter, ...]) -> list[dict[str, str]]:
         """Skip entries of the entities that a model cannot score. An agent word that a model does not know is
-        refused outright (the caption would condition on ``[UNK]``), as is a spec with no scorable entity."""
+        refused outright (the caption would condition on ``[UNK]``)."""
         for model in models:
             unknown = [
                 a for a in self.spec.agents().values() if model.tokenizer.unk_token in model.tokenizer.tokenize(a)
@@ -243,11 +263,42 @@ class EntityAssociationSuite(Suite):
                     word_pieces(model.tokenizer, [entity], self.strategy)
             except InputError as err:
                 refused.append({"item": entity, "reason": f"model {model.name!r}: {err}"})
-        if len(refused) == len(self.spec.entities):
-            raise InputError(
-                f"Spec {self.spec.source!r}: no entity can be scored: {'; '.join(e['reason'] for e in refused)}"
-            )
         return refused
+
+    def _unseen_captions(
+        self, models: tuple[ModelAdapter, ...], refused: set[str]
+    ) -> tuple[list[dict[str, str]], dict[tuple[str, int], str]]:
+        """Skip entries (with ``kind``) of the entities a caption of which ``models[m]`` cannot read
+        (:func:`~vlbias.models.unseen_text.unseen_masked`: a mask past the cut), and ``{(entity, m): note}`` of
+        the others whose captions model ``m`` reads truncated (``m``: 0 the measured model, 1 the text model)."""
+        skipped, notes = [], {}
+        for entity in self.spec.entities:
+            if entity in refused:
+                continue
+            found = {m: self._caption_problems(model, entity) for m, model in enumerate(models)}
+            blocking = [(m, c, p) for m, problems in found.items() for c, p in problems if p.skip]
+            if blocking:
+                m, caption, problem = blocking[0]
+                reason = f"model {models[m].name!r}, caption {caption!r}: {problem.reason}"
+                skipped.append({"item": entity, "reason": reason, "kind": problem.kind})
+                continue
+            notes |= {
+                (entity, m): "; ".join(f"caption {c!r}: {p.reason}" for c, p in problems)
+                for m, problems in found.items()
+                if problems
+            }
+        return skipped, notes
+
+    def _caption_problems(self, model: ModelAdapter, entity: str) -> list[tuple[str, UnseenText]]:
+        """The captions ``model`` reads for ``entity`` (one per agent, the template's mask repeated once per word
+        piece of ``entity``, as :func:`~vlbias.models.masked_words.word_log_probs` feeds them) that it cannot
+        see as written, each with why."""
+        mask = model.tokenizer.mask_token
+        (pieces,) = word_pieces(model.tokenizer, [entity], self.strategy)
+        masks = " ".join([mask] * len(pieces))
+        template = self.spec.template_of(entity)
+        captions = [template.caption(agent, mask).replace(mask, masks) for agent in self.spec.agents().values()]
+        return [(c, p) for c, p in zip(captions, unseen_masked(model, captions), strict=True) if p is not None]
 
 
 @dataclass(frozen=True)
@@ -287,10 +338,12 @@ class EntityAssociationMeasurement(Measurement):
         adapter: ModelAdapter,
         text_adapter: ModelAdapter,
         refused: list[dict[str, str]],
+        notes: dict[tuple[str, int], str],
         seed: int,
     ) -> None:
         super().__init__()
         self.suite, self.adapter, self.text_adapter, self.refused = suite, adapter, text_adapter, refused
+        self.notes = notes
         self.groups = list(suite.spec.groups)
         self.entity_index = {entity: index for index, entity in enumerate(suite.spec.entities)}
         self.scorable = set(self.entity_index) - {entry["item"] for entry in refused}
@@ -399,7 +452,8 @@ class EntityAssociationMeasurement(Measurement):
             self.scores["L_no_image"][group].update(entity, vl[group][None], vl["neutral"][None])  # Eq. 6
             self.scores["L_text_model"][group].update(entity, lm[group][None], lm["neutral"][None])  # B_L^Bert, Sec. 5
         for source, scores in output.items():
-            self.note_row(index, _row(unit.template, unit.entity, source, None, None, scores))
+            row = _row(unit.template, unit.entity, source, None, None, scores)
+            self.note_row(index, row | self._note(unit.entity, source))
 
     def _update_image(self, index: int, unit: ImageUnit, output: dict) -> None:
         entity, order = torch.tensor([self.entity_index[unit.entity]]), torch.tensor([index])
@@ -415,7 +469,14 @@ class EntityAssociationMeasurement(Measurement):
         )
         self.count("n_images")
         self.count(f"images/{unit.entity}/{unit.group}")
-        self.note_row(index, _row(unit.template, unit.entity, "image", unit.label, unit.group, scores))
+        row = _row(unit.template, unit.entity, "image", unit.label, unit.group, scores)
+        self.note_row(index, row | self._note(unit.entity, "image"))
+
+    def _note(self, entity: str, source: str) -> dict[str, str]:
+        """``{"note": ...}`` when the model of ``source`` (the text model for ``text_model``, else the measured
+        one) reads ``entity``'s captions truncated, else ``{}``."""
+        note = self.notes.get((entity, int(source == "text_model")))
+        return {"note": note} if note else {}
 
     # -- compute -----------------------------------------------------------------------
     def compute(self, gathered: Gathered) -> SuiteOutput:
@@ -447,7 +508,17 @@ class EntityAssociationMeasurement(Measurement):
                         output.intervals[f"B_{key}/{entity}"] = intervals[key][index]
         output.metrics["n_images"] = float(gathered.counts.get("n_images", 0))
         output.metrics["n_skipped"] = float(len(output.skipped))
+        output.metrics |= self._unseen_counts()
         return output
+
+    def _unseen_counts(self) -> dict[str, float]:
+        """``n_skipped/truncated`` (entities skipped for a mask past the cut) and ``n_truncated`` (entities
+        measured with a caption a model reads truncated), present when one is not zero."""
+        counts = {
+            f"n_skipped/{TRUNCATED}": float(sum(entry.get("kind") == TRUNCATED for entry in self.refused)),
+            "n_truncated": float(len({entity for entity, _ in self.notes})),
+        }
+        return counts if any(counts.values()) else {}
 
     def _measured_groups(self, key: str, entity: str, counts: dict[str, float]) -> list[str]:
         """The groups ``g`` whose ``S_<key>(E, g)`` had rows: all for the text-only scores; for ``S_L`` all when

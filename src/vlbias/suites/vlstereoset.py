@@ -30,13 +30,22 @@ Stimuli: ``from_path`` reads the public CSV and images from a local folder (see
 with its reason (``scope: "all"``); an anti-stereotypical item that cannot be neutralised is measured
 but left out of lmss/vlss with its reason (``scope: "lmss_vlss"``). Every such entry is counted in
 the metrics (``n_skipped``, ``n_not_neutralised``).
+
+Captions the model cannot see as written (:mod:`vlbias.models.unseen_text`): an item with a caption that is
+empty or whose every token is the unknown token is skipped whole (``scope: "all"``, ``kind`` ``empty`` /
+``unknown``, counted in ``n_skipped/empty``, ``n_skipped/unknown``), since the model's selection among the three
+captions would compare a caption it cannot read; a neutralised caption it cannot see leaves the item out of
+lmss/vlss only (``scope: "lmss_vlss"``, counted in ``n_not_neutralised``). An item whose captions (or
+neutralised captions) are longer than the model's maximum is measured on what the model reads, with the reason
+in its row's ``note`` (a column only those rows fill), and counted in ``n_truncated`` (items).
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,6 +70,7 @@ from vlbias.metrics.functional.vlstereoset import (
 from vlbias.metrics.vlstereoset import VLStereoSetScores, VLStereoSetShift
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
+from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, UnseenText, unseen_by
 from vlbias.options import check_value
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
 from vlbias.suites.options import Probe, Temperature
@@ -69,6 +79,7 @@ if TYPE_CHECKING:
     from torchmetrics import Metric
 
 DEFAULT_TEMPERATURE = {Capability.MATCH: 1.0, Capability.EMBED: 0.01}
+NEUTRAL_CAPTIONS = ("neutral stereotype", "neutral anti-stereotype")  # S'_s, S'_a of lmss and vlss
 
 
 @dataclass(frozen=True)
@@ -146,6 +157,25 @@ def biasworld_items(
     return items
 
 
+def _caption_checks(
+    adapter: ModelAdapter, groups: Sequence[Sequence[str]], names: Sequence[str]
+) -> list[tuple[UnseenText | None, str]]:
+    """For each group of captions (named ``names``, e.g. :data:`CAPTIONS`): why the model cannot see one of them
+    (the first; :func:`~vlbias.models.unseen_text.unseen_by`), or ``None``, and a note of those it reads
+    truncated (``""`` if none)."""
+    problems = unseen_by(adapter, [caption for group in groups for caption in group])
+    checks = []
+    for start, group in zip(range(0, len(problems), len(names)), groups):
+        found = [
+            (f"{name} caption {caption!r}: {problem.reason}", problem)
+            for name, caption, problem in zip(names, group, problems[start : start + len(names)], strict=True)
+            if problem is not None
+        ]
+        blocking = [UnseenText(problem.kind, reason, skip=True) for reason, problem in found if problem.skip]
+        checks.append((blocking[0] if blocking else None, "; ".join(reason for reason, _ in found)))
+    return checks
+
+
 def _caption_scores(
     adapter: ModelAdapter, probe: Capability, pixel_values: Tensor, captions: list[list[str]]
 ) -> Tensor:
@@ -165,7 +195,8 @@ class VLStereoSetSuite(Suite):
 
     Metrics: ``vlrs``, ``vlbs``, ``ivlas`` and ``<score>/<category>`` with intervals of the same
     names; counts ``n_items``, ``n_anti``, ``n_items/<category>``, ``n_anti/<category>``,
-    ``n_skipped`` and ``n_skipped/<reason kind>``; ``lmss/mean``, ``lmss/fraction_positive`` (interval
+    ``n_skipped`` and ``n_skipped/<reason kind>`` (``empty`` and ``unknown`` always), ``n_truncated``;
+    ``lmss/mean``, ``lmss/fraction_positive`` (interval
     ``lmss/mean``), the same for vlss, and both again under ``.../picked_stereotype/...``, with
     ``n_shift_items`` and ``n_not_neutralised``; ``reference/<IDM|BIM|RAM>/<score>``.
     Per-item table: key, category, target, label, the three scores and probabilities, the selected
@@ -274,7 +305,8 @@ class Probed:
     anti-stereotypical items that could not be neutralised; ``measured`` (stimulus index, item) for the
     items whose image loaded, with their caption ``scores`` ``(M, 3)``; ``neutral`` the neutralised
     captions of the measured positions in ``shifted``, whose score pairs with the image ``I`` and with
-    the blank image ``I'`` are ``with_image`` and ``with_blank`` ``(K, 2)``."""
+    the blank image ``I'`` are ``with_image`` and ``with_blank`` ``(K, 2)``; ``notes`` per measured position: the
+    captions the model reads truncated (``""``: none)."""
 
     skipped: list[tuple[int, dict[str, str]]]
     measured: list[tuple[int, ProbeItem]]
@@ -282,6 +314,7 @@ class Probed:
     neutral: dict[int, list[str]]
     with_image: Tensor | None = None
     with_blank: Tensor | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def shifted(self) -> list[int]:
@@ -316,16 +349,24 @@ class VLStereoSetMeasurement(Measurement):
         return [self.scores, *self.references.values(), *shift]
 
     def probe(self, batch: Batch) -> Probed:
-        skipped, measured, images = [], [], []
-        for index, item in zip(batch.indices, batch.items):
+        skipped, measured, images, notes = [], [], [], []
+        checks = _caption_checks(self.adapter, [item.captions for item in batch.items], CAPTIONS)
+        for index, item, (unseen, note) in zip(batch.indices, batch.items, checks, strict=True):
             try:
-                images.append(load_image(item.image))
-                measured.append((index, item))
+                image = load_image(item.image)
             except InputError as err:
                 skipped.append((index, {"item": item.key, "reason": str(err), "scope": "all"}))
+                continue
+            if unseen is not None:  # the model sees no word of a caption: no selection among the three
+                entry = {"item": item.key, "reason": unseen.reason, "scope": "all", "kind": unseen.kind}
+                skipped.append((index, entry))
+                continue
+            images.append(image)
+            measured.append((index, item))
+            notes.append(note)
         if not measured:
             return Probed(skipped, measured, torch.empty(0, 3, dtype=torch.float64), {})
-        neutral = self._neutralise(measured, skipped)
+        neutral = self._neutralise(measured, skipped, notes)
         chosen = list(neutral)
         capability = self.suite.capability
         with measuring(self.adapter.device):
@@ -334,39 +375,39 @@ class VLStereoSetMeasurement(Measurement):
                 self.adapter, capability, pixel_values, [list(item.captions) for _, item in measured]
             )
             if not chosen:
-                return Probed(skipped, measured, scores, neutral)
+                return Probed(skipped, measured, scores, neutral, notes=notes)
             texts = [neutral[position] for position in chosen]
             with_image = _caption_scores(self.adapter, capability, pixel_values[chosen], texts)
             with_blank = _caption_scores(
                 self.adapter, capability, self.blank.expand(len(chosen), *self.blank.shape[1:]), texts
             )
-        return Probed(skipped, measured, scores, neutral, with_image, with_blank)
+        return Probed(skipped, measured, scores, neutral, with_image, with_blank, notes)
 
     def _neutralise(
-        self, measured: list[tuple[int, ProbeItem]], skipped: list[tuple[int, dict[str, str]]]
+        self, measured: list[tuple[int, ProbeItem]], skipped: list[tuple[int, dict[str, str]]], notes: list[str]
     ) -> dict[int, list[str]]:
         """Neutralised ``(S'_s, S'_a)`` of the measured anti-stereotypical items, by position (none without
-        ``shift``); an item the lexicon cannot neutralise gets a ``lmss_vlss`` skip entry."""
+        ``shift``). An item the lexicon cannot neutralise, or with a neutralised caption the model cannot see
+        (empty, unknown tokens only), gets a ``lmss_vlss`` skip entry; neutralised captions the model reads
+        truncated are added to the item's note."""
         neutral: dict[int, list[str]] = {}
         if not self.suite.shift:
             return neutral
         for position, (index, item) in enumerate(measured):
-            if not item.anti_stereotypical:
-                continue
-            captions, reason = self.suite.lexicon.neutralise_item(item.target, item.captions[:2])
-            if captions is None:
-                skipped.append(
-                    (
-                        index,
-                        {
-                            "item": item.key,
-                            "reason": f"not neutralised, left out of lmss/vlss: {reason}",
-                            "scope": "lmss_vlss",
-                        },
-                    )
-                )
-            else:
-                neutral[position] = captions
+            if item.anti_stereotypical:
+                captions, reason = self.suite.lexicon.neutralise_item(item.target, item.captions[:2])
+                if captions is None:
+                    skipped.append((index, _not_neutralised(item, reason)))
+                else:
+                    neutral[position] = captions
+        checks = _caption_checks(self.adapter, list(neutral.values()), NEUTRAL_CAPTIONS)
+        for position, (unseen, note) in zip(list(neutral), checks, strict=True):
+            index, item = measured[position]
+            if unseen is not None:
+                skipped.append((index, _not_neutralised(item, unseen.reason) | {"kind": unseen.kind}))
+                del neutral[position]
+            elif note:
+                notes[position] = "; ".join(filter(None, (notes[position], note)))
         return neutral
 
     def update(self, batch: Batch, outputs: Probed) -> None:
@@ -381,14 +422,15 @@ class VLStereoSetMeasurement(Measurement):
         for model, reference in self.references.items():
             reference.update(reference_scores(model, anti), anti, category)
         rows = self._rows(outputs)
+        self.count(TRUNCATED, sum(bool(note) for note in outputs.notes))
         if outputs.shifted:
             chosen = outputs.shifted
             original = outputs.scores[chosen, :2]
             picked = torch.tensor([rows[position]["selected"] == CAPTIONS[0] for position in chosen])
             self.shift_all.update(original, outputs.with_image, outputs.with_blank)
             self.shift_picked.update(original[picked], outputs.with_image[picked], outputs.with_blank[picked])
-        for (index, _), row in zip(outputs.measured, rows):
-            self.note_row(index, row)
+        for (index, _), row, note in zip(outputs.measured, rows, outputs.notes, strict=True):
+            self.note_row(index, row | ({"note": note} if note else {}))
 
     def _rows(self, outputs: Probed) -> list[dict[str, object]]:
         """Item-table rows of the measured items: the three scores, their probabilities
@@ -434,6 +476,9 @@ class VLStereoSetMeasurement(Measurement):
         output.metrics["n_skipped"] = float(sum(count for kind, count in kinds.items() if kind != "not_neutralised"))
         output.metrics["n_not_neutralised"] = float(kinds.pop("not_neutralised", 0))
         output.metrics.update({f"n_skipped/{kind}": float(count) for kind, count in sorted(kinds.items())})
+        for kind in (EMPTY, UNKNOWN):
+            output.metrics.setdefault(f"n_skipped/{kind}", 0.0)
+        output.metrics["n_truncated"] = float(gathered.counts.get(TRUNCATED, 0))
         return output
 
     def _fill_scores(self, output: SuiteOutput) -> None:
@@ -459,6 +504,11 @@ class VLStereoSetMeasurement(Measurement):
                 output.metrics[f"{name}/{prefix}fraction_positive"] = float(summary[f"{name}/fraction_positive"])
                 output.intervals[f"{name}/{prefix}mean"] = [float(v) for v in summary[f"{name}/interval"]]
             output.metrics[f"n_shift_items{'/' + prefix.rstrip('/') if prefix else ''}"] = float(summary["n_items"])
+
+
+def _not_neutralised(item: ProbeItem, reason: str) -> dict[str, str]:
+    """The ``lmss_vlss`` skip entry of an item measured but left out of lmss and vlss."""
+    return {"item": item.key, "reason": f"not neutralised, left out of lmss/vlss: {reason}", "scope": "lmss_vlss"}
 
 
 def _item_row(
@@ -502,6 +552,8 @@ def _reason_kind(entry: dict[str, str]) -> str:
     reason = entry["reason"]
     if entry.get("scope") == "lmss_vlss":
         return "not_neutralised"
+    if "kind" in entry:  # a caption the model cannot see (empty, unknown)
+        return entry["kind"]
     if "does not exist" in reason:
         return "image_missing"
     if any(problem in reason for problem in _IMAGE_PROBLEMS):
