@@ -208,7 +208,7 @@ def test_the_reader_check_finds_truncated_dangling_and_unreadable_files(tmp_path
 # ----------------------------------------------------------------------------- images: MMBias end to end
 WORDS = {
     "unpleasant_phrases": ["cooking", "cleaning", "sewing"],
-    "pleasant_phrases": ["reading", "painting", "running"],
+    "pleasant_phrases": ["driving", "repairing", "coding"],
 }
 
 
@@ -399,7 +399,7 @@ BAD_TEXT = {
         "mmbias",
         "clip",
         mmbias_phrases,
-        json.dumps({**WORDS, "category_phrases": {"muslim": ["a man ."]}}).encode().replace(b"painting", LATIN1_E),
+        json.dumps({**WORDS, "category_phrases": {"muslim": ["a man ."]}}).encode().replace(b"repairing", LATIN1_E),
         "textual_phrases.json': line 1, column",
         "field pleasant_phrases[1]: byte 0xe9 is not UTF-8",
     ),

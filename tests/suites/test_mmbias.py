@@ -256,7 +256,7 @@ class VectorAdapterForWorld(VectorAdapter):
 # ----------------------------------------------------------------------------- end to end, tiny models
 WORDS = {
     "unpleasant_phrases": ["cooking", "cleaning", "sewing"],
-    "pleasant_phrases": ["reading", "painting", "running"],
+    "pleasant_phrases": ["driving", "repairing", "coding"],
 }
 
 

@@ -24,7 +24,7 @@ from vlbias.metrics.functional.grounded_weat import (
     congruence_p_value,
     congruence_statistic,
 )
-from vlbias.metrics.functional.weat import DEFAULT_BOOTSTRAP
+from vlbias.metrics.functional.weat import DEFAULT_BOOTSTRAP, DEFAULT_INTERVAL_METHOD, IntervalMethod
 from vlbias.metrics.weat import _TestOptions
 
 _STATES = ("x_own", "x_other", "y_own", "y_other")
@@ -46,6 +46,7 @@ class GroundedCongruenceTest(_TestOptions, TypedListStates, Metric):
         n_permutations: random sign vectors when the exact test is too large (``None``: 99,999).
         exact_limit: largest number of sign vectors enumerated exactly.
         n_bootstrap: bootstrap replicates; confidence: interval coverage; seed: generator seed.
+        interval_method: ``"bca"`` (default) or ``"percentile"`` bootstrap interval.
         kwargs: passed to :class:`torchmetrics.Metric`.
 
     Example:
@@ -69,10 +70,13 @@ class GroundedCongruenceTest(_TestOptions, TypedListStates, Metric):
         n_bootstrap: int = DEFAULT_BOOTSTRAP,
         confidence: float = 0.95,
         seed: int = 0,
+        interval_method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self._set_test_options(n_permutations, exact_limit, n_bootstrap, confidence, seed)
+        self._set_test_options(
+            n_permutations, exact_limit, n_bootstrap, confidence, seed, interval_method=interval_method
+        )
         for name in _STATES:
             self.add_state(name, default=[], dist_reduce_fx="cat")
 
@@ -111,6 +115,7 @@ class GroundedCongruenceTest(_TestOptions, TypedListStates, Metric):
                 n_bootstrap=self.n_bootstrap,
                 confidence=self.confidence,
                 seed=self.seed,
+                method=self.interval_method,
             ),
             "n_x": torch.tensor(scores[0].numel()),
             "n_y": torch.tensor(scores[2].numel()),

@@ -27,9 +27,12 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional.weat import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_EXACT_LIMIT,
+    DEFAULT_INTERVAL_METHOD,
+    IntervalMethod,
     _check_embeddings,
     _itm_association,
     _target_associations,
+    check_interval_method,
     effect_size_from_associations,
     interval_from_associations,
     mean_difference_from_associations,
@@ -69,7 +72,12 @@ def association_test_results(s_x: Tensor, s_y: Tensor, metric: _TestOptions) -> 
         "n_x": torch.tensor(s_x.numel()),
         "n_y": torch.tensor(s_y.numel()),
         "interval": interval_from_associations(
-            s_x, s_y, n_bootstrap=metric.n_bootstrap, confidence=metric.confidence, seed=metric.seed
+            s_x,
+            s_y,
+            n_bootstrap=metric.n_bootstrap,
+            confidence=metric.confidence,
+            seed=metric.seed,
+            method=metric.interval_method,
         ),
     }
 
@@ -84,6 +92,7 @@ class _TestOptions:
     confidence: float
     seed: int
     allow_unequal_sizes: bool
+    interval_method: IntervalMethod
 
     def _set_test_options(
         self,
@@ -93,6 +102,7 @@ class _TestOptions:
         confidence: float,
         seed: int,
         allow_unequal_sizes: bool = False,
+        interval_method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
     ) -> None:
         if n_permutations is not None and (not isinstance(n_permutations, int) or n_permutations < 1):
             raise ConfigError(
@@ -106,8 +116,10 @@ class _TestOptions:
             raise ConfigError(
                 f"Expected argument `allow_unequal_sizes` to be True or False but got {allow_unequal_sizes!r}"
             )
+        check_interval_method(interval_method, "interval_method")
         self.n_permutations, self.exact_limit = n_permutations, exact_limit
         self.allow_unequal_sizes = allow_unequal_sizes
+        self.interval_method = interval_method
         self.n_bootstrap, self.confidence, self.seed = n_bootstrap, confidence, seed
 
 
@@ -208,8 +220,8 @@ class WEATTest(_TestOptions, WEATEffectSize):
       (:func:`~vlbias.metrics.functional.weat.p_value_from_associations`); when :math:`|X| \ne |Y|`, NaN
       unless ``allow_unequal_sizes`` (then over re-partitions into sets of sizes :math:`|X|` and :math:`|Y|`)
     - ``n_x``, ``n_y``: the set sizes (int64)
-    - ``interval``: ``[low, high]`` percentile bootstrap interval of :math:`d`
-      (:func:`~vlbias.metrics.functional.weat.interval_from_associations`)
+    - ``interval``: ``[low, high]`` stratified bootstrap interval of :math:`d`, BCa or percentile
+      (``interval_method``; :func:`~vlbias.metrics.functional.weat.interval_from_associations`)
 
     Args:
         n_permutations: random partitions when the test is not exact (``None``: 99,999).
@@ -220,6 +232,7 @@ class WEATTest(_TestOptions, WEATEffectSize):
         allow_unequal_sizes: give a p-value when :math:`|X| \ne |Y|` (re-partitions of the original sizes; the
             same test as the mean difference's, see
             :func:`~vlbias.metrics.functional.weat.p_value_from_associations`) instead of NaN.
+        interval_method: ``"bca"`` (default) or ``"percentile"`` bootstrap interval.
         kwargs: passed to :class:`torchmetrics.Metric`.
     """
 
@@ -233,10 +246,13 @@ class WEATTest(_TestOptions, WEATEffectSize):
         confidence: float = 0.95,
         seed: int = 0,
         allow_unequal_sizes: bool = False,
+        interval_method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self._set_test_options(n_permutations, exact_limit, n_bootstrap, confidence, seed, allow_unequal_sizes)
+        self._set_test_options(
+            n_permutations, exact_limit, n_bootstrap, confidence, seed, allow_unequal_sizes, interval_method
+        )
 
     def compute(self) -> dict[str, Tensor]:  # type: ignore[override]
         """Effect size, statistic, mean difference, p-value and interval over everything seen."""
@@ -311,7 +327,8 @@ class ITMTest(_TestOptions, ITMEffectSize):
 
     Args:
         top_k: see :class:`ITMEffectSize`.
-        n_permutations, exact_limit, n_bootstrap, confidence, seed, allow_unequal_sizes: see :class:`WEATTest`.
+        n_permutations, exact_limit, n_bootstrap, confidence, seed, allow_unequal_sizes, interval_method: see
+            :class:`WEATTest`.
         kwargs: passed to :class:`torchmetrics.Metric`.
     """
 
@@ -326,10 +343,13 @@ class ITMTest(_TestOptions, ITMEffectSize):
         confidence: float = 0.95,
         seed: int = 0,
         allow_unequal_sizes: bool = False,
+        interval_method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
         **kwargs: Any,
     ) -> None:
         super().__init__(top_k=top_k, **kwargs)
-        self._set_test_options(n_permutations, exact_limit, n_bootstrap, confidence, seed, allow_unequal_sizes)
+        self._set_test_options(
+            n_permutations, exact_limit, n_bootstrap, confidence, seed, allow_unequal_sizes, interval_method
+        )
 
     def compute(self) -> dict[str, Tensor]:  # type: ignore[override]
         """Effect size, statistic, mean difference, p-value and interval over everything seen."""

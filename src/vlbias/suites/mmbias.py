@@ -28,13 +28,25 @@ Outputs: metrics ``<test>/effect_size`` (and ``<test>/probability_gap`` for itm)
 p-values (raw under the metric's key, adjusted under ``<key>@holm`` and ``<key>@bh``), and
 ``zero_shot/<group>/pleasant_share`` (share of pleasant words among the top ``k``). The item table has one
 row per test (``kind``, groups, effect size, gap, ``p_value``,
-``p_holm``, ``p_bh``, ``ci_low``, ``ci_high``, ``n_x``, ``n_y``, ``n_a``, ``n_b``) and one row per ranked word
-(``kind = "zero_shot"``: ``group``, ``rank``, ``word``, ``valence``, ``score``): Fig. 5 as a table.
+``p_holm``, ``p_bh``, ``ci_low``, ``ci_high``, ``n_x``, ``n_y``, ``n_a``, ``n_b``, ``n_truncated``, ``notes``) and one
+row per ranked word (``kind = "zero_shot"``: ``group``, ``rank``, ``word``, ``valence``, ``score``, ``notes``): Fig. 5
+as a table.
 Tests that cannot run (a group without images or phrases, embeddings with NaN/inf, an image that does
 not decode) are listed in ``skipped`` with the reason, as are duplicate phrases: a repeat is kept once, and a
 phrase in both attribute sets, or in both target sets of a test, is dropped from both (as in the SEAT reader).
 With unequal sets (:math:`|X| \ne |Y|`) the permutation test re-partitions :math:`X \cup Y` into sets of the
 original sizes (exact where that is cheap), which orders the re-partitions as the effect size does.
+
+Texts the model cannot see as written (:mod:`vlbias.models.unseen_text`), checked once per run for every text
+of every set (attribute words, group phrases, ranked words): an empty text and one whose every token is the
+unknown token are skipped, with the reason, in each set that holds them (``item`` ``<set>: '<text>'``, ``kind``
+``empty`` / ``unknown``). Skipping removes the word from its sets, and only the word: the tests and rankings run
+on the words measured (``n_a``, ``n_b``, ``top_k`` and the ranked words are those measured; with
+``probe="match"`` the images are matched with the words measured only), so every number is the one a run
+without that word gives. A test or ranking one of whose sets is left empty is skipped with the reason. A text
+longer than the model's maximum is measured on what the model reads and noted: a test row's ``notes`` and
+``n_truncated``, a ranked word's ``notes``. Counted, when not zero: ``n_skipped/empty``, ``n_skipped/unknown``
+(distinct texts) and ``n_truncated`` (distinct texts measured truncated).
 
 Stimuli come from a data directory in MMBias's layout (:mod:`vlbias.data.mmbias`, :meth:`from_path`) or
 from BiasWorld (:meth:`from_biasworld`): ``X^I``/``Y^I`` are the balanced test images of each group,
@@ -65,11 +77,13 @@ from vlbias.data.mmbias import TABLE2_PAIRS, MMBiasData, group_id, read_mmbias
 from vlbias.data.seat import dropped_from_both
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics import CosineZeroShotRanking, ITMTest, WEATTest, ZeroShotRanking
+from vlbias.metrics.functional.weat import check_interval_method
 from vlbias.metrics.functional.zero_shot import pleasant_share
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
+from vlbias.models.unseen_text import EMPTY, UNKNOWN, UnseenText, unseen_by
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
-from vlbias.suites.options import Probe
+from vlbias.suites.options import IntervalMethod, Probe
 from vlbias.suites.rows import association_row, report_tests
 
 if TYPE_CHECKING:
@@ -109,6 +123,10 @@ class AssociationTest:
     a: Stimuli
     b: Stimuli
 
+    @property
+    def sets(self) -> tuple[Stimuli, Stimuli, Stimuli, Stimuli]:
+        return self.x, self.y, self.a, self.b
+
 
 @dataclass
 class RankingTask:
@@ -118,6 +136,14 @@ class RankingTask:
     images: Stimuli
     words: Stimuli
     is_pleasant: list[bool]
+
+    @property
+    def name(self) -> str:
+        return f"zero_shot/{_slug(self.group)}"
+
+    @property
+    def sets(self) -> tuple[Stimuli, Stimuli]:
+        return self.images, self.words
 
 
 def biasworld_tests(
@@ -189,6 +215,7 @@ class MMBiasSuite(Suite):
         n_permutations: sampled re-partitions for the p-value (exact when the sets are small).
         n_bootstrap: bootstrap resamples for the interval.
         confidence: interval coverage.
+        interval_method: ``"bca"`` or ``"percentile"`` bootstrap interval of the effect sizes (recorded in ``config``).
         batch_size: images, texts or image-text pairs per forward pass.
     """
 
@@ -207,6 +234,7 @@ class MMBiasSuite(Suite):
         n_permutations: PositiveInt = 10_000,
         n_bootstrap: PositiveInt = 1_000,
         confidence: OpenUnitInterval = 0.95,
+        interval_method: IntervalMethod = "bca",
         batch_size: PositiveInt = 64,
     ) -> None:
         _check_options(probe, None, EXPERIMENTS)
@@ -229,6 +257,8 @@ class MMBiasSuite(Suite):
         self.n_permutations = n_permutations
         self.n_bootstrap = n_bootstrap
         self.confidence = confidence
+        check_interval_method(interval_method, "interval_method")
+        self.interval_method = interval_method
         self.batch_size = batch_size
 
     @classmethod
@@ -325,6 +355,7 @@ class MMBiasSuite(Suite):
             "n_permutations": self.n_permutations,
             "n_bootstrap": self.n_bootstrap,
             "confidence": self.confidence,
+            "interval_method": self.interval_method,
         }
 
     def stimuli(self) -> list[Stimulus]:
@@ -453,6 +484,42 @@ def _stimuli(sets: Sequence[Stimuli]) -> list[Stimulus]:
     return [Stimulus(s.key, s.modality, i, item) for s in unique.values() for i, item in enumerate(s.items)]
 
 
+def _unseen_texts(adapter: ModelAdapter, suite: MMBiasSuite) -> dict[str, UnseenText]:
+    """Each text of the suite's sets that ``adapter`` cannot see as written, with why
+    (:func:`~vlbias.models.unseen_text.unseen_by`)."""
+    sets = [stimuli for task in [*suite.tests, *suite.rankings] for stimuli in task.sets]
+    texts = list(dict.fromkeys(text for s in sets if s.modality == "text" for text in s.items))
+    return {text: problem for text, problem in zip(texts, unseen_by(adapter, texts)) if problem is not None}
+
+
+def _skipped(text: str, unseen: dict[str, UnseenText]) -> bool:
+    """Whether ``text`` is skipped: the model's output for it says nothing about it (empty, unknown tokens)."""
+    return text in unseen and unseen[text].skip
+
+
+def _seen(stimuli: Stimuli, unseen: dict[str, UnseenText]) -> Stimuli:
+    """``stimuli`` without the texts that are skipped, under the same key; image sets as they are."""
+    if stimuli.modality == "image":
+        return stimuli
+    return replace(stimuli, items=[text for text in stimuli.items if not _skipped(text, unseen)])
+
+
+def _seen_test(test: AssociationTest, unseen: dict[str, UnseenText]) -> AssociationTest:
+    return replace(test, **{role: _seen(stimuli, unseen) for role, stimuli in zip("xyab", test.sets)})
+
+
+def _seen_ranking(task: RankingTask, unseen: dict[str, UnseenText]) -> RankingTask:
+    kept = list(_seen_positions(task.words, unseen))
+    words = replace(task.words, items=[task.words.items[i] for i in kept])
+    return replace(task, words=words, is_pleasant=[task.is_pleasant[i] for i in kept])
+
+
+def _seen_positions(words: Stimuli, unseen: dict[str, UnseenText]) -> dict[int, int]:
+    """Each kept word's position in ``words`` -> its position among the kept words."""
+    kept = [position for position, word in enumerate(words.items) if not _skipped(word, unseen)]
+    return {position: rank for rank, position in enumerate(kept)}
+
+
 def _images(items: list) -> Tensor | list:
     """A batch for ``prepare_images``: stacked when every image is a tensor, else the list."""
     return torch.stack(items) if all(isinstance(item, Tensor) for item in items) else items
@@ -464,19 +531,30 @@ class _MMBiasMeasurement(Measurement):
     :class:`~vlbias.metrics.ZeroShotRanking` per ranking. Each stimulus's embedding (or, with
     ``probe="match"``, each image's match probabilities with every text it meets) goes to every metric whose
     sets hold it. An item whose output holds NaN or inf is counted (``nonfinite/<set>``) and fed to no metric;
-    every test reading its set is then skipped with the reason; an image that does not decode is skipped alone."""
+    every test reading its set is then skipped with the reason; an image that does not decode is skipped alone.
+
+    The texts the model cannot see (module docstring) are found here, alike on every rank, before any metric is
+    built: the tests and rankings run on their sets without the skipped texts (``run_tests``,
+    ``run_rankings``), so a skipped text is never embedded nor matched, and a test or ranking one of whose sets
+    is left empty does not run (``emptied``)."""
 
     def __init__(self, suite: MMBiasSuite, adapter: ModelAdapter, seed: int) -> None:
         super().__init__()
         self.suite, self.adapter = suite, adapter
+        self.unseen = _unseen_texts(adapter, suite)
+        self.emptied: list[dict[str, str]] = []
+        self.run_tests = self._runnable(suite.tests, _seen_test)
+        self.run_rankings = self._runnable(suite.rankings, _seen_ranking)
+        self.word_positions = {task.words.key: _seen_positions(task.words, self.unseen) for task in suite.rankings}
         options = {
             "n_permutations": suite.n_permutations,
             "n_bootstrap": suite.n_bootstrap,
             "confidence": suite.confidence,
+            "interval_method": suite.interval_method,
         }
         options |= {"seed": seed, "sync_on_compute": False, "allow_unequal_sizes": True}
         self.tests = {}
-        for test in suite.tests:
+        for test in self.run_tests:
             if test.kind == "itm":
                 self.tests[test.name] = ITMTest(top_k=min(suite.top_k, len(test.a), len(test.b)), **options)
             else:
@@ -485,18 +563,35 @@ class _MMBiasMeasurement(Measurement):
             task.group: (ZeroShotRanking if suite.probe == "match" else CosineZeroShotRanking)(
                 n_words=len(task.words), top_k=min(suite.top_k, len(task.words)), sync_on_compute=False
             )
-            for task in suite.rankings
+            for task in self.run_rankings
         }
-        self.texts = _match_texts(suite.tests, suite.rankings) if suite.probe == "match" else {}
+        self.texts = _match_texts(self.run_tests, self.run_rankings) if suite.probe == "match" else {}
+
+    def _runnable(self, tasks: list, seen) -> list:
+        """``tasks`` (tests or rankings) on their sets without the texts the model cannot see (``seen`` makes
+        one), but for those a set of which is then empty: noted in ``emptied`` with the reason."""
+        runnable = []
+        for task in tasks:
+            measured = seen(task, self.unseen)
+            empty = [stimuli.key for stimuli in measured.sets if len(stimuli) == 0]
+            if empty:
+                reason = f"empty set(s) {empty} once the texts the model cannot see are skipped"
+                self.emptied.append({"item": measured.name, "reason": reason})
+            else:
+                runnable.append(measured)
+        return runnable
 
     def metrics(self) -> list[Metric]:
         return [*self.tests.values(), *self.rankings.values()]
 
     def probe(self, batch: Batch) -> dict[int, Tensor]:
         """Per stimulus index: its embedding ``(D,)``, or with ``probe="match"`` its ``(len(texts),)`` match
-        probabilities with the texts of its set (:func:`_match_texts`). Items that do not decode are noted."""
+        probabilities with the texts of its set (:func:`_match_texts`). Items that do not decode are noted; texts
+        the model cannot see are not embedded."""
         groups: dict[tuple[str, str], list[tuple[int, Stimulus]]] = {}
         for index, stimulus in zip(batch.indices, batch.items, strict=True):
+            if stimulus.modality == "text" and _skipped(stimulus.item, self.unseen):
+                continue
             groups.setdefault((stimulus.modality, stimulus.key if self.texts else ""), []).append((index, stimulus))
         outputs = {}
         with measuring(self.adapter.device):
@@ -546,7 +641,7 @@ class _MMBiasMeasurement(Measurement):
 
     def _feed(self, key: str, values: Tensor, positions: Tensor) -> None:
         """Give the outputs of items ``positions`` of set ``key`` to every metric that reads the set."""
-        for test in self.suite.tests:
+        for test in self.run_tests:
             metric = self.tests[test.name]
             if test.kind == "itm":
                 columns = {text: c for c, text in enumerate(self.texts.get(key, []))}
@@ -558,7 +653,7 @@ class _MMBiasMeasurement(Measurement):
             for role in ("x", "y", "a", "b"):
                 if getattr(test, role).key == key:
                     metric.update(**{role: values})
-        for task in self.suite.rankings:
+        for task in self.run_rankings:
             metric = self.rankings[task.group]
             if task.images.key == key:
                 if self.texts:
@@ -567,40 +662,73 @@ class _MMBiasMeasurement(Measurement):
                 else:
                     metric.update(images=values)
             elif task.words.key == key and not self.texts:
-                metric.update(words=values, positions=positions)
+                seen = self.word_positions[key]
+                metric.update(words=values, positions=torch.tensor([seen[int(p)] for p in positions]))
 
     def compute(self, gathered: Gathered) -> SuiteOutput:
         suite = self.suite
-        output = SuiteOutput(metrics={}, skipped=list(suite.skipped) + gathered.skipped)
+        skipped = [*suite.skipped, *self._unseen_skips(), *self.emptied, *gathered.skipped]
+        output = SuiteOutput(metrics={}, skipped=skipped)
         nonfinite = {
             key.removeprefix("nonfinite/"): int(n) for key, n in gathered.counts.items() if key.startswith("nonfinite/")
         }
         rows, measured = [], {}  # measured: stimuli key -> number of items (each set counted once)
-        for test in suite.tests:
-            sets = (test.x, test.y, test.a, test.b)
+        for test in self.run_tests:
             try:
-                _check_finite(sets, nonfinite)
-                rows.append(_test_row(test, self.tests[test.name]))
+                _check_finite(test.sets, nonfinite)
+                rows.append(_test_row(test, self.tests[test.name]) | self._notes(test.sets))
             except InputError as err:
                 output.skipped.append({"item": test.name, "reason": str(err)})
                 continue
-            measured |= {stimuli.key: len(stimuli) for stimuli in sets}
+            measured |= {stimuli.key: len(stimuli) for stimuli in test.sets}
         report_tests(output, rows)
         for row in rows:
             if row["kind"] == "itm":
                 output.metrics[f"{row['test']}/probability_gap"] = row["probability_gap"]
-        for task in suite.rankings:
-            sets = (task.images, task.words)
+        for task in self.run_rankings:
             try:
-                _check_finite(sets, nonfinite)
-                rows += _ranking_rows(task, *self.rankings[task.group].compute(), output)
+                _check_finite(task.sets, nonfinite)
+                ranked = _ranking_rows(task, *self.rankings[task.group].compute(), output)
             except InputError as err:
-                output.skipped.append({"item": f"zero_shot/{_slug(task.group)}", "reason": str(err)})
+                output.skipped.append({"item": task.name, "reason": str(err)})
                 continue
-            measured |= {stimuli.key: len(stimuli) for stimuli in sets}
+            rows += [row | {"notes": self._reason(row["word"])} for row in ranked]
+            measured |= {stimuli.key: len(stimuli) for stimuli in task.sets}
         output.items = rows
         output.n_items = sum(measured.values())
+        output.metrics |= self._unseen_counts()
         return output
+
+    def _reason(self, text: str) -> str:
+        """Why the model reads ``text`` other than as written (truncated), or ``""``."""
+        return self.unseen[text].reason if text in self.unseen else ""
+
+    def _notes(self, sets: Sequence[Stimuli]) -> dict[str, object]:
+        """A test row's ``n_truncated`` and ``notes``: the texts of its sets that the model reads truncated."""
+        texts = [(s.key, text) for s in sets if s.modality == "text" for text in s.items if text in self.unseen]
+        notes = [f"{key}: {text!r}: {self.unseen[text].reason}" for key, text in texts]
+        return {"n_truncated": len(notes), "notes": "; ".join(notes)}
+
+    def _unseen_skips(self) -> list[dict[str, str]]:
+        """A skip entry per set (each set key once) and text of it that the model cannot see."""
+        sets = {s.key: s for task in [*self.suite.tests, *self.suite.rankings] for s in task.sets}
+        return [
+            {"item": f"{key}: {text!r}", "reason": self.unseen[text].reason, "kind": self.unseen[text].kind}
+            for key, stimuli in sets.items()
+            if stimuli.modality == "text"
+            for text in stimuli.items
+            if _skipped(text, self.unseen)
+        ]
+
+    def _unseen_counts(self) -> dict[str, float]:
+        """``n_skipped/empty``, ``n_skipped/unknown`` (distinct texts skipped) and ``n_truncated`` (distinct texts
+        measured truncated), present when one is not zero."""
+        tasks = [*self.run_tests, *self.run_rankings]
+        measured = {t for task in tasks for s in task.sets if s.modality == "text" for t in s.items}
+        kinds = [problem.kind for problem in self.unseen.values() if problem.skip]
+        counts = {f"n_skipped/{kind}": float(kinds.count(kind)) for kind in (EMPTY, UNKNOWN)}
+        counts["n_truncated"] = float(sum(not p.skip and t in measured for t, p in self.unseen.items()))
+        return counts if any(counts.values()) else {}
 
 
 def _check_finite(sets: Sequence[Stimuli], nonfinite: dict[str, int]) -> None:
@@ -627,7 +755,7 @@ def _test_row(test: AssociationTest, metric: WEATTest | ITMTest) -> dict:
 def _ranking_rows(task: RankingTask, values: Tensor, indices: Tensor, output: SuiteOutput) -> list[dict]:
     """Fig. 5 as rows (one per ranked word) and the group's ``pleasant_share`` metric."""
     values, indices = values.reshape(-1), indices.reshape(-1)  # compute squeezes a ranking of one word
-    name = f"zero_shot/{_slug(task.group)}"
+    name = task.name
     output.metrics[f"{name}/pleasant_share"] = float(pleasant_share(indices, torch.tensor(task.is_pleasant)))
     return [
         {

@@ -26,6 +26,7 @@ Split = Literal["train", "val", "test"]
 Probe = Literal["embed", "match"]
 OnMissing = Literal["skip", "stop"]
 Strategy = Literal["mean_all_masked", "refuse"]  # vlbias.models.masked_words.STRATEGIES
+IntervalMethod = Literal["percentile", "bca"]  # vlbias.metrics.functional.weat.INTERVAL_METHODS
 #: A softmax temperature: logits / T stay finite in float64 for |logit| up to 1e3 (1e-300 overflows).
 Temperature = _restricted("Temperature", float, [(">=", 1e-3), ("<=", 1e3)])
 ImageSize = _restricted("ImageSize", int, [(">=", 32)])
@@ -61,6 +62,8 @@ class MMBiasOptions(SuiteOptions):
         n_permutations: sampled re-partitions for the p-value (exact when the sets are small).
         n_bootstrap: bootstrap resamples for the interval.
         confidence: interval coverage.
+        interval_method: bootstrap interval of the effect sizes, bca (closer to nominal coverage at small sets) or
+            percentile.
         batch_size: images, texts or image-text pairs per forward pass.
     """
 
@@ -79,6 +82,7 @@ class MMBiasOptions(SuiteOptions):
     n_permutations: PositiveInt = 10_000
     n_bootstrap: PositiveInt = 1_000
     confidence: OpenUnitInterval = 0.95
+    interval_method: IntervalMethod = "bca"
     batch_size: PositiveInt = 64
 
 
@@ -192,6 +196,8 @@ class WEATOptions(SuiteOptions):
         n_permutations: sampled re-partitions for the p-values (default exact where feasible).
         n_bootstrap: bootstrap resamples for the intervals.
         confidence: interval coverage.
+        interval_method: bootstrap interval of the effect sizes, bca (closer to nominal coverage at small sets) or
+            percentile.
         batch_size: stimuli per forward pass.
     """
 
@@ -207,6 +213,7 @@ class WEATOptions(SuiteOptions):
     n_permutations: PositiveInt | None = None
     n_bootstrap: PositiveInt = 1_000
     confidence: OpenUnitInterval = 0.95
+    interval_method: IntervalMethod = "bca"
     batch_size: PositiveInt = 32
 
 
@@ -330,7 +337,7 @@ def check_suite_options(suite: str, options: dict | None, biasworld: bool, tiny:
     Example:
         >>> check_suite_options("mmbias", {"n_permutation": 100}, biasworld=True)
         Traceback (most recent call last):
-        vlbias.errors.ConfigError: Unknown suite 'mmbias' option `n_permutation`; did you mean `n_permutations`? Accepted: split, probe, experiments, top_k, n_permutations, n_bootstrap, confidence, batch_size.
+        vlbias.errors.ConfigError: Unknown suite 'mmbias' option `n_permutation`; did you mean `n_permutations`? Accepted: split, probe, experiments, top_k, n_permutations, n_bootstrap, confidence, interval_method, batch_size.
     """
     declaration = SUITE_OPTIONS.get(suite)
     if declaration is None:

@@ -70,12 +70,13 @@ from torchmetrics import Metric
 from vlbias.data.seat import GroundedTest, SeatTest, read_specs, spec_files
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.metrics import GroundedCongruenceTest, WEATTest
+from vlbias.metrics.functional.weat import INTERVAL_METHODS
 from vlbias.metrics.weat import association_test_results
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, UnseenText, unseen_by
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
-from vlbias.suites.options import OnMissing
+from vlbias.suites.options import IntervalMethod, OnMissing
 from vlbias.suites.rows import association_row, report_tests
 
 EMBEDDINGS = ("word", "sentence", "contextual", "auto")
@@ -321,6 +322,8 @@ class WEATSuite(Suite):
             when ``person_object_ids`` is given.
         person_object_ids: detector class ids of people, for ``3_mask_image``.
         n_permutations, n_bootstrap, confidence: see :mod:`vlbias.metrics.functional.weat`.
+        interval_method: ``"bca"`` or ``"percentile"`` bootstrap interval of every row's effect size (recorded
+            in ``config``); see :func:`~vlbias.metrics.functional.weat.interval_from_associations`.
         batch_size: stimuli per forward pass.
     """
 
@@ -344,9 +347,11 @@ class WEATSuite(Suite):
         n_permutations: PositiveInt | None = None,
         n_bootstrap: PositiveInt = 1_000,
         confidence: OpenUnitInterval = 0.95,
+        interval_method: IntervalMethod = "bca",
         batch_size: PositiveInt = 32,
     ) -> None:
         _choice("embedding", embedding, EMBEDDINGS)
+        _choice("interval_method", interval_method, INTERVAL_METHODS)
         _choice("pooling", pooling, POOLINGS)
         _choice("source", source, SOURCES)
         _choice("on_missing_images", on_missing_images, ON_MISSING)
@@ -367,6 +372,7 @@ class WEATSuite(Suite):
         self.experiments = [str(e) for e in experiments]
         self.person_object_ids = [int(i) for i in person_object_ids]
         self.on_missing_images = on_missing_images
+        self.interval_method = interval_method
         self.n_permutations, self.n_bootstrap, self.confidence, self.batch_size = (
             n_permutations,
             n_bootstrap,
@@ -410,6 +416,7 @@ class WEATSuite(Suite):
             "n_permutations": self.n_permutations,
             "n_bootstrap": self.n_bootstrap,
             "confidence": self.confidence,
+            "interval_method": self.interval_method,
         }
 
     # ------------------------------------------------------------------------- images
@@ -570,6 +577,7 @@ class _WEATMeasurement(Measurement):
             "n_permutations": suite.n_permutations,
             "n_bootstrap": suite.n_bootstrap,
             "confidence": suite.confidence,
+            "interval_method": suite.interval_method,
             "seed": seed,
             "sync_on_compute": False,
         }
