@@ -101,3 +101,46 @@ def test_bad_options_are_one_clear_error():
         BiasAwareCheckpoint(accuracy=ACCURACY, bias=KEY)
     with pytest.raises(ConfigError, match="non-negative"):
         BiasAwareCheckpoint(accuracy=ACCURACY, bias=KEY, bound=-1.0)
+
+
+def test_biasworld_mlm_logs_the_same_keys_to_wandb_and_csv(tmp_path, monkeypatch):
+    """A masked-LM run (configs/experiment/biasworld_mlm.yaml) with CounterBias every epoch, logged to W&B (offline)
+    and CSV at once: the W&B trade-off table, its charts and the per-item table are there, and the CSV side
+    (tradeoff.csv, metrics.csv) holds the same keys and numbers."""
+    import wandb
+
+    wandb.finish()  # a run an earlier test left open in this process
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    accuracy, key = "val/mlm_accuracy", "bias/counterbias/activity/B@V-L/avg"
+    suite = {"suite": "counterbias", "options": {"n_permutations": 200, "n_bootstrap": 50, "attack": {"steps": 2}}}
+    callbacks = [
+        {"class_path": "vlbias.callbacks.BiasSuiteCallback", "init_args": {"suites": [suite]}},
+        {"class_path": "vlbias.callbacks.TradeoffCallback", "init_args": {"accuracy": accuracy}},
+    ]
+    loggers = [
+        {"class_path": "vlbias.loggers.CSVLogger", "init_args": {"save_dir": str(tmp_path), "name": "csv"}},
+        {"class_path": "vlbias.loggers.WandbLogger", "init_args": {"save_dir": str(tmp_path), "project": "t"}},
+    ]
+    main(
+        ["fit", "--config", str(ROOT / "configs/experiment/biasworld_mlm.yaml"), "--trainer.max_epochs", "2",
+         "--trainer.logger", json.dumps(loggers), "--trainer.callbacks", json.dumps(callbacks),
+         "--trainer.enable_checkpointing", "false", *TINY_FIT]
+    )  # fmt: skip
+    wandb.finish()
+    (run,) = (tmp_path / "wandb").glob("offline-run-*")
+    tables = run / "files" / "media" / "table"
+    tradeoff = sorted((tables / "tradeoff").glob("table_*.table.json"), key=lambda p: p.stat().st_mtime)[-1]
+    content = json.loads(tradeoff.read_text())
+    csv_table = pd.read_csv(tmp_path / "csv" / "version_0" / "tradeoff.csv")
+    assert content["columns"] == list(csv_table.columns) and {"epoch", accuracy, key} <= set(csv_table.columns)
+    assert pd.DataFrame(content["data"], columns=content["columns"])[key].tolist() == pytest.approx(
+        csv_table[key].tolist(), rel=1e-6
+    )
+    assert len(csv_table) == 2
+    metrics = pd.read_csv(tmp_path / "csv" / "version_0" / "metrics.csv")
+    assert metrics[key].dropna().tolist() == pytest.approx(csv_table[key].tolist(), rel=1e-6)
+    assert any((tables / "bias" / "counterbias").glob("items_*.table.json"))
+    charts = {p.relative_to(tables).as_posix() for p in tables.rglob("*.table.json")}
+    assert any(key.split("/", 1)[1] in name and "epochs" in name for name in charts), charts
