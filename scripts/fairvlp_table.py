@@ -32,16 +32,14 @@ import statistics
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
 
-from vlbias.atomic import atomic_write
 from vlbias.data.biasworld import ACTIVITIES, GROUPS
 from vlbias.models.masked_words import word_log_probs
 from vlbias.modules.fairvlp import METHODS
-from vlbias.sanity import callback_suite_options, fit_on_biasworld
+from vlbias.sanity import callback_suite_options, fit_on_biasworld, run_table
 from vlbias.suites.run import build_suite, run_suite
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "fairvlp_biasworld.yaml"
@@ -155,13 +153,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
         return rows
     jobs = [(m, s, args.strength, args.epochs) for s in args.seeds for m in args.methods]
     _header(args.strength, args.epochs, args.seeds)
-    rows = []
-    with ProcessPoolExecutor(args.workers) as pool:
-        for r in pool.map(run, *zip(*jobs)):
-            rows.append(r)
-            _print_row(r)
-            if args.out is not None:  # after every run: a long table stopped half-way keeps what it measured
-                atomic_write(args.out, lambda f: f.write(json.dumps(rows, indent=1).encode()))
+    rows = run_table(run, jobs, args.workers, _print_row, args.out)
     _summary(rows, args.methods)
     return rows
 

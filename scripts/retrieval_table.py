@@ -35,20 +35,17 @@ the rows as JSON.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
 
-from vlbias.atomic import atomic_write
 from vlbias.errors import InputError
 from vlbias.modules.fairvlp import METHODS
-from vlbias.sanity import fit_on_biasworld
+from vlbias.sanity import fit_on_biasworld, run_table
 from vlbias.suites.run import build_suite, run_suite
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "configs" / "experiment"
@@ -188,13 +185,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
         f"R@K in percent\n"
     )
     _header()
-    rows = []
-    with ProcessPoolExecutor(args.workers) as pool:
-        for r in pool.map(run, *zip(*jobs)):
-            rows.append(r)
-            _print_row(r)
-            if args.out is not None:  # after every run: a long table stopped half-way keeps what it measured
-                atomic_write(args.out, lambda f: f.write(json.dumps(rows, indent=1).encode()))
+    rows = run_table(run, jobs, args.workers, _print_row, args.out)
     _summary(rows, args.methods)
     return rows
 

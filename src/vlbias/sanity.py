@@ -3,7 +3,9 @@ step of the planted-bias sanity scripts (``scripts/biasworld_*sanity.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import yaml
@@ -45,3 +47,21 @@ def callback_suite_options(config: str | Path, suite: str) -> dict:
     callbacks = yaml.safe_load(Path(config).read_text())["trainer"]["callbacks"]
     callback = next(c for c in callbacks if c["class_path"].endswith("BiasSuiteCallback"))
     return next(spec.get("options", {}) for spec in callback["init_args"]["suites"] if spec["suite"] == suite)
+
+
+def run_table(
+    run: Callable[..., dict], jobs: Sequence[tuple], workers: int, show: Callable[[dict], None], out: Path | None
+) -> list[dict]:
+    """``run(*job)`` for every job in ``workers`` processes, in order; each row is shown (``show``) as soon as it
+    ends and, with ``out``, all rows so far are written there as JSON after every run (atomically), so a long
+    table stopped half-way keeps what it measured."""
+    from vlbias.atomic import atomic_write
+
+    rows: list[dict] = []
+    with ProcessPoolExecutor(workers) as pool:
+        for row in pool.map(run, *zip(*jobs)):
+            rows.append(row)
+            show(row)
+            if out is not None:
+                atomic_write(out, lambda handle: handle.write(json.dumps(rows, indent=1).encode()))
+    return rows
