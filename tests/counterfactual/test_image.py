@@ -139,3 +139,11 @@ def test_region_models_and_bad_inputs_are_refused(albef, pixels_and_groups):
         generator.generate(pixels[:1] * 3, torch.tensor([0]))
     with pytest.raises(InputError, match="target index"):
         generator.generate(pixels[:1], torch.tensor([2]))
+
+
+def test_a_bias_prompt_whose_mask_the_model_cuts_off_is_refused_by_name(albef):
+    short = load("albef", tiny=True, device="cpu")
+    short.max_text_length = 4  # [CLS] a [MASK] ... : a prompt with words before the mask loses it
+    with pytest.raises(ConfigError, match=r"bias prompt 'there is a \[MASK\] in the picture' cannot be read"):
+        BiasWordLogits(short, BIAS, prompt="there is a {mask} in the picture")
+    BiasWordLogits(albef, BIAS, prompt="there is a {mask} in the picture")  # the model's own maximum reads it

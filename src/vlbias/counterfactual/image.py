@@ -64,8 +64,9 @@ from vlbias.counterfactual.text import BIAS_PROMPT, fill_template
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.models.base import ModelAdapter
 from vlbias.models.inference import autocast_name, measuring, mixed_precision
-from vlbias.models.masked_words import word_log_probs
+from vlbias.models.masked_words import word_log_probs, word_pieces
 from vlbias.models.preprocess import ImageTransform
+from vlbias.models.unseen_text import unseen_masked
 from vlbias.options import PositiveUnitInterval, Seed
 
 METHODS = ("pgd", "fgsm")
@@ -174,6 +175,26 @@ class BiasWordLogits(nn.Module):
         self.words = list(words)
         self.prompt = fill_template(prompt, adapter.tokenizer.mask_token)
         self.strategy = strategy
+        self._check_prompt_is_read()
+
+    def _check_prompt_is_read(self) -> None:
+        """Refuse a bias prompt whose mask the model's maximum length cuts off (nothing would be read at it): the
+        prompt as it is fed, with the mask repeated once per word piece of the longest bias word."""
+        mask = self.adapter.tokenizer.mask_token
+        pieces = max((self._piece_count(word) for word in self.words), default=1)
+        fed = self.prompt.replace(mask, " ".join([mask] * pieces))
+        problem = unseen_masked(self.adapter, [fed])[0]
+        if problem is not None and problem.skip:
+            raise ConfigError(
+                f"The bias prompt {fed!r} cannot be read by model {self.adapter.name!r}: {problem.reason}"
+            )
+
+    def _piece_count(self, word: str) -> int:
+        """Word pieces of ``word``; 1 for a word the tokenizer cannot score (reported where words are scored)."""
+        try:
+            return len(word_pieces(self.adapter.tokenizer, [word], self.strategy)[0])
+        except InputError:
+            return 1
 
     def forward(self, pixels: Tensor) -> Tensor:
         return word_log_probs(
