@@ -1,9 +1,10 @@
-"""FairVLP lowers the planted bias that CounterBias measures: a tiny ALBEF trained with ``fairvlp`` at bias strength
-0.9 has a smaller mean absolute B@V-L over the activities than the same initialisation trained ``vanilla`` on the
-same batches (``configs/experiment/fairvlp_biasworld.yaml``, seed 0, 8 epochs: the reduced table in the README).
+"""FairVLP lowers the planted bias that CounterBias measures early in training: a tiny ALBEF trained with ``fairvlp``
+at bias strength 0.9 for 8 epochs has a mean absolute B@V-L over the activities below three quarters of the same
+initialisation trained ``vanilla`` on the same batches (``configs/experiment/fairvlp_biasworld.yaml``, seed 0).
 
-In that table seed 0 gave 31.73 (vanilla) against 11.76 (fairvlp), and over seeds 0-2 the largest fairvlp value
-(11.76) is below half the smallest vanilla one (27.32); the test asks for a cut of a quarter, a wide margin.
+This guards that the counterfactual KL path still acts; it is **not** evidence for the issue's Table 4 claim. At the
+config's 15 epochs the README's 7-method table (seeds 0-2, after the BiasWorld fix) gives a mean cut of 14 % with
+seed 0 reversed (26.13 for fairvlp against 16.23 for vanilla). The test passed at commit fbf7889 on the fixed data.
 Two training runs of a few minutes each, hence ``slow``.
 """
 
