@@ -49,12 +49,10 @@ from vlbias.metrics.functional.weat import (
     DEFAULT_INTERVAL_METHOD,
     DEFAULT_PERMUTATIONS,
     IntervalMethod,
-    _acceleration,
-    _bca_levels,
-    _bias_correction,
     _effect_size,
     _leave_one_out,
-    check_interval_method,
+    bootstrap_interval,
+    check_bootstrap,
 )
 
 #: Sign vectors counted by the exact test (2^24: up to 24 targets in X and Y together; the count meets in the
@@ -187,30 +185,21 @@ def congruence_interval(
     does, the BCa acceleration from leaving out one target (its pair) of X, then of Y."""
     x_own, x_other = _paired("x", x_own, x_other)
     y_own, y_other = _paired("y", y_own, y_other)
-    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 1:
-        raise ConfigError(f"Expected argument `n_bootstrap` to be a positive integer but got {n_bootstrap!r}")
-    if not 0 < confidence < 1:
-        raise ConfigError(f"Expected argument `confidence` to be in (0, 1) but got {confidence!r}")
-    check_interval_method(method)
+    check_bootstrap(n_bootstrap, confidence, method)
     generator = torch.Generator().manual_seed(seed)
     pick_x = torch.randint(x_own.numel(), (n_bootstrap, x_own.numel()), generator=generator)
     pick_y = torch.randint(y_own.numel(), (n_bootstrap, y_own.numel()), generator=generator)
     d_x = _effect_size(x_own[pick_x], x_other[pick_x]).abs()
     d_y = _effect_size(y_own[pick_y], y_other[pick_y]).abs()
     replicates = (d_x + d_y) / 2
-    levels = torch.tensor([(1 - confidence) / 2, (1 + confidence) / 2], dtype=torch.float64)
-    if method == "bca":
-        observed = congruence_effect_size(x_own, x_other, y_own, y_other)
-        acceleration = _acceleration(_congruence_jackknife(x_own, x_other, y_own, y_other))
-        levels = _bca_levels(levels, _bias_correction(replicates, observed), acceleration)
-        if not torch.isfinite(levels).all():
-            return torch.full((2,), float("nan"), dtype=torch.float64)
-    return torch.nanquantile(replicates, levels)
+    observed = congruence_effect_size(x_own, x_other, y_own, y_other)
+    bca = (observed, _congruence_jackknife(x_own, x_other, y_own, y_other)) if method == "bca" else None
+    return bootstrap_interval(replicates, confidence, bca)
 
 
 def _congruence_jackknife(x_own: Tensor, x_other: Tensor, y_own: Tensor, y_other: Tensor) -> list[Tensor]:
-    """:math:`d_3` with each target of X left out in turn (``(n_x,)``, Y whole), then each target of Y (``(n_y,)``);
-    a set of one target has no jackknife values."""
+    """The jackknife values of :math:`d_3` for BCa's acceleration: :math:`d_3` with each target of X left out in
+    turn (``(n_x,)``, Y whole), then each target of Y (``(n_y,)``); a set of one target has no jackknife values."""
     d_x = _effect_size(x_own.unsqueeze(0), x_other.unsqueeze(0)).abs()
     d_y = _effect_size(y_own.unsqueeze(0), y_other.unsqueeze(0)).abs()
     jackknife = []

@@ -636,7 +636,7 @@ def interval_from_associations(
     * ``"bca"`` (Efron, 1987; Efron & Tibshirani, 1993, ch. 14, Eq. 14.10): the quantiles at the adjusted levels
       :math:`\alpha_{1,2} = \Phi\big(\hat z_0 + (\hat z_0 + z_{(1 \mp c)/2}) / (1 - \hat a (\hat z_0 +
       z_{(1 \mp c)/2}))\big)`, with the bias correction :math:`\hat z_0` of :func:`_bias_correction` and the
-      acceleration :math:`\hat a` of :func:`_jackknife_acceleration`. At 8--12 items per set it covers closer to
+      acceleration :math:`\hat a` of :func:`_acceleration` over :func:`_effect_size_jackknife`. At 8--12 items per set it covers closer to
       ``c`` than the percentile interval (``scripts/bootstrap_coverage.py``). NaN where the adjusted levels are
       undefined (:math:`\hat z_0 = \pm\infty`: every replicate on one side of :math:`d`).
 
@@ -652,16 +652,32 @@ def interval_from_associations(
         float64 tensor ``[low, high]``.
     """
     s_x, s_y = _check_scores("s_x", s_x), _check_scores("s_y", s_y)
+    check_bootstrap(n_bootstrap, confidence, method)
+    replicates = _bootstrap_replicates(s_x, s_y, n_bootstrap, torch.Generator().manual_seed(seed))
+    observed = _effect_size(s_x.unsqueeze(0), s_y.unsqueeze(0))[0]
+    bca = (observed, _effect_size_jackknife(s_x, s_y)) if method == "bca" else None
+    return bootstrap_interval(replicates, confidence, bca)
+
+
+def check_bootstrap(n_bootstrap: object, confidence: object, method: object) -> None:
+    """Raise a :class:`~vlbias.errors.ConfigError` naming the argument unless ``n_bootstrap`` is a positive
+    integer, ``confidence`` in (0, 1) and ``method`` one of :data:`INTERVAL_METHODS`."""
     if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 1:
         raise ConfigError(f"Expected argument `n_bootstrap` to be a positive integer but got {n_bootstrap!r}")
     if not 0 < confidence < 1:
         raise ConfigError(f"Expected argument `confidence` to be in (0, 1) but got {confidence!r}")
     check_interval_method(method)
-    replicates = _bootstrap_replicates(s_x, s_y, n_bootstrap, torch.Generator().manual_seed(seed))
+
+
+def bootstrap_interval(replicates: Tensor, confidence: float, bca: tuple[Tensor, list[Tensor]] | None) -> Tensor:
+    """``[low, high]`` of the bootstrap ``replicates`` (NaN ones left out) at coverage ``confidence``: the
+    percentile interval, or with ``bca`` = (the observed statistic, its jackknife values per resampled set; see
+    :func:`_acceleration`) the BCa interval, NaN where its adjusted levels are undefined
+    (:func:`interval_from_associations`)."""
     levels = torch.tensor([(1 - confidence) / 2, (1 + confidence) / 2], dtype=torch.float64)
-    if method == "bca":
-        observed = _effect_size(s_x.unsqueeze(0), s_y.unsqueeze(0))[0]
-        levels = _bca_levels(levels, _bias_correction(replicates, observed), _jackknife_acceleration(s_x, s_y))
+    if bca is not None:
+        observed, jackknife = bca
+        levels = _bca_levels(levels, _bias_correction(replicates, observed), _acceleration(jackknife))
         if not torch.isfinite(levels).all():
             return torch.full((2,), float("nan"), dtype=torch.float64)
     return torch.nanquantile(replicates, levels)
@@ -710,15 +726,15 @@ def _leave_one_out(scores: Tensor) -> Tensor:
     return scores[kept + (kept >= torch.arange(n).unsqueeze(1)).long()]  # skip column i in row i
 
 
-def _jackknife_acceleration(s_x: Tensor, s_y: Tensor) -> Tensor:
-    """Acceleration :math:`\\hat a` (:func:`_acceleration`) of the effect size: each item of X left out in turn (Y
-    whole), then each item of Y (X whole); a set of one item has no jackknife values."""
+def _effect_size_jackknife(s_x: Tensor, s_y: Tensor) -> list[Tensor]:
+    """The effect size's jackknife values for :func:`_acceleration`: each item of X left out in turn (Y whole,
+    ``(n_x,)``), then each item of Y (X whole, ``(n_y,)``); a set of one item has no jackknife values."""
     jackknife = []
     if s_x.numel() > 1:
         jackknife.append(_effect_size(_leave_one_out(s_x), s_y.expand(s_x.numel(), -1)))  # (n_x,)
     if s_y.numel() > 1:
         jackknife.append(_effect_size(s_x.expand(s_y.numel(), -1), _leave_one_out(s_y)))  # (n_y,)
-    return _acceleration(jackknife)
+    return jackknife
 
 
 def _acceleration(jackknife: list[Tensor]) -> Tensor:
