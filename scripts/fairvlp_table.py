@@ -39,7 +39,7 @@ import torch
 from vlbias.data.biasworld import ACTIVITIES, GROUPS
 from vlbias.models.masked_words import word_log_probs
 from vlbias.modules.fairvlp import METHODS
-from vlbias.sanity import callback_suite_options, fit_on_biasworld, run_table
+from vlbias.sanity import callback_suite_options, fit_on_biasworld, mean_sd, run_table
 from vlbias.suites.run import build_suite, run_suite
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "fairvlp_biasworld.yaml"
@@ -103,11 +103,6 @@ def run(method: str, seed: int, strength: float, epochs: int | None) -> dict:
     return row | accuracies(adapter, world)
 
 
-def _mean_sd(values: list[float]) -> str:
-    spread = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
-    return f"{statistics.mean(values):.2f}{spread}"
-
-
 def _summary(rows: list[dict], methods: Sequence[str]) -> None:
     print(
         "\n| method | seeds | "
@@ -124,7 +119,7 @@ def _summary(rows: list[dict], methods: Sequence[str]) -> None:
         runs = [r for r in rows if r["method"] == method]
 
         change = f"{100 * (statistics.mean(r['B@V-L'] for r in runs) / base - 1):+.0f} %" if base else "n/a"
-        cells = " | ".join(_mean_sd([r[key] for r in runs]) for key in (*MEASURES, *ACCURACIES))
+        cells = " | ".join(mean_sd([r[key] for r in runs]) for key in (*MEASURES, *ACCURACIES))
         print(f"| {method} | {len(runs)} | {cells} | {change} |")
 
 

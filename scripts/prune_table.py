@@ -19,7 +19,6 @@ projected orthogonally to BiasWorld's group prompts ("a photo of a man.", ...), 
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ from vlbias.data.biasworld import GROUPS, BiasWorld, group_phrases
 from vlbias.mitigation import apply_projection, effect_size_without, orthogonal_projection
 from vlbias.mitigation.zero_shot import zero_shot_accuracy
 from vlbias.prune import biasworld_data, prune
-from vlbias.sanity import fit_on_biasworld
+from vlbias.sanity import fit_on_biasworld, mean_sd
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "quickstart.yaml"
 STRENGTH, FRACTION, THETA_QUANTILE, EMBED_DIM = 0.9, 0.1, 0.9, 64
@@ -120,11 +119,6 @@ def run_seed(
     return rows
 
 
-def spread(values: list[float]) -> str:
-    mean = statistics.mean(values)
-    return f"{mean:.3f} ± {statistics.stdev(values):.3f}" if len(values) > 1 else f"{mean:.3f}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -155,8 +149,8 @@ def main() -> None:
     print("|---|---:|---:|---:|")
     for method in dict.fromkeys(r["method"] for r in rows):
         mine = [r for r in rows if r["method"] == method]
-        print(f"| {method} | {spread([r['cut'] for r in mine])} | {spread([r['drop'] for r in mine])} "
-              f"| {spread([r['d_after'] for r in mine])} |")  # fmt: skip
+        print(f"| {method} | {mean_sd([r['cut'] for r in mine], 3)} | {mean_sd([r['drop'] for r in mine], 3)} "
+              f"| {mean_sd([r['d_after'] for r in mine], 3)} |")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ import torch
 
 from vlbias.errors import InputError
 from vlbias.modules.fairvlp import METHODS
-from vlbias.sanity import fit_on_biasworld, run_table
+from vlbias.sanity import fit_on_biasworld, mean_sd, run_table
 from vlbias.suites.run import build_suite, run_suite
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "configs" / "experiment"
@@ -123,11 +123,6 @@ def _digits(key: str) -> int:
     return 2 if key in RECALLS else 3
 
 
-def _mean_sd(values: list[float], digits: int) -> str:
-    spread = f" ± {statistics.stdev(values):.{digits}f}" if len(values) > 1 else ""
-    return f"{statistics.mean(values):.{digits}f}{spread}"
-
-
 def _cell(r: dict, key: str) -> str:
     interval = r[f"{key}_interval"]
     return f"{r[key]:+.3f} [{interval[0]:+.3f}, {interval[1]:+.3f}]" if interval else f"{r[key]:+.3f}"
@@ -156,7 +151,7 @@ def _summary(rows: list[dict], methods: Sequence[str]) -> None:
     for method in methods:
         runs = [r for r in rows if r["method"] == method]
         means[method] = {key: statistics.mean(r[key] for r in runs) for key in keys}
-        cells = " | ".join(_mean_sd([r[key] for r in runs], _digits(key)) for key in keys)
+        cells = " | ".join(mean_sd([r[key] for r in runs], _digits(key)) for key in keys)
         print(f"| {method} | {len(runs)} | {cells} |")
     if "vanilla" not in means:
         return

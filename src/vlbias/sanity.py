@@ -4,6 +4,7 @@ step of the planted-bias sanity scripts (``scripts/biasworld_*sanity.py``)."""
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -65,3 +66,15 @@ def run_table(
             if out is not None:
                 atomic_write(out, lambda handle: handle.write(json.dumps(rows, indent=1).encode()))
     return rows
+
+
+def mean_sd(values: Sequence[float], digits: int = 2) -> str:
+    """``"mean ± sd"`` of ``values`` (the sample standard deviation) to ``digits`` decimals; the mean alone for one
+    value. The tables of the scripts print their per-method summaries with it.
+
+    Example:
+        >>> mean_sd([1.0, 2.0, 4.0]), mean_sd([3.14159], digits=3)
+        ('2.33 ± 1.53', '3.142')
+    """
+    spread = f" ± {statistics.stdev(values):.{digits}f}" if len(values) > 1 else ""
+    return f"{statistics.mean(values):.{digits}f}{spread}"
