@@ -22,7 +22,8 @@ from torch.testing import assert_close
 
 from vlbias.errors import ConfigError
 from vlbias.metrics import GroundedCongruenceTest, WEATTest
-from vlbias.metrics.functional.grounded_weat import congruence_interval
+from vlbias.metrics.functional import weat as weat_functional
+from vlbias.metrics.functional.grounded_weat import _congruence_jackknife, _resampled_effect_sizes, congruence_interval
 from vlbias.metrics.functional.weat import _acceleration, _effect_size_jackknife, interval_from_associations
 from vlbias.suites.mmbias import MMBiasSuite
 from vlbias.suites.weat import WEATSuite
@@ -100,6 +101,29 @@ def test_acceleration_matches_a_plain_jackknife_loop():
     expected = numerator / (6 * denominator**1.5)
     acceleration = _acceleration(_effect_size_jackknife(torch.tensor(np.sort(s_x)), torch.tensor(np.sort(s_y))))
     assert_close(acceleration, torch.tensor(expected, dtype=torch.float64), atol=1e-14, rtol=1e-12)
+
+
+def test_jackknife_and_resamples_do_not_depend_on_the_chunks_that_bound_their_memory(monkeypatch):
+    # The jackknife values (n rows of n - 1 scores each) and the congruence's resamples are computed in chunks
+    # of about _CHUNK_NUMBERS numbers, so memory stays linear in the set sizes. With 64 numbers per chunk (a row
+    # or two) they must equal the one-chunk values, up to the order of float64 sums in a row's standard deviation.
+    rng = np.random.default_rng(5)
+    x_own, x_other, y_own, y_other = (torch.tensor(rng.exponential(size=n)) for n in (23, 23, 17, 17))
+
+    def compute() -> list[torch.Tensor]:
+        resampled = _resampled_effect_sizes(x_own, x_other, 300, torch.Generator().manual_seed(0))
+        return [
+            *_effect_size_jackknife(x_own, y_own),
+            *_congruence_jackknife(x_own, x_other, y_own, y_other),
+            resampled,
+        ]
+
+    whole = compute()
+    monkeypatch.setattr(weat_functional, "_CHUNK_NUMBERS", 64)
+    chunked = compute()
+    assert [len(values) for values in chunked] == [23, 17, 23, 17, 300]
+    for got, expected in zip(chunked, whole):
+        assert_close(got, expected, rtol=1e-13, atol=1e-15)
 
 
 def test_bca_of_constant_replicates_is_the_point():

@@ -49,10 +49,11 @@ from vlbias.metrics.functional.weat import (
     DEFAULT_INTERVAL_METHOD,
     DEFAULT_PERMUTATIONS,
     IntervalMethod,
+    _chunk_rows,
     _effect_size,
-    _leave_one_out,
     bootstrap_interval,
     check_bootstrap,
+    leave_one_out_values,
 )
 
 #: Sign vectors counted by the exact test (2^24: up to 24 targets in X and Y together; the count meets in the
@@ -187,14 +188,24 @@ def congruence_interval(
     y_own, y_other = _paired("y", y_own, y_other)
     check_bootstrap(n_bootstrap, confidence, method)
     generator = torch.Generator().manual_seed(seed)
-    pick_x = torch.randint(x_own.numel(), (n_bootstrap, x_own.numel()), generator=generator)
-    pick_y = torch.randint(y_own.numel(), (n_bootstrap, y_own.numel()), generator=generator)
-    d_x = _effect_size(x_own[pick_x], x_other[pick_x]).abs()
-    d_y = _effect_size(y_own[pick_y], y_other[pick_y]).abs()
+    d_x = _resampled_effect_sizes(x_own, x_other, n_bootstrap, generator)
+    d_y = _resampled_effect_sizes(y_own, y_other, n_bootstrap, generator)
     replicates = (d_x + d_y) / 2
     observed = congruence_effect_size(x_own, x_other, y_own, y_other)
     bca = (observed, _congruence_jackknife(x_own, x_other, y_own, y_other)) if method == "bca" else None
     return bootstrap_interval(replicates, confidence, bca)
+
+
+def _resampled_effect_sizes(own: Tensor, other: Tensor, n_bootstrap: int, generator: torch.Generator) -> Tensor:
+    """``(n_bootstrap,)`` :math:`|d|` of one set's targets resampled with replacement, each keeping its pair of
+    scores; drawn in chunks of rows (the same draws as all rows at once), so memory stays linear in the set."""
+    n = own.numel()
+    step = _chunk_rows(2 * n)
+    chunks = []
+    for first in range(0, n_bootstrap, step):
+        pick = torch.randint(n, (min(step, n_bootstrap - first), n), generator=generator)
+        chunks.append(_effect_size(own[pick], other[pick]).abs())
+    return torch.cat(chunks)
 
 
 def _congruence_jackknife(x_own: Tensor, x_other: Tensor, y_own: Tensor, y_other: Tensor) -> list[Tensor]:
@@ -204,7 +215,13 @@ def _congruence_jackknife(x_own: Tensor, x_other: Tensor, y_own: Tensor, y_other
     d_y = _effect_size(y_own.unsqueeze(0), y_other.unsqueeze(0)).abs()
     jackknife = []
     if x_own.numel() > 1:
-        jackknife.append((_effect_size(_leave_one_out(x_own), _leave_one_out(x_other)).abs() + d_y) / 2)
+        left_out = leave_one_out_values(_paired_effect_size, x_own, x_other, row_width=2 * x_own.numel())
+        jackknife.append((left_out + d_y) / 2)
     if y_own.numel() > 1:
-        jackknife.append((d_x + _effect_size(_leave_one_out(y_own), _leave_one_out(y_other)).abs()) / 2)
+        left_out = leave_one_out_values(_paired_effect_size, y_own, y_other, row_width=2 * y_own.numel())
+        jackknife.append((d_x + left_out) / 2)
     return jackknife
+
+
+def _paired_effect_size(own: Tensor, other: Tensor) -> Tensor:
+    return _effect_size(own, other).abs()

@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import math
 import typing
+from collections.abc import Callable
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -719,21 +720,40 @@ def _bias_correction(replicates: Tensor, observed: Tensor) -> Tensor:
     return torch.special.ndtri((2 * below + ties).to(torch.float64) / (2 * defined.numel()))
 
 
-def _leave_one_out(scores: Tensor) -> Tensor:
-    """``(n, n - 1)``: row ``i`` holds ``scores`` without item ``i``."""
+def _leave_one_out(scores: Tensor, first: int = 0, stop: int | None = None) -> Tensor:
+    """``(stop - first, n - 1)``: row ``i`` holds ``scores`` without item ``first + i`` (all items by default)."""
     n = scores.numel()
     kept = torch.arange(n - 1).unsqueeze(0)  # (1, n - 1)
-    return scores[kept + (kept >= torch.arange(n).unsqueeze(1)).long()]  # skip column i in row i
+    left_out = torch.arange(first, n if stop is None else stop).unsqueeze(1)  # (rows, 1)
+    return scores[kept + (kept >= left_out).long()]  # skip column first + i in row i
+
+
+def leave_one_out_values(statistic: Callable[..., Tensor], *aligned: Tensor, row_width: int) -> Tensor:
+    """``(n,)``: ``statistic`` of the ``aligned`` ``(n,)`` tensors with item ``i`` left out of each, for every
+    ``i``. ``statistic`` maps ``(rows, n - 1)`` tensors to ``(rows,)``; it is called on chunks of rows holding about
+    :data:`_CHUNK_NUMBERS` numbers (``row_width``: the numbers it handles per row), so memory stays linear in n."""
+    n = aligned[0].numel()
+    step = _chunk_rows(row_width)
+    chunks = [
+        statistic(*(_leave_one_out(values, first, min(first + step, n)) for values in aligned))
+        for first in range(0, n, step)
+    ]
+    return torch.cat(chunks)
 
 
 def _effect_size_jackknife(s_x: Tensor, s_y: Tensor) -> list[Tensor]:
     """The effect size's jackknife values for :func:`_acceleration`: each item of X left out in turn (Y whole,
     ``(n_x,)``), then each item of Y (X whole, ``(n_y,)``); a set of one item has no jackknife values."""
+    n_x, n_y = s_x.numel(), s_y.numel()
     jackknife = []
-    if s_x.numel() > 1:
-        jackknife.append(_effect_size(_leave_one_out(s_x), s_y.expand(s_x.numel(), -1)))  # (n_x,)
-    if s_y.numel() > 1:
-        jackknife.append(_effect_size(s_x.expand(s_y.numel(), -1), _leave_one_out(s_y)))  # (n_y,)
+    if n_x > 1:
+        jackknife.append(
+            leave_one_out_values(lambda x: _effect_size(x, s_y.expand(len(x), -1)), s_x, row_width=n_x + n_y)
+        )
+    if n_y > 1:
+        jackknife.append(
+            leave_one_out_values(lambda y: _effect_size(s_x.expand(len(y), -1), y), s_y, row_width=n_x + n_y)
+        )
     return jackknife
 
 
