@@ -524,6 +524,11 @@ def _sampled_half_sums_by_bits(pooled: np.ndarray, n: int, n_permutations: int, 
                 accepted = feasible & (rng.standard_exponential(chosen.shape) >= level.log_bound.take(r) - log_weight)
                 which = accepted.argmax(axis=1) if proposals > 1 else np.zeros(pending.size, dtype=np.intp)
                 done = accepted[np.arange(pending.size), which] if proposals > 1 else accepted[:, 0]
+                if pending.size == rows:  # the first proposals: every row's, in place (rejected ones are redrawn)
+                    masks[:, level.first : level.first + level.words] = bits[:, 0]
+                    to_choose -= np.where(done, chosen[:, 0], 0)
+                    pending = np.flatnonzero(~done)
+                    continue
                 rows_done, which = pending[done], which[done]
                 masks[rows_done, level.first : level.first + level.words] = bits[done, which]
                 to_choose[rows_done] -= chosen[done, which]
