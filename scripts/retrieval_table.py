@@ -27,9 +27,10 @@ so this script fine-tunes on BiasWorld instead. Per (method, seed):
    (``abs_bias@10``, no interval: the suite gives none for it), and MaxSkew@10 and NDKL@10 over all queries with
    their intervals (:mod:`vlbias.suites.retrieval_bias`).
 
-Runs go to ``--workers`` processes (one torch thread each). Printed: one row per run as it ends, then the mean
-over seeds per method (± the standard deviation) and each method's difference from ``vanilla``. ``--out`` writes
-the rows as JSON.
+Runs go to ``--workers`` processes (one torch thread each). Printed first: the test split's reference levels
+(:func:`reference_levels`; ``--levels_only`` prints them and stops); then one row per run as it ends, then the
+mean over seeds per method (± the standard deviation) and each method's difference from ``vanilla``. ``--out``
+writes the rows as JSON.
 """
 
 from __future__ import annotations
@@ -38,11 +39,14 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+import yaml
 
+from vlbias.data.biasworld import BiasWorld
 from vlbias.errors import InputError
 from vlbias.modules.fairvlp import METHODS
 from vlbias.sanity import fit_on_biasworld, mean_sd, run_table
@@ -118,6 +122,32 @@ def run(method: str, seed: int, strength: float, pretrain_epochs: int | None, fi
     return row | seconds | {"measure_s": time.perf_counter() - finetuned}
 
 
+def reference_levels(seed: int) -> dict[str, float]:
+    """The fine-tuning test split's reference levels for ``seed`` (its data are drawn with the run's seed), in
+    percent: chance R@1 of image retrieval (one over the images), and the highest TR R@1/5/10 any model can reach.
+    BiasWorld's captions repeat ("a person cooking."): copies score alike, ties count against the query
+    (:mod:`vlbias.modules.retrieval`), so an image's text retrieval is a hit at K only when its caption and every
+    copy of it fit in the top K."""
+    options = yaml.safe_load(FINETUNING.read_text())["data"]["init_args"]
+    options = {key: value for key, value in options.items() if key not in ("batch_size", "num_workers")}
+    world = BiasWorld(**options | {"seed": seed, "bias_strength": FINETUNING_STRENGTH})
+    captions = [item.caption for item in world.items("test")]
+    copies = Counter(captions)
+    levels = {"images": len(captions), "ir_r1_chance": 100 / len(captions)}
+    return levels | {f"tr_r{k}_ceiling": 100 * statistics.mean(copies[c] <= k for c in captions) for k in (1, 5, 10)}
+
+
+def _print_levels(seeds: Sequence[int]) -> None:
+    for seed in seeds:
+        levels = reference_levels(seed)
+        ceilings = ", ".join(f"{levels[f'tr_r{k}_ceiling']:.1f}" for k in (1, 5, 10))
+        print(
+            f"test split, seed {seed}: {levels['images']} images, IR R@1 by chance {levels['ir_r1_chance']:.1f}; "
+            f"highest TR R@1/5/10 (repeated captions tie) {ceilings}"
+        )
+    print()
+
+
 def _digits(key: str) -> int:
     """Decimals shown: R@K in percent to 2, the ranking-bias statistics (at most 1 or ln 2 in size) to 3."""
     return 2 if key in RECALLS else 3
@@ -172,7 +202,11 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     parser.add_argument("--finetune_epochs", type=int, default=None, help="Override fine-tuning's max_epochs.")
     parser.add_argument("--workers", type=int, default=1, help="Runs at once (processes).")
     parser.add_argument("--out", type=Path, default=None, help="Write the rows to this JSON file (after every run).")
+    parser.add_argument("--levels_only", action="store_true", help="Print the test splits' reference levels; stop.")
     args = parser.parse_args(argv)
+    _print_levels(args.seeds)
+    if args.levels_only:
+        return []
     jobs = [(m, s, args.strength, args.pretrain_epochs, args.finetune_epochs) for s in args.seeds for m in args.methods]
     print(
         f"pre-training: bias strength {args.strength}, epochs {args.pretrain_epochs or 'config'}; fine-tuning: bias "
