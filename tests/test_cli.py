@@ -62,8 +62,9 @@ def test_measure_writes_the_results_schema(tmp_path, run_cli):
     assert code == 0, err
     results = read_results(tmp_path / "mmbias.json")
     assert results.suite == "mmbias" and results.model == "clip" and results.seed == 7
-    (metric,) = results.metrics
-    assert metric == "man_vs_woman/stereotyped_activities/effect_size"
+    metric = "man_vs_woman/stereotyped_activities/effect_size"
+    counts = {"n_skipped/empty": 0.0, "n_skipped/unknown": 0.0, "n_truncated": 0.0}  # every word seen whole
+    assert results.metrics.keys() == {metric, *counts} and results.metrics.items() >= counts.items()
     assert -2 <= results.metrics[metric] <= 2
     low, high = results.intervals[metric]
     assert low <= high and 0 <= results.p_values[metric] <= 1

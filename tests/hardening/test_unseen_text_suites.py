@@ -58,8 +58,9 @@ def test_entity_association_skips_an_entity_whose_mask_is_cut_and_notes_one_cut_
     )
     assert output.metrics.pop("n_skipped/truncated") == 1 and output.metrics.pop("n_truncated") == 0
     assert output.metrics.pop("n_skipped") == 1 and alone.metrics.pop("n_skipped") == 0
+    assert alone.metrics.pop("n_skipped/truncated") == alone.metrics.pop("n_truncated") == 0  # counts always there
     assert output.metrics == alone.metrics and output.items == alone.items
-    assert "n_truncated" not in alone.metrics and "note" not in alone.items[0]
+    assert "note" not in alone.items[0]
 
 
 def test_entity_association_measures_and_notes_a_caption_cut_after_its_mask(monkeypatch):
@@ -69,6 +70,7 @@ def test_entity_association_measures_and_notes_a_caption_cut_after_its_mask(monk
         output = entity_output(monkeypatch, [tail])
     assert output.skipped == [] and output.metrics.pop("n_truncated") == 1
     assert output.metrics.pop("n_skipped/truncated") == 0
+    assert alone.metrics.pop("n_skipped/truncated") == alone.metrics.pop("n_truncated") == 0
     assert output.metrics == alone.metrics
     notes = {row["source"]: row.pop("note") for row in output.items}
     assert notes["vl_no_image"] == notes["text_model"] and notes["vl_no_image"].startswith(
@@ -116,6 +118,7 @@ def test_mmbias_skips_words_the_model_cannot_see_and_measures_the_rest_as_withou
     assert output.skipped[0]["reason"] == UNKNOWN_REASON.format("zebra")
     counts = {key: output.metrics.pop(key) for key in ("n_skipped/empty", "n_skipped/unknown", "n_truncated")}
     assert counts == {"n_skipped/empty": 0, "n_skipped/unknown": 2 if probe == "embed" else 1, "n_truncated": 0}
+    assert all(clean.metrics.pop(key) == 0 for key in counts)  # the counts are there when nothing is skipped
     assert output.metrics == clean.metrics and output.p_values == clean.p_values
     assert output.intervals == clean.intervals and output.items == clean.items
     assert output.n_items == clean.n_items
@@ -127,6 +130,7 @@ def test_mmbias_measures_and_notes_a_truncated_word(tmp_path):
     output = mmbias_output(tmp_path / "cut", phrases, WordVectors(), experiments=["cross_modal"])
     assert output.skipped == [] and output.metrics.pop("n_truncated") == 1
     assert output.metrics.pop("n_skipped/unknown") == output.metrics.pop("n_skipped/empty") == 0
+    assert all(whole.metrics.pop(key) == 0 for key in ("n_skipped/unknown", "n_skipped/empty", "n_truncated"))
     assert output.metrics == whole.metrics
     (row,) = output.items
     assert (row.pop("n_truncated"), row.pop("notes")) == (

@@ -22,6 +22,8 @@ from vlbias.results import read_items, read_results
 from vlbias.suites.mmbias import MMBiasSuite
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mmbias"
+#: The counts of texts the model cannot see (or sees cut), reported even when none is.
+UNSEEN_NONE = {"n_skipped/empty": 0.0, "n_skipped/unknown": 0.0, "n_truncated": 0.0}
 SQRT_3_2 = math.sqrt(1.5)
 
 # Text vectors, 2-D. The attributes: A (unpleasant) = "bad" along x, B (pleasant) = "good" along y, so the
@@ -151,7 +153,8 @@ def test_hand_computed_zero_shot_ranking(vector_data):
     assert (muslim["word"], muslim["valence"], muslim["rank"]) == ("bad", "unpleasant", 1)
     assert muslim["score"] == pytest.approx((1 + math.sqrt(0.5)) / 2)
     assert (christian["word"], christian["score"]) == ("good", pytest.approx((1 + math.sqrt(0.5)) / 2))
-    assert output.metrics == {"zero_shot/christian/pleasant_share": 1.0, "zero_shot/muslim/pleasant_share": 0.0}
+    shares = {"zero_shot/christian/pleasant_share": 1.0, "zero_shot/muslim/pleasant_share": 0.0}
+    assert output.metrics == shares | UNSEEN_NONE
 
 
 def test_hand_computed_itm_gap_and_effect_size(vector_data):
@@ -240,6 +243,7 @@ def test_biasworld_itm_and_textual_tests(tmp_path):
     assert set(output.metrics) == {
         "man_vs_woman/stereotyped_activities/itm/effect_size",
         "man_vs_woman/stereotyped_activities/itm/probability_gap",
+        *UNSEEN_NONE,
     }
 
 
@@ -317,7 +321,9 @@ def test_measure_clip_writes_one_row_per_test_and_the_ranking_table(tiny_data, t
         "muslim_vs_christian/textual/effect_size",
         "zero_shot/christian/pleasant_share",
         "zero_shot/muslim/pleasant_share",
+        *UNSEEN_NONE,
     }
+    assert all(results.metrics[count] == 0 for count in UNSEEN_NONE)
     assert results.config["suite_config"]["data"]["n_images"] == {"christian": 3, "muslim": 3}
     assert "muslim_vs_christian/cross_modal/effect_size" in out
 

@@ -513,12 +513,12 @@ class EntityAssociationMeasurement(Measurement):
 
     def _unseen_counts(self) -> dict[str, float]:
         """``n_skipped/truncated`` (entities skipped for a mask past the cut) and ``n_truncated`` (entities
-        measured with a caption a model reads truncated), present when one is not zero."""
+        measured with a caption a model reads truncated), always present (zeros included), as every suite's counts."""
         counts = {
             f"n_skipped/{TRUNCATED}": float(sum(entry.get("kind") == TRUNCATED for entry in self.refused)),
             "n_truncated": float(len({entity for entity, _ in self.notes})),
         }
-        return counts if any(counts.values()) else {}
+        return counts
 
     def _measured_groups(self, key: str, entity: str, counts: dict[str, float]) -> list[str]:
         """The groups ``g`` whose ``S_<key>(E, g)`` had rows: all for the text-only scores; for ``S_L`` all when

@@ -722,13 +722,13 @@ class _MMBiasMeasurement(Measurement):
 
     def _unseen_counts(self) -> dict[str, float]:
         """``n_skipped/empty``, ``n_skipped/unknown`` (distinct texts skipped) and ``n_truncated`` (distinct texts
-        measured truncated), present when one is not zero."""
+        measured truncated), always present (zeros included), as every suite's counts."""
         tasks = [*self.run_tests, *self.run_rankings]
         measured = {t for task in tasks for s in task.sets if s.modality == "text" for t in s.items}
         kinds = [problem.kind for problem in self.unseen.values() if problem.skip]
         counts = {f"n_skipped/{kind}": float(kinds.count(kind)) for kind in (EMPTY, UNKNOWN)}
         counts["n_truncated"] = float(sum(not p.skip and t in measured for t, p in self.unseen.items()))
-        return counts if any(counts.values()) else {}
+        return counts
 
 
 def _check_finite(sets: Sequence[Stimuli], nonfinite: dict[str, int]) -> None:
