@@ -1,6 +1,6 @@
 """Retrieval fine-tuning: the ITC objective, the logged recall equal to the functional metric on the same
 scores (CLIP: similarity; ALBEF: ITM re-ranked), several captions per image, a short fit of CLIP and ALBEF,
-CLIP's R@1 above chance after a short fit, the export reloading, bad configuration, and (slow) the same recall
+BLIP's own temperature, CLIP's R@1 above chance after a short fit, the export reloading, bad configuration, and (slow) the same recall
 on 1 and 2 DDP processes."""
 
 import csv
@@ -91,19 +91,19 @@ def test_itc_loss_against_a_larger_gallery_and_bad_positives():
 
 
 # -- the module ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("model", ["clip", "albef"])
+@pytest.mark.parametrize("model", ["clip", "albef", "blip"])
 def test_short_fit_logs_the_recall_keys_equal_to_the_functional_metric(model, tmp_path):
     """Two training steps, then validation of BiasWorld's 12 val images: the logged recall is that of the
-    functional metric on the same split embedded by hand (ALBEF: re-ranked by ITM with k_test 8)."""
+    functional metric on the same split embedded by hand (ALBEF, BLIP: re-ranked by ITM with k_test 8)."""
     data = _biasworld()
     module = RetrievalFinetuning(model=model, tiny_sizes=TINY, k_test=8)
     trainer = _trainer(tmp_path, max_epochs=1, limit_train_batches=2, num_sanity_val_steps=0)
     trainer.fit(module, data)
     logged = trainer.callback_metrics
     assert {f"val/{key}" for key in RECALL_KEYS} | {"train/loss", "train/itc_loss", "val/loss"} <= set(logged)
-    assert ("train/itm_loss" in logged) == (model == "albef")
+    assert ("train/itm_loss" in logged) == (model != "clip")
     module.adapter.eval()
-    expected = _recall_of(module.adapter, data.world.dataset("val"), k_test=8 if model == "albef" else None)
+    expected = _recall_of(module.adapter, data.world.dataset("val"), k_test=None if model == "clip" else 8)
     for key in RECALL_KEYS:
         assert logged[f"val/{key}"].item() == pytest.approx(expected[key]), key
 
@@ -198,6 +198,21 @@ def test_fixed_temperature_is_not_learnt():
     module = RetrievalFinetuning(tiny_sizes=TINY, temperature=0.05)
     assert_close(module._logit_scale(), torch.tensor(20.0).log())
     assert not module._logit_scale().requires_grad
+
+
+def test_blip_learns_its_own_temperature_as_blip_does():
+    """transformers' BLIP keeps no ITC temperature: the module's starts at BLIP's 0.07, is learnt, and is
+    clamped to [0.001, 0.5] before use; adapters with their own (ALBEF) or a fixed one get none."""
+    module = RetrievalFinetuning(model="blip", tiny_sizes=TINY)
+    assert module.temperature.requires_grad and module.temperature.item() == pytest.approx(0.07)
+    assert_close(module._logit_scale(), -torch.tensor(0.07).log())
+    assert any(parameter is module.temperature for parameter in module.parameters())  # the optimizer's
+    with torch.no_grad():
+        module.temperature.fill_(2.0)
+    assert_close(module._logit_scale(), -torch.tensor(0.5).log())
+    assert module.temperature.item() == 0.5  # clamped in place, as BLIP's temp
+    assert RetrievalFinetuning(model="albef", tiny_sizes=TINY).temperature is None
+    assert RetrievalFinetuning(model="blip", tiny_sizes=TINY, temperature=0.05).temperature is None
 
 
 def _vlbias(*argv: str) -> None:

@@ -7,7 +7,10 @@ r"""Image-text retrieval fine-tuning and evaluation (ALBEF's ``Retrieval.py``, B
 
 :math:`\mathcal{L}_\text{ITC}`: symmetric InfoNCE (:func:`~vlbias.objectives.contrastive.itc_loss`) against the
 images and captions of every rank's batch (``self.all_gather(..., sync_grads=True)`` when the world size is
-above 1), at the adapter's learnable temperature or a fixed one. A pair is positive when it is the same
+above 1), at the adapter's learnable temperature or a fixed one. transformers' ``BlipForImageTextRetrieval``
+keeps no ITC temperature (BLIP's ``temp`` is not converted), so for BLIP the module learns its own as BLIP's
+``blip_retrieval.py`` does: :math:`\tau` initialised to :data:`BLIP_TEMPERATURE` and clamped to
+:data:`BLIP_TEMPERATURE_RANGE` before every step (rankings do not depend on it, so the exported model needs none). A pair is positive when it is the same
 image (the batch's ``image_index``, as :class:`~vlbias.data.CaptionDataModule` gives it) or, without image
 indices (BiasWorld), when the captions are identical: ALBEF's targets of its retrieval fine-tuning, where
 every caption of an image is a positive of it. :math:`\mathcal{L}_\text{ITM}`: for adapters with MATCH
@@ -50,7 +53,7 @@ from collections.abc import Sequence
 import torch
 import torch.distributed as dist
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
-from torch import Tensor
+from torch import Tensor, nn
 
 from vlbias.errors import ConfigError
 from vlbias.metrics.retrieval import RetrievalRecall
@@ -60,6 +63,9 @@ from vlbias.objectives.contrastive import itc_loss
 from vlbias.objectives.itm import itm_loss, sample_negatives
 from vlbias.retrieval.rerank import rerank
 
+#: BLIP's ITC temperature: its initial value and the range it is clamped to (``blip_retrieval.py``, ``self.temp``).
+BLIP_TEMPERATURE = 0.07
+BLIP_TEMPERATURE_RANGE = (0.001, 0.5)
 _STAGE_KEYS = {"txt": "tr", "img": "ir"}  # RetrievalRecall's prefixes -> the log's
 
 
@@ -78,7 +84,7 @@ class RetrievalFinetuning(AdapterModule):
         model_options: the adapter's own loading options, e.g. ``{image_size: 384}`` to fine-tune ALBEF's
             pre-trained 256-pixel checkpoint at the retrieval resolution (position embeddings interpolated).
         temperature: a fixed ITC temperature :math:`\\tau` (logit scale :math:`\\log 1/\\tau`); ``None``:
-            the adapter's own, learnt.
+            the adapter's own, learnt (BLIP: the module's own, learnt; see the module docstring).
         itm_weight: :math:`w_\\text{ITM}`; read only by adapters with MATCH (0: ITC alone).
         k_test: candidates re-ranked by ITM per query in evaluation (MATCH adapters); at most the
             smaller gallery of the evaluated split.
@@ -131,6 +137,8 @@ class RetrievalFinetuning(AdapterModule):
             "retrieval fine-tuning",
             model_options=model_options,
         )
+        own_temperature = temperature is None and not hasattr(self.adapter, "logit_scale")
+        self.temperature = nn.Parameter(torch.tensor(BLIP_TEMPERATURE)) if own_temperature else None
         self.use_itm = Capability.MATCH in self.adapter.capabilities and itm_weight > 0
         self.rerank_eval = Capability.MATCH in self.adapter.capabilities
         self.val_recall = RetrievalRecall(ks=tuple(ks))
@@ -139,6 +147,10 @@ class RetrievalFinetuning(AdapterModule):
 
     # -- training -----------------------------------------------------------------------------
     def _logit_scale(self) -> Tensor:
+        if self.temperature is not None:
+            with torch.no_grad():
+                self.temperature.clamp_(*BLIP_TEMPERATURE_RANGE)
+            return -torch.log(self.temperature)
         if self.hparams.temperature is None:
             return self.adapter.logit_scale
         return torch.tensor(math.log(1.0 / self.hparams.temperature), device=self.device)
