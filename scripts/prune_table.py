@@ -1,4 +1,4 @@
-"""Effect of post-hoc debiasing on planted bias: train the quickstart tiny CLIP on BiasWorld (strength 0.9) for
+r"""Effect of post-hoc debiasing on planted bias: train the quickstart tiny CLIP on BiasWorld (strength 0.9) for
 several seeds, prune 10 % of its embedding dimensions with each strategy, and print a markdown table.
 
     python scripts/prune_table.py                          # seeds 0 1 2, ranked greedy clip_clip + projection
@@ -14,6 +14,14 @@ they are judged on. ``--embed_dim`` trains the tiny CLIP with another projection
 ``mmbias`` suite's test (men vs women against the man- and woman-stereotyped activity phrases) and the
 zero-shot activity accuracy, before and after removing the chosen dimensions. ``projection`` is the debias_vl baseline (Chuang et al., 2023): every text embedding
 projected orthogonally to BiasWorld's group prompts ("a photo of a man.", ...), images unchanged.
+
+A second table says how much removing N coordinates *could* cut (:func:`coordinate_shares`): the effect size's
+numerator is :math:`(\bar x - \bar y) \cdot (\bar a - \bar b) = \sum_k \delta_k \tau_k` over the coordinates k
+(unit embeddings: a word's association is :math:`w \cdot (\bar a - \bar b)`), so removing coordinate k takes
+:math:`\delta_k \tau_k` out of it (before re-normalisation). Printed: the share of the numerator held by its N
+largest terms, by the N coordinates each strategy removed, and by the N largest terms after a random rotation of
+the embedding space (mean over :data:`ROTATIONS` rotations): the share to expect when the bias is not aligned
+with the coordinates at all.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from vlbias.sanity import fit_on_biasworld, mean_sd
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "quickstart.yaml"
 STRENGTH, FRACTION, THETA_QUANTILE, EMBED_DIM = 0.9, 0.1, 0.9, 64
 STRATEGIES = ("ranked", "greedy", "clip_clip")
+ROTATIONS = 200
 
 
 def embed(adapter, world: BiasWorld, split: str) -> dict:
@@ -65,6 +74,29 @@ def embed(adapter, world: BiasWorld, split: str) -> dict:
         "prompt_classes": torch.tensor([k for k, prompts in enumerate(data.class_prompts) for _ in prompts]),
         "bias": bias,
     }
+
+
+def coordinate_shares(e: dict, n: int, removed: dict[str, list[int]], seed: int) -> dict[str, float]:
+    r"""Percent of the effect size's numerator :math:`\sum_k \delta_k \tau_k` held by its ``n`` largest terms
+    (``top``), by each strategy's ``removed`` coordinates, and by the ``n`` largest terms after a random rotation of
+    the space (``rotated``: mean over :data:`ROTATIONS` Haar-random rotations, seeded; the sum itself is unchanged
+    by a rotation)."""
+    delta, tau = e["x"].mean(0) - e["y"].mean(0), e["a"].mean(0) - e["b"].mean(0)  # (D,), (D,)
+    terms = delta * tau
+    total = terms.sum()
+    generator = torch.Generator().manual_seed(seed)
+    gaussian = torch.randn(ROTATIONS, len(delta), len(delta), generator=generator, dtype=torch.float64)
+    q, r = torch.linalg.qr(gaussian)
+    rotations = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)  # Haar: fix the signs of QR
+    rotated_terms = (delta @ rotations) * (tau @ rotations)  # (ROTATIONS, D)
+    shares = {
+        "top": terms.topk(n).values.sum() / total,
+        "rotated": (rotated_terms.topk(n).values.sum(1) / total).mean(),
+    }
+    shares |= {
+        strategy: terms[torch.tensor(dims, dtype=torch.long)].sum() / total for strategy, dims in removed.items()
+    }
+    return {key: 100 * float(value) for key, value in shares.items()}
 
 
 def judged(e: dict, removed: list[int]) -> tuple[float, float]:
@@ -101,7 +133,7 @@ def run_seed(
     }
     test = embed(cli.model.adapter, BiasWorld(**world_options), "test")
     d_before, accuracy_before = judged(test, [])
-    rows = []
+    rows, removed = [], {}
     for strategy in strategies:
         theta = {"theta_quantile": options.theta_quantile} if strategy != "clip_clip" else {}
         outcome = prune(
@@ -109,12 +141,15 @@ def run_seed(
             fraction=options.fraction, strategy=strategy, seed=seed, split="val", biasworld=world_options, **theta,
         )  # fmt: skip
         d_after, accuracy_after = judged(test, outcome["summary"]["removed"])
+        removed[strategy] = outcome["summary"]["removed"]
         rows.append({"seed": seed, "method": strategy, "n": outcome["summary"]["n_remove"], "d_before": d_before,
                      "d_after": d_after, "acc_before": accuracy_before, "acc_after": accuracy_after})  # fmt: skip
     if with_projection:
         d_after, accuracy_after = projected(test)
         rows.append({"seed": seed, "method": "projection", "n": 0, "d_before": d_before, "d_after": d_after,
                      "acc_before": accuracy_before, "acc_after": accuracy_after})  # fmt: skip
+    n = round(options.fraction * options.embed_dim)
+    rows.append({"seed": seed, "method": "shares", "n": n} | coordinate_shares(test, n, removed, seed))
     print(f"seed {seed}: {time.perf_counter() - start:.0f} s", flush=True)
     return rows
 
@@ -134,6 +169,7 @@ def main() -> None:
         rows = [
             row for seed in args.seeds for row in run_seed(seed, work, args.strategies, not args.no_projection, args)
         ]
+    shares, rows = [r for r in rows if r["method"] == "shares"], [r for r in rows if r["method"] != "shares"]
     for row in rows:
         row["cut"] = 100 * (1 - row["d_after"] / row["d_before"])
         row["drop"] = 100 * (row["acc_before"] - row["acc_after"])
@@ -151,6 +187,19 @@ def main() -> None:
         mine = [r for r in rows if r["method"] == method]
         print(f"| {method} | {mean_sd([r['cut'] for r in mine], 3)} | {mean_sd([r['drop'] for r in mine], 3)} "
               f"| {mean_sd([r['d_after'] for r in mine], 3)} |")  # fmt: skip
+    _print_shares(shares, args.strategies)
+
+
+def _print_shares(shares: list[dict], strategies: list[str]) -> None:
+    """The second table of the module docstring: percent of the effect size's numerator, per seed and mean ± sd."""
+    columns = ["top", *strategies, "rotated"]
+    names = {"top": "N largest terms", "rotated": f"N largest, randomly rotated (mean of {ROTATIONS})"}
+    print("\n% of the effect size's numerator sum_k delta_k tau_k (test split) in N coordinates")
+    print("| seed | N | " + " | ".join(names.get(c, f"removed by {c}") for c in columns) + " |")
+    print("|---:|---:|" + "---:|" * len(columns))
+    for r in shares:
+        print(f"| {r['seed']} | {r['n']} | " + " | ".join(f"{r[c]:.1f}" for c in columns) + " |")
+    print("| mean ± sd | | " + " | ".join(mean_sd([r[c] for r in shares], 1) for c in columns) + " |")
 
 
 if __name__ == "__main__":
