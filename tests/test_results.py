@@ -9,7 +9,7 @@ import torch
 
 from vlbias.atomic import atomic_write
 from vlbias.errors import ConfigError, SchemaError
-from vlbias.results import SCHEMA_VERSION, Results, read_items, read_results, write_results
+from vlbias.results import SCHEMA_VERSION, Results, is_count, logged_bias_keys, read_items, read_results, write_results
 
 
 def make_results(**overrides) -> Results:
@@ -157,3 +157,24 @@ def test_results_files_get_the_mode_a_plain_open_gives(tmp_path):
     finally:
         os.umask(previous)
     assert stat.S_IMODE((tmp_path / "shared.json").stat().st_mode) == 0o644
+
+
+def test_counts_are_named_by_a_segment_starting_n_():
+    counts = ["n_skipped/unknown", "n_truncated", "n_images", "all/n_queries", "bias/counterbias/n_skipped/image"]
+    metrics = ["man_vs_woman/cross_modal/effect_size", "zero_shot/muslim/pleasant_share", "B_L/purse", "lmss/mean"]
+    assert all(is_count(name) for name in counts) and not any(is_count(name) for name in metrics)
+
+
+def test_logged_bias_keys_leave_out_intervals_p_values_and_counts():
+    columns = [
+        "epoch",
+        "val/i2t_accuracy",
+        "bias/mmbias/man_vs_woman/effect_size",
+        "bias/mmbias/man_vs_woman/effect_size/ci_low",
+        "bias/mmbias/man_vs_woman/effect_size/ci_high",
+        "bias/mmbias/man_vs_woman/effect_size/p_value",
+        "bias/mmbias/n_skipped/empty",
+        "bias/counterbias/B@V-L",
+        "bias/counterbias/n_attack_failed",
+    ]
+    assert logged_bias_keys(columns) == ["bias/mmbias/man_vs_woman/effect_size", "bias/counterbias/B@V-L"]

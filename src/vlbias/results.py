@@ -40,6 +40,7 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,6 +56,27 @@ SCHEMA_VERSION = 2  # 2: the JSON names its item table (``items``)
 ITEMS_SUFFIX = ".items.parquet"
 LARGEST = 1e12  # a measured number larger in magnitude is an overflow
 _STAGED = re.compile(r"^\.(?P<name>.+)\.items\.(?P<sha256>[0-9a-f]{64})\.parquet$")
+#: Suffixes of a logged bias metric's interval and p-value (``bias/<suite>/<metric>/ci_low``, as
+#: :class:`~vlbias.callbacks.BiasSuiteCallback` logs them).
+INTERVAL_SUFFIXES = ("/ci_low", "/ci_high", "/p_value")
+
+
+def is_count(metric: str) -> bool:
+    """Whether ``metric`` counts items rather than measures bias: a segment of its name starts with ``n_``
+    (``n_skipped/<kind>``, ``n_truncated``, ``n_images``, ``<test>/n_queries``). Results files keep counts with the
+    metrics; reports, trade-off plots and model cards leave them out of the bias they show.
+
+    Example:
+        >>> is_count("n_skipped/unknown"), is_count("bias/mmbias/man_vs_woman/cross_modal/effect_size")
+        (True, False)
+    """
+    return any(segment.startswith("n_") for segment in metric.split("/"))
+
+
+def logged_bias_keys(columns: Iterable[str]) -> list[str]:
+    """The bias metrics among logged ``columns``: ``bias/...`` keys that are neither an interval or p-value
+    (:data:`INTERVAL_SUFFIXES`) nor a count (:func:`is_count`)."""
+    return [c for c in columns if c.startswith("bias/") and not c.endswith(INTERVAL_SUFFIXES) and not is_count(c)]
 
 
 @dataclass

@@ -15,9 +15,7 @@ from typing_extensions import override
 from vlbias.atomic import atomic_write
 from vlbias.callbacks.bias_suite import BiasSuiteCallback, run_dir
 from vlbias.errors import ConfigError
-from vlbias.results import read_items
-
-INTERVAL_SUFFIXES = ("/ci_low", "/ci_high", "/p_value")
+from vlbias.results import INTERVAL_SUFFIXES, logged_bias_keys, read_items
 
 
 def measured_bias(trainer: Trainer) -> dict[str, float]:
@@ -127,8 +125,7 @@ class TradeoffCallback(Callback):
         import wandb
 
         logged: dict[str, Any] = {"tradeoff/table": wandb.Table(dataframe=table)}
-        keys = [c for c in table.columns if c.startswith("bias/") and not c.endswith(INTERVAL_SUFFIXES)]
-        for key in keys:
+        for key in logged_bias_keys(table.columns):
             series = [key, *(key + s for s in INTERVAL_SUFFIXES[:2] if key + s in table.columns)]
             logged[f"tradeoff/{key}/epochs"] = wandb.plot.line_series(
                 xs=table["epoch"].tolist(),

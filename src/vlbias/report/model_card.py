@@ -29,7 +29,7 @@ from vlbias.errors import SchemaError
 from vlbias.report.render import Heading, Table, Text, markdown
 from vlbias.report.sources import epoch_table
 from vlbias.report.tables import number
-from vlbias.results import read_results
+from vlbias.results import is_count, read_results
 
 CARD_NAME = "README.md"
 
@@ -174,13 +174,16 @@ def _epoch_results(run_dir: Path) -> dict[int, list[Path]]:
 
 
 def _bias_changes(first: list[Path], last: list[Path]) -> list[Change]:
-    """Every metric of the last epoch's results, with the first epoch's value of the same file name."""
+    """Every bias metric (not the counts, :func:`~vlbias.results.is_count`) of the last epoch's results, with the
+    first epoch's value of the same file name."""
     earlier = {path.name: read_results(path) for path in first}
     changes = []
     for path in last:
         now, then = read_results(path), earlier.get(path.name)
         prefix = path.name.removesuffix(".json")
         for metric, value in now.metrics.items():
+            if is_count(metric):
+                continue
             changes.append(
                 Change(
                     f"{prefix}/{metric}",

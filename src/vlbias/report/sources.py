@@ -20,11 +20,10 @@ from pathlib import Path
 import pandas as pd
 
 from vlbias.errors import InputError, SchemaError
-from vlbias.results import Results, read_items, read_results
+from vlbias.results import Results, logged_bias_keys, read_items, read_results
 
 RUN_MARKERS = ("metrics.csv", "tradeoff.csv", "prune.json", "audit.json")
 AUDIT_FIELDS = ("suite", "dataset", "status", "reason")
-INTERVAL_SUFFIXES = ("/ci_low", "/ci_high", "/p_value")
 
 
 @dataclass
@@ -171,5 +170,5 @@ def _merge_epochs(first: pd.DataFrame | None, second: pd.DataFrame | None) -> pd
 
 
 def bias_keys(table: pd.DataFrame) -> list[str]:
-    """The logged bias metrics of an epoch table: ``bias/...`` columns other than intervals and p-values."""
-    return [c for c in table.columns if c.startswith("bias/") and not c.endswith(INTERVAL_SUFFIXES)]
+    """The logged bias metrics of an epoch table: ``bias/...`` columns other than intervals, p-values and counts."""
+    return logged_bias_keys(table.columns)
