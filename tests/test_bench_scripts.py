@@ -67,3 +67,11 @@ def test_bench_shared_rows_variants_agree(capsys):
     rows = re.findall(rf"^({names}) .* (\S+)$", out, re.MULTILINE)
     assert len(rows) == 4
     assert all(float(diff) < 1e-4 for _, diff in rows)
+
+
+def test_bench_bca_memory_prints_a_row_per_size(capfd):
+    script("bench_bca_memory").main(["--sizes", "10", "30", "--n_bootstrap", "50"])
+    rows = [line for line in capfd.readouterr().out.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert [row.split("|")[1].strip() for row in rows] == ["10", "30"]
+    imports, peak = (float(cell.replace(",", "")) for cell in rows[1].split("|")[2:4])
+    assert 0 < imports <= peak
