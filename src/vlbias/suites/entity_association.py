@@ -513,7 +513,8 @@ class EntityAssociationMeasurement(Measurement):
 
     def _unseen_counts(self) -> dict[str, float]:
         """``n_skipped/truncated`` (entities skipped for a mask past the cut) and ``n_truncated`` (entities
-        measured with a caption a model reads truncated), always present (zeros included), as every suite's counts."""
+        measured with a caption a model reads truncated), always present (zeros included), as every suite's
+        counts."""
         counts = {
             f"n_skipped/{TRUNCATED}": float(sum(entry.get("kind") == TRUNCATED for entry in self.refused)),
             "n_truncated": float(len({entity for entity, _ in self.notes})),
