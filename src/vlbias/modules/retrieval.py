@@ -15,8 +15,8 @@ model needs none). A pair is positive when it is the same image (the batch's ``i
 :class:`~vlbias.data.CaptionDataModule` gives it) or, without image indices (BiasWorld), when the captions are
 identical: ALBEF's targets of its retrieval fine-tuning, where every caption of an image is a positive of it.
 :math:`\mathcal{L}_\text{ITM}`: for adapters with MATCH (ALBEF, BLIP) image-text matching with one hard negative
-text per image and one hard negative image per text, drawn within the local batch by the ITC similarity (:mod:`vlbias.objectives.itm`); dual encoders
-(CLIP) train ITC alone.
+text per image and one hard negative image per text, drawn within the local batch by the ITC similarity
+(:mod:`vlbias.objectives.itm`); dual encoders (CLIP) train ITC alone.
 
 **Evaluation** (``validate``, ``test``), as ALBEF and BLIP evaluate: every image and caption of the split is
 embedded, :math:`S = I T^\top` ``(n_images, n_captions)``; adapters with MATCH re-score the ``k_test``
