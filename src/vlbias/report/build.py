@@ -16,9 +16,9 @@ import vlbias
 from vlbias.atomic import atomic_write
 from vlbias.report import plots
 from vlbias.report.render import Block, Heading, Image, Table, Text, markdown, page
-from vlbias.report.sources import Run, bias_keys, read_sources
+from vlbias.report.sources import Run, read_sources
 from vlbias.report.tables import METRIC_HEADERS, association_tables, metric_rows, number, skipped_rows
-from vlbias.results import ensure_writable
+from vlbias.results import ensure_writable, logged_bias_keys
 
 
 @dataclass
@@ -110,7 +110,7 @@ def _options(options: dict | None) -> str:
 
 def _epoch_section(runs: list[Run], figures: dict[str, bytes]) -> list[Block]:
     tables = {run.name: run.epochs for run in runs if run.epochs is not None}
-    keys = list(dict.fromkeys(key for table in tables.values() for key in bias_keys(table)))
+    keys = list(dict.fromkeys(key for table in tables.values() for key in logged_bias_keys(table.columns)))
     if not keys:
         return []
     blocks: list[Block] = [Heading("Bias over epochs"), Text("Shaded: the interval logged with each value.")]
@@ -141,7 +141,9 @@ def _points(tables: list[tuple[str, str, pd.DataFrame]], bias: str, accuracy: st
 
 def _bias_columns(at: str, table: pd.DataFrame) -> list[str]:
     """The default bias columns: logged bias metrics per epoch, effect sizes per number of pruned dimensions."""
-    return bias_keys(table) if at == "epoch" else [c for c in table.columns if c.endswith("/effect_size")]
+    if at == "epoch":
+        return logged_bias_keys(table.columns)
+    return [c for c in table.columns if c.endswith("/effect_size")]
 
 
 def _tradeoff_section(

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from vlbias.errors import InputError, SchemaError
-from vlbias.results import Results, logged_bias_keys, read_items, read_results
+from vlbias.results import Results, read_items, read_results
 
 RUN_MARKERS = ("metrics.csv", "tradeoff.csv", "prune.json", "audit.json")
 AUDIT_FIELDS = ("suite", "dataset", "status", "reason")
@@ -167,8 +167,3 @@ def _merge_epochs(first: pd.DataFrame | None, second: pd.DataFrame | None) -> pd
         return first if second is None else second
     extra = ["epoch", *(c for c in second.columns if c not in first.columns)]
     return first.merge(second[extra], on="epoch", how="outer")
-
-
-def bias_keys(table: pd.DataFrame) -> list[str]:
-    """The logged bias metrics of an epoch table: ``bias/...`` columns other than intervals, p-values and counts."""
-    return logged_bias_keys(table.columns)

@@ -204,7 +204,7 @@ def _resampled_effect_sizes(own: Tensor, other: Tensor, n_bootstrap: int, genera
     chunks = []
     for first in range(0, n_bootstrap, step):
         pick = torch.randint(n, (min(step, n_bootstrap - first), n), generator=generator)
-        chunks.append(_effect_size(own[pick], other[pick]).abs())
+        chunks.append(_paired_effect_size(own[pick], other[pick]))
     return torch.cat(chunks)
 
 

@@ -642,9 +642,9 @@ def interval_from_associations(
     * ``"bca"`` (Efron, 1987; Efron & Tibshirani, 1993, ch. 14, Eq. 14.10): the quantiles at the adjusted levels
       :math:`\alpha_{1,2} = \Phi\big(\hat z_0 + (\hat z_0 + z_{(1 \mp c)/2}) / (1 - \hat a (\hat z_0 +
       z_{(1 \mp c)/2}))\big)`, with the bias correction :math:`\hat z_0` of :func:`_bias_correction` and the
-      acceleration :math:`\hat a` of :func:`_acceleration` over :func:`_effect_size_jackknife`. At 8--12 items per set it covers closer to
-      ``c`` than the percentile interval (``scripts/bootstrap_coverage.py``). NaN where the adjusted levels are
-      undefined (:math:`\hat z_0 = \pm\infty`: every replicate on one side of :math:`d`).
+      acceleration :math:`\hat a` of :func:`_acceleration` over :func:`_effect_size_jackknife`. At 8--12 items
+      per set it covers closer to ``c`` than the percentile interval (``scripts/bootstrap_coverage.py``). NaN where
+      the adjusted levels are undefined (:math:`\hat z_0 = \pm\infty`: every replicate on one side of :math:`d`).
 
     Args:
         s_x: ``(n_x,)`` association scores of X.
