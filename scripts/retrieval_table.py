@@ -46,7 +46,7 @@ from pathlib import Path
 import torch
 import yaml
 
-from vlbias.data.biasworld import BiasWorld
+from vlbias.data import BiasWorldDataModule
 from vlbias.errors import InputError
 from vlbias.modules.fairvlp import METHODS
 from vlbias.sanity import fit_on_biasworld, mean_sd, run_table
@@ -129,9 +129,8 @@ def reference_levels(seed: int) -> dict[str, float]:
     (:mod:`vlbias.modules.retrieval`), so an image's text retrieval is a hit at K only when its caption and every
     copy of it fit in the top K."""
     options = yaml.safe_load(FINETUNING.read_text())["data"]["init_args"]
-    options = {key: value for key, value in options.items() if key not in ("batch_size", "num_workers")}
-    world = BiasWorld(**options | {"seed": seed, "bias_strength": FINETUNING_STRENGTH})
-    captions = [item.caption for item in world.items("test")]
+    data = BiasWorldDataModule(**options | {"seed": seed, "bias_strength": FINETUNING_STRENGTH})
+    captions = [item.caption for item in data.world.items("test")]
     copies = Counter(captions)
     levels = {"images": len(captions), "ir_r1_chance": 100 / len(captions)}
     return levels | {f"tr_r{k}_ceiling": 100 * statistics.mean(copies[c] <= k for c in captions) for k in (1, 5, 10)}
