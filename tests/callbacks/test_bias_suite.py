@@ -12,9 +12,10 @@ import pytest
 import torch
 
 from vlbias.callbacks import BiasSuiteCallback
+from vlbias.callbacks.bias_suite import _lines
 from vlbias.cli import main
 from vlbias.errors import ConfigError
-from vlbias.results import read_results
+from vlbias.results import Results, read_results
 from vlbias.suites.mmbias import MMBiasSuite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -226,3 +227,21 @@ def test_two_process_fit_runs_the_callback_to_the_end(tmp_path):
         results = read_results(run / "bias" / "epoch=001" / f"{suite}.json")  # the default folder: log_dir/bias
         per_rank = results.config["stimuli_per_rank"]
         assert len(per_rank) == 2 and min(per_rank) > 0 and results.metrics, (suite, per_rank)
+
+
+def test_printed_lines_show_bias_with_its_interval_and_only_counts_that_are_not_zero():
+    results = Results(
+        suite="mmbias",
+        model="clip",
+        checkpoint=None,
+        config={},
+        seed=0,
+        n_items=10,
+        metrics={"man_vs_woman/effect_size": 0.5, "n_skipped/empty": 0.0, "n_skipped/unknown": 2.0},
+        intervals={"man_vs_woman/effect_size": (0.25, 0.75)},
+        p_values={"man_vs_woman/effect_size": 0.0123},
+    )
+    assert _lines("mmbias", results, 3) == [
+        "epoch 3: bias/mmbias/man_vs_woman/effect_size = +0.500 [+0.250, +0.750] p=0.0123",
+        "epoch 3: bias/mmbias/n_skipped/unknown = 2",
+    ]

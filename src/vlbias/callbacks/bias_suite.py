@@ -12,7 +12,7 @@ from lightning.pytorch.utilities import rank_zero_info
 from typing_extensions import override
 
 from vlbias.errors import ConfigError
-from vlbias.results import Results, write_results
+from vlbias.results import Results, is_count, write_results
 from vlbias.suites import Suite
 from vlbias.suites.run import build_suite, run_suite
 
@@ -44,7 +44,7 @@ class BiasSuiteCallback(Callback):
 
     Logged (to whatever logger the trainer has), per suite and metric: ``bias/<name>/<metric>``, and where
     the suite gives them ``bias/<name>/<metric>/ci_low``, ``.../ci_high``, ``.../p_value``. A line per metric
-    is printed. Rank 0 writes the results schema to ``<out_dir>/epoch=NNN/`` and, as the latest, to
+    is printed (counts such as ``n_skipped/<kind>`` only when not zero). Rank 0 writes the results schema to ``<out_dir>/epoch=NNN/`` and, as the latest, to
     ``<out_dir>/`` during fit, and to ``<out_dir>/<validate|test>/`` otherwise; ``out_dir`` defaults to
     ``<trainer.log_dir>/bias``.
 
@@ -200,8 +200,14 @@ def _logged(name: str, results: Results) -> dict[str, float]:
 
 
 def _lines(name: str, results: Results, epoch: int) -> list[str]:
+    """The printed lines: each bias metric with its interval and p-value; each count (:func:`is_count`) that is not
+    zero, as an integer (the zeros are logged, not printed)."""
     lines = []
     for metric, value in results.metrics.items():
+        if is_count(metric):
+            if value:
+                lines.append(f"epoch {epoch}: bias/{name}/{metric} = {value:.0f}")
+            continue
         line = f"epoch {epoch}: bias/{name}/{metric} = {value:+.3f}"
         if metric in results.intervals:
             low, high = results.intervals[metric]
