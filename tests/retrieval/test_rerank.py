@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from vlbias.errors import CapabilityError, ConfigError
+from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.metrics.functional import retrieval_recall
 from vlbias.models import load
 from vlbias.models.base import Capability
@@ -39,7 +39,7 @@ def prepared(model):
 
 
 def test_batched_equals_per_query_loop_through_run_capability():
-    blip = load("blip", tiny=True, device="cpu").eval()  # no fast path: pairs through run_capability
+    blip = load("blip", tiny=True, device="cpu").eval()  # the vision model once per image, the text encoder per pair
     similarity, pixel_values, tokens = prepared(blip)
     batched = rerank(blip, similarity, pixel_values, tokens, k_test=2, batch_size=3)
     loop = rerank_per_query(blip, similarity, pixel_values, tokens, k_test=2)
@@ -94,6 +94,55 @@ def test_albef_paired_match_logits_equal_run_capability(albef, inputs):
 def test_candidates_break_ties_to_the_lower_index():
     similarity = torch.tensor([[0.5, 0.9, 0.5, 0.5], [1.0, 1.0, 1.0, 1.0]])
     assert candidates(similarity, 3).tolist() == [[1, 0, 2], [0, 1, 2]]
+
+
+@pytest.mark.parametrize("k_test", [1, 3, 7, 12])
+def test_candidates_equal_the_head_of_a_stable_sort_with_many_ties(k_test):
+    """Similarities drawn from five values (with -inf and +inf), so most rows tie across the k-th place."""
+    g = torch.Generator().manual_seed(k_test)
+    values = torch.tensor([float("-inf"), -1.0, 0.0, 0.5, float("inf")])
+    similarity = values[torch.randint(5, (40, 12), generator=g)]
+    expected = torch.sort(similarity, dim=1, descending=True, stable=True).indices[:, :k_test]
+    assert torch.equal(candidates(similarity, k_test), expected)
+    columns = torch.sort(similarity.T, dim=1, descending=True, stable=True).indices[:, :3]
+    assert torch.equal(candidates(similarity.T, 3), columns)  # a transposed (strided) matrix, as rerank passes
+
+
+def test_a_similarity_with_nan_is_refused_by_position(albef, inputs):
+    similarity, pixel_values, tokens = inputs
+    similarity = similarity.clone()
+    similarity[2, 7] = float("nan")
+    with pytest.raises(InputError, match=r"NaN at \(image 2, caption 7\)"):
+        rerank(albef, similarity, pixel_values, tokens, 2)
+
+
+@pytest.mark.parametrize("fusion_layer", [1, 3, 4])
+def test_albef_pairs_equal_run_capability_at_every_fusion_depth(fusion_layer):
+    """Three fusion layers, one (first = last: CLS only after the per-caption self-attention) and none."""
+    model = load("albef", tiny=True, device="cpu", options={"fusion_layer": fusion_layer}).eval()
+    _, pixel_values, tokens = prepared(model)
+    image_rows, text_rows = torch.tensor([0, 3, 1, 1, 2, 0, 3]), torch.tensor([7, 2, 0, 9, 9, 1, 4])
+    with torch.no_grad():
+        fast = model.paired_match_logits(pixel_values, tokens, image_rows, text_rows, batch_size=4)
+        rows = {key: value[text_rows] for key, value in tokens.items()}
+        reference = model.run_capability(Capability.MATCH, pixel_values[image_rows], rows)
+    assert_close(fast, reference, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize(("name", "budget"), [("albef", "key_value_cache_bytes"), ("blip", "image_states_cache_bytes")])
+def test_pairs_are_the_same_when_the_image_cache_holds_one_image(name, budget):
+    """A cache budget below one image: images one chunk at a time (image 2 in no pair), the same logits."""
+    model = load(name, tiny=True, device="cpu").eval()
+    _, pixel_values, tokens = prepared(model)
+    image_rows, text_rows = torch.tensor([3, 0, 3, 1, 1, 0, 3, 1]), torch.tensor([7, 2, 0, 9, 9, 1, 4, 4])
+    with torch.no_grad():
+        whole = model.paired_match_logits(pixel_values, tokens, image_rows, text_rows, batch_size=3)
+        setattr(model, budget, 1)
+        chunked = model.paired_match_logits(pixel_values, tokens, image_rows, text_rows, batch_size=3)
+        rows = {key: value[text_rows] for key, value in tokens.items()}
+        reference = model.run_capability(Capability.MATCH, pixel_values[image_rows], rows)
+    assert_close(chunked, whole, atol=1e-6, rtol=0)
+    assert_close(chunked, reference, atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("k_test", [5, 0])

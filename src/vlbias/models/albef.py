@@ -71,6 +71,9 @@ class ALBEFAdapter(ModelAdapter):
 
     name = "albef"
     capabilities = frozenset({Capability.EMBED, Capability.MATCH, Capability.FILL_MASK, Capability.TOKEN_STATES})
+    # The cross-attention keys and values that paired_match_logits holds at once (images are processed in
+    # chunks that fit): 1 GiB is about 48 base-size images at 384 px (6 fusion layers, 577 tokens, width 768).
+    key_value_cache_bytes: int = 1 << 30
 
     def __init__(self, model: ALBEF, tokenizer, loading_report: LoadReport | None = None) -> None:
         super().__init__()
@@ -117,24 +120,44 @@ class ALBEFAdapter(ModelAdapter):
     def paired_match_logits(
         self, pixel_values: Tensor, tokens: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor, batch_size: int
     ) -> Tensor:
-        """Match logits ``(R,)`` of image-text pairs (see the base class) as ALBEF's own retrieval evaluation
-        computes them: every image and caption encoded once, the fusion layers and the ITM head per pair, in
-        batches of pairs with captions of similar length, each cut to its longest caption (padding is masked)."""
+        """Match logits ``(R,)`` of image-text pairs (see the base class), every image and caption encoded once.
+
+        Per caption, the text layers and the first fusion layer's self-attention (:meth:`ALBEF.fusion_start`);
+        per image, the vision encoder and every fusion layer's cross-attention keys and values
+        (:meth:`ALBEF.fusion_keys_values`), for at most :attr:`key_value_cache_bytes` of images at a time; per
+        pair, the rest of the fusion layers, the last at the CLS position alone, and the ITM head
+        (:meth:`ALBEF.fused_cls`), in batches of ``batch_size`` pairs of captions of similar length, each batch
+        cut to its longest caption (padding is masked). Equal to :meth:`match_logits` of the gathered pairs up
+        to float rounding."""
         model, mask = self.model, tokens["attention_mask"]
         logits = torch.empty(image_rows.numel(), device=pixel_values.device)
-        images = torch.cat([model.image_embeds(p) for p in pixel_values.split(batch_size)])  # (N_i, 1+P, H)
-        texts = torch.cat(
+        started = torch.cat(
             [
-                model.text_embeds(ids, m)
+                model.fusion_start(model.text_embeds(ids, m), m)
                 for ids, m in zip(tokens["input_ids"].split(batch_size), mask.split(batch_size), strict=True)
             ]
         )  # (N_c, T, H)
         lengths = mask.sum(dim=1)
-        for batch in torch.sort(lengths[text_rows], stable=True).indices.split(batch_size):
-            rows, longest = text_rows[batch], int(lengths[text_rows[batch]].max())
-            fused = model.fuse(texts[rows, :longest], images[image_rows[batch]], mask[rows, :longest])
-            pair_logits = model.itm_logits(fused)  # (b, 2)
-            logits[batch] = pair_logits[:, 1] - pair_logits[:, 0]
+        config = model.config
+        tokens_per_image = (pixel_values.shape[-2] // config.patch_size) * (
+            pixel_values.shape[-1] // config.patch_size
+        ) + 1
+        per_image = 2 * (config.num_layers - config.fusion_layer) * tokens_per_image * config.hidden_size
+        chunk = max(1, self.key_value_cache_bytes // max(1, per_image * pixel_values.element_size()))
+        for first in range(0, pixel_values.shape[0], chunk):
+            pairs = ((image_rows >= first) & (image_rows < first + chunk)).nonzero().flatten()
+            if not pairs.numel():
+                continue
+            embeds = torch.cat([model.image_embeds(p) for p in pixel_values[first : first + chunk].split(batch_size)])
+            keys_values = model.fusion_keys_values(embeds)  # per fusion layer, (chunk, heads, 1 + P, H / heads)
+            pairs = pairs[torch.sort(lengths[text_rows[pairs]], stable=True).indices]
+            for batch in pairs.split(batch_size):
+                rows = text_rows[batch]
+                longest = int(lengths[rows].max())
+                texts, text_mask = started[:, :longest].index_select(0, rows), mask[:, :longest].index_select(0, rows)
+                fused = model.fused_cls(texts, text_mask, keys_values, image_rows[batch] - first)
+                pair_logits = model.itm_logits(fused)  # (b, 2)
+                logits[batch] = pair_logits[:, 1] - pair_logits[:, 0]
         return logits
 
     def paired_fill_mask_logits(

@@ -165,11 +165,7 @@ class ALBEFLayer(nn.Module):
         ``positions`` ``(B, K)`` the layer's output at those positions alone ``(B, K, H)``: their
         queries attend to every position, the rest of the layer runs for them only
         (:mod:`vlbias.models.read_positions`)."""
-        if positions is None:
-            hidden = self.attention(hidden, mask)[0]  # (B, T, H)
-        else:
-            queries = at_positions(hidden, positions)  # (B, K, H)
-            hidden = self.attention.output(attention_at(self.attention.self, queries, hidden, mask), queries)
+        hidden = self.self_attend(hidden, mask, positions)
         if self.has_cross_attention:
             if image_embeds is None:
                 raise InputError("ALBEF's fusion layers need image embeddings (`encoder_hidden_states`).")
@@ -177,7 +173,41 @@ class ALBEFLayer(nn.Module):
                 hidden = self.crossattention(hidden, encoder_hidden_states=image_embeds, encoder_attention_mask=None)[0]
             else:
                 hidden = self._cross_attend_shared(hidden, image_embeds, image_rows)
+        return self.feed_forward(hidden)
+
+    def self_attend(self, hidden: Tensor, mask: Tensor, positions: Tensor | None = None) -> Tensor:
+        """The self-attention block (with its residual and LayerNorm) over ``hidden`` ``(B, T, H)`` with the
+        additive mask ``(B, 1, 1, T)``; with ``positions`` ``(B, K)`` its output there alone ``(B, K, H)``."""
+        if positions is None:
+            return self.attention(hidden, mask)[0]  # (B, T, H)
+        queries = at_positions(hidden, positions)  # (B, K, H)
+        return self.attention.output(attention_at(self.attention.self, queries, hidden, mask), queries)
+
+    def feed_forward(self, hidden: Tensor) -> Tensor:
+        """The feed-forward block (with its residual and LayerNorm), position by position."""
         return self.output(self.intermediate(hidden), hidden)
+
+    def image_keys_values(self, image_embeds: Tensor) -> tuple[Tensor, Tensor]:
+        """The cross-attention's keys and values of image tokens ``(M, N, H)``, split into heads:
+        two ``(M, heads, N, H / heads)`` tensors, for :meth:`cross_attend_cached`."""
+        attention = self.crossattention.self
+
+        def heads(states: Tensor) -> Tensor:
+            return states.view(*states.shape[:2], -1, attention.attention_head_size).transpose(1, 2)
+
+        return heads(attention.key(image_embeds)), heads(attention.value(image_embeds))
+
+    def cross_attend_cached(self, hidden: Tensor, keys: Tensor, values: Tensor) -> Tensor:
+        """The cross-attention block over ``hidden`` ``(B, T, H)`` with image keys and values already
+        projected (:meth:`image_keys_values`, one row per text row): the same as the cross-attention of
+        :meth:`forward`, without projecting an image's tokens again for every text that reads it."""
+        attention = self.crossattention.self
+        query = attention.query(hidden)
+        query = query.view(*query.shape[:2], -1, attention.attention_head_size).transpose(1, 2)
+        context = F.scaled_dot_product_attention(
+            query, keys, values, dropout_p=attention.dropout.p if attention.training else 0.0
+        )
+        return self.crossattention.output(context.transpose(1, 2).flatten(2), hidden)
 
     def _cross_attend_shared(self, hidden: Tensor, image_embeds: Tensor, image_rows: Tensor) -> Tensor:
         """Cross-attention of rows that share images, each image's keys and values computed once.
@@ -337,6 +367,46 @@ class ALBEF(nn.Module):
             encoder_rows=image_rows,
             positions=positions,
         )
+
+    def fusion_start(self, text_embeds: Tensor, attention_mask: Tensor) -> Tensor:
+        """The first fusion layer's self-attention over text-mode states ``(B, T, H)`` (the states as they are
+        when there is no fusion layer). It reads the text alone, so scoring many image-text pairs
+        (:meth:`fused_cls`) runs it once per text, not once per pair."""
+        layers = self.text_encoder.bert.encoder.layer[self.config.fusion_layer :]
+        if not len(layers):
+            return text_embeds
+        return layers[0].self_attend(text_embeds, additive_mask(attention_mask, text_embeds.dtype))
+
+    def fusion_keys_values(self, image_embeds: Tensor) -> list[tuple[Tensor, Tensor]]:
+        """Every fusion layer's cross-attention keys and values of the image tokens ``(M, N, H)``
+        (:meth:`ALBEFLayer.image_keys_values`), computed once per image for :meth:`fused_cls`."""
+        layers = self.text_encoder.bert.encoder.layer[self.config.fusion_layer :]
+        return [layer.image_keys_values(image_embeds) for layer in layers]
+
+    def fused_cls(
+        self, started: Tensor, attention_mask: Tensor, keys_values: list[tuple[Tensor, Tensor]], image_rows: Tensor
+    ) -> Tensor:
+        """The fused state at the CLS position ``(B, 1, H)`` of texts ``started`` (:meth:`fusion_start`,
+        ``(B, T, H)``) paired with images ``image_rows`` ``(B,)`` of ``keys_values``
+        (:meth:`fusion_keys_values`): equal to ``fuse(...)[:, :1]`` up to float rounding. What ITM reads, at
+        the cost per pair of the fusion layers without the text-only first self-attention, without
+        projecting image tokens, and with the last layer at the CLS position alone (none of which the official
+        evaluation does: it runs the fusion layers in full on image tokens gathered per pair)."""
+        layers = self.text_encoder.bert.encoder.layer[self.config.fusion_layer :]
+        hidden = started
+        if not len(layers):
+            return hidden[:, :1]
+        bias = additive_mask(attention_mask, hidden.dtype)
+        cls = torch.zeros(hidden.shape[0], 1, dtype=torch.long, device=hidden.device)
+        for index, (layer, (keys, values)) in enumerate(zip(layers, keys_values, strict=True)):
+            last = index == len(layers) - 1
+            if index:
+                hidden = layer.self_attend(hidden, bias, cls if last else None)
+            elif last:
+                hidden = hidden[:, :1]
+            keys, values = keys.index_select(0, image_rows), values.index_select(0, image_rows)  # ~9x keys[rows]
+            hidden = layer.feed_forward(layer.cross_attend_cached(hidden, keys, values))
+        return hidden
 
     def image_features(self, image_embeds: Tensor) -> Tensor:
         """ITC image embedding ``normalize(vision_proj(CLS))`` ``(B, E)`` (ALBEF eq. 1's g_v)."""

@@ -44,6 +44,9 @@ class BLIPAdapter(ModelAdapter):
 
     name = "blip"
     capabilities = frozenset({Capability.EMBED, Capability.MATCH})
+    # The vision model's states that paired_match_logits holds at once (images are processed in chunks that
+    # fit): 1 GiB is about 600 base-size images at 384 px (577 tokens, width 768).
+    image_states_cache_bytes: int = 1 << 30
 
     def __init__(self, model: BlipForImageTextRetrieval, tokenizer, transform: ImageTransform) -> None:
         super().__init__()
@@ -72,10 +75,52 @@ class BLIPAdapter(ModelAdapter):
 
     def match_logits(self, pixel_values: Tensor, tokens: dict[str, Tensor]) -> Tensor:
         image_states = self.model.vision_model(pixel_values=pixel_values).last_hidden_state  # (B, 1+N, Dv)
+        return self._match_image_states(image_states, tokens["input_ids"], tokens["attention_mask"])
+
+    def paired_match_logits(
+        self, pixel_values: Tensor, tokens: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor, batch_size: int
+    ) -> Tensor:
+        """Match logits ``(R,)`` of image-text pairs (see the base class): every image through the vision model
+        once, for at most :attr:`image_states_cache_bytes` of image states at a time; per pair, the text encoder
+        (which cross-attends to the image in every layer) and the ITM head, in batches of ``batch_size`` pairs of
+        captions of similar length, each batch cut to its longest caption (padding is masked). Equal to
+        :meth:`match_logits` of the gathered pairs up to float rounding."""
+        vision = self.model.config.vision_config
+        tokens_per_image = (pixel_values.shape[-2] // vision.patch_size) * (
+            pixel_values.shape[-1] // vision.patch_size
+        ) + 1
+        per_image = tokens_per_image * vision.hidden_size * pixel_values.element_size()
+        chunk = max(1, self.image_states_cache_bytes // per_image)
+        input_ids, mask = tokens["input_ids"], tokens["attention_mask"]
+        lengths = mask.sum(dim=1)
+        logits = torch.empty(image_rows.numel(), device=pixel_values.device)
+        for first in range(0, pixel_values.shape[0], chunk):
+            pairs = ((image_rows >= first) & (image_rows < first + chunk)).nonzero().flatten()
+            if not pairs.numel():
+                continue
+            images = torch.cat(
+                [
+                    self.model.vision_model(pixel_values=p).last_hidden_state
+                    for p in pixel_values[first : first + chunk].split(batch_size)
+                ]
+            )  # (chunk, 1+N, Dv)
+            pairs = pairs[torch.sort(lengths[text_rows[pairs]], stable=True).indices]
+            for batch in pairs.split(batch_size):
+                rows = text_rows[batch]
+                longest = int(lengths[rows].max())
+                logits[batch] = self._match_image_states(
+                    images.index_select(0, image_rows[batch] - first),
+                    input_ids[:, :longest].index_select(0, rows),
+                    mask[:, :longest].index_select(0, rows),
+                )
+        return logits
+
+    def _match_image_states(self, image_states: Tensor, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        """``itm[:, 1] - itm[:, 0]`` ``(B,)`` of texts read with the vision model's states ``(B, 1+N, Dv)``."""
         image_mask = torch.ones(image_states.shape[:-1], dtype=torch.long, device=image_states.device)
         fused = self.model.text_encoder(
-            input_ids=tokens["input_ids"],
-            attention_mask=tokens["attention_mask"],
+            input_ids=input_ids,
+            attention_mask=attention_mask,
             encoder_hidden_states=image_states,
             encoder_attention_mask=image_mask,
         ).last_hidden_state  # (B, T, Dt)

@@ -33,13 +33,30 @@ from vlbias.models.base import Capability, ModelAdapter, require_capability
 
 def candidates(similarity: Tensor, k_test: int) -> Tensor:
     """Column indices ``(rows, k_test)`` of each row's ``k_test`` largest similarities, the larger first
-    and ties to the lower index (a stable sort, so a row alone gives the same candidates).
+    and ties to the lower index (the first ``k_test`` of a stable descending sort, so a row alone gives the
+    same candidates). Computed from ``topk``'s ``k_test + 1`` largest values, without sorting whole rows: the
+    columns at or above the ``k_test``-th value, in rows where the ``k_test + 1``-th ties with it only the
+    lowest-index tied columns that fit, then a stable sort of those ``k_test``. ``similarity`` must hold no
+    NaN (:func:`rerank` checks).
 
     Example:
         >>> candidates(torch.tensor([[0.1, 0.7, 0.7, 0.2]]), k_test=2)
         tensor([[1, 2]])
     """
-    return torch.sort(similarity, dim=1, descending=True, stable=True).indices[:, :k_test]
+    similarity = similarity.contiguous()
+    top = similarity.topk(min(k_test + 1, similarity.shape[1]), dim=1).values  # (rows, k + 1), the larger first
+    kth = top[:, k_test - 1 : k_test]  # (rows, 1)
+    chosen = similarity >= kth
+    if top.shape[1] > k_test:
+        crowded = (top[:, k_test] == kth[:, 0]).nonzero().flatten()  # rows with more ties than places
+        if crowded.numel():
+            values = similarity[crowded]
+            room = k_test - (top[crowded, :k_test] > kth[crowded]).sum(dim=1, keepdim=True)
+            tied = values == kth[crowded]
+            chosen[crowded] = (values > kth[crowded]) | (tied & (tied.cumsum(dim=1) <= room))
+    columns = chosen.nonzero()[:, 1].view(-1, k_test)  # each row's chosen columns, in column order
+    order = torch.sort(similarity.gather(1, columns), dim=1, descending=True, stable=True).indices
+    return columns.gather(1, order)
 
 
 def _check(adapter: ModelAdapter, similarity: Tensor, pixel_values: Tensor, tokens: dict[str, Tensor], k_test: int):
@@ -47,6 +64,12 @@ def _check(adapter: ModelAdapter, similarity: Tensor, pixel_values: Tensor, toke
     if not isinstance(similarity, Tensor) or similarity.ndim != 2 or not similarity.is_floating_point():
         shape = tuple(similarity.shape) if isinstance(similarity, Tensor) else type(similarity).__name__
         raise InputError(f"Expected argument `similarity` to be a 2-D floating-point tensor but got {shape}")
+    if similarity.isnan().any():
+        row, column = similarity.isnan().nonzero()[0].tolist()
+        raise InputError(
+            f"Expected argument `similarity` to hold no NaN but got NaN at (image {row}, caption {column}); "
+            f"check the embeddings it was computed from"
+        )
     n_images, n_captions = similarity.shape
     if pixel_values.shape[0] != n_images or tokens["input_ids"].shape[0] != n_captions:
         raise InputError(
