@@ -297,6 +297,35 @@ def test_match_logit_is_log_odds_and_logit_scale_is_inverse_temperature(model, i
     torch.testing.assert_close(model.logit_scale.exp(), 1 / model.model.temp)
 
 
+@pytest.mark.parametrize(
+    "image_rows",
+    [[2, 2, 2, 2, 2, 2, 0, 1], [0, 1, 2, 3, 0, 1, 2, 3], [3, 3, 3, 3, 3, 3, 3, 3], [1, 0, 0, 2, 2, 2, 0, 3]],
+    ids=["one image read by most rows", "each image twice", "one image", "uneven"],
+)
+def test_cached_cross_attention_equals_the_cross_attention_of_gathered_images(model, image_rows):
+    """Rows grouped by image (several groups per image, padded slots) give the block's own cross-attention."""
+    g = torch.Generator().manual_seed(1)
+    layer = model.model.text_encoder.bert.encoder.layer[model.model.config.fusion_layer]
+    images, hidden = torch.randn(4, 17, 32, generator=g), torch.randn(8, 5, 32, generator=g)
+    rows = torch.tensor(image_rows)
+    with torch.no_grad():
+        keys, values = layer.image_keys_values(images)
+        cached = layer.cross_attend_cached(hidden, keys, values, rows)
+        expected = layer.crossattention(hidden, encoder_hidden_states=images[rows])[0]
+    torch.testing.assert_close(cached, expected, rtol=0, atol=1e-5)
+
+
+def test_fused_cls_equals_the_fused_states_at_cls(model, inputs):
+    pixels, tokens = inputs
+    albef, mask = model.model, tokens["attention_mask"]
+    rows = torch.tensor([1, 1, 0, 1])[: len(TEXTS)]
+    with torch.no_grad():
+        text, images = albef.text_embeds(tokens["input_ids"], mask), albef.image_embeds(pixels)
+        fused = albef.fused_cls(albef.fusion_start(text, mask), mask, albef.fusion_keys_values(images), rows)
+        expected = albef.fuse(text, images[rows], mask)[:, :1]
+    torch.testing.assert_close(fused, expected, rtol=0, atol=1e-5)
+
+
 def test_mismatched_batch_sizes_are_refused(model, inputs):
     pixels, tokens = inputs
     with pytest.raises(InputError, match="2 images and 3 texts"):

@@ -192,22 +192,43 @@ class ALBEFLayer(nn.Module):
         two ``(M, heads, N, H / heads)`` tensors, for :meth:`cross_attend_cached`."""
         attention = self.crossattention.self
 
-        def heads(states: Tensor) -> Tensor:
-            return states.view(*states.shape[:2], -1, attention.attention_head_size).transpose(1, 2)
+        def heads(states: Tensor) -> Tensor:  # contiguous: gathering rows of a transposed view is many times slower
+            return states.view(*states.shape[:2], -1, attention.attention_head_size).transpose(1, 2).contiguous()
 
         return heads(attention.key(image_embeds)), heads(attention.value(image_embeds))
 
-    def cross_attend_cached(self, hidden: Tensor, keys: Tensor, values: Tensor) -> Tensor:
-        """The cross-attention block over ``hidden`` ``(B, T, H)`` with image keys and values already
-        projected (:meth:`image_keys_values`, one row per text row): the same as the cross-attention of
-        :meth:`forward`, without projecting an image's tokens again for every text that reads it."""
+    def cross_attend_cached(self, hidden: Tensor, keys: Tensor, values: Tensor, image_rows: Tensor) -> Tensor:
+        """The cross-attention block over ``hidden`` ``(B, T, H)``, row ``b`` reading image ``image_rows[b]`` of
+        keys and values already projected (:meth:`image_keys_values`, ``(M, heads, N, H / heads)``): the same as
+        the cross-attention of :meth:`forward`, without projecting an image's tokens again for every row.
+
+        Each text token attends to its image alone, so rows that read the same image can share one query
+        sequence against it. With M' distinct images in ``image_rows``, each image's rows are cut into groups of
+        ``g = ceil(B / M')`` rows (an image's last group padded with zeros, whose outputs are dropped), and each
+        group reads one copy of its image's keys and values: fewer than ``2B + M'`` query rows and at most
+        ``2M'`` copies, however unevenly the rows spread over images (one copy per row, at base width and 577
+        image tokens, costs more than the attention itself)."""
         attention = self.crossattention.self
-        query = attention.query(hidden)
-        query = query.view(*query.shape[:2], -1, attention.attention_head_size).transpose(1, 2)
+        rows, length = hidden.shape[:2]
+        query = attention.query(hidden).view(rows, length, -1, attention.attention_head_size)  # (B, T, heads, d)
+        used, local = torch.unique(image_rows, return_inverse=True)
+        per_image = torch.bincount(local, minlength=used.numel())
+        size = -(-rows // used.numel())  # rows per group
+        groups = -(-per_image // size)  # groups per image
+        order = local.argsort(stable=True)
+        rank = torch.empty_like(local)  # each row's rank among its image's rows
+        rank[order] = torch.arange(rows, device=hidden.device) - (per_image.cumsum(0) - per_image)[local[order]]
+        at = ((groups.cumsum(0) - groups)[local] + rank // size) * size + rank % size  # row b's slot
+        grouped = query.new_zeros(int(groups.sum()) * size, *query.shape[1:]).index_copy_(0, at, query)
+        group_images = used.repeat_interleave(groups)
         context = F.scaled_dot_product_attention(
-            query, keys, values, dropout_p=attention.dropout.p if attention.training else 0.0
+            grouped.view(-1, size * length, *query.shape[2:]).transpose(1, 2),  # (G, heads, size * T, d)
+            keys.index_select(0, group_images),
+            values.index_select(0, group_images),
+            dropout_p=attention.dropout.p if attention.training else 0.0,
         )
-        return self.crossattention.output(context.transpose(1, 2).flatten(2), hidden)
+        context = context.transpose(1, 2).reshape(-1, *query.shape[1:]).index_select(0, at)  # (B, T, heads, d)
+        return self.crossattention.output(context.flatten(2), hidden)
 
     def _cross_attend_shared(self, hidden: Tensor, image_embeds: Tensor, image_rows: Tensor) -> Tensor:
         """Cross-attention of rows that share images, each image's keys and values computed once.
@@ -404,8 +425,7 @@ class ALBEF(nn.Module):
                 hidden = layer.self_attend(hidden, bias, cls if last else None)
             elif last:
                 hidden = hidden[:, :1]
-            keys, values = keys.index_select(0, image_rows), values.index_select(0, image_rows)  # ~9x keys[rows]
-            hidden = layer.feed_forward(layer.cross_attend_cached(hidden, keys, values))
+            hidden = layer.feed_forward(layer.cross_attend_cached(hidden, keys, values, image_rows))
         return hidden
 
     def image_features(self, image_embeds: Tensor) -> Tensor:
