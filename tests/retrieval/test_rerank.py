@@ -81,16 +81,6 @@ def test_reranked_scores_are_the_match_logits_of_the_candidates(albef, inputs):
     assert set(text_scores[1].isfinite().nonzero().flatten().tolist()) == set(top.tolist())
 
 
-def test_albef_paired_match_logits_equal_run_capability(albef, inputs):
-    _, pixel_values, tokens = inputs
-    image_rows, text_rows = torch.tensor([0, 3, 1, 1, 2, 0, 3]), torch.tensor([7, 2, 0, 9, 9, 1, 4])
-    with torch.no_grad():
-        fast = albef.paired_match_logits(pixel_values, tokens, image_rows, text_rows, batch_size=3)
-        rows = {key: value[text_rows] for key, value in tokens.items()}
-        reference = albef.run_capability(Capability.MATCH, pixel_values[image_rows], rows)
-    assert_close(fast, reference, atol=1e-5, rtol=0)
-
-
 def test_candidates_break_ties_to_the_lower_index():
     similarity = torch.tensor([[0.5, 0.9, 0.5, 0.5], [1.0, 1.0, 1.0, 1.0]])
     assert candidates(similarity, 3).tolist() == [[1, 0, 2], [0, 1, 2]]
@@ -116,14 +106,15 @@ def test_a_similarity_with_nan_is_refused_by_position(albef, inputs):
         rerank(albef, similarity, pixel_values, tokens, 2)
 
 
-@pytest.mark.parametrize("fusion_layer", [1, 3, 4])
-def test_albef_pairs_equal_run_capability_at_every_fusion_depth(fusion_layer):
-    """Three fusion layers, one (first = last: CLS only after the per-caption self-attention) and none."""
+@pytest.mark.parametrize("fusion_layer", [1, 2, 3, 4])
+def test_albef_paired_match_logits_equal_run_capability_at_every_fusion_depth(fusion_layer):
+    """Three fusion layers, two (the tiny default), one (first = last: CLS only after the per-caption
+    self-attention) and none; batches of 3 pairs split the 7 unevenly."""
     model = load("albef", tiny=True, device="cpu", options={"fusion_layer": fusion_layer}).eval()
     _, pixel_values, tokens = prepared(model)
     image_rows, text_rows = torch.tensor([0, 3, 1, 1, 2, 0, 3]), torch.tensor([7, 2, 0, 9, 9, 1, 4])
     with torch.no_grad():
-        fast = model.paired_match_logits(pixel_values, tokens, image_rows, text_rows, batch_size=4)
+        fast = model.paired_match_logits(pixel_values, tokens, image_rows, text_rows, batch_size=3)
         rows = {key: value[text_rows] for key, value in tokens.items()}
         reference = model.run_capability(Capability.MATCH, pixel_values[image_rows], rows)
     assert_close(fast, reference, atol=1e-5, rtol=0)
