@@ -27,7 +27,7 @@ from vlbias.models.albef_modeling import (
     official_layout,
     read_checkpoint,
 )
-from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.base import Capability, ImageInput, ModelAdapter, pair_batches, patch_tokens
 from vlbias.models.loading import check_checkpoint
 from vlbias.models.preprocess import ImageTransform
 from vlbias.models.vocab import tiny_tokenizer
@@ -139,19 +139,13 @@ class ALBEFAdapter(ModelAdapter):
         )  # (N_c, T, H)
         lengths = mask.sum(dim=1)
         config = model.config
-        tokens_per_image = (pixel_values.shape[-2] // config.patch_size) * (
-            pixel_values.shape[-1] // config.patch_size
-        ) + 1
-        per_image = 2 * (config.num_layers - config.fusion_layer) * tokens_per_image * config.hidden_size
-        chunk = max(1, self.key_value_cache_bytes // max(1, per_image * pixel_values.element_size()))
-        for first in range(0, pixel_values.shape[0], chunk):
-            pairs = ((image_rows >= first) & (image_rows < first + chunk)).nonzero().flatten()
-            if not pairs.numel():
-                continue
-            embeds = torch.cat([model.image_embeds(p) for p in pixel_values[first : first + chunk].split(batch_size)])
+        per_image = 2 * (config.num_layers - config.fusion_layer) * patch_tokens(pixel_values, config.patch_size)
+        per_image *= config.hidden_size * pixel_values.element_size()  # bytes; none without fusion layers
+        chunk = max(1, self.key_value_cache_bytes // max(1, per_image))
+        for first, stop, batches in pair_batches(image_rows, text_rows, lengths, chunk, len(pixel_values), batch_size):
+            embeds = torch.cat([model.image_embeds(p) for p in pixel_values[first:stop].split(batch_size)])
             keys_values = model.fusion_keys_values(embeds)  # per fusion layer, (chunk, heads, 1 + P, H / heads)
-            pairs = pairs[torch.sort(lengths[text_rows[pairs]], stable=True).indices]
-            for batch in pairs.split(batch_size):
+            for batch in batches:
                 rows = text_rows[batch]
                 longest = int(lengths[rows].max())
                 texts, text_mask = started[:, :longest].index_select(0, rows), mask[:, :longest].index_select(0, rows)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import enum
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -237,6 +237,36 @@ def gathered_rows(
     if pixel_values is not None and image_rows is not None:
         pixel_values = pixel_values.index_select(0, image_rows)
     return rows, pixel_values
+
+
+def pair_batches(
+    image_rows: Tensor,
+    text_rows: Tensor,
+    lengths: Tensor,
+    images_per_chunk: int,
+    n_images: int,
+    batch_size: int,
+) -> Iterator[tuple[int, int, tuple[Tensor, ...]]]:
+    """How pair scorers that encode each image once walk the pairs (image ``image_rows[r]``, text ``text_rows[r]``):
+    images in chunks ``[first, stop)`` of ``images_per_chunk`` (what fits the scorer's memory budget), and for
+    each chunk its pairs (indices into the rows) in batches of ``batch_size``, sorted by the texts' ``lengths``
+    (tokens per text) so that each batch can be cut to its longest text. Chunks no pair reads are skipped.
+
+    Example:
+        >>> rows = pair_batches(torch.tensor([0, 2, 0]), torch.tensor([1, 0, 0]), torch.tensor([3, 5]), 2, 3, 8)
+        >>> [(first, stop, [b.tolist() for b in batches]) for first, stop, batches in rows]
+        [(0, 2, [[2, 0]]), (2, 3, [[1]])]
+    """
+    for first in range(0, n_images, images_per_chunk):
+        stop = min(first + images_per_chunk, n_images)
+        pairs = ((image_rows >= first) & (image_rows < stop)).nonzero().flatten()
+        if pairs.numel():
+            yield first, stop, pairs[torch.sort(lengths[text_rows[pairs]], stable=True).indices].split(batch_size)
+
+
+def patch_tokens(pixel_values: Tensor, patch_size: int) -> int:
+    """Tokens a ViT reads from ``pixel_values`` ``(B, C, H, W)``: one per ``patch_size`` patch, plus CLS."""
+    return (pixel_values.shape[-2] // patch_size) * (pixel_values.shape[-1] // patch_size) + 1
 
 
 def at_positions(states: Tensor, positions: Tensor) -> Tensor:

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from transformers import AutoTokenizer, BlipConfig, BlipForImageTextRetrieval
 
-from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.base import Capability, ImageInput, ModelAdapter, pair_batches, patch_tokens
 from vlbias.models.loading import from_pretrained_strict
 from vlbias.models.preprocess import ImageTransform
 from vlbias.models.vocab import tiny_tokenizer
@@ -86,26 +86,19 @@ class BLIPAdapter(ModelAdapter):
         captions of similar length, each batch cut to its longest caption (padding is masked). Equal to
         :meth:`match_logits` of the gathered pairs up to float rounding."""
         vision = self.model.config.vision_config
-        tokens_per_image = (pixel_values.shape[-2] // vision.patch_size) * (
-            pixel_values.shape[-1] // vision.patch_size
-        ) + 1
-        per_image = tokens_per_image * vision.hidden_size * pixel_values.element_size()
+        per_image = patch_tokens(pixel_values, vision.patch_size) * vision.hidden_size * pixel_values.element_size()
         chunk = max(1, self.image_states_cache_bytes // per_image)
         input_ids, mask = tokens["input_ids"], tokens["attention_mask"]
         lengths = mask.sum(dim=1)
         logits = torch.empty(image_rows.numel(), device=pixel_values.device)
-        for first in range(0, pixel_values.shape[0], chunk):
-            pairs = ((image_rows >= first) & (image_rows < first + chunk)).nonzero().flatten()
-            if not pairs.numel():
-                continue
+        for first, stop, batches in pair_batches(image_rows, text_rows, lengths, chunk, len(pixel_values), batch_size):
             images = torch.cat(
                 [
                     self.model.vision_model(pixel_values=p).last_hidden_state
-                    for p in pixel_values[first : first + chunk].split(batch_size)
+                    for p in pixel_values[first:stop].split(batch_size)
                 ]
             )  # (chunk, 1+N, Dv)
-            pairs = pairs[torch.sort(lengths[text_rows[pairs]], stable=True).indices]
-            for batch in pairs.split(batch_size):
+            for batch in batches:
                 rows = text_rows[batch]
                 longest = int(lengths[rows].max())
                 logits[batch] = self._match_image_states(
