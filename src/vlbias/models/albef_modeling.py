@@ -172,7 +172,7 @@ class ALBEFLayer(nn.Module):
             if image_rows is None:
                 hidden = self.crossattention(hidden, encoder_hidden_states=image_embeds, encoder_attention_mask=None)[0]
             else:
-                hidden = self._cross_attend_shared(hidden, image_embeds, image_rows)
+                hidden = self.cross_attend_cached(hidden, *self.image_keys_values(image_embeds), image_rows)
         return self.feed_forward(hidden)
 
     def self_attend(self, hidden: Tensor, mask: Tensor, positions: Tensor | None = None) -> Tensor:
@@ -229,27 +229,6 @@ class ALBEFLayer(nn.Module):
         )
         context = context.transpose(1, 2).reshape(-1, *query.shape[1:]).index_select(0, at)  # (B, T, heads, d)
         return self.crossattention.output(context.flatten(2), hidden)
-
-    def _cross_attend_shared(self, hidden: Tensor, image_embeds: Tensor, image_rows: Tensor) -> Tensor:
-        """Cross-attention of rows that share images, each image's keys and values computed once.
-
-        Every text token attends to its image alone (no mask on the image side), independently of
-        the other tokens, so the tokens of all rows reading image ``m`` are one query sequence
-        against image ``m``: ``(M, c * T, H)`` for ``c`` rows per image (rows of images read fewer
-        times fill their slots with zeros, whose outputs are dropped). Equal to gathering the images
-        per row, without projecting an image's tokens to keys and values once per row that reads it.
-        """
-        rows, length, width = hidden.shape
-        per_image = torch.bincount(image_rows, minlength=image_embeds.shape[0])
-        order = image_rows.argsort(stable=True)
-        slot = torch.empty_like(image_rows)
-        slot[order] = torch.arange(rows, device=hidden.device) - (per_image.cumsum(0) - per_image)[image_rows[order]]
-        grouped = hidden.new_zeros(image_embeds.shape[0], int(per_image.max()), length, width)
-        grouped = grouped.index_put((image_rows, slot), hidden)
-        attention = self.crossattention
-        context = attention.self(grouped.flatten(1, 2), encoder_hidden_states=image_embeds)[0]
-        context = context.view(grouped.shape)[image_rows, slot]  # (B, T, H)
-        return attention.output(context, hidden)
 
 
 class ALBEFEncoder(nn.Module):
