@@ -47,7 +47,7 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import at_positions
 from vlbias.models.loading import check_keys
 from vlbias.models.patches import PatchProjection
-from vlbias.models.read_positions import additive_mask, attention_at
+from vlbias.models.read_positions import additive_mask, attention_at, split_heads
 
 MODES = ("text", "fusion", "multi_modal")
 
@@ -190,12 +190,10 @@ class ALBEFLayer(nn.Module):
     def image_keys_values(self, image_embeds: Tensor) -> tuple[Tensor, Tensor]:
         """The cross-attention's keys and values of image tokens ``(M, N, H)``, split into heads:
         two ``(M, heads, N, H / heads)`` tensors, for :meth:`cross_attend_cached`."""
-        attention = self.crossattention.self
-
-        def heads(states: Tensor) -> Tensor:  # contiguous: gathering rows of a transposed view is many times slower
-            return states.view(*states.shape[:2], -1, attention.attention_head_size).transpose(1, 2).contiguous()
-
-        return heads(attention.key(image_embeds)), heads(attention.value(image_embeds))
+        attention, size = self.crossattention.self, self.crossattention.self.attention_head_size
+        # contiguous: cross_attend_cached gathers their rows, many times slower from a transposed view
+        keys = split_heads(attention.key(image_embeds), size).contiguous()
+        return keys, split_heads(attention.value(image_embeds), size).contiguous()
 
     def cross_attend_cached(self, hidden: Tensor, keys: Tensor, values: Tensor, image_rows: Tensor) -> Tensor:
         """The cross-attention block over ``hidden`` ``(B, T, H)``, row ``b`` reading image ``image_rows[b]`` of
@@ -368,11 +366,16 @@ class ALBEF(nn.Module):
             positions=positions,
         )
 
+    @property
+    def fusion_layers(self) -> nn.ModuleList:
+        """The text encoder's layers from ``fusion_layer`` on, those that cross-attend to the image."""
+        return self.text_encoder.bert.encoder.layer[self.config.fusion_layer :]
+
     def fusion_start(self, text_embeds: Tensor, attention_mask: Tensor) -> Tensor:
         """The first fusion layer's self-attention over text-mode states ``(B, T, H)`` (the states as they are
         when there is no fusion layer). It reads the text alone, so scoring many image-text pairs
         (:meth:`fused_cls`) runs it once per text, not once per pair."""
-        layers = self.text_encoder.bert.encoder.layer[self.config.fusion_layer :]
+        layers = self.fusion_layers
         if not len(layers):
             return text_embeds
         return layers[0].self_attend(text_embeds, additive_mask(attention_mask, text_embeds.dtype))
@@ -380,7 +383,7 @@ class ALBEF(nn.Module):
     def fusion_keys_values(self, image_embeds: Tensor) -> list[tuple[Tensor, Tensor]]:
         """Every fusion layer's cross-attention keys and values of the image tokens ``(M, N, H)``
         (:meth:`ALBEFLayer.image_keys_values`), computed once per image for :meth:`fused_cls`."""
-        layers = self.text_encoder.bert.encoder.layer[self.config.fusion_layer :]
+        layers = self.fusion_layers
         return [layer.image_keys_values(image_embeds) for layer in layers]
 
     def fused_cls(
@@ -392,7 +395,7 @@ class ALBEF(nn.Module):
         the cost per pair of the fusion layers without the text-only first self-attention, without
         projecting image tokens, and with the last layer at the CLS position alone (none of which the official
         evaluation does: it runs the fusion layers in full on image tokens gathered per pair)."""
-        layers = self.text_encoder.bert.encoder.layer[self.config.fusion_layer :]
+        layers = self.fusion_layers
         hidden = started
         if not len(layers):
             return hidden[:, :1]

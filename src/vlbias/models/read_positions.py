@@ -41,19 +41,22 @@ def additive_mask(mask: Tensor, dtype: torch.dtype) -> Tensor:
     return (1.0 - mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
 
 
+def split_heads(hidden: Tensor, head_size: int) -> Tensor:
+    """``(B, L, H)`` states as ``(B, H / head_size, L, head_size)`` attention heads (a view)."""
+    return hidden.view(*hidden.shape[:2], -1, head_size).transpose(1, 2)
+
+
 def attention_at(attention: nn.Module, queries: Tensor, states: Tensor, bias: Tensor) -> Tensor:
     """Multi-head attention of ``queries`` ``(B, K, H)`` over ``states`` ``(B, N, H)`` with the
     ``query``/``key``/``value`` projections of ``attention`` (a ViLT, FLAVA or BERT self-attention) and
     the additive mask ``bias`` ``(B, 1, 1, N)``: the context ``(B, K, H)``, before the output projection."""
 
-    def heads(hidden: Tensor) -> Tensor:  # (B, L, H) -> (B, heads, L, H / heads)
-        return hidden.view(*hidden.shape[:2], -1, attention.attention_head_size).transpose(1, 2)
-
-    query = heads(attention.query(queries))
+    size = attention.attention_head_size
+    query = split_heads(attention.query(queries), size)
     context = F.scaled_dot_product_attention(
         query,
-        heads(attention.key(states)),
-        heads(attention.value(states)),
+        split_heads(attention.key(states), size),
+        split_heads(attention.value(states), size),
         attn_mask=bias.to(query.dtype),
         dropout_p=attention.dropout.p if attention.training else 0.0,
     )
