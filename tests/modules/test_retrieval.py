@@ -160,8 +160,8 @@ def test_albef_and_blip_rise_above_chance_and_their_exports_reload(model, tmp_pa
     """The CLIP test's fit for the fusion models (ITC + ITM with hard negatives; evaluation re-ranks the top 16 by
     ITM), seed 0. From random tiny weights their ITC can collapse to uniform scores: on seeds 0, 1, 2
     (``scripts/retrieval_from_scratch.py``; val R mean, chance 11.1 %) ALBEF 31.2, 10.4, 42.4 and BLIP 27.1, 50.3,
-    10.1, the collapsed seeds still at chance after 30 epochs; ALBEF fine-tuned from a BiasWorld pre-training (README, FairVLP's Table 5) reached
-    54.5-70.5 on every seed. Seed 0 (ALBEF TR R@1 8.3 %, R mean 31.2 %; BLIP 4.2 % and 27.1 %): asserted, the mean
+    10.1, the collapsed seeds still at chance after 30 epochs; ALBEF fine-tuned from a BiasWorld pre-training
+    (README, FairVLP's Table 5) reached 54.5-70.5 on every seed. Seed 0 (ALBEF TR R@1 8.3 %, R mean 31.2 %; BLIP 4.2 % and 27.1 %): asserted, the mean
     recall at least 2x chance; the exported model measures the same."""
     L.seed_everything(0)
     data = _biasworld(bias_strength=0.0, n_train=2048, eval_per_combination=4, image_size=64, batch_size=32)

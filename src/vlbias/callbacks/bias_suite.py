@@ -44,9 +44,9 @@ class BiasSuiteCallback(Callback):
 
     Logged (to whatever logger the trainer has), per suite and metric: ``bias/<name>/<metric>``, and where
     the suite gives them ``bias/<name>/<metric>/ci_low``, ``.../ci_high``, ``.../p_value``. A line per metric
-    is printed (counts such as ``n_skipped/<kind>`` only when not zero). Rank 0 writes the results schema to ``<out_dir>/epoch=NNN/`` and, as the latest, to
-    ``<out_dir>/`` during fit, and to ``<out_dir>/<validate|test>/`` otherwise; ``out_dir`` defaults to
-    ``<trainer.log_dir>/bias``.
+    is printed (counts such as ``n_skipped/<kind>`` only when not zero). Rank 0 writes the results schema to
+    ``<out_dir>/epoch=NNN/`` and, as the latest, to ``<out_dir>/`` during fit, and to
+    ``<out_dir>/<validate|test>/`` otherwise; ``out_dir`` defaults to ``<trainer.log_dir>/bias``.
 
     The callback's state (the metrics of every measured epoch, ``history``) is saved in checkpoints under
     :attr:`state_key`, so a resumed run keeps it.

@@ -72,7 +72,7 @@ class ALBEFAdapter(ModelAdapter):
     name = "albef"
     capabilities = frozenset({Capability.EMBED, Capability.MATCH, Capability.FILL_MASK, Capability.TOKEN_STATES})
     # The cross-attention keys and values that paired_match_logits holds at once (images are processed in
-    # chunks that fit): 1 GiB is about 48 base-size images at 384 px (6 fusion layers, 577 tokens, width 768).
+    # chunks that fit): 1 GiB is about 50 base-size images at 384 px (6 fusion layers, 577 tokens, width 768).
     key_value_cache_bytes: int = 1 << 30
 
     def __init__(self, model: ALBEF, tokenizer, loading_report: LoadReport | None = None) -> None:
