@@ -47,19 +47,49 @@ def split_heads(hidden: Tensor, head_size: int) -> Tensor:
 
 
 def attention_at(attention: nn.Module, queries: Tensor, states: Tensor, bias: Tensor) -> Tensor:
-    """Multi-head attention of ``queries`` ``(B, K, H)`` over ``states`` ``(B, N, H)`` with the
+    r"""Multi-head attention of ``queries`` ``(B, K, H)`` over ``states`` ``(B, N, H)`` with the
     ``query``/``key``/``value`` projections of ``attention`` (a ViLT, FLAVA or BERT self-attention) and
-    the additive mask ``bias`` ``(B, 1, 1, N)``: the context ``(B, K, H)``, before the output projection."""
+    the additive mask ``bias`` ``(B, 1, 1, N)``: the context ``(B, K, H)``, before the output projection.
 
+    With few read positions the key and value projections are folded into the queries instead of
+    being applied to all ``N`` states. For head :math:`h` (projections :math:`W^K_h, b^K_h, W^V_h,
+    b^V_h`, query :math:`q_{hk}` of read position :math:`k`, head size :math:`d`):
+
+    .. math::
+        s_{hkn} = \frac{(W^{K\top}_h q_{hk}) \cdot x_n + q_{hk} \cdot b^K_h}{\sqrt{d}}, \qquad
+        c_{hk} = W^V_h \Big(\sum_n p_{hkn} x_n\Big) + \Big(\sum_n p_{hkn}\Big) b^V_h,
+        \qquad p_{hk\cdot} = \operatorname{softmax}_n(s_{hk\cdot} + \text{bias})
+
+    the same scores and context as projecting every state (up to float rounding, and with dropout on
+    :math:`p`), at :math:`2KH^2 + 2K\,\text{heads}\,NH` multiply-adds instead of :math:`2NH^2` for the
+    projections of the states. Used when that is fewer: :math:`K/N + K\,\text{heads}/H < 1`, e.g. one
+    read position of a base-size layer (``H`` = 768, 12 heads) at any ``N`` above one.
+    """
     size = attention.attention_head_size
-    query = split_heads(attention.query(queries), size)
-    context = F.scaled_dot_product_attention(
-        query,
-        split_heads(attention.key(states), size),
-        split_heads(attention.value(states), size),
-        attn_mask=bias.to(query.dtype),
-        dropout_p=attention.dropout.p if attention.training else 0.0,
-    )
+    rows, read, width = queries.shape
+    heads, length = width // size, states.shape[1]
+    query = split_heads(attention.query(queries), size)  # (B, heads, K, d)
+    if read * width + read * heads * length >= length * width:
+        context = F.scaled_dot_product_attention(
+            query,
+            split_heads(attention.key(states), size),
+            split_heads(attention.value(states), size),
+            attn_mask=bias.to(query.dtype),
+            dropout_p=attention.dropout.p if attention.training else 0.0,
+        )
+        return context.transpose(1, 2).flatten(2)
+    query = query * size**-0.5
+    key_weight = attention.key.weight.view(heads, size, width)  # rows h*d .. h*d + d - 1: head h
+    folded = torch.matmul(query.transpose(0, 1).reshape(heads, rows * read, size), key_weight)  # (heads, B*K, H)
+    folded = folded.view(heads, rows, read, width).transpose(0, 1).reshape(rows, heads * read, width)
+    scores = torch.bmm(folded, states.transpose(1, 2)).view(rows, heads, read, length)
+    scores = scores + (query * attention.key.bias.view(heads, 1, size)).sum(-1, keepdim=True) + bias.to(scores.dtype)
+    weights = F.dropout(scores.softmax(-1), attention.dropout.p, attention.training)  # (B, heads, K, N)
+    pooled = torch.bmm(weights.view(rows, heads * read, length), states)  # (B, heads * K, H)
+    pooled = pooled.view(rows, heads, read, width).transpose(0, 1).reshape(heads, rows * read, width)
+    context = torch.matmul(pooled, attention.value.weight.view(heads, size, width).transpose(1, 2))  # (heads, B*K, d)
+    context = context.view(heads, rows, read, size).permute(1, 0, 2, 3)  # (B, heads, K, d)
+    context = context + weights.sum(-1, keepdim=True) * attention.value.bias.view(heads, 1, size)
     return context.transpose(1, 2).flatten(2)
 
 
