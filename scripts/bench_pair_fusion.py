@@ -9,9 +9,11 @@ here start from the same encoder outputs (each image and caption encoded once, a
   repeated per pair (every fusion layer projects an image to cross-attention keys and values once per pair,
   and the last layer runs at every text position), then the ITM head;
 * ``vlbias pair path``: what ``ALBEFAdapter.paired_match_logits`` runs, ``--batch_size`` pairs at a time: the
-  first fusion layer's self-attention once per caption (:meth:`ALBEF.fusion_start`), the keys and values once
-  per image (:meth:`ALBEF.fusion_keys_values`), and per pair the rest, the last layer at CLS alone
-  (:meth:`ALBEF.fused_cls`), the queries of pairs that read the same image attending to it together.
+  first fusion layer's self-attention and cross-attention queries once per caption (:meth:`ALBEF.fusion_start`,
+  :meth:`ALBEF.fusion_queries`), the keys and values once per image (:meth:`ALBEF.fusion_keys_values`), and per
+  pair the rest, the last layer at CLS alone (:meth:`ALBEF.fused_cls`, its self-attention's key and value
+  projections folded into the CLS query), the queries of pairs that read the same image attending to it
+  together.
 
 Weights are random at ALBEF-base sizes (768 wide, 12 heads, 3072 FFN; 256 px images in 16 px patches: 257
 image tokens, or ``--image_size 384``: 577, the retrieval checkpoints' resolution), with ``--fusion_layers``
@@ -73,12 +75,14 @@ def main(argv: list[str] | None = None) -> None:
 
     def pair_path() -> torch.Tensor:
         started = model.fusion_start(texts, mask)
+        queries = model.fusion_queries(started)
         keys_values = model.fusion_keys_values(images)
         logits = []
         for batch in torch.arange(image_rows.numel()).split(args.batch_size):
             rows = text_rows[batch]
+            pair_texts, pair_queries = started.index_select(0, rows), queries.index_select(0, rows)
             fused = model.fused_cls(
-                started.index_select(0, rows), mask.index_select(0, rows), keys_values, image_rows[batch]
+                pair_texts, mask.index_select(0, rows), keys_values, image_rows[batch], pair_queries
             )
             logits.append(model.itm_logits(fused))
         return torch.cat(logits)

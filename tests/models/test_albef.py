@@ -12,7 +12,7 @@ from transformers import BertForMaskedLM, BertModel
 from vlbias.errors import CapabilityError, InputError
 from vlbias.models import Capability, load
 from vlbias.models.albef import ALBEFAdapter
-from vlbias.models.albef_modeling import ALBEF, interpolate_pos_embed, read_checkpoint
+from vlbias.models.albef_modeling import ALBEF, binary_groups, interpolate_pos_embed, read_checkpoint
 
 NAME = "albef"
 CAPABILITIES = sorted(ALBEFAdapter.capabilities)
@@ -299,20 +299,37 @@ def test_match_logit_is_log_odds_and_logit_scale_is_inverse_temperature(model, i
 
 @pytest.mark.parametrize(
     "image_rows",
-    [[2, 2, 2, 2, 2, 2, 0, 1], [0, 1, 2, 3, 0, 1, 2, 3], [3, 3, 3, 3, 3, 3, 3, 3], [1, 0, 0, 2, 2, 2, 0, 3]],
-    ids=["one image read by most rows", "each image twice", "one image", "uneven"],
+    [
+        [2, 2, 2, 2, 2, 2, 0, 1],
+        [0, 1, 2, 3, 0, 1, 2, 3],
+        [3, 3, 3, 3, 3, 3, 3, 3],
+        [1, 0, 0, 2, 2, 2, 0, 3],
+        [0, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0],
+    ],
+    ids=["one image read by most rows", "each image twice", "one image", "uneven", "groups of 8, 4 and 1"],
 )
-def test_cached_cross_attention_equals_the_cross_attention_of_gathered_images(model, image_rows):
-    """Rows grouped by image (several groups per image, padded slots) give the block's own cross-attention."""
+@pytest.mark.parametrize("given_queries", [False, True], ids=["projected", "queries given"])
+def test_cached_cross_attention_equals_the_cross_attention_of_gathered_images(model, image_rows, given_queries):
+    """Rows grouped by image (an image's rows in groups of powers of two) give the block's own cross-attention,
+    with the queries projected there or given."""
     g = torch.Generator().manual_seed(1)
     layer = model.model.text_encoder.bert.encoder.layer[model.model.config.fusion_layer]
-    images, hidden = torch.randn(4, 17, 32, generator=g), torch.randn(8, 5, 32, generator=g)
     rows = torch.tensor(image_rows)
+    images, hidden = torch.randn(4, 17, 32, generator=g), torch.randn(len(rows), 5, 32, generator=g)
     with torch.no_grad():
         keys, values = layer.image_keys_values(images)
-        cached = layer.cross_attend_cached(hidden, keys, values, rows)
+        queries = layer.cross_queries(hidden) if given_queries else None
+        cached = layer.cross_attend_cached(hidden, keys, values, rows, queries)
         expected = layer.crossattention(hidden, encoder_hidden_states=images[rows])[0]
     torch.testing.assert_close(cached, expected, rtol=0, atol=1e-5)
+
+
+def test_binary_groups_cover_every_row_once_in_groups_of_one_image():
+    rows = torch.tensor([0] * 13 + [1, 2, 1] + [3] * 7)
+    groups = binary_groups(rows[torch.randperm(len(rows), generator=torch.Generator().manual_seed(0))])
+    assert [(size, len(images)) for size, _, images in groups] == [(8, 1), (4, 2), (2, 2), (1, 3)]
+    members = torch.cat([m for _, m, _ in groups])
+    assert sorted(members.tolist()) == list(range(len(rows)))
 
 
 def test_fused_cls_equals_the_fused_states_at_cls(model, inputs):
@@ -321,9 +338,12 @@ def test_fused_cls_equals_the_fused_states_at_cls(model, inputs):
     rows = torch.tensor([1, 1, 0, 1])[: len(TEXTS)]
     with torch.no_grad():
         text, images = albef.text_embeds(tokens["input_ids"], mask), albef.image_embeds(pixels)
-        fused = albef.fused_cls(albef.fusion_start(text, mask), mask, albef.fusion_keys_values(images), rows)
+        started, keys_values = albef.fusion_start(text, mask), albef.fusion_keys_values(images)
+        fused = albef.fused_cls(started, mask, keys_values, rows)
+        with_queries = albef.fused_cls(started, mask, keys_values, rows, albef.fusion_queries(started))
         expected = albef.fuse(text, images[rows], mask)[:, :1]
     torch.testing.assert_close(fused, expected, rtol=0, atol=1e-5)
+    torch.testing.assert_close(with_queries, expected, rtol=0, atol=1e-5)
 
 
 def test_mismatched_batch_sizes_are_refused(model, inputs):

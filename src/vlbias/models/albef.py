@@ -122,7 +122,8 @@ class ALBEFAdapter(ModelAdapter):
     ) -> Tensor:
         """Match logits ``(R,)`` of image-text pairs (see the base class), every image and caption encoded once.
 
-        Per caption, the text layers and the first fusion layer's self-attention (:meth:`ALBEF.fusion_start`);
+        Per caption, the text layers, the first fusion layer's self-attention (:meth:`ALBEF.fusion_start`) and
+        its cross-attention queries (:meth:`ALBEF.fusion_queries`);
         per image, the vision encoder and every fusion layer's cross-attention keys and values
         (:meth:`ALBEF.fusion_keys_values`), for at most :attr:`key_value_cache_bytes` of images at a time; per
         pair, the rest of the fusion layers, the last at the CLS position alone, and the ITM head
@@ -137,6 +138,7 @@ class ALBEFAdapter(ModelAdapter):
                 for ids, m in zip(tokens["input_ids"].split(batch_size), mask.split(batch_size), strict=True)
             ]
         )  # (N_c, T, H)
+        queries = model.fusion_queries(started)  # (N_c, T, H), None without fusion layers
         lengths = mask.sum(dim=1)
         config = model.config
         per_image = 2 * (config.num_layers - config.fusion_layer) * patch_tokens(pixel_values, config.patch_size)
@@ -149,7 +151,8 @@ class ALBEFAdapter(ModelAdapter):
                 rows = text_rows[batch]
                 longest = int(lengths[rows].max())
                 texts, text_mask = started[:, :longest].index_select(0, rows), mask[:, :longest].index_select(0, rows)
-                fused = model.fused_cls(texts, text_mask, keys_values, image_rows[batch] - first)
+                text_queries = None if queries is None else queries[:, :longest].index_select(0, rows)
+                fused = model.fused_cls(texts, text_mask, keys_values, image_rows[batch] - first, text_queries)
                 pair_logits = model.itm_logits(fused)  # (b, 2)
                 logits[batch] = pair_logits[:, 1] - pair_logits[:, 0]
         return logits

@@ -195,38 +195,65 @@ class ALBEFLayer(nn.Module):
         keys = split_heads(attention.key(image_embeds), size).contiguous()
         return keys, split_heads(attention.value(image_embeds), size).contiguous()
 
-    def cross_attend_cached(self, hidden: Tensor, keys: Tensor, values: Tensor, image_rows: Tensor) -> Tensor:
+    def cross_queries(self, hidden: Tensor) -> Tensor:
+        """The cross-attention's queries of ``hidden`` ``(B, T, H)``, for :meth:`cross_attend_cached`."""
+        return self.crossattention.self.query(hidden)
+
+    def cross_attend_cached(
+        self, hidden: Tensor, keys: Tensor, values: Tensor, image_rows: Tensor, queries: Tensor | None = None
+    ) -> Tensor:
         """The cross-attention block over ``hidden`` ``(B, T, H)``, row ``b`` reading image ``image_rows[b]`` of
         keys and values already projected (:meth:`image_keys_values`, ``(M, heads, N, H / heads)``): the same as
         the cross-attention of :meth:`forward`, without projecting an image's tokens again for every row.
+        ``queries``: :meth:`cross_queries` of ``hidden`` when the caller has them (projected once per text).
 
         Each text token attends to its image alone, so rows that read the same image can share one query
-        sequence against it. With M' distinct images in ``image_rows``, each image's rows are cut into groups of
-        ``g = ceil(B / M')`` rows (an image's last group padded with zeros, whose outputs are dropped), and each
-        group reads one copy of its image's keys and values: fewer than ``2B + M'`` query rows and at most
-        ``2M'`` copies, however unevenly the rows spread over images (one copy per row, at base width and 577
-        image tokens, costs more than the attention itself)."""
+        sequence against it. An image read by ``c`` rows gets one group of ``2^j`` rows for every bit ``j`` set
+        in ``c`` (13 rows: groups of 8, 4 and 1), and each size of group is one attention call over copies of
+        its images' keys and values: no padded rows, at most one copy of an image per bit of ``B``
+        (:func:`binary_groups`; one copy per row, at base width and 577 image tokens, costs more than the
+        attention itself)."""
         attention = self.crossattention.self
         rows, length = hidden.shape[:2]
-        query = attention.query(hidden).view(rows, length, -1, attention.attention_head_size)  # (B, T, heads, d)
-        used, local = torch.unique(image_rows, return_inverse=True)
-        per_image = torch.bincount(local, minlength=used.numel())
-        size = -(-rows // used.numel())  # rows per group
-        groups = -(-per_image // size)  # groups per image
-        order = local.argsort(stable=True)
-        rank = torch.empty_like(local)  # each row's rank among its image's rows
-        rank[order] = torch.arange(rows, device=hidden.device) - (per_image.cumsum(0) - per_image)[local[order]]
-        at = ((groups.cumsum(0) - groups)[local] + rank // size) * size + rank % size  # row b's slot
-        grouped = query.new_zeros(int(groups.sum()) * size, *query.shape[1:]).index_copy_(0, at, query)
-        group_images = used.repeat_interleave(groups)
-        context = F.scaled_dot_product_attention(
-            grouped.view(-1, size * length, *query.shape[2:]).transpose(1, 2),  # (G, heads, size * T, d)
-            keys.index_select(0, group_images),
-            values.index_select(0, group_images),
-            dropout_p=attention.dropout.p if attention.training else 0.0,
-        )
-        context = context.transpose(1, 2).reshape(-1, *query.shape[1:]).index_select(0, at)  # (B, T, heads, d)
+        queries = self.cross_queries(hidden) if queries is None else queries
+        query = queries.view(rows, length, -1, attention.attention_head_size)  # (B, T, heads, d)
+        context = torch.empty_like(query)
+        for size, members, images in binary_groups(image_rows):
+            grouped = query.index_select(0, members).view(-1, size * length, *query.shape[2:])  # (G, size*T, ..)
+            attended = F.scaled_dot_product_attention(
+                grouped.transpose(1, 2),  # (G, heads, size * T, d)
+                keys.index_select(0, images),
+                values.index_select(0, images),
+                dropout_p=attention.dropout.p if attention.training else 0.0,
+            )
+            context.index_copy_(0, members, attended.transpose(1, 2).reshape(-1, *query.shape[1:]))
         return self.crossattention.output(context.flatten(2), hidden)
+
+
+def binary_groups(image_rows: Tensor) -> list[tuple[int, Tensor, Tensor]]:
+    """Rows ``b`` of a batch, grouped by the image ``image_rows[b]`` they read into groups whose sizes are
+    powers of two: an image read by ``c`` rows gets one group of ``2^j`` of them for every bit ``j`` set in
+    ``c``. Returned per size, largest first, as ``(size, members, images)``: ``members`` ``(G * size,)``, the
+    rows of the ``G`` groups of that size one group after the other, and ``images`` ``(G,)``, the image of
+    each group. Every row is in exactly one group.
+
+    A row of rank ``r`` among its image's ``c`` rows (in batch order) is in the group of the highest bit
+    where ``r`` and ``c`` differ (``c`` has it set, ``r < c`` has not), at place ``r mod 2^j`` there.
+
+    Example:
+        >>> [(size, m.tolist(), i.tolist()) for size, m, i in binary_groups(torch.tensor([5, 2, 5, 5, 2]))]
+        [(2, [1, 4, 0, 2], [2, 5]), (1, [3], [5])]
+    """
+    order = image_rows.argsort(stable=True)  # rows by image, each image's rows in batch order
+    images, counts = torch.unique_consecutive(image_rows[order], return_counts=True)
+    count = counts.repeat_interleave(counts)  # the row's image's count, in that order
+    rank = torch.arange(order.numel(), device=order.device) - (counts.cumsum(0) - counts).repeat_interleave(counts)
+    level = torch.frexp((count ^ rank).double()).exponent - 1  # highest differing bit
+    groups = []
+    for bit in level.unique().flip(0).tolist():
+        at = (level == bit).nonzero().flatten()  # in order: each image's group of 2^bit rows is contiguous
+        groups.append((1 << bit, order[at], image_rows[order[at[:: 1 << bit]]]))
+    return groups
 
 
 class ALBEFEncoder(nn.Module):
@@ -380,6 +407,13 @@ class ALBEF(nn.Module):
             return text_embeds
         return layers[0].self_attend(text_embeds, additive_mask(attention_mask, text_embeds.dtype))
 
+    def fusion_queries(self, started: Tensor) -> Tensor | None:
+        """The first fusion layer's cross-attention queries of :meth:`fusion_start`'s states ``(B, T, H)``
+        (``None`` without fusion layers). They too depend on the text alone: :meth:`fused_cls` takes them
+        computed once per text."""
+        layers = self.fusion_layers
+        return layers[0].cross_queries(started) if len(layers) else None
+
     def fusion_keys_values(self, image_embeds: Tensor) -> list[tuple[Tensor, Tensor]]:
         """Every fusion layer's cross-attention keys and values of the image tokens ``(M, N, H)``
         (:meth:`ALBEFLayer.image_keys_values`), computed once per image for :meth:`fused_cls`."""
@@ -387,12 +421,18 @@ class ALBEF(nn.Module):
         return [layer.image_keys_values(image_embeds) for layer in layers]
 
     def fused_cls(
-        self, started: Tensor, attention_mask: Tensor, keys_values: list[tuple[Tensor, Tensor]], image_rows: Tensor
+        self,
+        started: Tensor,
+        attention_mask: Tensor,
+        keys_values: list[tuple[Tensor, Tensor]],
+        image_rows: Tensor,
+        queries: Tensor | None = None,
     ) -> Tensor:
         """The fused state at the CLS position ``(B, 1, H)`` of texts ``started`` (:meth:`fusion_start`,
         ``(B, T, H)``) paired with images ``image_rows`` ``(B,)`` of ``keys_values``
-        (:meth:`fusion_keys_values`): equal to ``fuse(...)[:, :1]`` up to float rounding. What ITM reads, at
-        the cost per pair of the fusion layers without the text-only first self-attention, without
+        (:meth:`fusion_keys_values`): equal to ``fuse(...)[:, :1]`` up to float rounding. ``queries``:
+        :meth:`fusion_queries` of ``started``, when computed once per text. What ITM reads, at the cost per
+        pair of the fusion layers without the text-only first self-attention and query projection, without
         projecting image tokens, and with the last layer at the CLS position alone (none of which the official
         evaluation does: it runs the fusion layers in full on image tokens gathered per pair)."""
         layers = self.fusion_layers
@@ -404,10 +444,10 @@ class ALBEF(nn.Module):
         for index, (layer, (keys, values)) in enumerate(zip(layers, keys_values, strict=True)):
             last = index == len(layers) - 1
             if index:
-                hidden = layer.self_attend(hidden, bias, cls if last else None)
+                hidden, queries = layer.self_attend(hidden, bias, cls if last else None), None
             elif last:
-                hidden = hidden[:, :1]
-            hidden = layer.feed_forward(layer.cross_attend_cached(hidden, keys, values, image_rows))
+                hidden, queries = hidden[:, :1], None if queries is None else queries[:, :1]
+            hidden = layer.feed_forward(layer.cross_attend_cached(hidden, keys, values, image_rows, queries))
         return hidden
 
     def image_features(self, image_embeds: Tensor) -> Tensor:
