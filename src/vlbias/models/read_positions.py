@@ -2,8 +2,9 @@
 
 Masked-word scores read a handful of text positions (the masks) of the last layer. Every position
 of the layers before feeds them through attention, but in the last layer only the read positions'
-queries, attention outputs and MLPs matter: keys and values still come from every position, the
-rest is computed for the ``K`` read positions instead of all ``N``. The states are those of the
+queries, attention outputs and MLPs matter: keys and values still come from every position (their
+projections folded into the few queries where that is cheaper, :func:`attention_at`), the rest is
+computed for the ``K`` read positions instead of all ``N``. The states are those of the
 full layer at the read positions (equal up to float rounding); for a two-layer model this is most
 of the second layer's work, in the counterfactual-image attack's forward and backward passes as well.
 
