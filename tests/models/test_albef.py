@@ -325,11 +325,19 @@ def test_cached_cross_attention_equals_the_cross_attention_of_gathered_images(mo
 
 
 def test_binary_groups_cover_every_row_once_in_groups_of_one_image():
+    """13 rows of image 0 (8 + 4 + 1), 7 of image 3 (4 + 2 + 1), 2 of image 1, 1 of image 2, shuffled."""
     rows = torch.tensor([0] * 13 + [1, 2, 1] + [3] * 7)
-    groups = binary_groups(rows[torch.randperm(len(rows), generator=torch.Generator().manual_seed(0))])
-    assert [(size, len(images)) for size, _, images in groups] == [(8, 1), (4, 2), (2, 2), (1, 3)]
-    members = torch.cat([m for _, m, _ in groups])
-    assert sorted(members.tolist()) == list(range(len(rows)))
+    rows = rows[torch.randperm(len(rows), generator=torch.Generator().manual_seed(0))]
+    groups = binary_groups(rows)
+    assert [(size, images.tolist()) for size, _, images in groups] == [
+        (8, [0]),
+        (4, [0, 3]),
+        (2, [1, 3]),
+        (1, [0, 2, 3]),
+    ]
+    for size, members, images in groups:
+        torch.testing.assert_close(rows[members].view(-1, size), images[:, None].expand(-1, size))
+    assert sorted(torch.cat([members for _, members, _ in groups]).tolist()) == list(range(len(rows)))
 
 
 def test_fused_cls_equals_the_fused_states_at_cls(model, inputs):
