@@ -319,7 +319,7 @@ def test_cached_cross_attention_equals_the_cross_attention_of_gathered_images(mo
     with torch.no_grad():
         keys, values = layer.image_keys_values(images)
         queries = layer.cross_queries(hidden) if given_queries else None
-        cached = layer.cross_attend_cached(hidden, keys, values, rows, queries)
+        cached = layer.cross_attend_cached(hidden, keys, values, binary_groups(rows), queries)
         expected = layer.crossattention(hidden, encoder_hidden_states=images[rows])[0]
     torch.testing.assert_close(cached, expected, rtol=0, atol=1e-5)
 

@@ -51,6 +51,9 @@ from vlbias.models.read_positions import additive_mask, attention_at, split_head
 
 MODES = ("text", "fusion", "multi_modal")
 
+# Rows grouped by the image they read (:func:`binary_groups`): per group size, (size, member rows, group images).
+ImageGroups = list[tuple[int, Tensor, Tensor]]
+
 # Checkpoint entries that are not part of the inference model: momentum encoders, ITC queues and
 # the position-id buffer older transformers saved. Dropped explicitly and reported.
 IGNORED_KEYS = re.compile(
@@ -157,11 +160,12 @@ class ALBEFLayer(nn.Module):
         hidden: Tensor,
         mask: Tensor,
         image_embeds: Tensor | None = None,
-        image_rows: Tensor | None = None,
+        image_groups: ImageGroups | None = None,
         positions: Tensor | None = None,
     ) -> Tensor:
-        """``hidden`` ``(B, T, H)``; ``image_embeds`` ``(B, N, H)``, or with ``image_rows`` ``(B,)`` the
-        distinct images ``(M, N, H)`` that row ``b`` reads as ``image_embeds[image_rows[b]]``. With
+        """``hidden`` ``(B, T, H)``; ``image_embeds`` ``(B, N, H)``, or with ``image_groups``
+        (:func:`binary_groups` of ``image_rows`` ``(B,)``) the distinct images ``(M, N, H)`` that row ``b``
+        reads as ``image_embeds[image_rows[b]]``. With
         ``positions`` ``(B, K)`` the layer's output at those positions alone ``(B, K, H)``: their
         queries attend to every position, the rest of the layer runs for them only
         (:mod:`vlbias.models.read_positions`)."""
@@ -169,10 +173,10 @@ class ALBEFLayer(nn.Module):
         if self.has_cross_attention:
             if image_embeds is None:
                 raise InputError("ALBEF's fusion layers need image embeddings (`encoder_hidden_states`).")
-            if image_rows is None:
+            if image_groups is None:
                 hidden = self.crossattention(hidden, encoder_hidden_states=image_embeds, encoder_attention_mask=None)[0]
             else:
-                hidden = self.cross_attend_cached(hidden, *self.image_keys_values(image_embeds), image_rows)
+                hidden = self.cross_attend_cached(hidden, *self.image_keys_values(image_embeds), image_groups)
         return self.feed_forward(hidden)
 
     def self_attend(self, hidden: Tensor, mask: Tensor, positions: Tensor | None = None) -> Tensor:
@@ -200,11 +204,12 @@ class ALBEFLayer(nn.Module):
         return self.crossattention.self.query(hidden)
 
     def cross_attend_cached(
-        self, hidden: Tensor, keys: Tensor, values: Tensor, image_rows: Tensor, queries: Tensor | None = None
+        self, hidden: Tensor, keys: Tensor, values: Tensor, image_groups: ImageGroups, queries: Tensor | None = None
     ) -> Tensor:
         """The cross-attention block over ``hidden`` ``(B, T, H)``, row ``b`` reading image ``image_rows[b]`` of
         keys and values already projected (:meth:`image_keys_values`, ``(M, heads, N, H / heads)``): the same as
         the cross-attention of :meth:`forward`, without projecting an image's tokens again for every row.
+        ``image_groups``: :func:`binary_groups` of ``image_rows`` (computed once for all fusion layers);
         ``queries``: :meth:`cross_queries` of ``hidden`` when the caller has them (projected once per text).
 
         Each text token attends to its image alone, so rows that read the same image can share one query
@@ -218,7 +223,7 @@ class ALBEFLayer(nn.Module):
         queries = self.cross_queries(hidden) if queries is None else queries
         query = queries.view(rows, length, -1, attention.attention_head_size)  # (B, T, heads, d)
         context = torch.empty_like(query)
-        for size, members, images in binary_groups(image_rows):
+        for size, members, images in image_groups:
             grouped = query.index_select(0, members).view(-1, size * length, *query.shape[2:])  # (G, size*T, ..)
             attended = F.scaled_dot_product_attention(
                 grouped.transpose(1, 2),  # (G, heads, size * T, d)
@@ -230,7 +235,7 @@ class ALBEFLayer(nn.Module):
         return self.crossattention.output(context.flatten(2), hidden)
 
 
-def binary_groups(image_rows: Tensor) -> list[tuple[int, Tensor, Tensor]]:
+def binary_groups(image_rows: Tensor) -> ImageGroups:
     """Rows ``b`` of a batch, grouped by the image ``image_rows[b]`` they read into groups whose sizes are
     powers of two: an image read by ``c`` rows gets one group of ``2^j`` of them for every bit ``j`` set in
     ``c``. Returned per size, largest first, as ``(size, members, images)``: ``members`` ``(G * size,)``, the
@@ -306,9 +311,10 @@ class ALBEFBert(nn.Module):
         start = self.fusion_layer if mode == "fusion" else 0
         stop = self.fusion_layer if mode == "text" else len(self.encoder.layer)
         layers = self.encoder.layer[start:stop]
+        groups = None if encoder_rows is None else binary_groups(encoder_rows)
         for index, layer in enumerate(layers):
             read = positions if index == len(layers) - 1 else None
-            hidden = layer(hidden, additive, encoder_hidden_states, encoder_rows, read)
+            hidden = layer(hidden, additive, encoder_hidden_states, groups, read)
         return hidden if positions is None or len(layers) else at_positions(hidden, positions)
 
 
@@ -441,13 +447,14 @@ class ALBEF(nn.Module):
             return hidden[:, :1]
         bias = additive_mask(attention_mask, hidden.dtype)
         cls = torch.zeros(hidden.shape[0], 1, dtype=torch.long, device=hidden.device)
+        groups = binary_groups(image_rows)
         for index, (layer, (keys, values)) in enumerate(zip(layers, keys_values, strict=True)):
             last = index == len(layers) - 1
             if index:
                 hidden, queries = layer.self_attend(hidden, bias, cls if last else None), None
             elif last:
                 hidden, queries = hidden[:, :1], None if queries is None else queries[:, :1]
-            hidden = layer.feed_forward(layer.cross_attend_cached(hidden, keys, values, image_rows, queries))
+            hidden = layer.feed_forward(layer.cross_attend_cached(hidden, keys, values, groups, queries))
         return hidden
 
     def image_features(self, image_embeds: Tensor) -> Tensor:
