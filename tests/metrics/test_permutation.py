@@ -95,14 +95,10 @@ def test_allowing_unequal_sizes_changes_nothing_when_sizes_are_equal():
 
 # ----------------------------------------------------------------------------- samplers against exact and the loop
 @pytest.mark.parametrize(("n_x", "n_y", "shift"), [(12, 12, 0.4), (10, 14, 0.5), (20, 20, 0.3), (12, 20, 0.3)])
-@pytest.mark.parametrize("path", ["ranks", "bits"])
-def test_sampled_p_value_within_monte_carlo_error_of_exact(monkeypatch, n_x, n_y, shift, path):
+def test_sampled_p_value_within_monte_carlo_error_of_exact(n_x, n_y, shift):
     s_x, s_y = scores(n_x + 3 * n_y, n_x, n_y, shift)
     exact = p_value_from_associations(s_x, s_y, exact_limit=10**12, allow_unequal_sizes=True).item()
     assert 0.01 < exact < 0.9
-    if path == "bits":  # draw through the random-bit head and the decoded tail, as sets of 32+ items do
-        monkeypatch.setattr(weat_functional, "_RANK_BITS", 8)
-        monkeypatch.setattr(weat_functional, "_TAIL_ITEMS", 20)
     sampled = p_value_from_associations(s_x, s_y, n_permutations=50_000, exact_limit=0, allow_unequal_sizes=True)
     assert abs(sampled.item() - exact) < monte_carlo_bound(exact, 50_000), (sampled.item(), exact)
 
@@ -116,30 +112,88 @@ def test_sampled_p_value_within_monte_carlo_error_of_a_permutation_loop(n_x, n_y
     assert abs(fast - slow) < monte_carlo_bound(slow, 99_999, 20_000), (fast, slow)
 
 
-def test_bits_sampler_draws_every_subset_equally_often(monkeypatch):
-    # pooled 1, 2, 4, ..., 2^19: a subset's sum is its bit mask. Head of 16 items as random bits with p = 19/128, tail
-    # of 4 decoded: all C(20, 3) = 1140 subsets must come up about draws / 1140 times each
-    monkeypatch.setattr(weat_functional, "_TAIL_ITEMS", 19)
+def subsets(total: int, n: int, draws: int, seed: int) -> np.ndarray:
+    """``(draws, total)`` 0/1 membership of ``_random_subsets``'s rows (both halves' bits, in item order)."""
+    halves = weat_functional._random_subsets(total, n, draws, np.random.default_rng(seed))
+    bits = [np.unpackbits(half.view(np.uint8), axis=1, bitorder="little") for half in halves]
+    return np.concatenate([bits[0][:, : total // 2], bits[1][:, : total - total // 2]], axis=1)
+
+
+def test_subsets_of_unequal_sizes_come_up_equally_often():
+    # 20 items, 3 chosen (P(1) of the proposals 5/32, not 3/20): all C(20, 3) = 1140 subsets, each about
+    # draws / 1140 times
     draws = 228_000
-    sums = weat_functional._sampled_half_sums_by_bits(2.0 ** np.arange(20), 3, draws, np.random.default_rng(2))
-    masks, counts = np.unique(sums.astype(np.int64), return_counts=True)
-    assert masks.size == 1140 and all(bin(mask).count("1") == 3 for mask in masks)
+    chosen = subsets(20, 3, draws, seed=2)
+    masks, counts = np.unique(chosen @ (1 << np.arange(20)), return_counts=True)
+    assert masks.size == 1140 and (chosen.sum(axis=1) == 3).all()
     expected = draws / 1140
     chi_square = float(((counts - expected) ** 2 / expected).sum())
     assert chi_square < 1139 + 5 * math.sqrt(2 * 1139), chi_square  # chi-square with 1139 degrees of freedom
 
 
-def test_bits_sampler_pair_frequencies_for_half_splits(monkeypatch):
-    # 40 items, halves: every item in X_i with chance 1/2, every pair with chance C(38, 18) / C(40, 20) = 19/78
-    monkeypatch.setattr(weat_functional, "_TAIL_ITEMS", 20)
-    draws = 40_000
-    sums = weat_functional._sampled_half_sums_by_bits(2.0 ** np.arange(40), 20, draws, np.random.default_rng(3))
-    chosen = (sums.astype(np.int64)[:, None] >> np.arange(40)) & 1
-    assert (chosen.sum(axis=1) == 20).all()
-    sigma = math.sqrt(0.25 / draws)
-    assert np.abs(chosen.mean(axis=0) - 0.5).max() < 5 * sigma
-    pairs = (chosen.T @ chosen / draws)[np.triu_indices(40, 1)]
-    assert np.abs(pairs - 19 / 78).max() < 5.5 * math.sqrt(19 / 78 * 59 / 78 / draws)
+@pytest.mark.parametrize("total", [40, 131])  # 131: halves of 65 and 66 items, two words per mask, 8-item lanes
+def test_item_and_pair_frequencies_of_half_splits(total):
+    # every item in X_i with chance n / N, every pair with chance n (n - 1) / (N (N - 1))
+    n, draws = total // 2, 40_000
+    chosen = subsets(total, n, draws, seed=3).astype(np.float64)
+    assert (chosen.sum(axis=1) == n).all()
+    share, pair_share = n / total, n * (n - 1) / (total * (total - 1))
+    assert np.abs(chosen.mean(axis=0) - share).max() < 5 * math.sqrt(share * (1 - share) / draws)
+    pairs = (chosen.T @ chosen / draws)[np.triu_indices(total, 1)]
+    assert np.abs(pairs - pair_share).max() < 5.5 * math.sqrt(pair_share * (1 - pair_share) / draws)
+
+
+def test_proposals_are_topped_up_until_every_count_is_supplied():
+    # a first batch of 8 masks cannot supply 50 masks of each of the counts 2, 3 and 4: more batches are drawn
+    half = weat_functional._half(10, [1])
+    demand = np.zeros(11, dtype=np.int64)
+    demand[2:5] = 50
+    words, order, starts = weat_functional._proposals_by_count(np.random.default_rng(0), half, [1], demand, 8)
+    assert len(words) > 8 and (np.diff(starts) >= demand).all()
+    counts = np.bitwise_count(words[:, 0])
+    assert (np.diff(counts[order]) >= 0).all()  # sorted by count
+    for count in (2, 3, 4):
+        assert (counts[order[starts[count] : starts[count + 1]]] == count).all()
+
+
+@pytest.mark.parametrize(("share", "digits"), [(0.5, [1]), (25 / 65, [1, 1, 0]), (0.001, None)])
+def test_proposal_bits_have_the_rounded_share(share, digits):
+    # 25 / 65 = 0.3846 is rounded to 3/8 = 0.011 in binary (least significant digit first: 1, 1, 0)
+    found = weat_functional._bit_digits(share, 32)
+    if digits is not None:
+        assert found == digits
+    p = sum(digit * 2.0 ** (bit - len(found)) for bit, digit in enumerate(found))
+    assert abs(32 * (p - share)) <= math.sqrt(32 * share * (1 - share) / 2) / 2  # half a standard deviation
+    assert abs(p - share) <= min(share, 1 - share) / 8
+    words = weat_functional._random_words(np.random.default_rng(4), (4000,), found)
+    ones = int(np.bitwise_count(words).sum())
+    assert abs(ones / (64 * 4000) - p) < 5 * math.sqrt(p * (1 - p) / (64 * 4000))
+
+
+@pytest.mark.parametrize("total", [50, 131])
+def test_count_from_float32_tables_equals_the_exact_count(total):
+    # scores of very different sizes (float32 keeps about 7 digits of the sums), and thresholds at sums that some
+    # rows reach exactly: those rows fall within the float32 margin and are decided by float64 sums
+    pooled = np.sort(np.random.default_rng(5).standard_normal(total) * 10.0 ** np.arange(total) % 7 - 3)
+    pooled[::3] *= 1e6
+    n, draws = total // 2, 5000
+    chosen = subsets(total, n, draws, seed=6)
+    sums = chosen @ pooled
+    for threshold in (sums[0], sums[1], float(np.median(sums)), sums.max(), sums.min()):
+        rng = np.random.default_rng(6)
+        count = weat_functional._count_sums_at_least(pooled, n, draws, threshold, rng)
+        assert count == int(np.count_nonzero(sums >= threshold)), threshold
+
+
+@pytest.mark.parametrize("size", [1e-200, 1e200])
+def test_count_of_scores_beyond_float32_range_is_exact(size):
+    # float32 holds neither: the scores are scaled by a power of two first, which changes no comparison
+    pooled = np.sort(np.random.default_rng(7).standard_normal(40)) * size
+    chosen = subsets(40, 20, 3000, seed=8)
+    sums = chosen @ pooled
+    threshold = float(np.median(sums))
+    count = weat_functional._count_sums_at_least(pooled, 20, 3000, threshold, np.random.default_rng(8))
+    assert count == int(np.count_nonzero(sums >= threshold)) == 1500
 
 
 # ----------------------------------------------------------------------------- seeds, metric, errors

@@ -139,7 +139,7 @@ def test_sampled_p_value_within_monte_carlo_error():
 
 
 def test_sampled_p_value_of_large_sets_within_monte_carlo_error():
-    # 20 per set: C(40, 20) ranks decode through three blocks and buckets spanning several size patterns
+    # 20 per set: sampled (C(40, 20) is above the exact limit), against the exact count
     x, y, a, b = random_sets(9, 20, 20, shift=0.0)
     s_x, s_y = weat_association(x, a, b), weat_association(y, a, b)
     exact = p_value_from_associations(s_x, s_y, exact_limit=10**12).item()
@@ -150,18 +150,13 @@ def test_sampled_p_value_of_large_sets_within_monte_carlo_error():
     assert abs(sampled - exact) < 4.5 * standard_error + 1 / n_permutations, (sampled, exact)
 
 
-@pytest.mark.parametrize(("block_size", "lookup_bits"), [(2, 16), (3, 16), (13, 16), (2, 2), (3, 3)])
-@pytest.mark.parametrize("sampler", [weat_functional._sampled_half_sums, weat_functional._sampled_half_sums_by_keys])
-def test_sampled_partitions_are_uniform(monkeypatch, sampler, block_size, lookup_bits):
-    # pooled 1, 2, 4, ..., 32: every 3-subset has its own sum (its bits), so counts per sum are counts per
-    # subset; all C(6, 3) = 20 must come up, each about draws / 20 times (block sizes below 6 decode in blocks;
-    # 2 or 3 look-up bits put ranks of several size patterns into one bucket, the path large sets take)
-    monkeypatch.setattr(weat_functional, "_BLOCK_SIZE", block_size)
-    monkeypatch.setattr(weat_functional, "_LOOKUP_BITS", lookup_bits)
+def test_sampled_partitions_are_uniform():
+    # 6 items, 3 chosen: all C(6, 3) = 20 subsets must come up, each about draws / 20 times; items 0-2 are the first
+    # half's bits, items 3-5 the second's
     draws = 40_000
-    pooled = 2.0 ** np.arange(6)
-    sums, counts = np.unique(sampler(pooled, 3, draws, np.random.default_rng(1)), return_counts=True)
-    assert [bin(int(value)).count("1") for value in sums] == [3] * 20
+    first, second = weat_functional._random_subsets(6, 3, draws, np.random.default_rng(1))
+    masks, counts = np.unique(first[:, 0] | second[:, 0] << np.uint64(3), return_counts=True)
+    assert [bin(int(mask)).count("1") for mask in masks] == [3] * 20
     sigma = math.sqrt(draws * (1 / 20) * (19 / 20))
     assert (np.abs(counts - draws / 20) < 5 * sigma).all(), counts
 
