@@ -185,6 +185,27 @@ def test_count_from_float32_tables_equals_the_exact_count(total):
         assert count == int(np.count_nonzero(sums >= threshold)), threshold
 
 
+def test_floyd_subsets_come_up_equally_often():
+    # 20 items, 3 chosen: all C(20, 3) = 1140 subsets, each about draws / 1140 times
+    draws = 228_000
+    taken = weat_functional._floyd_subsets(20, 3, draws, np.random.default_rng(9))
+    assert (np.sort(taken, axis=1)[:, 1:] != np.sort(taken, axis=1)[:, :-1]).all()  # distinct items per row
+    masks, counts = np.unique((1 << taken).sum(axis=1), return_counts=True)
+    assert masks.size == 1140
+    expected = draws / 1140
+    chi_square = float(((counts - expected) ** 2 / expected).sum())
+    assert chi_square < 1139 + 5 * math.sqrt(2 * 1139), chi_square
+
+
+@pytest.mark.parametrize(("n_x", "n_y"), [(3, 60), (60, 3)])  # X the few items, then Y: X's sum is the total less Y's
+def test_few_items_p_value_within_monte_carlo_error_of_exact(n_x, n_y):
+    s_x, s_y = scores(n_x + n_y, n_x, n_y, shift=0.8)
+    exact = p_value_from_associations(s_x, s_y, allow_unequal_sizes=True).item()  # C(63, 3) = 39,711 re-partitions
+    assert 0.01 < exact < 0.9
+    sampled = p_value_from_associations(s_x, s_y, n_permutations=50_000, exact_limit=0, allow_unequal_sizes=True)
+    assert abs(sampled.item() - exact) < monte_carlo_bound(exact, 50_000), (sampled.item(), exact)
+
+
 @pytest.mark.parametrize("size", [1e-200, 1e200])
 def test_count_of_scores_beyond_float32_range_is_exact(size):
     # float32 holds neither: the scores are scaled by a power of two first, which changes no comparison

@@ -65,6 +65,9 @@ TIE_RELATIVE = 1e-6
 # Rows per chunk are chosen so that a chunk holds about this many numbers (~4 MiB of float64).
 # Chunk sizes depend only on the set sizes, so results do not depend on the machine.
 _CHUNK_NUMBERS = 2**19
+# The permutation test draws the smaller side's m items directly when m is at most this and m^2 at most all items
+# (see ``_count_sums_at_least``).
+_FEW_ITEMS = 64
 
 
 # ----------------------------------------------------------------------------- input checks
@@ -464,6 +467,17 @@ def _table_sums(lanes: np.ndarray, tables: np.ndarray, out: np.ndarray) -> np.nd
     return out
 
 
+def _floyd_subsets(total: int, m: int, rows: int, rng: np.random.Generator) -> np.ndarray:
+    """``(rows, m)`` item indices of independent, uniformly random m-subsets of ``total`` items, by Floyd's
+    algorithm (Bentley & Floyd, 1987) on every row at once: for j = total − m, ..., total − 1, draw t uniformly from
+    [0, j] and take t, or j if t is taken already. m draws and about m² / 2 comparisons per row."""
+    taken = np.empty((rows, m), dtype=np.intp)
+    for column, last in enumerate(range(total - m, total)):
+        drawn = rng.integers(0, last + 1, size=rows)
+        taken[:, column] = np.where((taken[:, :column] == drawn[:, None]).any(axis=1), last, drawn)
+    return taken
+
+
 def _count_sums_at_least(
     pooled: np.ndarray, n: int, n_permutations: int, threshold: float, rng: np.random.Generator
 ) -> int:
@@ -477,7 +491,18 @@ def _count_sums_at_least(
     are summed again, from float64 tables of 8-item lanes, and decide the count. The scores and the threshold are
     first scaled by a power of two (exactly) so that the largest :math:`|s|` lies in [1/2, 1): float32 sums neither
     overflow nor underflow.
+
+    When the smaller side has m items, m at most :data:`_FEW_ITEMS` and m² at most N, its items are drawn directly
+    instead (:func:`_floyd_subsets`, about m² / 2 comparisons per row) and summed in float64 (X's sum is then their
+    sum or the total less it): proposal bits would need a random word per binary digit of n / N.
     """
+    few = min(n, pooled.size - n)
+    if few <= _FEW_ITEMS and few * few <= pooled.size:  # the smaller side's items, drawn directly
+        count, chunk = 0, max(2**10, _CHUNK_NUMBERS // few)
+        for start in range(0, n_permutations, chunk):
+            sums = pooled[_floyd_subsets(pooled.size, few, min(chunk, n_permutations - start), rng)].sum(axis=1)
+            count += int(np.count_nonzero((sums if few == n else pooled.sum() - sums) >= threshold))
+        return count
     scale = 2.0 ** -int(np.frexp(np.abs(pooled).max())[1])
     pooled, threshold, total = pooled * scale, threshold * scale, pooled.size
     halves = _half_sums(pooled[: total // 2]), _half_sums(pooled[total // 2 :])
