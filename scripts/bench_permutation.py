@@ -2,7 +2,7 @@
 
 Run me like this:  python scripts/bench_permutation.py [--loop-permutations 100000] [--repeats 5] [--cold-runs 3]
 
-Cases: 25, 64, 256 and 1024 items per target set, and 25 against 40 (unequal sizes), each with 100,000
+Cases: 25, 64, 256 and 1024 items per target set, 25 against 40 and 5 against 3000 (unequal sizes), each with 100,000
 re-partitions (the observed one and P = 99,999 random ones, May et al.'s estimator (1 + #>=) / (1 + P)). Both
 sides start from the same association scores s(w, A, B) and do the same work:
 
@@ -40,7 +40,14 @@ from vlbias.benchmarking import cpu_name  # noqa: E402
 from vlbias.metrics.functional import p_value_from_associations  # noqa: E402
 
 PERMUTATIONS = 99_999  # + the observed partition = 100,000 re-partitions
-CASES = {"25": (25, 25), "64": (64, 64), "256": (256, 256), "1024": (1024, 1024), "25 vs 40": (25, 40)}
+CASES = {
+    "25": (25, 25),
+    "64": (64, 64),
+    "256": (256, 256),
+    "1024": (1024, 1024),
+    "25 vs 40": (25, 40),
+    "5 vs 3000": (5, 3000),
+}
 
 
 def scores(n_x: int, n_y: int) -> tuple[torch.Tensor, torch.Tensor]:
