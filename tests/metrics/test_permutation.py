@@ -143,17 +143,35 @@ def test_item_and_pair_frequencies_of_half_splits(total):
     assert np.abs(pairs - pair_share).max() < 5.5 * math.sqrt(pair_share * (1 - pair_share) / draws)
 
 
-def test_proposals_are_topped_up_until_every_count_is_supplied():
-    # a first batch of 8 masks cannot supply 50 masks of each of the counts 2, 3 and 4: more batches are drawn
-    half = weat_functional._half(10, [1])
-    demand = np.zeros(11, dtype=np.int64)
-    demand[2:5] = 50
+def test_proposals_are_topped_up_then_short_counts_drawn_exactly():
+    # a first batch of 8 masks of 70 items and three top-ups of at most 8 cannot supply 50 masks of each of the
+    # counts 2, 3 and 35: the rest is drawn with exactly those counts
+    half = weat_functional._half(70, [1])
+    demand = np.zeros(71, dtype=np.int64)
+    demand[[2, 3, 35]] = 50
     words, order, starts = weat_functional._proposals_by_count(np.random.default_rng(0), half, [1], demand, 8)
-    assert len(words) > 8 and (np.diff(starts) >= demand).all()
-    counts = np.bitwise_count(words[:, 0])
+    assert (np.diff(starts) >= demand).all()
+    supply = np.diff(starts)
+    assert supply[2] == supply[3] == 50  # never proposed (chance C(70, 2) / 2^70): drawn exactly, as many as needed
+    assert len(words) >= 150 and len(words) - supply[[2, 3]].sum() <= 8 * (1 + weat_functional._TOP_UPS) + 50
+    counts = np.bitwise_count(words).sum(axis=1)
     assert (np.diff(counts[order]) >= 0).all()  # sorted by count
-    for count in (2, 3, 4):
+    for count in (2, 3, 35):
         assert (counts[order[starts[count] : starts[count + 1]]] == count).all()
+
+
+def test_masks_with_exact_counts_are_uniform():
+    # 6 items, 3 chosen: all 20 subsets about draws / 20 times each; a 70-item half's masks fill two words
+    draws = 20_000
+    masks = weat_functional._masks_with_counts(
+        np.random.default_rng(1), weat_functional._half(6, [1]), np.full(draws, 3)
+    )
+    subsets, counts = np.unique(masks[:, 0], return_counts=True)
+    assert [bin(int(mask)).count("1") for mask in subsets] == [3] * 20 and subsets.max() < 64
+    assert (np.abs(counts - draws / 20) < 5 * math.sqrt(draws * (1 / 20) * (19 / 20))).all(), counts
+    wide = weat_functional._masks_with_counts(np.random.default_rng(2), weat_functional._half(70, [1]), np.arange(71))
+    assert wide.shape == (71, 2) and (np.bitwise_count(wide).sum(axis=1) == np.arange(71)).all()
+    assert (wide[:, 1] < 2**6).all()  # no bit beyond item 69
 
 
 @pytest.mark.parametrize(("share", "digits"), [(0.5, [1]), (25 / 65, [1, 1, 0]), (0.001, None)])

@@ -68,6 +68,8 @@ _CHUNK_NUMBERS = 2**19
 # The permutation test draws the smaller side's m items directly when m is at most this and m^2 at most all items
 # (see ``_count_sums_at_least``).
 _FEW_ITEMS = 64
+# Batches of proposals drawn after the first before the counts still short are drawn exactly (``_proposals_by_count``).
+_TOP_UPS = 3
 
 
 # ----------------------------------------------------------------------------- input checks
@@ -348,21 +350,27 @@ def _proposals_by_count(
     rng: np.random.Generator, half: _Half, digits: list[int], demand: np.ndarray, first_batch: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Random masks of the half's items (bits with P(1) from ``digits``), drawn in batches until, for every count k,
-    at least ``demand[k]`` of them have k items. Returns the masks ``(M, words)``, their order sorted by count
+    at least ``demand[k]`` of them have k items: a first batch, at most :data:`_TOP_UPS` more of at most its size,
+    then, for counts still short (far in the proposals' tail, where they would take many batches), masks drawn with
+    exactly those counts (:func:`_masks_with_counts`). Returns the masks ``(M, words)``, their order sorted by count
     (stable) and where each count's masks start in that order, ``(items + 2,)``."""
     last_word = np.uint64(2**64 - 1 if half.items % 64 == 0 else 2 ** (half.items % 64) - 1)
     count_type = np.uint8 if half.items < 256 else np.int16 if half.items < 2**15 else np.int32
-    batches, batch_counts, size = [], [], first_batch
-    while True:
-        words = _random_words(rng, (size, half.words), digits)
-        words[:, -1] &= last_word
-        bits_per_word = np.bitwise_count(words)
-        counts = bits_per_word[:, 0].astype(count_type)
-        for column in range(1, half.words):
-            counts += bits_per_word[:, column]
+    batches, batch_counts, size, short = [], [], first_batch, demand
+    for batch in range(_TOP_UPS + 2):
+        if batch <= _TOP_UPS:
+            words = _random_words(rng, (size, half.words), digits)
+            words[:, -1] &= last_word
+            bits_per_word = np.bitwise_count(words)
+            counts = bits_per_word[:, 0].astype(count_type)
+            for column in range(1, half.words):
+                counts += bits_per_word[:, column]
+        else:
+            counts = np.repeat(np.arange(half.items + 1, dtype=count_type), np.maximum(short, 0))
+            words = _masks_with_counts(rng, half, counts)
         batches.append(words)
         batch_counts.append(counts)
-        # torch: a radix sort of small integers (numpy's stable argsort is a few times slower here)
+        # torch: a radix sort of small integers (numpy's stable argsort is slower on these, and not linear)
         by_count = torch.sort(torch.from_numpy(np.concatenate(batch_counts)), stable=True)
         starts = np.searchsorted(by_count.values.numpy(), np.arange(half.items + 1, dtype=count_type))
         starts = np.append(starts, len(by_count.values))
@@ -371,9 +379,22 @@ def _proposals_by_count(
             break
         # enough for the scarcest count in expectation, 10 % more (a count's proposals arrive at rate q(k))
         needed = (short[short > 0] * np.exp(-half.log_proposal[short > 0])).max()
-        size = int(min(1.1 * needed + 64, 16 * first_batch))
-    order = by_count.indices.numpy()
-    return np.concatenate(batches), order, starts
+        size = int(min(1.1 * needed + 64, first_batch))
+    return np.concatenate(batches), by_count.indices.numpy(), starts
+
+
+def _masks_with_counts(rng: np.random.Generator, half: _Half, counts: np.ndarray) -> np.ndarray:
+    """``(len(counts), words)`` masks of uniformly random subsets of the half's items, row r with ``counts[r]`` items:
+    the items with the ``counts[r]`` smallest of iid uniform keys. O(items log items) per row, for the few rows the
+    proposals leave short."""
+    masks = np.zeros((len(counts), 8 * half.words), dtype=np.uint8)
+    step = max(1, 2**20 // half.items)
+    for first in range(0, len(counts), step):
+        keys = rng.random((len(counts[first : first + step]), half.items))
+        chosen = keys.argsort(axis=1).argsort(axis=1) < counts[first : first + step, None]
+        packed = np.packbits(chosen, axis=1, bitorder="little")
+        masks[first : first + step, : packed.shape[1]] = packed
+    return masks.view("<u8").astype(np.uint64, copy=False)
 
 
 def _random_subsets(total: int, n: int, rows: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
