@@ -410,7 +410,7 @@ def _random_subsets(total: int, n: int, rows: int, rng: np.random.Generator) -> 
     items and of the second half with n − c items (grouped by a stable sort of the counts). Which proposals are used
     depends on their counts only, so the masks are exactly uniform given the counts. The proposals' count law
     q(k) is wider than the target's, so about max_c π_c / q(c) ≈ sqrt(2) proposals per row are drawn in each half
-    (more are drawn while any count falls short).
+    (:func:`_proposals_by_count` says how counts that fall short are supplied).
     """
     h1, h2 = total // 2, total - total // 2
     digits = _bit_digits(n / total, h2)
