@@ -49,6 +49,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each side after a warm-up; median")
     args = parser.parse_args(argv)
+    if args.fusion_layers < 1:
+        parser.error(
+            f"--fusion_layers must be at least 1 (the fusion layers are what is timed), not {args.fusion_layers}"
+        )
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     config = ALBEFConfig(image_size=args.image_size, vision_layers=1, num_layers=1 + args.fusion_layers, fusion_layer=1)
