@@ -149,7 +149,7 @@ def test_proposals_are_topped_up_then_short_counts_drawn_exactly():
     half = weat_functional._half(70, [1])
     demand = np.zeros(71, dtype=np.int64)
     demand[[2, 3, 35]] = 50
-    words, order, starts = weat_functional._proposals_by_count(np.random.default_rng(0), half, [1], demand, 8)
+    words, order, starts = weat_functional._proposals_by_count(np.random.default_rng(0), half, demand, 8)
     assert (np.diff(starts) >= demand).all()
     supply = np.diff(starts)
     assert supply[2] == supply[3] == 50  # never proposed (chance C(70, 2) / 2^70): drawn exactly, as many as needed

@@ -332,10 +332,12 @@ def _random_words(rng: np.random.Generator, shape: tuple[int, ...], digits: list
 
 
 class _Half(NamedTuple):
-    """One half of the pooled items in ``_random_subsets``: its item count, the proposal's log law of the count of
-    chosen items, log q(k) for k = 0 ... items, and the words per mask."""
+    """One half of the pooled items in ``_random_subsets``: its item count, the binary digits of its proposal bits'
+    P(1) (:func:`_bit_digits`), the proposal's log law of the count of chosen items, log q(k) for k = 0 ... items,
+    and the words per mask."""
 
     items: int
+    digits: list[int]
     log_proposal: np.ndarray
     words: int
 
@@ -343,13 +345,14 @@ class _Half(NamedTuple):
 def _half(items: int, digits: list[int]) -> _Half:
     p = sum(digit * 2.0 ** (bit - len(digits)) for bit, digit in enumerate(digits))
     k = np.arange(items + 1)
-    return _Half(items, _log_comb(items) + k * math.log(p) + (items - k) * math.log1p(-p), -(-items // 64))
+    log_proposal = _log_comb(items) + k * math.log(p) + (items - k) * math.log1p(-p)
+    return _Half(items, digits, log_proposal, -(-items // 64))
 
 
 def _proposals_by_count(
-    rng: np.random.Generator, half: _Half, digits: list[int], demand: np.ndarray, first_batch: int
+    rng: np.random.Generator, half: _Half, demand: np.ndarray, first_batch: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Random masks of the half's items (bits with P(1) from ``digits``), drawn in batches until, for every count k,
+    """Random masks of the half's items (bits with P(1) from ``half.digits``), drawn in batches until, for every count k,
     at least ``demand[k]`` of them have k items: a first batch, at most :data:`_TOP_UPS` more of at most its size,
     then, for counts still short (far in the proposals' tail, where they would take many batches), masks drawn with
     exactly those counts (:func:`_masks_with_counts`). Returns the masks ``(M, words)``, their order sorted by count
@@ -359,7 +362,7 @@ def _proposals_by_count(
     batches, batch_counts, size, short = [], [], first_batch, demand
     for batch in range(_TOP_UPS + 2):
         if batch <= _TOP_UPS:
-            words = _random_words(rng, (size, half.words), digits)
+            words = _random_words(rng, (size, half.words), half.digits)
             words[:, -1] &= last_word
             bits_per_word = np.bitwise_count(words)
             counts = bits_per_word[:, 0].astype(count_type)
@@ -428,7 +431,7 @@ def _random_subsets(total: int, n: int, rows: int, rng: np.random.Generator) -> 
         demand = np.zeros(half.items + 1, dtype=np.int64)
         demand[counts] = per_count
         ratio = np.exp((log_law - half.log_proposal[counts])[likely].max())
-        words, order, starts = _proposals_by_count(rng, half, digits, demand, int(1.02 * ratio * rows) + 64)
+        words, order, starts = _proposals_by_count(rng, half, demand, int(1.02 * ratio * rows) + 64)
         masks.append(words.take(order[np.repeat(starts[counts], per_count) + within], axis=0))
     return masks[0], masks[1]
 
@@ -519,10 +522,10 @@ def _count_sums_at_least(
     """
     few = min(n, pooled.size - n)
     if few <= _FEW_ITEMS and few * few <= pooled.size:  # the smaller side's items, drawn directly
-        count, chunk = 0, max(2**10, _CHUNK_NUMBERS // few)
+        count, chunk, pooled_sum = 0, _chunk_rows(few), pooled.sum()
         for start in range(0, n_permutations, chunk):
             sums = pooled[_floyd_subsets(pooled.size, few, min(chunk, n_permutations - start), rng)].sum(axis=1)
-            count += int(np.count_nonzero((sums if few == n else pooled.sum() - sums) >= threshold))
+            count += int(np.count_nonzero((sums if few == n else pooled_sum - sums) >= threshold))
         return count
     scale = 2.0 ** -int(np.frexp(np.abs(pooled).max())[1])
     pooled, threshold, total = pooled * scale, threshold * scale, pooled.size
