@@ -29,6 +29,10 @@ def test_bench_counterbias_agrees_with_the_per_image_loop(capsys):
     assert float(diff) < 1e-5
     (cold, warm) = re.findall(r"speed-up: cold (\S+)x, warm (\S+)x \(median of per-pair ratios\)", out)[0]
     assert float(cold) > 0 and float(warm) > 0
+    (setup, batches, statistics, same_work) = re.findall(
+        r"setup (\S+), batches (\S+), statistics (\S+); without statistics \(the loop's work\): warm (\S+)x", out
+    )[0]
+    assert float(setup) > 0 and float(batches) > 0 and float(statistics) > 0 and float(same_work) >= float(warm)
 
 
 def test_bench_models_labels_direct_calls_that_do_more_work(capsys):
