@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -19,24 +20,26 @@ def fit_on_biasworld(
     """Fit the experiment ``config`` with BiasWorld's ``bias_strength`` and every seed set to
     ``seed``, with no logger, callbacks, checkpoints or progress bar; the trained model is exported
     under ``run_dir``. Returns the CLI (its ``model``, ``datamodule`` and ``trainer``)."""
-    cli = LightningCLI(
-        args=[
-            "--trainer.default_root_dir", str(run_dir),
-            "--config", str(config),
-            "--seed_everything", str(seed),
-            "--model.init_args.seed", str(seed),
-            "--data.init_args.seed", str(seed),
-            "--data.init_args.bias_strength", str(bias_strength),
-            "--trainer.logger", "false",
-            "--trainer.callbacks", "[]",
-            "--trainer.enable_checkpointing", "false",
-            "--trainer.enable_progress_bar", "false",
-            "--trainer.enable_model_summary", "false",
-            *extra_args,
-        ],
-        run=False,
-        save_config_callback=None,
-    )  # fmt: skip
+    with warnings.catch_warnings():  # the calling script's own command line is not meant for LightningCLI
+        warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
+        cli = LightningCLI(
+            args=[
+                "--trainer.default_root_dir", str(run_dir),
+                "--config", str(config),
+                "--seed_everything", str(seed),
+                "--model.init_args.seed", str(seed),
+                "--data.init_args.seed", str(seed),
+                "--data.init_args.bias_strength", str(bias_strength),
+                "--trainer.logger", "false",
+                "--trainer.callbacks", "[]",
+                "--trainer.enable_checkpointing", "false",
+                "--trainer.enable_progress_bar", "false",
+                "--trainer.enable_model_summary", "false",
+                *extra_args,
+            ],
+            run=False,
+            save_config_callback=None,
+        )  # fmt: skip
     cli.trainer.fit(cli.model, cli.datamodule)
     cli.model.adapter.eval()
     return cli
