@@ -1,26 +1,15 @@
 """The benchmarks run end to end on tiny inputs (smoke tests: their timings are not checked; the agreement they
 print between the implementations they compare is, and so is which rows they say compare different work)."""
 
-import importlib.util
 import json
 import re
-from pathlib import Path
 
 import torch
 
-SCRIPTS = Path(__file__).parents[1] / "scripts"
 
-
-def script(name: str):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_bench_counterbias_agrees_with_the_per_image_loop(capsys):
+def test_bench_counterbias_agrees_with_the_per_image_loop(load_script, capsys):
     threads = str(torch.get_num_threads())  # leave this process's thread count alone
-    script("bench_counterbias").main(
+    load_script("bench_counterbias").main(
         ["--model", "albef", "--n_images", "4", "--batch_size", "2", "--repeats", "1", "--threads", threads]
     )
     out = capsys.readouterr().out
@@ -35,12 +24,12 @@ def test_bench_counterbias_agrees_with_the_per_image_loop(capsys):
     assert float(setup) > 0 and float(batches) > 0 and float(statistics) > 0 and float(same_work) >= float(warm)
 
 
-def test_bench_models_labels_direct_calls_that_do_more_work(capsys):
+def test_bench_models_labels_direct_calls_that_do_more_work(load_script, capsys):
     """FLAVA's documented pre-training call runs every head where the adapter runs one, and ViLT's library
     embedding loops over the images: those rows are labelled; BERT's direct call is the adapter's own work."""
     threads = str(torch.get_num_threads())
     arguments = ["--models", "bert", "flava", "vilt", "--batch-size", "2", "--repeats", "2", "--warmup", "1"]
-    assert script("bench_models").main([*arguments, "--threads", threads, "--json"]) == 0
+    assert load_script("bench_models").main([*arguments, "--threads", threads, "--json"]) == 0
     rows = {(row["model"], row["capability"]): row for row in json.loads(capsys.readouterr().out)}
     assert not rows["bert", "fill_mask"]["more_direct_work"]
     assert rows["bert", "fill_mask"]["direct_flops_ratio"] == 1.0
@@ -49,7 +38,7 @@ def test_bench_models_labels_direct_calls_that_do_more_work(capsys):
     assert all(row["overhead"] > -1 for row in rows.values())
 
 
-def test_bench_shared_rows_variants_agree(capsys):
+def test_bench_shared_rows_variants_agree(load_script, capsys):
     threads = str(torch.get_num_threads())
     arguments = [
         "--images",
@@ -65,7 +54,7 @@ def test_bench_shared_rows_variants_agree(capsys):
         "--threads",
         threads,
     ]
-    script("bench_shared_rows").main(arguments)
+    load_script("bench_shared_rows").main(arguments)
     out = capsys.readouterr().out
     names = "per-row K/V, head everywhere|per-row K/V, head at masks|shared K/V, head at masks|shared K/V, last layer at masks"
     rows = re.findall(rf"^({names}) .* (\S+)$", out, re.MULTILINE)
@@ -73,8 +62,8 @@ def test_bench_shared_rows_variants_agree(capsys):
     assert all(float(diff) < 1e-4 for _, diff in rows)
 
 
-def test_bench_bca_memory_prints_a_row_per_size(capfd):
-    script("bench_bca_memory").main(["--sizes", "10", "30", "--n_bootstrap", "50"])
+def test_bench_bca_memory_prints_a_row_per_size(load_script, capfd):
+    load_script("bench_bca_memory").main(["--sizes", "10", "30", "--n_bootstrap", "50"])
     rows = [line for line in capfd.readouterr().out.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert [row.split("|")[1].strip() for row in rows] == ["10", "30"]
     imports, peak = (float(cell.replace(",", "")) for cell in rows[1].split("|")[2:4])

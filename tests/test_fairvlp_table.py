@@ -1,17 +1,6 @@
 """scripts/fairvlp_table.py's summary: the change of B@V-L against vanilla, of the means and seed by seed."""
 
-import importlib.util
 import json
-from pathlib import Path
-
-SCRIPT = Path(__file__).parents[1] / "scripts" / "fairvlp_table.py"
-
-
-def table_script():
-    spec = importlib.util.spec_from_file_location("fairvlp_table", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def row(method: str, seed: int, bias: float) -> dict:
@@ -29,13 +18,13 @@ def row(method: str, seed: int, bias: float) -> dict:
     }
 
 
-def test_summary_compares_the_means_and_each_seed_with_vanilla(tmp_path, capsys):
+def test_summary_compares_the_means_and_each_seed_with_vanilla(load_script, tmp_path, capsys):
     # vanilla 10 and 30; fairvlp 5 (-50 %) and 33 (+10 %): the means change by 19/20 - 1 = -5 %, the seeds
     # by -20 ± 42.43 % (sample sd of -50 and +10)
     rows = [row("vanilla", 0, 10.0), row("vanilla", 1, 30.0), row("fairvlp", 0, 5.0), row("fairvlp", 1, 33.0)]
     path = tmp_path / "rows.json"
     path.write_text(json.dumps(rows))
-    table_script().main(["--summary", str(path)])
+    load_script("fairvlp_table").main(["--summary", str(path)])
     summary = {  # method -> cells of its summary line: 2 seeds (the per-run lines have seed 0 or 1 there)
         cells[0]: cells[2:]
         for line in capsys.readouterr().out.splitlines()

@@ -1,6 +1,5 @@
 """scripts/fetch_vlstereoset_images.py against a local HTTP server on 127.0.0.1 (loopback only)."""
 
-import importlib.util
 import io
 import json
 import threading
@@ -14,17 +13,7 @@ from PIL import Image
 
 from vlbias.data.vlstereoset import image_name
 
-ROOT = Path(__file__).resolve().parents[1]
 HEADER = "bias_type,target,context,stereotype,anti-stereotype,unrelated,label,Imaeg URL,\n"
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location(
-        "fetch_vlstereoset_images", ROOT / "scripts" / "fetch_vlstereoset_images.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def png_bytes(colour) -> bytes:
@@ -87,8 +76,8 @@ def write_csv(path: Path, base: str) -> dict[str, str]:
     return urls
 
 
-def test_fetch_downloads_verifies_retries_and_resumes(tmp_path, server):
-    script = load_script()
+def test_fetch_downloads_verifies_retries_and_resumes(load_script, tmp_path, server):
+    script = load_script("fetch_vlstereoset_images")
     urls = write_csv(tmp_path / "VLStereoSet.csv", server)
     out = tmp_path / "images"
     argv = [
@@ -143,8 +132,8 @@ def test_fetch_downloads_verifies_retries_and_resumes(tmp_path, server):
     assert len((out / "manifest.jsonl").read_text().splitlines()) == len(urls)  # compacted: one line per URL
 
 
-def test_a_tampered_file_is_fetched_again(tmp_path, server):
-    script = load_script()
+def test_a_tampered_file_is_fetched_again(load_script, tmp_path, server):
+    script = load_script("fetch_vlstereoset_images")
     urls = write_csv(tmp_path / "VLStereoSet.csv", server)
     out = tmp_path / "images"
     script.fetch(tmp_path / "VLStereoSet.csv", out, workers=2, timeout=5, retries=0, backoff=0.01)

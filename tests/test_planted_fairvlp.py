@@ -7,23 +7,11 @@ config's 15 epochs the README's 7-method table (seeds 0-4) gives a mean cut of 2
 reversed: 17.67 for fairvlp against 12.79 for vanilla). Two training runs of a few minutes each, hence ``slow``.
 """
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "fairvlp_table.py"
-
-
-def table_script():
-    spec = importlib.util.spec_from_file_location("fairvlp_table", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.slow
-def test_fairvlp_cuts_the_bias_that_vanilla_training_plants():
-    table = table_script()
+def test_fairvlp_cuts_the_bias_that_vanilla_training_plants(load_script):
+    table = load_script("fairvlp_table")
     vanilla, fair = (table.run(method, seed=0, strength=0.9, epochs=8) for method in ("vanilla", "fairvlp"))
     assert fair["B@V-L"] < 0.75 * vanilla["B@V-L"], (vanilla["B@V-L"], fair["B@V-L"])

@@ -1,20 +1,12 @@
 """scripts/prune_table.py's diagnostic: the share of the effect size's numerator held by N coordinates."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 
-SCRIPT = Path(__file__).parents[1] / "scripts" / "prune_table.py"
-
 
 @pytest.fixture(scope="module")
-def prune_table():
-    spec = importlib.util.spec_from_file_location("prune_table", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def prune_table(load_script):
+    return load_script("prune_table")
 
 
 def rows(*vectors: list[float]) -> torch.Tensor:

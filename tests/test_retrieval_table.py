@@ -1,20 +1,13 @@
 """scripts/retrieval_table.py's reference levels: chance, and the highest TR R@K that repeated captions allow."""
 
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-SCRIPT = Path(__file__).parents[1] / "scripts" / "retrieval_table.py"
-
 
 @pytest.fixture
-def retrieval_table():
-    spec = importlib.util.spec_from_file_location("retrieval_table", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def retrieval_table(load_script):
+    return load_script("retrieval_table")
 
 
 def test_repeated_captions_cap_text_retrieval(retrieval_table, monkeypatch):

@@ -249,14 +249,8 @@ def test_bad_data_is_refused():
         effect_size_without(x, y, a, b, torch.tensor([8]))
 
 
-def test_bench_prune_sides_choose_the_same_dimensions(capsys):
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).parents[2] / "scripts" / "bench_prune.py"
-    spec = importlib.util.spec_from_file_location("bench_prune", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def test_bench_prune_sides_choose_the_same_dimensions(load_script, capsys):
+    module = load_script("bench_prune")
     module.main(["--dims", "40", "--tests", "2", "--repeats", "1", "--threads", str(torch.get_num_threads())])
     out = capsys.readouterr().out
     assert "same dimensions removed: True (4 dims)" in out and "per-dimension loop" in out

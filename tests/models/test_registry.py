@@ -86,14 +86,9 @@ def test_load_refuses_an_option_the_adapter_does_not_take():
         load("clip", tiny=True, options={"region_features": "x.tsv"})
 
 
-def test_bench_script_times_adapter_and_direct_call_for_each_capability(capsys):
+def test_bench_script_times_adapter_and_direct_call_for_each_capability(load_script, capsys):
     """``scripts/bench_models.py`` runs end to end (a smoke test; its numbers are not checked)."""
-    import importlib.util
-
-    path = Path(__file__).parents[2] / "scripts" / "bench_models.py"
-    spec = importlib.util.spec_from_file_location("bench_models", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("bench_models")
     arguments = [
         "--models",
         "bert",
