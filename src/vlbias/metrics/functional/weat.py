@@ -391,7 +391,7 @@ def _masks_with_counts(rng: np.random.Generator, half: _Half, counts: np.ndarray
     the items with the ``counts[r]`` smallest of iid uniform keys. O(items log items) per row, for the few rows the
     proposals leave short."""
     masks = np.zeros((len(counts), 8 * half.words), dtype=np.uint8)
-    step = max(1, 2**20 // half.items)
+    step = _chunk_rows(half.items)
     for first in range(0, len(counts), step):
         keys = rng.random((len(counts[first : first + step]), half.items))
         chosen = keys.argsort(axis=1).argsort(axis=1) < counts[first : first + step, None]
