@@ -4,6 +4,7 @@ print between the implementations they compare is, and so is which rows they say
 import json
 import re
 
+import pytest
 import torch
 
 
@@ -68,3 +69,10 @@ def test_bench_bca_memory_prints_a_row_per_size(load_script, capfd):
     assert [row.split("|")[1].strip() for row in rows] == ["10", "30"]
     imports, peak = (float(cell.replace(",", "")) for cell in rows[1].split("|")[2:4])
     assert 0 < imports <= peak
+
+
+def test_bench_pair_fusion_refuses_no_fusion_layers(load_script, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        load_script("bench_pair_fusion").main(["--fusion_layers", "0"])
+    assert stopped.value.code == 2
+    assert "--fusion_layers must be at least 1 (the fusion layers are what is timed), not 0" in capsys.readouterr().err
