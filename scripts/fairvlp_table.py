@@ -5,6 +5,8 @@ at bias strength 0.9, then CounterBias of the activities and accuracy on the bal
     python scripts/fairvlp_table.py --seeds 0 --epochs 5 --workers 2  # reduced
     python scripts/fairvlp_table.py --seeds 2 --out s2.json           # one seed; then, with s01.json likewise:
     python scripts/fairvlp_table.py --summary s01.json s2.json        # the tables of both, nothing trained
+    python scripts/fairvlp_table.py --split val --seeds 10 11 --methods vanilla fairvlp --alpha 0.25 0.5 0.75 0.9
+                                                                      # choose Eq. 16's alpha on the val split
 
 Each run is ``vlbias fit --config configs/experiment/fairvlp_biasworld.yaml --model.init_args.method <m>``
 with BiasWorld's strength and every seed overridden (no logger, no callbacks; :func:`vlbias.sanity.fit_on_biasworld`),
@@ -19,6 +21,11 @@ trained model:
   next activity (label 0), ``match_logits > 0`` == label;
 * image->text R@1: each test image against the twelve captions "a photo of a {group} {activity}." of
   every (group, activity) pair, the best match == its own pair.
+
+``--alpha`` trains the KL methods (``fairvlp_v``, ``fairvlp_l``, ``fairvlp``) once per value of Eq. 16's alpha
+(the paper does not give its value; the config's is the default) and ``--split val`` measures on BiasWorld's
+validation split, which has its own images: choose alpha there, on seeds the test table does not use, then report
+the test split. Rows record both.
 
 Runs go to ``--workers`` processes (one torch thread each). Printed: one row per run, then the mean over
 seeds per method (± the standard deviation), the change of its mean B@V-L against ``vanilla``'s, and the change
@@ -50,10 +57,10 @@ ACCURACIES = ("masked_activity", "itm", "i2t_r1")
 
 
 @torch.no_grad()
-def accuracies(adapter, world) -> dict[str, float]:
-    """Masked-activity accuracy, ITM accuracy and image->text R@1 on the balanced test split (module docstring)."""
-    items = world.items("test")
-    pixels = adapter.prepare_images(world.images("test").float() / 255.0)
+def accuracies(adapter, world, split: str = "test") -> dict[str, float]:
+    """Masked-activity accuracy, ITM accuracy and image->text R@1 on a balanced split (module docstring)."""
+    items = world.items(split)
+    pixels = adapter.prepare_images(world.images(split).float() / 255.0)
     mask = adapter.tokenizer.mask_token
     named = [
         i
@@ -83,29 +90,38 @@ def accuracies(adapter, world) -> dict[str, float]:
     return {"masked_activity": 100 * masked_activity, "itm": 100 * itm, "i2t_r1": 100 * r1}
 
 
-def run(method: str, seed: int, strength: float, epochs: int | None) -> dict:
+def run(method: str, seed: int, strength: float, epochs: int | None, alpha: float | None, split: str) -> dict:
     torch.set_num_threads(1)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as run_dir:
         overrides = ["--model.init_args.method", method] + (["--trainer.max_epochs", str(epochs)] if epochs else [])
+        overrides += ["--model.init_args.alpha", str(alpha)] if alpha is not None else []
         cli = fit_on_biasworld(CONFIG, strength, seed, run_dir, overrides)
     trained = time.perf_counter() - start
     adapter, world = cli.model.adapter, cli.datamodule.world
-    suite = build_suite("counterbias", world, callback_suite_options(CONFIG, "counterbias"))
+    suite = build_suite("counterbias", world, callback_suite_options(CONFIG, "counterbias") | {"split": split})
     results, _ = run_suite(suite, adapter, model="albef", checkpoint=None, seed=seed, config={})
     row = {
         "method": method,
         "seed": seed,
+        "alpha": cli.model.hparams.alpha if METHODS[method] is not None and METHODS[method].kl else None,
+        "split": split,
         "train_s": trained,
         "attack_success_rate": results.metrics["attack_success_rate"],
     }
     for measure in MEASURES:
         key = f"activity/{measure}/avg"
         row[measure], row[f"{measure}_interval"] = results.metrics[key], results.intervals.get(key)
-    return row | accuracies(adapter, world)
+    return row | accuracies(adapter, world, split)
+
+
+def _label(row: dict, alphas: dict[str, set]) -> str:
+    """The method, with its alpha where the rows hold the method at several alphas."""
+    return f"{row['method']} (alpha {row['alpha']})" if len(alphas[row["method"]]) > 1 else row["method"]
 
 
 def _summary(rows: list[dict], methods: Sequence[str]) -> None:
+    alphas = {method: {r.get("alpha") for r in rows if r["method"] == method} for method in methods}
     print(
         "\n| method | seeds | "
         + " | ".join(MEASURES)
@@ -114,14 +130,15 @@ def _summary(rows: list[dict], methods: Sequence[str]) -> None:
     print("|---|---:|" + "---:|" * (len(MEASURES) + 5))
     vanilla = {r["seed"]: r["B@V-L"] for r in rows if r["method"] == "vanilla"}
     base = statistics.mean(vanilla.values()) if vanilla else None
-    for method in methods:
-        runs = [r for r in rows if r["method"] == method]
+    labels = [_label(r, alphas) for r in rows]
+    for label in sorted(set(labels), key=lambda label: (methods.index(label.split()[0]), label)):
+        runs = [r for r, own in zip(rows, labels) if own == label]
         change = f"{100 * (statistics.mean(r['B@V-L'] for r in runs) / base - 1):+.0f} %" if base else "n/a"
         # paired: each seed's runs start from one initialisation and see the same batches
         paired = [100 * (r["B@V-L"] / vanilla[r["seed"]] - 1) for r in runs if r["seed"] in vanilla]
         per_seed = f"{mean_sd(paired, digits=0)} %" if paired else "n/a"
         cells = " | ".join(mean_sd([r[key] for r in runs]) for key in (*MEASURES, *ACCURACIES))
-        print(f"| {method} | {len(runs)} | {cells} | {change} | {per_seed} |")
+        print(f"| {label} | {len(runs)} | {cells} | {change} | {per_seed} |")
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict]:
@@ -130,6 +147,10 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--strength", type=float, default=0.9)
     parser.add_argument("--epochs", type=int, default=None, help="Override the config's max_epochs.")
+    parser.add_argument(
+        "--alpha", type=float, nargs="+", default=[None], help="Eq. 16's alpha for the KL methods (default: config's)"
+    )
+    parser.add_argument("--split", choices=("val", "test"), default="test", help="BiasWorld split to measure")
     parser.add_argument("--workers", type=int, default=1, help="Runs trained at once (processes).")
     parser.add_argument("--out", type=Path, default=None, help="Write the rows to this JSON file (after every run).")
     parser.add_argument(
@@ -142,20 +163,28 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     args = parser.parse_args(argv)
     if args.summary:
         rows = [row for path in args.summary for row in json.loads(path.read_text())]
-        _header(args.strength, args.epochs, sorted({row["seed"] for row in rows}))
+        splits = sorted({row.get("split", "test") for row in rows})
+        _header(args.strength, args.epochs, sorted({row["seed"] for row in rows}), ", ".join(splits))
         for row in rows:
             _print_row(row)
         _summary(rows, [m for m in METHODS if any(row["method"] == m for row in rows)])
         return rows
-    jobs = [(m, s, args.strength, args.epochs) for s in args.seeds for m in args.methods]
-    _header(args.strength, args.epochs, args.seeds)
+    jobs = [
+        (method, seed, args.strength, args.epochs, alpha, args.split)
+        for seed in args.seeds
+        for method in args.methods
+        for alpha in (args.alpha if METHODS[method] is not None and METHODS[method].kl else [None])
+    ]
+    _header(args.strength, args.epochs, args.seeds, args.split)
     rows = run_table(run, jobs, args.workers, _print_row, args.out)
     _summary(rows, args.methods)
     return rows
 
 
-def _header(strength: float, epochs: int | None, seeds: Sequence[int]) -> None:
-    print(f"bias strength {strength}, epochs {epochs or 'config'}, seeds {list(seeds)}\n")
+def _header(strength: float, epochs: int | None, seeds: Sequence[int], split: str) -> None:
+    print(
+        f"bias strength {strength}, epochs {epochs or 'config'}, seeds {list(seeds)}, measured on the {split} split\n"
+    )
     print(
         "| method | seed | "
         + " | ".join(f"{m} [interval]" for m in MEASURES)
@@ -172,8 +201,9 @@ def _print_row(r: dict) -> None:
         else f"{r[m]:.2f}"
         for m in MEASURES
     )
+    label = r["method"] if r.get("alpha") is None else f"{r['method']} (alpha {r['alpha']})"
     print(
-        f"| {r['method']} | {r['seed']} | {measures} | {r['attack_success_rate']:.2f} | {r['masked_activity']:.1f} "
+        f"| {label} | {r['seed']} | {measures} | {r['attack_success_rate']:.2f} | {r['masked_activity']:.1f} "
         f"| {r['itm']:.1f} | {r['i2t_r1']:.1f} | {r['train_s']:.0f} |",
         flush=True,
     )

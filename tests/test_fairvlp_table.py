@@ -33,3 +33,23 @@ def test_summary_compares_the_means_and_each_seed_with_vanilla(load_script, tmp_
     assert summary["fairvlp"][0] == "19.00 ± 19.80"  # B@V-L
     assert summary["vanilla"][-2:] == ["+0 %", "0 ± 0 %"]
     assert summary["fairvlp"][-2:] == ["-5 %", "-20 ± 42 %"]
+
+
+def test_summary_gives_each_alpha_of_a_kl_method_its_own_line(load_script, tmp_path, capsys):
+    # an alpha sweep: vanilla 20 on seeds 0 and 1; fairvlp at alpha 0.5 (10, 30) and at alpha 0.9 (5, 15)
+    rows = [row("vanilla", 0, 20.0) | {"alpha": None}, row("vanilla", 1, 20.0) | {"alpha": None}]
+    rows += [row("fairvlp", seed, bias) | {"alpha": 0.5} for seed, bias in ((0, 10.0), (1, 30.0))]
+    rows += [row("fairvlp", seed, bias) | {"alpha": 0.9} for seed, bias in ((0, 5.0), (1, 15.0))]
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps([r | {"split": "val"} for r in rows]))
+    load_script("fairvlp_table").main(["--summary", str(path)])
+    out = capsys.readouterr().out
+    summary = {
+        cells[0]: cells[2:]
+        for line in out.splitlines()
+        if (cells := [cell.strip() for cell in line.strip("|").split("|")])[1:2] == ["2"]
+    }
+    assert list(summary) == ["vanilla", "fairvlp (alpha 0.5)", "fairvlp (alpha 0.9)"]
+    assert summary["fairvlp (alpha 0.5)"][-2:] == ["+0 %", "0 ± 71 %"]  # -50 % and +50 %
+    assert summary["fairvlp (alpha 0.9)"][-2:] == ["-50 %", "-50 ± 35 %"]  # -75 % and -25 %
+    assert "measured on the val split" in out
