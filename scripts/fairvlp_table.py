@@ -90,7 +90,9 @@ def accuracies(adapter, world, split: str = "test") -> dict[str, float]:
     return {"masked_activity": 100 * masked_activity, "itm": 100 * itm, "i2t_r1": 100 * r1}
 
 
-def run(method: str, seed: int, strength: float, epochs: int | None, alpha: float | None, split: str) -> dict:
+def run(
+    method: str, seed: int, strength: float, epochs: int | None, alpha: float | None = None, split: str = "test"
+) -> dict:
     torch.set_num_threads(1)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as run_dir:
