@@ -31,7 +31,7 @@ images in training are sensitive to float rounding, so one seed at one commit gi
 Runs go to ``--workers`` processes (one torch thread each). Printed: one row per run, then the mean over
 seeds per method (± the standard deviation), the change of its mean B@V-L against ``vanilla``'s, and the change
 seed by seed (each seed's run against vanilla's run of that seed: one initialisation, the same batches), mean ±
-standard deviation over the seeds.
+standard deviation over the seeds, and on how many seeds it is lower than vanilla's.
 """
 
 from __future__ import annotations
@@ -131,9 +131,9 @@ def _summary(rows: list[dict], methods: Sequence[str]) -> None:
     print(
         "\n| method | seeds | "
         + " | ".join(MEASURES)
-        + " | masked-activity acc | ITM acc | i2t R@1 | B@V-L vs vanilla | B@V-L vs vanilla, per seed |"
+        + " | masked-activity acc | ITM acc | i2t R@1 | B@V-L vs vanilla | B@V-L vs vanilla, per seed | seeds lower |"
     )
-    print("|---|---:|" + "---:|" * (len(MEASURES) + 5))
+    print("|---|---:|" + "---:|" * (len(MEASURES) + 6))
     vanilla = {r["seed"]: r["B@V-L"] for r in rows if r["method"] == "vanilla"}
     base = statistics.mean(vanilla.values()) if vanilla else None
     labels = [_label(r, alphas) for r in rows]
@@ -143,8 +143,9 @@ def _summary(rows: list[dict], methods: Sequence[str]) -> None:
         # paired: each seed's runs start from one initialisation and see the same batches
         paired = [100 * (r["B@V-L"] / vanilla[r["seed"]] - 1) for r in runs if r["seed"] in vanilla]
         per_seed = f"{mean_sd(paired, digits=0)} %" if paired else "n/a"
+        lower = f"{sum(p < 0 for p in paired)} of {len(paired)}" if paired else "n/a"
         cells = " | ".join(mean_sd([r[key] for r in runs]) for key in (*MEASURES, *ACCURACIES))
-        print(f"| {label} | {len(runs)} | {cells} | {change} | {per_seed} |")
+        print(f"| {label} | {len(runs)} | {cells} | {change} | {per_seed} | {lower} |")
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict]:

@@ -1,4 +1,5 @@
-"""scripts/fairvlp_table.py's summary: the change of B@V-L against vanilla, of the means and seed by seed."""
+"""scripts/fairvlp_table.py's summary: the change of B@V-L against vanilla, of the means and seed by seed, and the
+number of seeds on which it is lower."""
 
 import json
 
@@ -31,8 +32,8 @@ def test_summary_compares_the_means_and_each_seed_with_vanilla(load_script, tmp_
         if (cells := [cell.strip() for cell in line.strip("|").split("|")])[1:2] == ["2"]
     }
     assert summary["fairvlp"][0] == "19.00 ± 19.80"  # B@V-L
-    assert summary["vanilla"][-2:] == ["+0 %", "0 ± 0 %"]
-    assert summary["fairvlp"][-2:] == ["-5 %", "-20 ± 42 %"]
+    assert summary["vanilla"][-3:] == ["+0 %", "0 ± 0 %", "0 of 2"]
+    assert summary["fairvlp"][-3:] == ["-5 %", "-20 ± 42 %", "1 of 2"]
 
 
 def test_summary_gives_each_alpha_of_a_kl_method_its_own_line(load_script, tmp_path, capsys):
@@ -50,6 +51,6 @@ def test_summary_gives_each_alpha_of_a_kl_method_its_own_line(load_script, tmp_p
         if (cells := [cell.strip() for cell in line.strip("|").split("|")])[1:2] == ["2"]
     }
     assert list(summary) == ["vanilla", "fairvlp (alpha 0.5)", "fairvlp (alpha 0.9)"]
-    assert summary["fairvlp (alpha 0.5)"][-2:] == ["+0 %", "0 ± 71 %"]  # -50 % and +50 %
-    assert summary["fairvlp (alpha 0.9)"][-2:] == ["-50 %", "-50 ± 35 %"]  # -75 % and -25 %
+    assert summary["fairvlp (alpha 0.5)"][-3:] == ["+0 %", "0 ± 71 %", "1 of 2"]  # -50 % and +50 %
+    assert summary["fairvlp (alpha 0.9)"][-3:] == ["-50 %", "-50 ± 35 %", "2 of 2"]  # -75 % and -25 %
     assert "measured on the val split" in out
