@@ -190,10 +190,13 @@ def test_proposal_bits_have_the_rounded_share(share, digits):
 
 @pytest.mark.parametrize("total", [50, 131])
 def test_count_from_float32_tables_equals_the_exact_count(total):
-    # scores of very different sizes (float32 keeps about 7 digits of the sums), and thresholds at sums that some
-    # rows reach exactly: those rows fall within the float32 margin and are decided by float64 sums
-    pooled = np.sort(np.random.default_rng(5).standard_normal(total) * 10.0 ** np.arange(total) % 7 - 3)
-    pooled[::3] *= 1e6
+    # integer scores of very different sizes: float32 keeps about 7 digits of their sums, while every float64 sum of
+    # them is exact whatever the order of its terms (below 2^53), so the reference count is the exact one (with
+    # real-valued scores a tie at the threshold depends on the order BLAS adds the terms in, which varies by CPU).
+    # The thresholds are sums that some rows reach exactly: those rows fall within the float32 margin and are
+    # decided by float64 sums
+    rng = np.random.default_rng(5)
+    pooled = np.sort(rng.integers(-3_000, 4_000, total) * 10.0 ** rng.integers(0, 7, total))
     n, draws = total // 2, 5000
     chosen = subsets(total, n, draws, seed=6)
     sums = chosen @ pooled
