@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from vlbias.benchmarking import cpu_name
+from vlbias.environment import cpu_name
 
 SUITES = {
     "mmbias": {"n_permutations": 10_000, "n_bootstrap": 1_000},

@@ -38,7 +38,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
-from vlbias.benchmarking import cpu_name
 from vlbias.counterfactual.image import (
     AttackConfig,
     CounterfactualImages,
@@ -47,6 +46,7 @@ from vlbias.counterfactual.image import (
 )
 from vlbias.counterfactual.text import CAPTION_TEMPLATES, SwapLexicon, fill_template
 from vlbias.data.biasworld import ACTIVITIES, BiasWorld
+from vlbias.environment import cpu_name
 from vlbias.models import load
 from vlbias.models.inference import measuring
 from vlbias.models.masked_words import word_log_probs

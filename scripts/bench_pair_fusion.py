@@ -33,7 +33,7 @@ import time
 
 import torch
 
-from vlbias.benchmarking import cpu_name
+from vlbias.environment import cpu_name
 from vlbias.models.albef_modeling import ALBEF, ALBEFConfig
 
 

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from vlbias.benchmarking import cpu_name  # noqa: E402
+from vlbias.environment import cpu_name  # noqa: E402
 from vlbias.metrics.functional import p_value_from_associations  # noqa: E402
 
 PERMUTATIONS = 99_999  # + the observed partition = 100,000 re-partitions

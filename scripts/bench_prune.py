@@ -21,7 +21,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from vlbias.benchmarking import cpu_name
+from vlbias.environment import cpu_name
 from vlbias.mitigation import BiasTest, select_dimensions
 
 N_IMAGES, N_WORDS, THETA_QUANTILE, FRACTION = 50, 30, 0.9, 0.1

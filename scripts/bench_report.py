@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vlbias.benchmarking import cpu_name
+from vlbias.environment import cpu_name
 from vlbias.report import build_report
 from vlbias.results import Results, write_results
 

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import torch
 
-from vlbias.benchmarking import cpu_name
+from vlbias.environment import cpu_name
 from vlbias.metrics.functional import retrieval_recall
 from vlbias.models import load
 from vlbias.models.vocab import tiny_vocabulary

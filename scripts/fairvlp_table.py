@@ -25,8 +25,8 @@ trained model:
 ``--alpha`` trains the KL methods (``fairvlp_v``, ``fairvlp_l``, ``fairvlp``) once per value of Eq. 16's alpha
 (the paper does not give its value; the config's is the default) and ``--split val`` measures on BiasWorld's
 validation split, which has its own images: choose alpha there, on seeds the test table does not use, then report
-the test split. Rows record both, and the machine (CPU, torch's CPU kernels, torch version): the methods that attack
-images in training are sensitive to float rounding, so one seed at one commit gives other numbers on another CPU.
+the test split. Rows record both, and the machine (:func:`vlbias.environment.environment`): training is sensitive to
+float rounding, so one seed at one commit gives other numbers on another CPU.
 
 Runs go to ``--workers`` processes (one torch thread each). Printed: one row per run, then the mean over
 seeds per method (± the standard deviation), the change of its mean B@V-L against ``vanilla``'s, and the change
@@ -46,8 +46,8 @@ from pathlib import Path
 
 import torch
 
-from vlbias.benchmarking import cpu_name
 from vlbias.data.biasworld import ACTIVITIES, GROUPS
+from vlbias.environment import environment
 from vlbias.models.masked_words import word_log_probs
 from vlbias.modules.fairvlp import METHODS
 from vlbias.sanity import callback_suite_options, fit_on_biasworld, mean_sd, run_table
@@ -111,7 +111,7 @@ def run(
         "alpha": cli.model.hparams.alpha if METHODS[method] is not None and METHODS[method].kl else None,
         "split": split,
         # training is float-sensitive (README): the same commit and seed give other numbers on another CPU
-        "machine": {"cpu": cpu_name(), "kernels": torch.backends.cpu.get_cpu_capability(), "torch": torch.__version__},
+        "environment": environment(),
         "train_s": trained,
         "attack_success_rate": results.metrics["attack_success_rate"],
     }

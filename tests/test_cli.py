@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from vlbias.environment import environment
 from vlbias.results import read_items, read_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,6 +71,7 @@ def test_measure_writes_the_results_schema(tmp_path, run_cli):
     assert low <= high and 0 <= results.p_values[metric] <= 1
     assert results.config["biasworld"]["eval_per_combination"] == 2
     assert results.config["device"] == "cpu" and results.config["autocast"] is None  # float32 on CPU
+    assert results.config["environment"] == environment("cpu")  # the machine a number belongs to
     items = read_items(tmp_path / "mmbias.json")
     assert items.loc[0, "n_x"] == 12 and items.loc[0, "n_a"] == 9
     assert metric in out and "wrote" in out

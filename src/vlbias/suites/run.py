@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import torch.distributed as dist
 from tqdm import tqdm
 
+from vlbias.environment import environment
 from vlbias.errors import ConfigError
 from vlbias.models.base import ModelAdapter, require_capability
 from vlbias.options import check_options
@@ -170,7 +171,12 @@ def run_suite(
         suite=suite.name,
         model=model,
         checkpoint=checkpoint,
-        config={**config, "suite_config": suite.config, "stimuli_per_rank": output.stimuli_per_rank},
+        config={
+            **config,
+            "suite_config": suite.config,
+            "stimuli_per_rank": output.stimuli_per_rank,
+            "environment": environment(adapter.device),
+        },
         seed=seed,
         n_items=output.n_items,
         metrics=output.metrics,
