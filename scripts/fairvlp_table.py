@@ -49,7 +49,7 @@ import torch
 from vlbias.data.biasworld import ACTIVITIES, GROUPS
 from vlbias.environment import environment
 from vlbias.models.masked_words import word_log_probs
-from vlbias.modules.fairvlp import METHODS
+from vlbias.modules.fairvlp import METHODS, uses_kl
 from vlbias.sanity import callback_suite_options, fit_on_biasworld, mean_sd, run_table
 from vlbias.suites.run import build_suite, run_suite
 
@@ -108,7 +108,7 @@ def run(
     row = {
         "method": method,
         "seed": seed,
-        "alpha": cli.model.hparams.alpha if METHODS[method] is not None and METHODS[method].kl else None,
+        "alpha": cli.model.hparams.alpha if uses_kl(method) else None,
         "split": split,
         # training is float-sensitive (README): the same commit and seed give other numbers on another CPU
         "environment": environment(),
@@ -180,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
         (method, seed, args.strength, args.epochs, alpha, args.split)
         for seed in args.seeds
         for method in args.methods
-        for alpha in (args.alpha if METHODS[method] is not None and METHODS[method].kl else [None])
+        for alpha in (args.alpha if uses_kl(method) else [None])
     ]
     _header(args.strength, args.epochs, args.seeds, args.split)
     rows = run_table(run, jobs, args.workers, _print_row, args.out)

@@ -88,6 +88,12 @@ METHODS: dict[str, Branches | None] = {
 }
 
 
+def uses_kl(method: str) -> bool:
+    """Whether ``method`` (one of :data:`METHODS`) trains with Eq. 14's KL term, and so reads alpha."""
+    branches = METHODS[method]
+    return branches is not None and branches.kl
+
+
 class FairVLP(MaskedLMPretraining):
     """FairVLP and its baselines (module docstring) for any FILL_MASK adapter (ITM where it has MATCH).
 
@@ -189,7 +195,7 @@ class FairVLP(MaskedLMPretraining):
             both["attention_mask"] = torch.cat([attention, attention[rows]])
         logits = self.adapter.fill_mask_logits(torch.cat([pixel_values, cf_pixels]), both)  # (B + N, T, V)
         n = len(captions)
-        alpha = self.hparams.alpha if self.branches is not None and self.branches.kl else 0.0
+        alpha = self.hparams.alpha if uses_kl(self.hparams.method) else 0.0
         kl_positions = (cf_labels != IGNORE_INDEX) & ~self.swap.is_bias(cf_labels.clamp(min=0))
         parts = fairvlp_loss(logits[:n], labels, logits[n:], cf_labels, kl_positions, alpha, rows)
         self._log_mlm("train", parts.mlm_factual, logits[:n], tokens["input_ids"], labels, forced)
@@ -197,7 +203,7 @@ class FairVLP(MaskedLMPretraining):
         if self.branches is not None:
             self.log("train/mlm_cf_loss", parts.mlm_counterfactual, batch_size=n)
             self.log("train/cf_rate", len(rows) / n, batch_size=n)
-        if self.branches is not None and self.branches.kl:
+        if uses_kl(self.hparams.method):
             self.log("train/kl_loss", parts.kl, prog_bar=True, batch_size=n)
         similarity = None
         if self.use_itc:
