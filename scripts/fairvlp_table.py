@@ -7,6 +7,8 @@ at bias strength 0.9, then CounterBias of the activities and accuracy on the bal
     python scripts/fairvlp_table.py --summary s01.json s2.json        # the tables of both, nothing trained
     python scripts/fairvlp_table.py --split val --seeds 10 11 --methods vanilla fairvlp --alpha 0.25 0.5 0.75 0.9
                                                                       # choose Eq. 16's alpha on the val split
+    python scripts/fairvlp_table.py --split val --seeds 10 11 12 --methods vanilla fairvlp \
+        --image_counterfactuals every_n_steps:4 every_step cached:128  # and the image-attack policy
 
 Each run is ``vlbias fit --config configs/experiment/fairvlp_biasworld.yaml --model.init_args.method <m>``
 with BiasWorld's strength and every seed overridden (no logger, no callbacks; :func:`vlbias.sanity.fit_on_biasworld`),
@@ -25,7 +27,9 @@ trained model:
 ``--alpha`` trains the KL methods (``fairvlp_v``, ``fairvlp_l``, ``fairvlp``) once per value of Eq. 16's alpha
 (the paper does not give its value; the config's is the default) and ``--split val`` measures on BiasWorld's
 validation split, which has its own images: choose alpha there, on seeds the test table does not use, then report
-the test split. Rows record both, and the machine (:func:`vlbias.environment.environment`): training is sensitive to
+the test split. ``--image_counterfactuals`` likewise trains the image methods (``visual_swap``, ``fairvlp_v``,
+``fairvlp``) once per attack policy, ``POLICY[:k]`` (:mod:`vlbias.counterfactual.training`; ``train s`` gives its
+cost). Rows record all three, and the machine (:func:`vlbias.environment.environment`): training is sensitive to
 float rounding, so one seed at one commit gives other numbers on another CPU.
 
 Runs go to ``--workers`` processes (one torch thread each). Printed: one row per run, then the mean over
@@ -46,10 +50,12 @@ from pathlib import Path
 
 import torch
 
+from vlbias.counterfactual.training import POLICIES
 from vlbias.data.biasworld import ACTIVITIES, GROUPS
 from vlbias.environment import environment
+from vlbias.errors import ConfigError
 from vlbias.models.masked_words import word_log_probs
-from vlbias.modules.fairvlp import METHODS, uses_kl
+from vlbias.modules.fairvlp import METHODS, uses_images, uses_kl
 from vlbias.sanity import callback_suite_options, fit_on_biasworld, mean_sd, run_table
 from vlbias.suites.run import build_suite, run_suite
 
@@ -92,14 +98,41 @@ def accuracies(adapter, world, split: str = "test") -> dict[str, float]:
     return {"masked_activity": 100 * masked_activity, "itm": 100 * itm, "i2t_r1": 100 * r1}
 
 
+def _parse_policy(spec: str) -> tuple[str, int | None]:
+    """``"every_step"``, ``"every_n_steps:4"``, ``"cached:128"`` -> (policy, k); k ``None`` means the config's."""
+    name, _, k = spec.partition(":")
+    if name not in POLICIES or (k and not (k.isdigit() and int(k) > 0)):
+        raise ConfigError(
+            f"Expected --image_counterfactuals values POLICY or POLICY:K with POLICY one of {', '.join(POLICIES)} "
+            f"and K a positive integer (steps) but got {spec!r}."
+        )
+    return name, int(k) if k else None
+
+
+def _policy_spec(hparams) -> str:
+    """The policy a model was trained with, as ``POLICY[:k]`` (``every_step`` reads no k)."""
+    name = hparams.image_counterfactuals
+    return name if name == "every_step" else f"{name}:{hparams.k}"
+
+
 def run(
-    method: str, seed: int, strength: float, epochs: int | None, alpha: float | None = None, split: str = "test"
+    method: str,
+    seed: int,
+    strength: float,
+    epochs: int | None,
+    alpha: float | None = None,
+    split: str = "test",
+    image_counterfactuals: str | None = None,
 ) -> dict:
     torch.set_num_threads(1)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as run_dir:
         overrides = ["--model.init_args.method", method] + (["--trainer.max_epochs", str(epochs)] if epochs else [])
         overrides += ["--model.init_args.alpha", str(alpha)] if alpha is not None else []
+        if image_counterfactuals is not None:
+            name, k = _parse_policy(image_counterfactuals)
+            overrides += ["--model.init_args.image_counterfactuals", name]
+            overrides += ["--model.init_args.k", str(k)] if k is not None else []
         cli = fit_on_biasworld(CONFIG, strength, seed, run_dir, overrides)
     trained = time.perf_counter() - start
     adapter, world = cli.model.adapter, cli.datamodule.world
@@ -109,6 +142,7 @@ def run(
         "method": method,
         "seed": seed,
         "alpha": cli.model.hparams.alpha if uses_kl(method) else None,
+        "image_counterfactuals": _policy_spec(cli.model.hparams) if uses_images(method) else None,
         "split": split,
         # training is float-sensitive (README): the same commit and seed give other numbers on another CPU
         "environment": environment(),
@@ -121,13 +155,22 @@ def run(
     return row | accuracies(adapter, world, split)
 
 
-def _label(row: dict, alphas: dict[str, set]) -> str:
-    """The method, with its alpha where the rows hold the method at several alphas."""
-    return f"{row['method']} (alpha {row['alpha']})" if len(alphas[row["method"]]) > 1 else row["method"]
+VARIANTS = ("alpha", "image_counterfactuals")  # a method's settings that a table may sweep
+
+
+def _label(row: dict, swept: set[tuple[str, str]]) -> str:
+    """The method, with each setting (alpha, attack policy) the rows hold the method at several values of."""
+    settings = [f"{key.split('_')[0]} {row.get(key)}" for key in VARIANTS if (row["method"], key) in swept]
+    return f"{row['method']} ({', '.join(settings)})" if settings else row["method"]
 
 
 def _summary(rows: list[dict], methods: Sequence[str]) -> None:
-    alphas = {method: {r.get("alpha") for r in rows if r["method"] == method} for method in methods}
+    swept = {
+        (method, key)
+        for method in methods
+        for key in VARIANTS
+        if len({r.get(key) for r in rows if r["method"] == method}) > 1
+    }
     print(
         "\n| method | seeds | "
         + " | ".join(MEASURES)
@@ -136,7 +179,7 @@ def _summary(rows: list[dict], methods: Sequence[str]) -> None:
     print("|---|---:|" + "---:|" * (len(MEASURES) + 6))
     vanilla = {r["seed"]: r["B@V-L"] for r in rows if r["method"] == "vanilla"}
     base = statistics.mean(vanilla.values()) if vanilla else None
-    labels = [_label(r, alphas) for r in rows]
+    labels = [_label(r, swept) for r in rows]
     for label in sorted(set(labels), key=lambda label: (methods.index(label.split()[0]), label)):
         runs = [r for r, own in zip(rows, labels) if own == label]
         change = f"{100 * (statistics.mean(r['B@V-L'] for r in runs) / base - 1):+.0f} %" if base else "n/a"
@@ -157,6 +200,12 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     parser.add_argument(
         "--alpha", type=float, nargs="+", default=[None], help="Eq. 16's alpha for the KL methods (default: config's)"
     )
+    parser.add_argument(
+        "--image_counterfactuals",
+        nargs="+",
+        default=[None],
+        help="Attack policies POLICY[:k] for the image methods (default: config's), e.g. every_step cached:128",
+    )
     parser.add_argument("--split", choices=("val", "test"), default="test", help="BiasWorld split to measure")
     parser.add_argument("--workers", type=int, default=1, help="Runs trained at once (processes).")
     parser.add_argument("--out", type=Path, default=None, help="Write the rows to this JSON file (after every run).")
@@ -176,11 +225,18 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
             _print_row(row)
         _summary(rows, [m for m in METHODS if any(row["method"] == m for row in rows)])
         return rows
+    for spec in args.image_counterfactuals:
+        try:
+            if spec is not None:
+                _parse_policy(spec)  # a bad spec fails before anything is trained
+        except ConfigError as error:
+            parser.error(str(error))
     jobs = [
-        (method, seed, args.strength, args.epochs, alpha, args.split)
+        (method, seed, args.strength, args.epochs, alpha, args.split, spec)
         for seed in args.seeds
         for method in args.methods
         for alpha in (args.alpha if uses_kl(method) else [None])
+        for spec in (args.image_counterfactuals if uses_images(method) else [None])
     ]
     _header(args.strength, args.epochs, args.seeds, args.split)
     rows = run_table(run, jobs, args.workers, _print_row, args.out)
@@ -208,7 +264,8 @@ def _print_row(r: dict) -> None:
         else f"{r[m]:.2f}"
         for m in MEASURES
     )
-    label = r["method"] if r.get("alpha") is None else f"{r['method']} (alpha {r['alpha']})"
+    settings = [f"{key.split('_')[0]} {r[key]}" for key in VARIANTS if r.get(key) is not None]
+    label = f"{r['method']} ({', '.join(settings)})" if settings else r["method"]
     print(
         f"| {label} | {r['seed']} | {measures} | {r['attack_success_rate']:.2f} | {r['masked_activity']:.1f} "
         f"| {r['itm']:.1f} | {r['i2t_r1']:.1f} | {r['train_s']:.0f} |",

@@ -3,6 +3,8 @@ number of seeds on which it is lower."""
 
 import json
 
+import pytest
+
 
 def row(method: str, seed: int, bias: float) -> dict:
     measures = {"B@V-L": bias, "B@V": 2 * bias, "B@L": 1.0}
@@ -54,3 +56,30 @@ def test_summary_gives_each_alpha_of_a_kl_method_its_own_line(load_script, tmp_p
     assert summary["fairvlp (alpha 0.5)"][-3:] == ["+0 %", "0 ± 71 %", "1 of 2"]  # -50 % and +50 %
     assert summary["fairvlp (alpha 0.9)"][-3:] == ["-50 %", "-50 ± 35 %", "2 of 2"]  # -75 % and -25 %
     assert "measured on the val split" in out
+
+
+def test_summary_gives_each_attack_policy_its_own_line_and_rows_name_it(load_script, tmp_path, capsys):
+    # a policy sweep at one alpha: vanilla 20 on seeds 0 and 1; fairvlp every 4th step (10, 30), every step (5, 10)
+    rows = [row("vanilla", seed, 20.0) | {"alpha": None, "image_counterfactuals": None} for seed in (0, 1)]
+    for spec, biases in (("every_n_steps:4", (10.0, 30.0)), ("every_step", (5.0, 10.0))):
+        rows += [
+            row("fairvlp", seed, bias) | {"alpha": 0.5, "image_counterfactuals": spec}
+            for seed, bias in zip((0, 1), biases)
+        ]
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(rows))
+    load_script("fairvlp_table").main(["--summary", str(path)])
+    lines = [[cell.strip() for cell in line.strip("|").split("|")] for line in capsys.readouterr().out.splitlines()]
+    summary = {cells[0]: cells[2:] for cells in lines if cells[1:2] == ["2"]}
+    # alpha is the same on every fairvlp row, so the policy alone names a summary line
+    assert list(summary) == ["vanilla", "fairvlp (image every_n_steps:4)", "fairvlp (image every_step)"]
+    assert summary["fairvlp (image every_step)"][-3:] == ["-62 %", "-62 ± 18 %", "2 of 2"]  # -75 % and -50 %
+    # each run's own line names every setting it was trained with
+    assert ["fairvlp (alpha 0.5, image every_step)", "1"] in [cells[:2] for cells in lines]
+
+
+def test_a_bad_attack_policy_fails_before_anything_is_trained(load_script, capsys):
+    with pytest.raises(SystemExit):
+        load_script("fairvlp_table").main(["--image_counterfactuals", "every_n_steps:0"])
+    error = capsys.readouterr().err
+    assert "POLICY:K" in error and "'every_n_steps:0'" in error

@@ -94,6 +94,12 @@ def uses_kl(method: str) -> bool:
     return branches is not None and branches.kl
 
 
+def uses_images(method: str) -> bool:
+    """Whether ``method`` (one of :data:`METHODS`) makes image counterfactuals, and so reads the attack policy."""
+    branches = METHODS[method]
+    return branches is not None and branches.image
+
+
 class FairVLP(MaskedLMPretraining):
     """FairVLP and its baselines (module docstring) for any FILL_MASK adapter (ITM where it has MATCH).
 
@@ -165,7 +171,7 @@ class FairVLP(MaskedLMPretraining):
         swaps = SwapLexicon.default() if lexicon is None else SwapLexicon.from_yaml(lexicon)
         self.swap = TokenSwap(swaps, self.adapter.tokenizer)
         self.images = None
-        if self.branches is not None and self.branches.image:
+        if uses_images(method):
             self.images = TrainingImageCounterfactuals(
                 self.adapter, self.groups, swaps, AttackConfig(**(attack or {})), image_counterfactuals, k
             )
