@@ -76,3 +76,19 @@ def test_bench_pair_fusion_refuses_no_fusion_layers(load_script, capsys):
         load_script("bench_pair_fusion").main(["--fusion_layers", "0"])
     assert stopped.value.code == 2
     assert "--fusion_layers must be at least 1 (the fusion layers are what is timed), not 0" in capsys.readouterr().err
+
+
+def test_bench_fairvlp_cycles_batches_so_cached_attacks_as_often_as_in_training(load_script, capsys):
+    """Two batches an epoch, 8 timed steps: the config's cached policy (k 128 at 32 steps an epoch: 4 epochs) runs
+    with k 8 here, so the timed steps 2-9 attack at steps 8 and 9 alone, a quarter of them, as every_n_steps(4)
+    does (steps 4 and 8); every_step attacks every image of every step."""
+    threads = str(torch.get_num_threads())
+    rows = load_script("bench_fairvlp").main(
+        ["--steps", "8", "--epoch_batches", "2", "--batch_size", "4", "--threads", threads]
+    )
+    attacked = {row["method"]: row["attacked"] for row in rows}
+    assert attacked["fairvlp [cached(k=128, 8 here)]"] == 0.25
+    assert attacked["fairvlp [every_n_steps(k=4)]"] == 0.25
+    assert attacked["fairvlp [every_step(k=1)]"] == 1.0
+    assert attacked["vanilla"] == attacked["fairvlp_l"] == 0.0
+    assert "| fairvlp_v [cached(k=128, 8 here)] |" in capsys.readouterr().out  # the config's policy
