@@ -45,7 +45,7 @@ class _Timed(FairVLP):
         return self.step
 
 
-def bench_k(policy: str, k: int, steps_per_epoch: int, epoch_batches: int) -> int:
+def _bench_k(policy: str, k: int, steps_per_epoch: int, epoch_batches: int) -> int:
     """The bench's k for a policy trained with ``k``: ``cached`` keeps its version length in epochs (the bench's epoch
     is ``epoch_batches`` steps), the others their period in steps."""
     return max(1, round(k * epoch_batches / steps_per_epoch)) if policy == "cached" else k
@@ -55,7 +55,7 @@ def _variants(options: dict, steps_per_epoch: int, epoch_batches: int) -> dict[s
     """Label -> module options: every method with the config's policy, and ``fairvlp`` under each policy."""
 
     def with_policy(policy: str, k: int) -> tuple[str, dict]:
-        here = bench_k(policy, k, steps_per_epoch, epoch_batches)
+        here = _bench_k(policy, k, steps_per_epoch, epoch_batches)
         label = f"{policy}(k={k}{f', {here} here' if here != k else ''})"
         return label, {**options, "image_counterfactuals": policy, "k": here}
 

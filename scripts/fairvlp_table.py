@@ -5,6 +5,7 @@ at bias strength 0.9, then CounterBias of the activities and accuracy on the bal
     python scripts/fairvlp_table.py --seeds 0 --epochs 5 --workers 2  # reduced
     python scripts/fairvlp_table.py --seeds 2 --out s2.json           # one seed; then, with s01.json likewise:
     python scripts/fairvlp_table.py --summary s01.json s2.json        # the tables of both, nothing trained
+    python scripts/fairvlp_table.py --summary s01.json --seeds 0      # ... of seed 0's rows only
     python scripts/fairvlp_table.py --split val --seeds 10 11 --methods vanilla fairvlp --alpha 0.25 0.5 0.75 0.9
                                                                       # choose Eq. 16's alpha on the val split
     python scripts/fairvlp_table.py --split val --seeds 10 11 12 --methods vanilla fairvlp \
@@ -194,7 +195,9 @@ def _summary(rows: list[dict], methods: Sequence[str]) -> None:
 def main(argv: Sequence[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=None, help="Default 0 1 2; with --summary, keep these seeds' rows only"
+    )
     parser.add_argument("--strength", type=float, default=0.9)
     parser.add_argument("--epochs", type=int, default=None, help="Override the config's max_epochs.")
     parser.add_argument(
@@ -219,6 +222,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     args = parser.parse_args(argv)
     if args.summary:
         rows = [row for path in args.summary for row in json.loads(path.read_text())]
+        rows = [row for row in rows if args.seeds is None or row["seed"] in args.seeds]
         splits = sorted({row.get("split", "test") for row in rows})
         _header(args.strength, args.epochs, sorted({row["seed"] for row in rows}), ", ".join(splits))
         for row in rows:
@@ -231,14 +235,15 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
                 _parse_policy(spec)  # a bad spec fails before anything is trained
         except ConfigError as error:
             parser.error(str(error))
+    seeds = [0, 1, 2] if args.seeds is None else args.seeds
     jobs = [
         (method, seed, args.strength, args.epochs, alpha, args.split, spec)
-        for seed in args.seeds
+        for seed in seeds
         for method in args.methods
         for alpha in (args.alpha if uses_kl(method) else [None])
         for spec in (args.image_counterfactuals if uses_images(method) else [None])
     ]
-    _header(args.strength, args.epochs, args.seeds, args.split)
+    _header(args.strength, args.epochs, seeds, args.split)
     rows = run_table(run, jobs, args.workers, _print_row, args.out)
     _summary(rows, args.methods)
     return rows

@@ -83,3 +83,18 @@ def test_a_bad_attack_policy_fails_before_anything_is_trained(load_script, capsy
         load_script("fairvlp_table").main(["--image_counterfactuals", "every_n_steps:0"])
     error = capsys.readouterr().err
     assert "POLICY:K" in error and "'every_n_steps:0'" in error
+
+
+def test_summary_keeps_the_seeds_asked_for(load_script, tmp_path, capsys):
+    rows = [row("vanilla", 0, 10.0), row("vanilla", 1, 30.0), row("fairvlp", 0, 5.0), row("fairvlp", 1, 33.0)]
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(rows))
+    load_script("fairvlp_table").main(["--summary", str(path), "--seeds", "0"])
+    out = capsys.readouterr().out
+    summary = {
+        cells[0]: cells[2:]
+        for line in out.splitlines()
+        if (cells := [cell.strip() for cell in line.strip("|").split("|")])[-1].endswith("of 1")
+    }
+    assert summary["fairvlp"][0] == "5.00" and summary["fairvlp"][-3:] == ["-50 %", "-50 ± 0 %", "1 of 1"]
+    assert "seeds [0]" in out
