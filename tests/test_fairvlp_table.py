@@ -96,5 +96,6 @@ def test_summary_keeps_the_seeds_asked_for(load_script, tmp_path, capsys):
         for line in out.splitlines()
         if (cells := [cell.strip() for cell in line.strip("|").split("|")])[-1].endswith("of 1")
     }
-    assert summary["fairvlp"][0] == "5.00" and summary["fairvlp"][-3:] == ["-50 %", "-50 ± 0 %", "1 of 1"]
+    # one seed: its mean and its change with no spread
+    assert summary["fairvlp"][0] == "5.00" and summary["fairvlp"][-3:] == ["-50 %", "-50 %", "1 of 1"]
     assert "seeds [0]" in out
