@@ -110,6 +110,15 @@ def _parse_policy(spec: str) -> tuple[str, int | None]:
     return name, int(k) if k else None
 
 
+def _policy_argument(spec: str) -> str:
+    """argparse's check of one ``--image_counterfactuals`` value: a bad spec fails before anything is trained."""
+    try:
+        _parse_policy(spec)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return spec
+
+
 def _policy_spec(hparams) -> str:
     """The policy a model was trained with, as ``POLICY[:k]`` (``every_step`` reads no k)."""
     name = hparams.image_counterfactuals
@@ -159,10 +168,15 @@ def run(
 VARIANTS = ("alpha", "image_counterfactuals")  # a method's settings that a table may sweep
 
 
+def _named(row: dict, keys: Sequence[str]) -> str:
+    """The row's method with its settings ``keys`` (of :data:`VARIANTS`): ``fairvlp (alpha 0.5, image cached:128)``."""
+    settings = [f"{key.split('_')[0]} {row.get(key)}" for key in keys]
+    return f"{row['method']} ({', '.join(settings)})" if settings else row["method"]
+
+
 def _label(row: dict, swept: set[tuple[str, str]]) -> str:
     """The method, with each setting (alpha, attack policy) the rows hold the method at several values of."""
-    settings = [f"{key.split('_')[0]} {row.get(key)}" for key in VARIANTS if (row["method"], key) in swept]
-    return f"{row['method']} ({', '.join(settings)})" if settings else row["method"]
+    return _named(row, [key for key in VARIANTS if (row["method"], key) in swept])
 
 
 def _summary(rows: list[dict], methods: Sequence[str]) -> None:
@@ -205,6 +219,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     )
     parser.add_argument(
         "--image_counterfactuals",
+        type=_policy_argument,
         nargs="+",
         default=[None],
         help="Attack policies POLICY[:k] for the image methods (default: config's), e.g. every_step cached:128",
@@ -229,12 +244,6 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
             _print_row(row)
         _summary(rows, [m for m in METHODS if any(row["method"] == m for row in rows)])
         return rows
-    for spec in args.image_counterfactuals:
-        try:
-            if spec is not None:
-                _parse_policy(spec)  # a bad spec fails before anything is trained
-        except ConfigError as error:
-            parser.error(str(error))
     seeds = [0, 1, 2] if args.seeds is None else args.seeds
     jobs = [
         (method, seed, args.strength, args.epochs, alpha, args.split, spec)
@@ -269,8 +278,7 @@ def _print_row(r: dict) -> None:
         else f"{r[m]:.2f}"
         for m in MEASURES
     )
-    settings = [f"{key.split('_')[0]} {r[key]}" for key in VARIANTS if r.get(key) is not None]
-    label = f"{r['method']} ({', '.join(settings)})" if settings else r["method"]
+    label = _named(r, [key for key in VARIANTS if r.get(key) is not None])
     print(
         f"| {label} | {r['seed']} | {measures} | {r['attack_success_rate']:.2f} | {r['masked_activity']:.1f} "
         f"| {r['itm']:.1f} | {r['i2t_r1']:.1f} | {r['train_s']:.0f} |",
