@@ -23,7 +23,9 @@ trained model:
 * ITM accuracy: each test image with its own caption (label 1) and with the caption of its group and the
   next activity (label 0), ``match_logits > 0`` == label;
 * image->text R@1: each test image against the twelve captions "a photo of a {group} {activity}." of
-  every (group, activity) pair, the best match == its own pair.
+  every (group, activity) pair, the best match == its own pair; and its two parts, how often the best match
+  names the image's activity and how often its group (a model that stops reading gender from images loses the
+  second, one that stops reading the activity the first).
 
 ``--alpha`` trains the KL methods (``fairvlp_v``, ``fairvlp_l``, ``fairvlp``) once per value of Eq. 16's alpha
 (the paper does not give its value; the config's is the default) and ``--split val`` measures on BiasWorld's
@@ -63,6 +65,7 @@ from vlbias.suites.run import build_suite, run_suite
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "fairvlp_biasworld.yaml"
 MEASURES = ("B@V-L", "B@V", "B@L")
 ACCURACIES = ("masked_activity", "itm", "i2t_r1")
+RECALL_PARTS = ("i2t_r1", "i2t_r1_activity", "i2t_r1_group")  # R@1; the best caption's activity right; its group
 
 
 @torch.no_grad()
@@ -95,8 +98,11 @@ def accuracies(adapter, world, split: str = "test") -> dict[str, float]:
         pixels.repeat_interleave(c, dim=0), {k: v.repeat(n, 1) for k, v in candidates.items()}
     ).view(n, c)
     truth = torch.tensor([pairs.index((item.group, item.activity)) for item in items])
-    r1 = (logits.argmax(dim=1) == truth).float().mean().item()
-    return {"masked_activity": 100 * masked_activity, "itm": 100 * itm, "i2t_r1": 100 * r1}
+    best, a = logits.argmax(dim=1), len(ACTIVITIES)  # a pair's index: its group's index * a + its activity's
+    right = {"i2t_r1": best == truth, "i2t_r1_activity": best % a == truth % a, "i2t_r1_group": best // a == truth // a}
+    return {"masked_activity": 100 * masked_activity, "itm": 100 * itm} | {
+        key: 100 * hits.float().mean().item() for key, hits in right.items()
+    }
 
 
 def _parse_policy(spec: str) -> tuple[str, int | None]:
@@ -204,6 +210,29 @@ def _summary(rows: list[dict], methods: Sequence[str]) -> None:
         lower = f"{sum(p < 0 for p in paired)} of {len(paired)}" if paired else "n/a"
         cells = " | ".join(mean_sd([r[key] for r in runs]) for key in (*MEASURES, *ACCURACIES))
         print(f"| {label} | {len(runs)} | {cells} | {change} | {per_seed} | {lower} |")
+    _recall_parts(rows, labels, methods)
+
+
+def _recall_parts(rows: list[dict], labels: list[str], methods: Sequence[str]) -> None:
+    """Where image->text R@1 is lost: how often the best caption names the image's activity and how often its group,
+    each method's mean and its change against vanilla seed by seed, in points. Rows from before the parts were kept
+    (they have no ``i2t_r1_group``) are left out."""
+    kept = [(r, label) for r, label in zip(rows, labels) if "i2t_r1_group" in r]
+    if not kept:
+        return
+    vanilla = {r["seed"]: r for r, _ in kept if r["method"] == "vanilla"}
+    print(
+        "\n| method | seeds | i2t R@1 | its activity right | its group right | R@1 vs vanilla, per seed (points) "
+        "| activity right vs vanilla | group right vs vanilla |"
+    )
+    print("|---|---:|" + "---:|" * 6)
+    for label in sorted({label for _, label in kept}, key=lambda label: (methods.index(label.split()[0]), label)):
+        runs = [r for r, own in kept if own == label]
+        cells = [mean_sd([r[key] for r in runs]) for key in RECALL_PARTS]
+        for key in RECALL_PARTS:
+            paired = [r[key] - vanilla[r["seed"]][key] for r in runs if r["seed"] in vanilla]
+            cells.append(mean_sd(paired, digits=1) if paired else "n/a")
+        print(f"| {label} | {len(runs)} | {' | '.join(cells)} |")
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict]:

@@ -99,3 +99,37 @@ def test_summary_keeps_the_seeds_asked_for(load_script, tmp_path, capsys):
     # one seed: its mean and its change with no spread
     assert summary["fairvlp"][0] == "5.00" and summary["fairvlp"][-3:] == ["-50 %", "-50 %", "1 of 1"]
     assert "seeds [0]" in out
+
+
+def test_summary_splits_recall_into_the_activity_and_the_group_of_the_best_caption(load_script, tmp_path, capsys):
+    # (R@1, best caption's activity right, its group right) per seed: vanilla (50, 80, 60) and (40, 70, 60);
+    # fairvlp (44, 80, 52) and (36, 72, 50), i.e. against vanilla (-6, 0, -8) and (-4, +2, -10). A row from before
+    # the parts were kept (no i2t_r1_group) is left out of that table.
+    parts = {
+        ("vanilla", 0): (50.0, 80.0, 60.0),
+        ("vanilla", 1): (40.0, 70.0, 60.0),
+        ("fairvlp", 0): (44.0, 80.0, 52.0),
+        ("fairvlp", 1): (36.0, 72.0, 50.0),
+    }
+    keys = ("i2t_r1", "i2t_r1_activity", "i2t_r1_group")
+    rows = [row(method, seed, 10.0) | dict(zip(keys, values)) for (method, seed), values in parts.items()]
+    rows.append(row("fairvlp", 2, 10.0))
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(rows))
+    load_script("fairvlp_table").main(["--summary", str(path)])
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if "its group right" in line)  # the last table printed
+    table = {
+        cells[0]: cells[1:]
+        for line in lines[header + 2 :]
+        if (cells := [c.strip() for c in line.strip("|").split("|")])
+    }
+    assert (
+        " | ".join(table["vanilla"])
+        == "2 | 45.00 ± 7.07 | 75.00 ± 7.07 | 60.00 ± 0.00 | 0.0 ± 0.0 | 0.0 ± 0.0 | 0.0 ± 0.0"
+    )
+    assert (
+        " | ".join(table["fairvlp"])
+        == "2 | 40.00 ± 5.66 | 76.00 ± 5.66 | 51.00 ± 1.41 | -5.0 ± 1.4 | 1.0 ± 1.4 | -9.0 ± 1.4"
+    )
