@@ -58,7 +58,7 @@ from vlbias.data.biasworld import ACTIVITIES, GROUPS
 from vlbias.environment import environment
 from vlbias.errors import ConfigError
 from vlbias.models.masked_words import word_log_probs
-from vlbias.modules.fairvlp import METHODS, uses_images, uses_kl
+from vlbias.modules.fairvlp import COUNTERFACTUAL_TARGETS, METHODS, uses_images, uses_kl
 from vlbias.sanity import callback_suite_options, fit_on_biasworld, mean_sd, run_table
 from vlbias.suites.run import build_suite, run_suite
 
@@ -139,6 +139,7 @@ def run(
     alpha: float | None = None,
     split: str = "test",
     image_counterfactuals: str | None = None,
+    counterfactual_targets: str | None = None,
 ) -> dict:
     torch.set_num_threads(1)
     start = time.perf_counter()
@@ -149,6 +150,8 @@ def run(
             name, k = _parse_policy(image_counterfactuals)
             overrides += ["--model.init_args.image_counterfactuals", name]
             overrides += ["--model.init_args.k", str(k)] if k is not None else []
+        if counterfactual_targets is not None:
+            overrides += ["--model.init_args.counterfactual_targets", counterfactual_targets]
         cli = fit_on_biasworld(CONFIG, strength, seed, run_dir, overrides)
     trained = time.perf_counter() - start
     adapter, world = cli.model.adapter, cli.datamodule.world
@@ -159,6 +162,7 @@ def run(
         "seed": seed,
         "alpha": cli.model.hparams.alpha if uses_kl(method) else None,
         "image_counterfactuals": _policy_spec(cli.model.hparams) if uses_images(method) else None,
+        "counterfactual_targets": cli.model.hparams.counterfactual_targets if reads_targets(method) else None,
         "split": split,
         # training is float-sensitive (README): the same commit and seed give other numbers on another CPU
         "environment": environment(),
@@ -171,12 +175,18 @@ def run(
     return row | accuracies(adapter, world, split)
 
 
-VARIANTS = ("alpha", "image_counterfactuals")  # a method's settings that a table may sweep
+#: A method's settings that a table may sweep, and their names in its labels.
+VARIANTS = {"alpha": "alpha", "image_counterfactuals": "image", "counterfactual_targets": "targets"}
+
+
+def reads_targets(method: str) -> bool:
+    """Whether ``method`` reads ``counterfactual_targets`` (the KL methods with text counterfactuals)."""
+    return uses_kl(method) and METHODS[method].text
 
 
 def _named(row: dict, keys: Sequence[str]) -> str:
     """The row's method with its settings ``keys`` (of :data:`VARIANTS`): ``fairvlp (alpha 0.5, image cached:128)``."""
-    settings = [f"{key.split('_')[0]} {row.get(key)}" for key in keys]
+    settings = [f"{VARIANTS[key]} {row.get(key)}" for key in keys]
     return f"{row['method']} ({', '.join(settings)})" if settings else row["method"]
 
 
@@ -253,6 +263,13 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
         default=[None],
         help="Attack policies POLICY[:k] for the image methods (default: config's), e.g. every_step cached:128",
     )
+    parser.add_argument(
+        "--counterfactual_targets",
+        nargs="+",
+        choices=COUNTERFACTUAL_TARGETS,
+        default=[None],
+        help="Targets of the counterfactual branch at a masked bias word, for fairvlp_l and fairvlp (default: config's)",
+    )
     parser.add_argument("--split", choices=("val", "test"), default="test", help="BiasWorld split to measure")
     parser.add_argument("--workers", type=int, default=1, help="Runs trained at once (processes).")
     parser.add_argument("--out", type=Path, default=None, help="Write the rows to this JSON file (after every run).")
@@ -267,6 +284,9 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     if args.summary:
         rows = [row for path in args.summary for row in json.loads(path.read_text())]
         rows = [row for row in rows if args.seeds is None or row["seed"] in args.seeds]
+        for row in rows:  # rows from before the option was recorded were trained with swapped targets
+            if reads_targets(row["method"]):
+                row.setdefault("counterfactual_targets", "swapped")
         splits = sorted({row.get("split", "test") for row in rows})
         _header(args.strength, args.epochs, sorted({row["seed"] for row in rows}), ", ".join(splits))
         for row in rows:
@@ -275,11 +295,12 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
         return rows
     seeds = [0, 1, 2] if args.seeds is None else args.seeds
     jobs = [
-        (method, seed, args.strength, args.epochs, alpha, args.split, spec)
+        (method, seed, args.strength, args.epochs, alpha, args.split, spec, targets)
         for seed in seeds
         for method in args.methods
         for alpha in (args.alpha if uses_kl(method) else [None])
         for spec in (args.image_counterfactuals if uses_images(method) else [None])
+        for targets in (args.counterfactual_targets if reads_targets(method) else [None])
     ]
     _header(args.strength, args.epochs, seeds, args.split)
     rows = run_table(run, jobs, args.workers, _print_row, args.out)

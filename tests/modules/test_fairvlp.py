@@ -67,6 +67,37 @@ def test_masked_positions_coincide_in_factual_and_counterfactual_texts():
     assert decoded == ["the woman is cooking.", "a photo of a man sewing."]
 
 
+@pytest.mark.parametrize("targets", ["swapped", "factual"])
+def test_counterfactual_targets_at_a_masked_bias_word(targets):
+    # "the man is cooking." with "man" and "cooking" masked: L_cf keeps the [MASK]s; at "man" its target is "woman"
+    # when swapped, "man" (Eq. 15's M) when factual; gender_swap always scores its own swapped words
+    for method in ("fairvlp_l", "gender_swap"):
+        module = _module(method, counterfactual_targets=targets)
+        captions = ["the man is cooking."]
+        tokens = module.adapter.prepare_texts(captions)
+        tokenizer = module.adapter.tokenizer
+        man, woman, cooking = tokenizer.convert_tokens_to_ids(["man", "woman", "cooking"])
+        ids = tokens["input_ids"]
+        position = (ids[0] == man).nonzero().item()
+        labels = torch.where((ids == man) | (ids == cooking), ids, IGNORE_INDEX)
+        masked = torch.where(labels != IGNORE_INDEX, tokenizer.mask_token_id, ids)
+        _, _, cf_masked, cf_labels = module._counterfactuals(
+            torch.rand(1, 3, 32, 32), module.adapter.prepare_images(torch.rand(1, 3, 32, 32)), captions, tokens, masked,
+            labels,
+        )  # fmt: skip
+        assert cf_masked[0, position] == tokenizer.mask_token_id
+        expected = woman if targets == "swapped" or method == "gender_swap" else man
+        assert cf_labels[0, position] == expected, (method, targets)
+        others = labels[0] != IGNORE_INDEX
+        others[position] = False
+        assert torch.equal(cf_labels[0, others], labels[0, others]) and others.sum() == 1  # "cooking": the same
+
+
+def test_unknown_counterfactual_targets_are_refused():
+    with pytest.raises(ConfigError, match="counterfactual_targets.*'opposite'"):
+        _module("fairvlp", counterfactual_targets="opposite")
+
+
 def test_a_bias_word_split_into_other_pieces_gets_no_text_counterfactual(tmp_path):
     tokenizer = _wordpiece(tmp_path)
     swap = TokenSwap(SwapLexicon([("man", "woman"), ("gentleman", "lady")]), tokenizer)

@@ -87,6 +87,9 @@ METHODS: dict[str, Branches | None] = {
     "fairvlp": Branches(text=True, image=True, kl=True),
 }
 
+#: What the counterfactual branch is scored against at a masked bias word (``FairVLP(counterfactual_targets=...)``).
+COUNTERFACTUAL_TARGETS = ("swapped", "factual")
+
 
 def uses_kl(method: str) -> bool:
     """Whether ``method`` (one of :data:`METHODS`) trains with Eq. 14's KL term, and so reads alpha."""
@@ -119,6 +122,10 @@ class FairVLP(MaskedLMPretraining):
             seed, optimizer, scheduler: as :class:`MaskedLMPretraining`.
         groups: the bias concept words: always masked like key words, the concepts the attack reads
             and moves (each one's lexicon counterpart must be among them for image counterfactuals).
+        counterfactual_targets: what the counterfactual branch of ``fairvlp_l`` and ``fairvlp`` is scored against
+            where the masked word is a bias word: ``"swapped"`` (its counterpart, the word of L_cf) or ``"factual"``
+            (the masked word M itself, as Eq. 15 writes both terms). Elsewhere the two are the same word.
+            ``gender_swap`` always scores its swapped caption's own words (augmentation).
     """
 
     def __init__(
@@ -149,6 +156,7 @@ class FairVLP(MaskedLMPretraining):
         seed: int = 0,
         optimizer: OptimizerCallable | None = None,
         scheduler: LRSchedulerCallable | None = None,
+        counterfactual_targets: str = "swapped",
     ) -> None:
         if method not in METHODS:
             raise ConfigError(f"Expected `method` to be one of {', '.join(METHODS)} but got {method!r}.")
@@ -158,6 +166,11 @@ class FairVLP(MaskedLMPretraining):
             raise ConfigError(f"Expected `dropout` in [0, 1) but got {dropout!r}.")
         if isinstance(itc_weight, bool) or not isinstance(itc_weight, (int, float)) or itc_weight < 0:
             raise ConfigError(f"Expected `itc_weight` >= 0 but got {itc_weight!r}.")
+        if counterfactual_targets not in COUNTERFACTUAL_TARGETS:
+            raise ConfigError(
+                f"Expected `counterfactual_targets` to be one of {', '.join(COUNTERFACTUAL_TARGETS)} "
+                f"but got {counterfactual_targets!r}."
+            )
         super().__init__(
             model, checkpoint, tiny, tiny_sizes, tiny_vocabulary, mask_rate, groups, key_words, image_key,
             caption_key, content_label_key, group_label_key, itm_weight, learning_rate, weight_decay, seed,
@@ -241,8 +254,9 @@ class FairVLP(MaskedLMPretraining):
             has_word = torch.tensor([self.swap.lexicon.n_swaps(caption) > 0 for caption in captions])
             swap_rows = text_ok.to(device).view(-1, 1)
             cf_masked = torch.where(swap_rows, self.swap.swap(masked), masked)
-            swapped_labels = torch.where(labels == IGNORE_INDEX, labels, self.swap.swap(labels.clamp(min=0)))
-            cf_labels = torch.where(swap_rows, swapped_labels, labels)
+            if self.hparams.counterfactual_targets == "swapped" or self.hparams.method == "gender_swap":
+                swapped_labels = torch.where(labels == IGNORE_INDEX, labels, self.swap.swap(labels.clamp(min=0)))
+                cf_labels = torch.where(swap_rows, swapped_labels, labels)
             self.log("train/cf_text_rate", text_ok.float().mean(), batch_size=n)
             self.log("train/cf_text_unaligned", (has_word & ~text_ok).sum().float(), batch_size=n, reduce_fx="sum")
         if self.images is not None:
