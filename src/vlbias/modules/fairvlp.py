@@ -123,9 +123,10 @@ class FairVLP(MaskedLMPretraining):
         groups: the bias concept words: always masked like key words, the concepts the attack reads
             and moves (each one's lexicon counterpart must be among them for image counterfactuals).
         counterfactual_targets: what the counterfactual branch of ``fairvlp_l`` and ``fairvlp`` is scored against
-            where the masked word is a bias word: ``"swapped"`` (its counterpart, the word of L_cf) or ``"factual"``
-            (the masked word M itself, as Eq. 15 writes both terms). Elsewhere the two are the same word.
-            ``gender_swap`` always scores its swapped caption's own words (augmentation).
+            where the masked word is a bias word: ``"swapped"`` (its counterpart, the word of L_cf; the default, which
+            every table so far was trained with) or ``"factual"`` (the masked word M itself, as Eq. 15 writes both
+            terms; README, "Eq. 15's targets"). Elsewhere the two are the same word. ``gender_swap`` always scores its
+            swapped caption's own words (augmentation).
     """
 
     def __init__(
