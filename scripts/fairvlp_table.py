@@ -32,7 +32,9 @@ trained model:
 validation split, which has its own images: choose alpha there, on seeds the test table does not use, then report
 the test split. ``--image_counterfactuals`` likewise trains the image methods (``visual_swap``, ``fairvlp_v``,
 ``fairvlp``) once per attack policy, ``POLICY[:k]`` (:mod:`vlbias.counterfactual.training`; ``train s`` gives its
-cost). Rows record all three, and the machine (:func:`vlbias.environment.environment`): training is sensitive to
+cost), and ``--counterfactual_targets swapped factual`` trains ``fairvlp_l`` and ``fairvlp`` once per target of the
+counterfactual branch at a masked bias word (FairVLP's option; Eq. 15 writes the factual word). Rows record all
+four, and the machine (:func:`vlbias.environment.environment`): training is sensitive to
 float rounding, so one seed at one commit gives other numbers on another CPU.
 
 Runs go to ``--workers`` processes (one torch thread each). Printed: one row per run, then the mean over

@@ -13,10 +13,10 @@ at the masked positions:
 
 Choices the paper leaves open, made here: the KL is averaged over the masked positions it covers (one
 distribution per position); gradients flow through both branches (neither is detached); the
-counterfactual branch is scored against the masked words the caller gives it, :math:`M_{cf}` (FairVLP's
-``counterfactual_targets``: the factual words with the bias words swapped, or the factual words M themselves
-as Eq. 15 writes it; they differ only where a bias word is masked), and the caller chooses which positions
-enter the KL (FairVLP leaves out positions whose masked word is itself a bias word).
+caller chooses which positions enter the KL (FairVLP leaves out positions whose masked word is itself a bias
+word). The counterfactual branch is scored against the masked words the caller gives it, :math:`M_{cf}`: Eq. 15
+writes M for both terms, and FairVLP's ``counterfactual_targets`` gives M or the words with the bias words
+swapped (they differ only where a bias word is masked).
 A term with no position to cover is 0.
 """
 
