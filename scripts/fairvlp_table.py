@@ -60,7 +60,7 @@ from vlbias.data.biasworld import ACTIVITIES, GROUPS
 from vlbias.environment import environment
 from vlbias.errors import ConfigError
 from vlbias.models.masked_words import word_log_probs
-from vlbias.modules.fairvlp import COUNTERFACTUAL_TARGETS, METHODS, uses_images, uses_kl
+from vlbias.modules.fairvlp import COUNTERFACTUAL_TARGETS, METHODS, reads_targets, uses_images, uses_kl
 from vlbias.sanity import callback_suite_options, fit_on_biasworld, mean_sd, run_table
 from vlbias.suites.run import build_suite, run_suite
 
@@ -181,11 +181,6 @@ def run(
 VARIANTS = {"alpha": "alpha", "image_counterfactuals": "image", "counterfactual_targets": "targets"}
 
 
-def reads_targets(method: str) -> bool:
-    """Whether ``method`` reads ``counterfactual_targets`` (the KL methods with text counterfactuals)."""
-    return uses_kl(method) and METHODS[method].text
-
-
 def _named(row: dict, keys: Sequence[str]) -> str:
     """The row's method with its settings ``keys`` (of :data:`VARIANTS`): ``fairvlp (alpha 0.5, image cached:128)``."""
     settings = [f"{VARIANTS[key]} {row.get(key)}" for key in keys]
@@ -193,8 +188,13 @@ def _named(row: dict, keys: Sequence[str]) -> str:
 
 
 def _label(row: dict, swept: set[tuple[str, str]]) -> str:
-    """The method, with each setting (alpha, attack policy) the rows hold the method at several values of."""
+    """The method, with each setting (of :data:`VARIANTS`) the rows hold the method at several values of."""
     return _named(row, [key for key in VARIANTS if (row["method"], key) in swept])
+
+
+def _in_order(labels: Sequence[str], methods: Sequence[str]) -> list[str]:
+    """The distinct labels, by method in the order of ``methods``, then alphabetically (one summary line each)."""
+    return sorted(set(labels), key=lambda label: (methods.index(label.split()[0]), label))
 
 
 def _summary(rows: list[dict], methods: Sequence[str]) -> None:
@@ -213,7 +213,7 @@ def _summary(rows: list[dict], methods: Sequence[str]) -> None:
     vanilla = {r["seed"]: r["B@V-L"] for r in rows if r["method"] == "vanilla"}
     base = statistics.mean(vanilla.values()) if vanilla else None
     labels = [_label(r, swept) for r in rows]
-    for label in sorted(set(labels), key=lambda label: (methods.index(label.split()[0]), label)):
+    for label in _in_order(labels, methods):
         runs = [r for r, own in zip(rows, labels) if own == label]
         change = f"{100 * (statistics.mean(r['B@V-L'] for r in runs) / base - 1):+.0f} %" if base else "n/a"
         # paired: each seed's runs start from one initialisation and see the same batches
@@ -238,7 +238,7 @@ def _recall_parts(rows: list[dict], labels: list[str], methods: Sequence[str]) -
         "| activity right vs vanilla | group right vs vanilla |"
     )
     print("|---|---:|" + "---:|" * 6)
-    for label in sorted({label for _, label in kept}, key=lambda label: (methods.index(label.split()[0]), label)):
+    for label in _in_order([label for _, label in kept], methods):
         runs = [r for r, own in kept if own == label]
         cells = [mean_sd([r[key] for r in runs]) for key in RECALL_PARTS]
         for key in RECALL_PARTS:

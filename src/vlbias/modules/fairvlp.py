@@ -103,6 +103,13 @@ def uses_images(method: str) -> bool:
     return branches is not None and branches.image
 
 
+def reads_targets(method: str) -> bool:
+    """Whether ``method`` (one of :data:`METHODS`) reads ``counterfactual_targets``: the KL methods with text
+    counterfactuals (``gender_swap`` always scores its swapped captions' own words)."""
+    branches = METHODS[method]
+    return branches is not None and branches.text and branches.kl
+
+
 class FairVLP(MaskedLMPretraining):
     """FairVLP and its baselines (module docstring) for any FILL_MASK adapter (ITM where it has MATCH).
 
@@ -255,7 +262,7 @@ class FairVLP(MaskedLMPretraining):
             has_word = torch.tensor([self.swap.lexicon.n_swaps(caption) > 0 for caption in captions])
             swap_rows = text_ok.to(device).view(-1, 1)
             cf_masked = torch.where(swap_rows, self.swap.swap(masked), masked)
-            if self.hparams.counterfactual_targets == "swapped" or self.hparams.method == "gender_swap":
+            if self.hparams.counterfactual_targets == "swapped" or not reads_targets(self.hparams.method):
                 swapped_labels = torch.where(labels == IGNORE_INDEX, labels, self.swap.swap(labels.clamp(min=0)))
                 cf_labels = torch.where(swap_rows, swapped_labels, labels)
             self.log("train/cf_text_rate", text_ok.float().mean(), batch_size=n)
