@@ -25,7 +25,12 @@ trained model:
 * image->text R@1: each test image against the twelve captions "a photo of a {group} {activity}." of
   every (group, activity) pair, the best match == its own pair; and its two parts, how often the best match
   names the image's activity and how often its group (a model that stops reading gender from images loses the
-  second, one that stops reading the activity the first).
+  second, one that stops reading the activity the first);
+* CounterBias again with ``require_attack_success`` off: every attacked image, each with its B@V-L per template and
+  whether its attack succeeded (``images`` in the row, :func:`image_records`). CounterBias measures only the images
+  whose attack succeeded, and a model trained on attacked images resists the attack, so a method's B@V-L and
+  vanilla's cover different images; the summary's last table compares the two on the images both attacks flipped
+  and on every image, seed by seed.
 
 ``--alpha`` trains the KL methods (``fairvlp_v``, ``fairvlp_l``, ``fairvlp``) once per value of Eq. 16's alpha
 (the paper does not give its value; the config's is the default) and ``--split val`` measures on BiasWorld's
@@ -47,10 +52,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import torch
@@ -59,6 +65,7 @@ from vlbias.counterfactual.training import POLICIES
 from vlbias.data.biasworld import ACTIVITIES, GROUPS
 from vlbias.environment import environment
 from vlbias.errors import ConfigError
+from vlbias.metrics.functional.counterbias import dataset_bias, mean_absolute_bias
 from vlbias.models.masked_words import word_log_probs
 from vlbias.modules.fairvlp import COUNTERFACTUAL_TARGETS, METHODS, reads_targets, uses_images, uses_kl
 from vlbias.sanity import callback_suite_options, fit_on_biasworld, mean_sd, run_table
@@ -105,6 +112,45 @@ def accuracies(adapter, world, split: str = "test") -> dict[str, float]:
     return {"masked_activity": 100 * masked_activity, "itm": 100 * itm} | {
         key: 100 * hits.float().mean().item() for key, hits in right.items()
     }
+
+
+def image_records(items: Sequence[dict], b0: Sequence[str]) -> dict[str, dict]:
+    """Each attacked test image of the activities, measured whether or not its attack succeeded: its activity,
+    Eq. 7's direction (+1 where its bias concept is B0), whether its attack succeeded, and its B@V-L (Eq. 6) per
+    template (``None`` where Eq. 6 excludes it). From these :func:`bias_on` measures any subset of the images."""
+    records: dict[str, dict] = {}
+    for row in items:
+        if row["group"] != "activity":
+            continue
+        record = records.setdefault(
+            row["item"],
+            {
+                "target": row["target"],
+                "direction": 1 if row["bias"] in b0 else -1,
+                "attack_succeeded": row["attack_succeeded"],
+                "B@V-L": {},
+            },
+        )
+        value = row["bias_B@V-L"]
+        record["B@V-L"][row["template"]] = None if math.isnan(value) else value
+    return records
+
+
+def bias_on(records: dict[str, dict], images: Iterable[str]) -> float:
+    """B@V-L of the activities (Table 2, percent) over ``images`` only: per template bias(T) of each activity
+    (Eq. 7) and the mean of its absolute values, then the mean over templates, as the suite computes it over the
+    images it measures (NaN when no image is given)."""
+    images = sorted(images)
+    if not images:
+        return math.nan
+    per_template = []
+    for template in records[images[0]]["B@V-L"]:
+        bias = torch.tensor([math.nan if (v := records[i]["B@V-L"][template]) is None else v for i in images])
+        target = torch.tensor([ACTIVITIES.index(records[i]["target"]) for i in images])
+        direction = torch.tensor([records[i]["direction"] for i in images])
+        per_target, _ = dataset_bias(bias, target, direction, len(ACTIVITIES))
+        per_template.append(mean_absolute_bias(per_target))
+    return torch.stack(per_template).nanmean().item()
 
 
 def _parse_policy(spec: str) -> tuple[str, int | None]:
@@ -157,8 +203,11 @@ def run(
         cli = fit_on_biasworld(CONFIG, strength, seed, run_dir, overrides)
     trained = time.perf_counter() - start
     adapter, world = cli.model.adapter, cli.datamodule.world
-    suite = build_suite("counterbias", world, callback_suite_options(CONFIG, "counterbias") | {"split": split})
+    options = callback_suite_options(CONFIG, "counterbias") | {"split": split}
+    suite = build_suite("counterbias", world, options)
     results, _ = run_suite(suite, adapter, model="albef", checkpoint=None, seed=seed, config={})
+    every_image = build_suite("counterbias", world, options | {"require_attack_success": False})
+    _, items = run_suite(every_image, adapter, model="albef", checkpoint=None, seed=seed, config={})
     row = {
         "method": method,
         "seed": seed,
@@ -170,6 +219,7 @@ def run(
         "environment": environment(),
         "train_s": trained,
         "attack_success_rate": results.metrics["attack_success_rate"],
+        "images": image_records(items, every_image.b0),
     }
     for measure in MEASURES:
         key = f"activity/{measure}/avg"
@@ -223,6 +273,7 @@ def _summary(rows: list[dict], methods: Sequence[str]) -> None:
         cells = " | ".join(mean_sd([r[key] for r in runs]) for key in (*MEASURES, *ACCURACIES))
         print(f"| {label} | {len(runs)} | {cells} | {change} | {per_seed} | {lower} |")
     _recall_parts(rows, labels, methods)
+    _same_images(rows, labels, methods)
 
 
 def _recall_parts(rows: list[dict], labels: list[str], methods: Sequence[str]) -> None:
@@ -245,6 +296,40 @@ def _recall_parts(rows: list[dict], labels: list[str], methods: Sequence[str]) -
             paired = [r[key] - vanilla[r["seed"]][key] for r in runs if r["seed"] in vanilla]
             cells.append(mean_sd(paired, digits=1) if paired else "n/a")
         print(f"| {label} | {len(runs)} | {' | '.join(cells)} |")
+
+
+def _same_images(rows: list[dict], labels: list[str], methods: Sequence[str]) -> None:
+    """B@V-L against vanilla's on the same images. CounterBias measures only the images whose attack succeeded, and a
+    model trained on attacked images resists the attack, so its B@V-L and vanilla's cover different images. Here,
+    seed by seed: both models on the images both attacks flipped, and both on every attacked image. Rows from before
+    the image records were kept (no ``images``) are left out."""
+    vanilla = {r["seed"]: r for r in rows if r["method"] == "vanilla" and "images" in r}
+    kept = [(r, label) for r, label in zip(rows, labels) if r["method"] != "vanilla" and r["seed"] in vanilla]
+    kept = [(r, label) for r, label in kept if "images" in r]
+    if not kept:
+        return
+    print(
+        "\n| method | seeds | images both attacks flip | B@V-L on them | vanilla's | change, per seed | seeds lower "
+        "| B@V-L on every image | vanilla's | change, per seed | seeds lower |"
+    )
+    print("|---|---:|" + "---:|" * 9)
+    for label in _in_order([label for _, label in kept], methods):
+        columns: dict[str, list[float]] = {}
+        for r in (r for r, own in kept if own == label):
+            own, base = r["images"], vanilla[r["seed"]]["images"]
+            both = {i for i in own if own[i]["attack_succeeded"]} & {i for i in base if base[i]["attack_succeeded"]}
+            for name, images in (("both", both), ("every", set(own) & set(base))):
+                method_bias, vanilla_bias = bias_on(own, images), bias_on(base, images)
+                columns.setdefault(f"{name}_n", []).append(len(images))
+                columns.setdefault(name, []).append(method_bias)
+                columns.setdefault(f"{name}_vanilla", []).append(vanilla_bias)
+                columns.setdefault(f"{name}_change", []).append(100 * (method_bias / vanilla_bias - 1))
+        cells = [mean_sd(columns["both_n"], digits=0)]
+        for name in ("both", "every"):
+            changes = columns[f"{name}_change"]
+            cells += [mean_sd(columns[name]), mean_sd(columns[f"{name}_vanilla"]), f"{mean_sd(changes, digits=0)} %"]
+            cells.append(f"{sum(c < 0 for c in changes)} of {len(changes)}")
+        print(f"| {label} | {len(columns['both'])} | {' | '.join(cells)} |")
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict]:

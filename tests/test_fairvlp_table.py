@@ -134,3 +134,58 @@ def test_summary_splits_recall_into_the_activity_and_the_group_of_the_best_capti
         " | ".join(table["fairvlp"])
         == "2 | 40.00 ± 5.66 | 76.00 ± 5.66 | 51.00 ± 1.41 | -5.0 ± 1.4 | 1.0 ± 1.4 | -9.0 ± 1.4"
     )
+
+
+def images(succeeded: dict[str, bool], bias: dict[str, tuple[float | None, float | None]]) -> dict[str, dict]:
+    """Image records of fairvlp_table.image_records: a cooking image of B0 ("a"), one of B1 ("b"), a driving one of
+    B0 ("c"), each with its B@V-L under templates t1 and t2."""
+    who = {"a": ("cooking", 1), "b": ("cooking", -1), "c": ("driving", 1)}
+    return {
+        name: {
+            "target": who[name][0],
+            "direction": who[name][1],
+            "attack_succeeded": succeeded[name],
+            "B@V-L": dict(zip(("t1", "t2"), bias[name])),
+        }
+        for name in succeeded
+    }
+
+
+def test_bias_of_a_subset_of_images_is_table_2_over_those_images(load_script):
+    records = images({"a": True, "b": True, "c": False}, {"a": (0.2, 0.4), "b": (0.1, None), "c": (-0.3, -0.1)})
+    bias_on = load_script("fairvlp_table").bias_on
+    # t1: cooking (0.2 - 0.1) / 2 = 0.05, driving -0.3 -> 17.5 %; t2 ("b" excluded): cooking 0.4, driving -0.1 -> 25 %
+    assert bias_on(records, {"a", "b", "c"}) == pytest.approx(21.25)
+    assert bias_on(records, {"a", "b"}) == pytest.approx((5.0 + 40.0) / 2)  # one activity left
+    assert bias_on(records, set()) != bias_on(records, set())  # NaN
+
+
+def test_image_records_keep_each_activity_image_once_with_its_templates(load_script):
+    rows = [
+        {"item": "a", "group": "activity", "target": "cooking", "bias": "woman", "attack_succeeded": False}
+        | {"template": template, "bias_B@V-L": value}
+        for template, value in (("t1", 0.5), ("t2", float("nan")))
+    ]
+    rows.append(rows[0] | {"item": "z", "group": "occupation"})
+    records = load_script("fairvlp_table").image_records(rows, b0=["man"])
+    assert records == {
+        "a": {"target": "cooking", "direction": -1, "attack_succeeded": False, "B@V-L": {"t1": 0.5, "t2": None}}
+    }
+
+
+def test_summary_compares_with_vanilla_on_the_images_both_attacks_flip(load_script, tmp_path, capsys):
+    # vanilla's attack flips a and b, fairvlp's b and c: both flip b only. On b alone (cooking, B1, t2 excluded):
+    # vanilla |-0.1| = 10 %, fairvlp |-0.05| = 5 % (-50 %). On every image, vanilla 21.25 % (as in the test above),
+    # fairvlp: t1 cooking (0.1 - 0.05) / 2 = 0.025, driving -0.3 -> 16.25 %; t2 cooking 0.2, driving -0.1 -> 15 %.
+    vanilla = images({"a": True, "b": True, "c": False}, {"a": (0.2, 0.4), "b": (0.1, None), "c": (-0.3, -0.1)})
+    fairvlp = images({"a": False, "b": True, "c": True}, {"a": (0.1, 0.2), "b": (0.05, None), "c": (-0.3, -0.1)})
+    rows = [row("vanilla", 0, 10.0) | {"images": vanilla}, row("fairvlp", 0, 5.0) | {"images": fairvlp}]
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(rows))
+    load_script("fairvlp_table").main(["--summary", str(path)])
+    lines = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(lines) if "images both attacks flip" in line)
+    cells = [c.strip() for c in lines[header + 2].strip("|").split("|")]
+    assert cells[:7] == ["fairvlp", "1", "1", "5.00", "10.00", "-50 %", "1 of 1"]
+    assert [float(c) for c in cells[7:9]] == pytest.approx([15.625, 21.25], abs=0.006)  # printed to 2 decimals
+    assert float(cells[9].rstrip(" %")) == pytest.approx(round(100 * (15.625 / 21.25 - 1)))

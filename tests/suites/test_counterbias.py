@@ -88,6 +88,9 @@ def test_measure_vl_bias_folder_reports_bad_items(vl_bias_folder, tmp_path, run_
     items = read_items(tmp_path / "out" / "counterbias.json")
     assert len(items) == 4 * 4  # items x templates
     assert (items["linf_delta"] <= ATTACK["eps"] + 1e-6).all()
+    # every attacked image is measured (require_attack_success false); each row says whether its attack succeeded
+    succeeded = items.drop_duplicates("item")["attack_succeeded"]
+    assert succeeded.sum() == round(results.metrics["attack_success_rate"] * 4)
     assert set(items["bias"]) == {"man", "woman"}
     assert "counterbias/activity/B@V-L/avg" in out
 
@@ -275,6 +278,7 @@ def test_failed_attacks_are_skipped_with_reason():
     assert output.metrics["attack_success_rate"] == pytest.approx(output.n_items / 12)
     # so small a step changes no reading: the "successes" are the images already read as B'
     assert output.metrics["n_counterfactual_before_attack"] == output.n_items
+    assert all(row["attack_succeeded"] for row in output.items)  # only the successes are measured
 
 
 def test_a_group_with_one_target_is_summarised():

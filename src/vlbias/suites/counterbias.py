@@ -144,14 +144,15 @@ class _Attacked:
 @dataclass
 class _Measured:
     """The ``n`` measured images of one batch: stimulus indices and items, P(B | V) of each one's factual
-    concept in V_f and V_cf ``(n,)``, whether V_cf came from the cache and its L-infinity distance to V_f
-    ``(n,)``, and P(T | V, L) of its target ``(K, 4, n)``: per template, the (V, L) combinations
+    concept in V_f and V_cf ``(n,)``, whether the attack succeeded (B' is the most likely concept in V_cf), whether
+    V_cf came from the cache and its L-infinity distance to V_f ``(n,)``, and P(T | V, L) of its target ``(K, 4, n)``: per template, the (V, L) combinations
     (V_f, L_f), (V_cf, L_cf), (V_cf, L_f), (V_f, L_cf)."""
 
     indices: list[int]
     items: list[CounterBiasItem]
     p_bias_f: Tensor
     p_bias_cf: Tensor
+    attack_succeeded: Tensor
     cache_hit: Tensor
     linf_delta: Tensor
     p_target: Tensor
@@ -580,11 +581,8 @@ class CounterBiasMeasurement(Measurement):
         counter = torch.tensor([suite.bias_concepts.index(suite.lexicon.mapping[item.bias]) for item in items])
         result = self.generator.generate(pixels, counter)
         p_bias_cf = suite._bias_probs(self.generator, result.pixels)
-        keep = (
-            p_bias_cf.argmax(dim=-1) == counter
-            if suite.require_attack_success
-            else torch.ones(len(items), dtype=torch.bool)
-        )
+        succeeded = p_bias_cf.argmax(dim=-1) == counter
+        keep = succeeded if suite.require_attack_success else torch.ones(len(items), dtype=torch.bool)
         attacked = _Attacked(indices, items, counter, p_bias_f, p_bias_cf, keep)
         rows = keep.nonzero().flatten()
         if not len(rows):
@@ -596,6 +594,7 @@ class CounterBiasMeasurement(Measurement):
             kept,
             p_bias_f[rows, factual],
             p_bias_cf[rows, factual],
+            succeeded[rows],
             result.cache_hit[rows],
             (result.pixels[rows] - pixels[rows]).abs().flatten(1).amax(dim=1),
             self._target_probs(kept, pixels[rows], result.pixels[rows]),
@@ -682,6 +681,7 @@ class CounterBiasMeasurement(Measurement):
         per_item = {
             "p_bias_vf": measured.p_bias_f.tolist(),
             "p_bias_vcf": measured.p_bias_cf.tolist(),
+            "attack_succeeded": measured.attack_succeeded.tolist(),
             "cache_hit": measured.cache_hit.tolist(),
             "linf_delta": measured.linf_delta.tolist(),
         }
