@@ -197,6 +197,8 @@ class BiasWordLogits(nn.Module):
             return 1
 
     def forward(self, pixels: Tensor) -> Tensor:
+        """Scores of ``pixels`` on any device (moved to the adapter's: V_cf are kept on the CPU)."""
+        pixels = pixels.to(self.adapter.device)
         return word_log_probs(
             self.adapter, normalise(self.adapter, pixels), self.prompt, self.words, self.strategy
         ).float()
@@ -228,7 +230,8 @@ def image_fingerprint(pixels: Tensor) -> str:
 
 @dataclass
 class CounterfactualBatch:
-    """Counterfactual images ``V_cf`` ``(B, 3, S, S)`` in ``[0, 1]`` and which came from the cache."""
+    """Counterfactual images ``V_cf`` ``(B, 3, S, S)`` in ``[0, 1]``, on the device of the attacked images, and which
+    came from the cache."""
 
     pixels: Tensor
     cache_hit: Tensor  # (B,) bool
@@ -285,7 +288,8 @@ class CounterfactualImages:
 
     def generate(self, pixels: Tensor, target: Tensor) -> CounterfactualBatch:
         """Attack ``pixels`` ``(B, 3, S, S)`` in ``[0, 1]`` toward bias word ``target[b]``
-        (index into ``words``); cached images are read instead of attacked."""
+        (index into ``words``); cached images are read instead of attacked. V_cf comes back on ``pixels``' device
+        (the attack runs on the adapter's, the cache is read and written on the CPU)."""
         if pixels.ndim != 4 or pixels.shape[1] != 3:
             raise InputError(f"Expected pixels of shape (B, 3, S, S) but got {tuple(pixels.shape)}.")
         if float(pixels.min()) < 0.0 or float(pixels.max()) > 1.0:
@@ -295,6 +299,7 @@ class CounterfactualImages:
             raise InputError(
                 f"Expected one target index in [0, {len(self.logits.words)}) per image but got {target.tolist()}."
             )
+        device = pixels.device
         pixels = pixels.detach().float().cpu()
         output = torch.empty_like(pixels)
         hit = torch.zeros(len(pixels), dtype=torch.bool)
@@ -311,7 +316,7 @@ class CounterfactualImages:
             if self.cache_dir is not None:
                 for b in todo.tolist():
                     self._write(self.cache_dir / f"{keys[b]}.pt", output[b])
-        return CounterfactualBatch(output, hit)
+        return CounterfactualBatch(output.to(device), hit)
 
     def _attack(self, pixels: Tensor, target: Tensor) -> Tensor:
         adapter = self.logits.adapter
@@ -327,6 +332,9 @@ class CounterfactualImages:
                 torch.random.fork_rng(devices=[device] if device.type == "cuda" else []),
             ):
                 torch.manual_seed(self.attack_config.seed)
+                # torchattacks moves inputs and labels to the device the model had when the attack was built; a
+                # model being trained moves after that (Lightning puts it on the GPU), so the attack follows it
+                self.attack.set_device(device)
                 adversarial = self.attack(pixels.to(device), target.to(device))
         finally:
             adapter.train(was_training)

@@ -596,7 +596,7 @@ class CounterBiasMeasurement(Measurement):
             p_bias_cf[rows, factual],
             succeeded[rows],
             result.cache_hit[rows],
-            (result.pixels[rows] - pixels[rows]).abs().flatten(1).amax(dim=1),
+            (result.pixels[rows] - pixels[rows]).abs().flatten(1).amax(dim=1).cpu(),
             self._target_probs(kept, pixels[rows], result.pixels[rows]),
         )
         return _Probed(unreadable, attacked, measured)
