@@ -92,5 +92,6 @@ def test_the_coco_experiment_keeps_the_papers_settings(tmp_path):
     experiment = ROOT / "configs" / "experiment" / "fairvlp_coco.yaml"
     cli = instantiate(experiment, small=small_args((experiment,), tmp_path))
     assert (cli.model.hparams.learning_rate, cli.model.hparams.weight_decay) == (1e-4, 0.02)
+    assert cli.model.hparams.counterfactual_targets == "factual"  # Eq. 15: M in both terms
     devices = yaml.safe_load(experiment.read_text())["trainer"]["devices"]
     assert cli.datamodule.hparams.batch_size * devices == 256

@@ -130,10 +130,11 @@ class FairVLP(MaskedLMPretraining):
         groups: the bias concept words: always masked like key words, the concepts the attack reads
             and moves (each one's lexicon counterpart must be among them for image counterfactuals).
         counterfactual_targets: what the counterfactual branch of ``fairvlp_l`` and ``fairvlp`` is scored against
-            where the masked word is a bias word: ``"swapped"`` (its counterpart, the word of L_cf; the default, which
-            every table so far was trained with) or ``"factual"`` (the masked word M itself, as Eq. 15 writes both
-            terms; README, "Eq. 15's targets"). Elsewhere the two are the same word. ``gender_swap`` always scores its
-            swapped caption's own words (augmentation).
+            where the masked word is a bias word: ``"factual"`` (the default: the masked word M itself, as Eq. 15
+            writes both terms) or ``"swapped"`` (its counterpart, the word of L_cf; the default until 2026-11-26,
+            which asks for the other group's word for the same image and costs gender recognition; README, "Eq. 15's
+            targets"). Elsewhere the two are the same word. ``gender_swap`` always scores its swapped caption's own
+            words (augmentation).
     """
 
     def __init__(
@@ -164,7 +165,7 @@ class FairVLP(MaskedLMPretraining):
         seed: int = 0,
         optimizer: OptimizerCallable | None = None,
         scheduler: LRSchedulerCallable | None = None,
-        counterfactual_targets: str = "swapped",
+        counterfactual_targets: str = "factual",
     ) -> None:
         if method not in METHODS:
             raise ConfigError(f"Expected `method` to be one of {', '.join(METHODS)} but got {method!r}.")
