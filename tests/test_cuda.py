@@ -16,7 +16,10 @@ from vlbias.data.biasworld import BiasWorld
 from vlbias.modules.fairvlp import METHODS, FairVLP, uses_images
 from vlbias.results import read_results
 
-pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"), pytest.mark.filterwarnings("ignore")]
+pytestmark = [
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"),
+    pytest.mark.filterwarnings("ignore"),
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU_BF16 = ROOT / "configs" / "trainer" / "gpu_bf16.yaml"
@@ -31,8 +34,6 @@ MEASURED = {
 }
 #: quick settings of each suite's own options
 OPTIONS = {"counterbias": QUICK, "mmbias": "{n_permutations: 200, n_bootstrap: 50}"}
-
-
 PAIRS = [(suite, model) for suite, models in MEASURED.items() for model in models]
 
 
@@ -54,7 +55,7 @@ BIASWORLD_EXPERIMENTS = sorted(
 )
 
 
-def run_experiment_args(experiment: Path, tmp_path: Path) -> list[str]:
+def _experiment_args(experiment: Path, tmp_path: Path) -> list[str]:
     """``vlbias fit`` (``predict`` for pruning) of ``experiment`` for two training steps and one validation step, on
     the small BiasWorld of :func:`tests.test_configs.small_args`."""
     subcommand = "predict" if experiment.stem.startswith("prune") else "fit"
@@ -67,7 +68,7 @@ def run_experiment_args(experiment: Path, tmp_path: Path) -> list[str]:
 
 @pytest.mark.parametrize("experiment", BIASWORLD_EXPERIMENTS, ids=lambda p: p.stem)
 def test_every_biasworld_experiment_fits_on_the_gpu_in_bf16(experiment, tmp_path):
-    main([*run_experiment_args(experiment, tmp_path), "--config", str(GPU_BF16)])
+    main([*_experiment_args(experiment, tmp_path), "--config", str(GPU_BF16)])
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
