@@ -120,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
+    gpu = device.type == "cuda"
     config = yaml.safe_load(CONFIG.read_text())
     options = _model_options(config["model"]["init_args"], args.size, args.tokenizer)
     batch_size = args.batch_size or config["data"]["init_args"]["batch_size"]
@@ -149,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
         for module, optimizer, times, attacked, peak in runs.values():
             module.step = step
             attacked.append(0.0)
-            if device.type == "cuda":
+            if gpu:
                 torch.cuda.synchronize(device)
                 torch.cuda.reset_peak_memory_stats(device)
             start = time.perf_counter()
@@ -158,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            if device.type == "cuda":
+            if gpu:
                 torch.cuda.synchronize(device)
                 peak[0] = max(peak[0], torch.cuda.max_memory_allocated(device))
             if step >= 2:
@@ -174,13 +175,12 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
         }
         for label, (_, _, times, attacked, peak) in runs.items()
     ]
-    where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, torch threads {args.threads}"
+    where = torch.cuda.get_device_name(device) if gpu else f"CPU, torch threads {args.threads}"
     print(
         f"{where}, {args.size} ALBEF ({image_size} x {image_size} images), {args.precision}, batch {batch_size}, "
         f"{args.steps} timed steps per method cycling through {args.epoch_batches} batches "
         f"(the config: {steps_per_epoch} an epoch)\n"
     )
-    gpu = device.type == "cuda"
     print(
         "| method [image policy] | mean step ms | x vanilla | images attacked |"
         + (" peak GPU GiB |\n|---|---:|---:|---:|---:|" if gpu else "\n|---|---:|---:|---:|")

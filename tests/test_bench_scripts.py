@@ -92,3 +92,8 @@ def test_bench_fairvlp_cycles_batches_so_cached_attacks_as_often_as_in_training(
     assert attacked["fairvlp [every_step(k=1)]"] == 1.0
     assert attacked["vanilla"] == attacked["fairvlp_l"] == 0.0
     assert "| fairvlp_v [cached(k=128, 8 here)] |" in capsys.readouterr().out  # the config's policy
+
+
+def test_bench_fairvlp_base_size_names_a_tokenizer_directory_without_a_vocabulary(load_script, tmp_path, capsys):
+    with pytest.raises(SystemExit, match=r"--tokenizer: no WordPiece tokenizer directory \(with a vocab.txt\) at "):
+        load_script("bench_fairvlp").main(["--size", "base", "--tokenizer", str(tmp_path)])

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.modules.test_fairvlp import _batch as fairvlp_batch
+from tests.modules.test_fairvlp import _module as fairvlp_module
 from tests.test_configs import small_args
 from vlbias.cli import main
-from vlbias.data.biasworld import BiasWorld
-from vlbias.modules.fairvlp import METHODS, FairVLP, uses_images
+from vlbias.modules.fairvlp import METHODS, uses_images
 from vlbias.results import read_results
 
 pytestmark = [
@@ -23,7 +24,6 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU_BF16 = ROOT / "configs" / "trainer" / "gpu_bf16.yaml"
-QUICK = "{n_permutations: 200, n_bootstrap: 50, attack: {steps: 1}}"
 #: suite -> the models it is measured with (one per model family the suite reads)
 MEASURED = {
     "counterbias": ["albef", "vilt", "flava"],
@@ -33,7 +33,10 @@ MEASURED = {
     "retrieval_bias": ["clip"],
 }
 #: quick settings of each suite's own options
-OPTIONS = {"counterbias": QUICK, "mmbias": "{n_permutations: 200, n_bootstrap: 50}"}
+OPTIONS = {
+    "counterbias": "{n_permutations: 200, n_bootstrap: 50, attack: {steps: 1}}",
+    "mmbias": "{n_permutations: 200, n_bootstrap: 50}",
+}
 PAIRS = [(suite, model) for suite, models in MEASURED.items() for model in models]
 
 
@@ -73,16 +76,10 @@ def test_every_biasworld_experiment_fits_on_the_gpu_in_bf16(experiment, tmp_path
 
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_every_fairvlp_method_steps_on_the_gpu_under_bf16_autocast(method):
-    module = FairVLP(
-        method=method, groups=["man", "woman"], key_words=["repairing", "driving", "coding", "cooking", "cleaning",
-        "sewing"], tiny_sizes={"image_size": 32, "patch_size": 8}, content_label_key="activity",
-        group_label_key="group", attack={"steps": 2}, image_counterfactuals="every_step", itc_weight=1.0,
-    ).cuda()  # fmt: skip
+    module = fairvlp_module(method, image_counterfactuals="every_step", itc_weight=1.0).cuda()
     logged: dict[str, float] = {}
     module.log = lambda name, value, **_: logged.__setitem__(name, float(value))
-    dataset = BiasWorld(bias_strength=0.9, n_train=8, eval_per_combination=1, image_size=32).dataset("train")
-    batch = torch.utils.data.default_collate([dataset[i] for i in range(8)])
-    batch = {key: value.cuda() if isinstance(value, torch.Tensor) else value for key, value in batch.items()}
+    batch = {key: value.cuda() if isinstance(value, torch.Tensor) else value for key, value in fairvlp_batch(8).items()}
     with torch.autocast("cuda", dtype=torch.bfloat16):
         loss = module.training_step(batch, 0)
     loss.backward()
