@@ -28,8 +28,7 @@ the *test* split itself (the split the table judges on), over all D coordinates 
 1-swap local search (:func:`best_on_test`), with no regard to accuracy. It is not a method (it sees the test
 images), and it is a local optimum, not a proven global one (C(64, 6) = 7.5e7 sets): on small random problems where
 every set can be tried (ad hoc, 2026-11-26: D = 12, N = 3, 20 vectors per set, the 54 of 60 seeds where greedy could
-remove 3), it found the
-best set in 49 and was at most 1.6 points of cut short of it.
+remove 3), it found the best set in 49 and was at most 1.6 points of cut short of it.
 """
 
 from __future__ import annotations
