@@ -26,10 +26,12 @@ def test_shares_of_the_numerator_by_hand(prune_table):
     assert shares["rotated"] > 0
 
 
-def test_best_on_test_is_no_worse_than_greedy_and_no_swap_improves_it(prune_table):
-    """Greedy removal then swaps, on random sets in D = 9 with N = 2: no swap of a removed coordinate for a kept one
-    lowers |d| further (checked over all 14 swaps), and the result is never worse than greedy's own choice. It is a
-    local optimum, not a global one (the module docstring)."""
+def test_best_on_test_finds_the_best_pair_of_a_small_space(prune_table):
+    """Local search from greedy's choice and 10 random starts, on random sets in D = 9 with N = 2: its pair lowers |d|
+    as much as the best of all 36 pairs (exhaustive search), never less than greedy's, and at least one start (the
+    count it returns) reached it."""
+    import itertools
+
     from vlbias.mitigation import effect_size_without
     from vlbias.mitigation.pruning import BiasTest, select_dimensions
 
@@ -41,10 +43,10 @@ def test_best_on_test_is_no_worse_than_greedy_and_no_swap_improves_it(prune_tabl
         def bias(removed: list[int], e: dict = e) -> float:
             return abs(float(effect_size_without(e["x"], e["y"], e["a"], e["b"], torch.tensor(removed))))
 
-        found = prune_table.best_on_test(e, 2)
+        found, reached = prune_table.best_on_test(e, 2, restarts=10, seed=seed)
         test = BiasTest("t", e["x"], e["y"], e["a"], e["b"])
         greedy = select_dimensions([test], torch.zeros(9), 2, strategy="greedy", theta=1.0).removed
-        swaps = [[kept if d == out else d for d in found] for out in found for kept in set(range(9)) - set(found)]
-        assert len(set(found)) == 2 and len(swaps) == 14
+        best = min(bias(list(pair)) for pair in itertools.combinations(range(9), 2))
+        assert len(set(found)) == 2 and 1 <= reached <= 11
+        assert bias(found) == pytest.approx(best, rel=1e-12)
         assert bias(found) <= bias(greedy) * (1 + 1e-12)
-        assert all(bias(found) <= bias(swapped) * (1 + 1e-12) for swapped in swaps)
