@@ -189,8 +189,7 @@ def run_seed(
     best, reached = best_on_test(test, n, options.restarts, seed)
     d_after, accuracy_after = judged(test, best)
     rows.append({"seed": seed, "method": "best_on_test", "n": n, "d_before": d_before, "d_after": d_after,
-                 "acc_before": accuracy_before, "acc_after": accuracy_after})  # fmt: skip
-    rows[-1]["reached"] = reached
+                 "acc_before": accuracy_before, "acc_after": accuracy_after, "reached": reached})  # fmt: skip
     if with_projection:
         d_after, accuracy_after = projected(test)
         rows.append({"seed": seed, "method": "projection", "n": 0, "d_before": d_before, "d_after": d_after,

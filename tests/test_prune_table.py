@@ -1,7 +1,13 @@
-"""scripts/prune_table.py's diagnostic: the share of the effect size's numerator held by N coordinates."""
+"""scripts/prune_table.py's diagnostics: the share of the effect size's numerator held by N coordinates, and the
+best_on_test reference's search."""
+
+import itertools
 
 import pytest
 import torch
+
+from vlbias.mitigation import effect_size_without
+from vlbias.mitigation.pruning import BiasTest, select_dimensions
 
 
 @pytest.fixture(scope="module")
@@ -30,11 +36,6 @@ def test_best_on_test_finds_the_best_pair_of_a_small_space(prune_table):
     """Local search from greedy's choice and 10 random starts, on random sets in D = 9 with N = 2: its pair lowers |d|
     as much as the best of all 36 pairs (exhaustive search), never less than greedy's, and at least one start (the
     count it returns) reached it."""
-    import itertools
-
-    from vlbias.mitigation import effect_size_without
-    from vlbias.mitigation.pruning import BiasTest, select_dimensions
-
     for seed in range(4):
         g = torch.Generator().manual_seed(seed)
         e = {"name": "t", **{key: torch.randn(10, 9, generator=g, dtype=torch.float64) for key in "xyab"}}
