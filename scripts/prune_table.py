@@ -135,7 +135,8 @@ def _swapped_to_a_local_optimum(x: Tensor, y: Tensor, a: Tensor, b: Tensor, remo
             psi = leave_one_out_effect_sizes(*(m[:, kept] for m in (x, y, a, b))).abs()
             swaps.append((float(psi.min()), position, int(kept[psi.argmin()])))
         value, position, added = min(swaps)
-        if value >= best * (1 - 1e-12):
+        # putting back the coordinate just taken out is no swap: its |d| is the current one, computed another way
+        if value >= best * (1 - 1e-12) or added == removed[position]:
             return best, removed
         removed, best = removed[:position] + removed[position + 1 :] + [added], value
 
