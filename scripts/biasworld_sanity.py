@@ -5,7 +5,7 @@ and print the MMBias cross-modal effect size measured on BiasWorld's balanced te
     python scripts/biasworld_sanity.py --strengths 0 0.9 --seeds 0
 
 Each run is ``vlbias fit --config configs/experiment/quickstart.yaml`` with
-``--data.init_args.bias_strength`` and ``--seed_everything`` overridden (no logger, no
+``--data.init_args.bias_strength`` and ``--seed`` overridden (no logger, no
 checkpoints); the effect size is then measured on the test split, the same measure the
 quickstart's BiasSuiteCallback logs after every epoch (so the last epoch's number there equals
 this table's row for the same strength and seed).

@@ -4,12 +4,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from lightning.pytorch import LightningDataModule, LightningModule
-from lightning.pytorch.cli import LightningCLI
 
 from tests.data.corpus import write_karpathy_corpus
 from vlbias.callbacks import BiasSuiteCallback
-from vlbias.cli import measure_parser
+from vlbias.commands.measure import parser as measure_parser
+from vlbias.lightning_cli import VlbiasCLI, make_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "configs" / "experiment" / "quickstart.yaml"
@@ -17,16 +16,9 @@ SMALL = ["--data.init_args.n_train", "8", "--data.init_args.eval_per_combination
 CAPTION_DATA = "vlbias.data.CaptionDataModule"
 
 
-def instantiate(*configs: Path, extra: tuple[str, ...] = (), small: tuple[str, ...] = tuple(SMALL)) -> LightningCLI:
+def instantiate(*configs: Path, extra: tuple[str, ...] = (), small: tuple[str, ...] = tuple(SMALL)) -> VlbiasCLI:
     args = [arg for config in configs for arg in ("--config", str(config))]
-    return LightningCLI(
-        LightningModule,
-        LightningDataModule,
-        subclass_mode_model=True,
-        subclass_mode_data=True,
-        args=[*args, *small, *extra],
-        run=False,
-    )
+    return make_cli([*args, *small, *extra], run=False)
 
 
 def small_args(configs: tuple[Path, ...], tmp_path: Path) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ CounterBias attacks of 3 PGD steps, and with ``tiny`` a tiny text model for enti
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Callable
@@ -45,12 +46,12 @@ from vlbias.data.mmbias import PHRASES_FILE
 from vlbias.data.vl_bias import ANNOTATIONS
 from vlbias.data.vlstereoset import CSV_NAME
 from vlbias.errors import CapabilityError, ConfigError, InputError, VlbiasError
-from vlbias.measure import refuse_empty, seed_everything
-from vlbias.models import Capability, load
+from vlbias.loaded_model import check_model_choice, load_model, refuse_empty, run_config, seed_everything
+from vlbias.models import Capability
 from vlbias.models.base import ModelAdapter
-from vlbias.models.inference import autocast_name
 from vlbias.report import build_report
 from vlbias.results import ensure_writable, write_results
+from vlbias.run_options import AuditOptions
 from vlbias.suites.base import Suite
 from vlbias.suites.registry import list_suites, suite_class
 from vlbias.suites.run import build_suite, run_suite
@@ -146,67 +147,42 @@ def _one_line(err: BaseException) -> str:
     return line if isinstance(err, VlbiasError) else f"{type(err).__name__}: {line}"
 
 
-def audit(
-    model: str,
-    out: str | Path,
-    *,
-    checkpoint: str | None = None,
-    tiny: bool = False,
-    model_options: dict | None = None,
-    data_root: str | Path | None = None,
-    suites: list[str] | None = None,
-    full: bool = False,
-    suite_options: dict | None = None,
-    seed: int = 0,
-    device: str | None = None,
-    biasworld: dict | None = None,
-    threads: int | None = None,
-) -> Path:
-    """Audit ``model`` (module docstring); write ``<out>/results/``, ``<out>/audit.json`` and ``<out>/report``;
-    return the path of ``audit.json``. ``suites`` limits the suites (default all registered)."""
-    suites = list_suites() if suites is None else list(suites)
+def audit(options: AuditOptions) -> Path:
+    """Audit ``options.model`` (module docstring); write ``<out>/results/``, ``<out>/audit.json`` and
+    ``<out>/report``; return the path of ``audit.json``. ``options.suites`` limits the suites (default all
+    registered)."""
+    suites = list_suites() if options.suites is None else list(options.suites)
     unknown = sorted(set(suites) - set(list_suites()))
     if unknown:
         raise ConfigError(f"Expected `suites` from {', '.join(list_suites())} but got unknown {unknown}.")
-    suite_options = dict(suite_options or {})
+    suite_options = dict(options.suite_options)
     strange = sorted(set(suite_options) - set(list_suites()))
     if strange or not all(isinstance(value, dict) for value in suite_options.values()):
         raise ConfigError(
             f"Expected `suite_options` as {{suite: {{option: value}}}} with suites from {', '.join(list_suites())} "
             f"but got {suite_options!r}."
         )
-    root = None if data_root is None else Path(data_root)
+    root = None if options.data_root is None else Path(options.data_root)
     if root is not None and not root.is_dir():
         raise ConfigError(f"Data root {str(root)!r} is not a directory; expected a folder of public data sets.")
-    out = ensure_writable(out)
-    world = BiasWorld(**(biasworld or {}))
-    with torch_threads(threads) as threads:
-        seed_everything(seed)
-        adapter = load(model, checkpoint=checkpoint, tiny=tiny, device=device, options=model_options)
-        config = {
-            "audit": True,
-            "model": model,
-            "checkpoint": checkpoint,
-            "tiny": tiny,
-            "model_options": model_options or {},
-            "device": str(adapter.device),
-            "autocast": autocast_name(adapter.device),
-            "biasworld": biasworld or {},
-            "threads": threads,
-            "full": full,
-        }
+    check_model_choice(options)
+    out = ensure_writable(options.out)
+    world = BiasWorld(**dataclasses.asdict(options.biasworld))
+    with torch_threads(options.threads) as threads:
+        adapter = load_model(options)
+        config = {**run_config(options, adapter, threads), "audit": True, "full": options.full}
         entries = []
         for suite in suites:
-            options = {**({} if full else QUICK_OPTIONS.get(suite, {})), **suite_options.get(suite, {})}
-            entries += _audit_suite(suite, adapter, options, root, world, out, seed, config)
+            chosen = {**({} if options.full else QUICK_OPTIONS.get(suite, {})), **suite_options.get(suite, {})}
+            entries += _audit_suite(suite, adapter, chosen, root, world, out, options.seed, config)
     path = out / "audit.json"
     summary = {
-        "model": model,
-        "checkpoint": checkpoint,
-        "tiny": tiny,
+        "model": options.model,
+        "checkpoint": options.checkpoint,
+        "tiny": options.tiny,
         "data_root": None if root is None else str(root),
-        "full": full,
-        "seed": seed,
+        "full": options.full,
+        "seed": options.seed,
         "vlbias_version": vlbias.__version__,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "entries": [asdict(entry) for entry in entries],
@@ -271,9 +247,9 @@ def _measure_one(
     try:
         built = build_suite(suite, data, options, tiny=config["tiny"])
         seed_everything(seed)
-        run_config = {**config, "suite": suite, "data": where, "suite_options": options}
+        measured_config = {**config, "suite": suite, "data": where, "suite_options": options}
         results, items = run_suite(
-            built, adapter, model=config["model"], checkpoint=config["checkpoint"], seed=seed, config=run_config
+            built, adapter, model=config["model"], checkpoint=config["checkpoint"], seed=seed, config=measured_config
         )
         refuse_empty(results, where)
         path = write_results(out / "results" / f"{suite}-{dataset}", results, items)

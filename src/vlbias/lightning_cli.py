@@ -1,25 +1,82 @@
-"""The LightningCLI behind ``vlbias fit|validate|test|predict``: Lightning's, plus the continuation of a W&B run.
+"""The LightningCLI behind ``vlbias fit|validate|test|predict``, built in one place (:func:`make_cli`) for the
+console script, the Slurm resolver and the tests.
 
-When the trainer logs with :class:`vlbias.loggers.WandbLogger`, every checkpoint carries the W&B run id
-(:class:`~vlbias.loggers.KeepWandbRunId` is added to the callbacks), and ``vlbias fit --ckpt_path CKPT`` gives
-the id stored in ``CKPT`` to that logger unless the config names an ``id``: a killed fit restarted from its
-checkpoint continues the same W&B run, a new fit starts a new one.
+Lightning's, with what a ``vlbias`` command promises:
+
+* **one seed name**: ``seed`` (Lightning's ``seed_everything``, renamed; a config still using the old key is
+  refused with a line naming the new one), seeded quietly — nothing is printed before an error;
+* **one line for bad input**: an unknown, misspelt or renamed key (with the closest names), a missing config
+  file, a value of the wrong type, a class Lightning or a module refuses with a plain reason — each one
+  :class:`~vlbias.errors.ConfigError` line (:mod:`vlbias.commands.argument_errors`); long options are never
+  abbreviated (``--trainer.max_epoch`` is an error, not ``max_epochs``);
+* **W&B runs that continue**: when the trainer logs with :class:`vlbias.loggers.WandbLogger`, every checkpoint
+  carries the W&B run id (:class:`~vlbias.loggers.KeepWandbRunId` is added to the callbacks), and
+  ``vlbias fit --ckpt_path CKPT`` gives the id stored in ``CKPT`` to that logger unless the config names an
+  ``id``: a killed fit restarted from its checkpoint continues the same W&B run, a new fit starts a new one.
 """
 
 from __future__ import annotations
 
+import logging
+import warnings
+from argparse import ArgumentError
 from pathlib import Path
 from typing import Any
 
-from lightning.pytorch.cli import LightningCLI
+from lightning.fabric.utilities.seed import seed_everything
+from lightning.pytorch import LightningDataModule, LightningModule
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
+from vlbias.commands.argument_errors import one_line
+from vlbias.errors import ConfigError
 from vlbias.loggers import KeepWandbRunId, WandbLogger, run_id_in_checkpoint
+from vlbias.options import Seed
 
 WANDB_LOGGER = f"{WandbLogger.__module__}.{WandbLogger.__qualname__}"
+SUBCOMMANDS = ("fit", "validate", "test", "predict")
+_STRICT = {"exit_on_error": False, "allow_abbrev": False}
 
 
 class VlbiasCLI(LightningCLI):
-    """:class:`~lightning.pytorch.cli.LightningCLI` that continues the W&B run of the checkpoint a fit resumes."""
+    """:class:`~lightning.pytorch.cli.LightningCLI` with one seed name, one-line errors, and the W&B run of the
+    checkpoint a fit resumes (module docstring)."""
+
+    def add_default_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.add_argument(
+            "--seed",
+            type=bool | Seed,
+            default=self.seed_everything_default,
+            help="Seed of everything random (Lightning's seed_everything): an integer, or true to draw one; the "
+            "seed used is saved in the run's config.yaml.",
+        )
+
+    def parse_arguments(self, parser: LightningArgumentParser, args: Any) -> None:
+        try:
+            super().parse_arguments(parser, args)
+        except ArgumentError as err:
+            raise ConfigError(one_line(self._refusing_parser(parser, args), err)) from None
+
+    def _refusing_parser(self, parser: LightningArgumentParser, args: Any) -> LightningArgumentParser:
+        """The subcommand's parser (whose options an error names), else ``parser``."""
+        parsers = getattr(self, "_subcommand_parsers", {})
+        return next((parsers[arg] for arg in args or [] if arg in parsers), parser)
+
+    def _parse_ckpt_path(self) -> None:
+        """Lightning reads a checkpoint's hyperparameters into the config before anything is built: first check that
+        the file is a readable checkpoint of the module the config asks for (:func:`check_checkpoint`)."""
+        subcommand = self.config.get("subcommand")
+        path = self.config[subcommand].get("ckpt_path") if subcommand else None
+        if path and Path(path).is_file():
+            check_checkpoint(Path(path), self.config[subcommand].get("model.class_path"))
+        super()._parse_ckpt_path()
+
+    def _set_seed(self) -> None:
+        config = self.config[self.subcommand] if self.subcommand else self.config
+        seed = config.get("seed")
+        if seed is False:
+            return
+        config["seed"] = seed_everything(None if seed is True else seed, workers=True, verbose=False)
 
     def before_instantiate_classes(self) -> None:
         if self.subcommand != "fit":
@@ -37,10 +94,66 @@ class VlbiasCLI(LightningCLI):
                 if not (init_args.get("id") or init_args.get("version")):
                     init_args["id"] = run_id
 
+    def instantiate_classes(self) -> None:
+        try:
+            super().instantiate_classes()
+        except MisconfigurationException as err:  # Lightning's own refusal of a setting, in plain words
+            raise ConfigError(" ".join(str(err).split())) from None
+
     def after_instantiate_classes(self) -> None:
         trainer = getattr(self, "trainer", None)
         if trainer is not None and any(isinstance(logger, WandbLogger) for logger in trainer.loggers):
             trainer.callbacks.append(KeepWandbRunId())
+
+
+def check_checkpoint(path: Path, module: str | None) -> None:
+    """Refuse ``path`` unless it is a whole, readable Lightning checkpoint of ``module`` (a class path; ``None``:
+    any): random bytes, a truncated file, or the checkpoint of another module would otherwise reach the user as a
+    traceback from ``torch.load`` or, worse, train the checkpoint's module in place of the one asked for."""
+    import torch
+
+    try:
+        checkpoint = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as err:  # torch raises UnpicklingError, RuntimeError, EOFError, ... for what is not a checkpoint
+        reason = " ".join(str(err).split())[:200]
+        raise ConfigError(
+            f"Checkpoint {str(path)!r} cannot be read ({type(err).__name__}: {reason}): it is not a Lightning "
+            "checkpoint, or it is truncated; give the .ckpt file a fit wrote (its checkpoints/ folder)."
+        ) from None
+    if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
+        raise ConfigError(f"Checkpoint {str(path)!r} holds no state_dict: it is not a Lightning checkpoint.")
+    saved = (checkpoint.get("hyper_parameters") or {}).get("_class_path")
+    if module is not None and saved is not None and saved != module:
+        raise ConfigError(
+            f"Checkpoint {str(path)!r} is of {saved}, but the config asks for {module}: give the config the checkpoint "
+            f"was trained with (its run folder's config.yaml), or a checkpoint of {module}."
+        )
+
+
+def make_cli(args: list[str], run: bool = True, cli_class: type[VlbiasCLI] = VlbiasCLI) -> VlbiasCLI:
+    """``cli_class`` on ``args`` (a subcommand first when ``run``): any LightningModule and LightningDataModule by
+    ``class_path``, the config saved beside the run (overwritten on a resumed run), and without the messages
+    Lightning prints on every run that say nothing about it (the warning that ``args`` and ``sys.argv`` are both
+    given — vlbias passes its own argv on purpose — and the tips to install litlogger and litmodels)."""
+    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
+        logging.getLogger(name).addFilter(_drop_lightning_tips)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"LightningCLI's args parameter is intended to run from within")
+        return cli_class(
+            LightningModule,
+            LightningDataModule,
+            subclass_mode_model=True,
+            subclass_mode_data=True,
+            args=args,
+            run=run,
+            save_config_kwargs={"overwrite": True},
+            parser_kwargs={**_STRICT, **{name: dict(_STRICT) for name in SUBCOMMANDS}},
+        )
+
+
+def _drop_lightning_tips(record: logging.LogRecord) -> bool:
+    """A logging filter: drop Lightning's "💡 Tip: try installing litlogger/litmodels" lines."""
+    return not record.getMessage().startswith("💡 Tip:")
 
 
 def _logger_entries(logger: Any) -> list[Any]:

@@ -7,7 +7,7 @@ chooses the dimensions and writes the run directory (:mod:`vlbias.mitigation.out
 
 Data (``data``):
 
-* ``"biasworld"``: the images of one split (default ``test``, the balanced one), the cross-modal test the
+* ``"biasworld"``: the images of one split (default ``val``: measure the pruned model on ``test``), the cross-modal test the
   ``mmbias`` suite builds (:func:`~vlbias.suites.mmbias.biasworld_tests`: men vs women against the man- and
   woman-stereotyped activity phrases), the activities as zero-shot classes (their neutral-subject phrases
   as prompts) and the groups as the protected attribute;
@@ -22,6 +22,7 @@ Data (``data``):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import warnings
 from collections.abc import Iterator
@@ -33,10 +34,12 @@ from torch.utils.data import DataLoader, Dataset
 
 from vlbias.data.biasworld import ACTIVITIES, GROUPS, BiasWorld, activity_phrases
 from vlbias.data.mmbias import TABLE2_PAIRS, read_mmbias
-from vlbias.errors import ConfigError, InputError
-from vlbias.measure import seed_everything
+from vlbias.errors import InputError
+from vlbias.loaded_model import seed_everything
+from vlbias.models.registry import check_model_options
 from vlbias.modules.pruning import EmbeddingPruning
 from vlbias.results import ensure_writable
+from vlbias.run_options import PruneOptions
 from vlbias.suites.mmbias import biasworld_tests, mmbias_tests
 
 
@@ -99,69 +102,45 @@ def mmbias_data(path: str | Path) -> PruneData:
     return PruneData(items, specs, groups, [data.group_phrases[g] for g in groups], "group", "group", "image", config)
 
 
-def prune(
-    model: str,
-    data: str | Path,
-    out: str | Path,
-    *,
-    checkpoint: str | None = None,
-    tiny: bool = False,
-    model_options: dict | None = None,
-    n_dims: int | None = None,
-    fraction: float | None = None,
-    strategy: str = "ranked",
-    theta: float | None = None,
-    theta_quantile: float | None = None,
-    objective: str = "mean_abs",
-    seed: int = 0,
-    max_dims: int | None = None,
-    step: int = 1,
-    split: str | None = None,
-    batch_size: int = 64,
-    accelerator: str = "cpu",
-    devices: int = 1,
-    biasworld: dict | None = None,
-) -> dict:
-    """Prune ``model`` on ``data`` (``"biasworld"`` or an MMBias directory) and write ``out``; returns
-    :attr:`EmbeddingPruning.outcome` (``summary``, the content of ``prune.json``, and the ``tradeoff`` rows)."""
-    out = ensure_writable(out)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ConfigError(f"Expected `batch_size` to be a positive integer but got {batch_size!r}")
-    if str(data) == "biasworld":
-        prepared = biasworld_data(BiasWorld(**(biasworld or {})), split or "test")
-    elif split is not None:
-        raise ConfigError(f"`split` ({split!r}) is BiasWorld's; MMBias data {str(data)!r} has no splits")
+def prune(options: PruneOptions) -> dict:
+    """Prune ``options.model`` on ``options.data`` (``"biasworld"`` or an MMBias directory) and write
+    ``options.out``; returns :attr:`EmbeddingPruning.outcome` (``summary``, the content of ``prune.json``, and the
+    ``tradeoff`` rows)."""
+    check_model_options(options.model, options.model_options, options.tiny)
+    out = ensure_writable(options.out)
+    if options.data == "biasworld":
+        prepared = biasworld_data(BiasWorld(**dataclasses.asdict(options.biasworld)), options.split or "val")
     else:
-        prepared = mmbias_data(data)
-    seed_everything(seed)
+        prepared = mmbias_data(options.data)
+    seed_everything(options.seed)
     module = EmbeddingPruning(
-        model,
+        options.model,
         prepared.tests,
         prepared.group_names,
         prepared.class_prompts,
-        n_dims=n_dims,
-        fraction=fraction,
-        strategy=strategy,
-        theta=theta,
-        theta_quantile=theta_quantile,
-        objective=objective,
-        max_dims=max_dims,
-        step=step,
-        checkpoint=checkpoint,
-        tiny=tiny,
-        model_options=model_options,
-        seed=seed,
+        n_dims=options.n_dims,
+        fraction=options.fraction,
+        strategy=options.strategy,
+        theta=options.theta,
+        theta_quantile=options.theta_quantile,
+        objective=options.objective,
+        max_dims=options.max_dims,
+        step=options.step,
+        checkpoint=options.checkpoint,
+        tiny=options.tiny,
+        model_options=options.model_options,
+        seed=options.seed,
         label_key=prepared.label_key,
         group_key=prepared.group_key,
         image_key=prepared.image_key,
         out=str(out),
         data_config=prepared.config,
     )
-    loader = DataLoader(prepared.dataset, batch_size=batch_size)
+    loader = DataLoader(prepared.dataset, batch_size=options.batch_size)
     with _quiet_lightning():
         trainer = Trainer(
-            accelerator=accelerator,
-            devices=devices,
+            accelerator=options.accelerator,
+            devices=options.devices,
             logger=False,
             enable_progress_bar=False,
             enable_model_summary=False,

@@ -10,7 +10,9 @@ This module imports nothing.
 from __future__ import annotations
 
 #: old dotted key -> the new key (or what to write instead), one line per renamed key.
-RENAMED: dict[str, str] = {}
+RENAMED: dict[str, str] = {
+    "seed_everything": "seed",
+}
 
 
 def renamed_hint(key: str) -> str | None:

@@ -26,7 +26,7 @@ def fit_on_biasworld(
             args=[
                 "--trainer.default_root_dir", str(run_dir),
                 "--config", str(config),
-                "--seed_everything", str(seed),
+                "--seed", str(seed),
                 "--model.init_args.seed", str(seed),
                 "--data.init_args.seed", str(seed),
                 "--data.init_args.bias_strength", str(bias_strength),

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vlbias import measure as measure_module
+from vlbias import loaded_model as measure_module
 from vlbias.errors import ConfigError, InputError
 from vlbias.models import registry as model_registry
 from vlbias.options import Seed, check_options
@@ -259,7 +259,9 @@ def test_a_run_that_measured_nothing_exits_2_and_writes_nothing(tmp_path, run_cl
         suite="weat", model="bert", checkpoint=None, config={}, seed=0, n_items=0, metrics={},
         skipped=[{"item": "t1", "reason": "no word known"}, {"item": "t2", "reason": "no word known"}],
     )  # fmt: skip
-    monkeypatch.setattr(measure_module, "run_suite", lambda *args, **kwargs: (empty, []))
+    import vlbias.measure
+
+    monkeypatch.setattr(vlbias.measure, "run_suite", lambda *args, **kwargs: (empty, []))
     argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--out", str(tmp_path / "out")]
     code, out, err = run_cli([*argv, "--biasworld.eval_per_combination", "1"])
     assert code == 2 and "Suite 'weat' measured nothing" in err and "2x no word known" in err, err

@@ -49,8 +49,8 @@ def test_job_options_are_checked_and_one_process_commands_get_one_task():
         JobSpec(nodes=0)
     with pytest.raises(ConfigError, match="to start with '#SBATCH '"):
         JobSpec(extra_sbatch=["--constraint=a100"])
-    with pytest.raises(ConfigError, match=r"Unknown job option\(s\) \['partiton'\] in cluster.yaml"):
-        JobSpec.from_mapping({"partiton": "gpu"}, "cluster.yaml")
+    with pytest.raises(ConfigError, match=r"`signal_seconds` \(120\) to be less than the time limit '2' \(120 s\)"):
+        JobSpec(time="2", signal_seconds=120)
     with pytest.raises(ConfigError, match="runs one process, but the job asks for --ntasks_per_node 2"):
         single_process_job(JobSpec(ntasks_per_node=2), "measure")
     assert single_process_job(JobSpec(), "prune").ntasks_per_node == 1

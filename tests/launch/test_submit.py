@@ -117,7 +117,7 @@ def test_a_sweep_writes_one_resolved_config_per_task(run_cli, tmp_path, monkeypa
     seen = []
     for index in range(4):
         config = yaml.safe_load((tmp_path / "sweep" / f"task-{index:03d}" / "config.yaml").read_text())
-        seen.append((config["trainer"]["max_steps"], config["seed_everything"]))
+        seen.append((config["trainer"]["max_steps"], config["seed"]))
     assert seen == [(2, 0), (2, 1), (3, 0), (3, 1)]
 
 
@@ -126,3 +126,22 @@ def test_a_bad_grid_and_a_bad_job_option_are_one_line_errors(run_cli, tmp_path, 
     assert code == 2 and "--grid KEY=V1,V2" in err and "'trainer.max_steps'" in err
     code, _, err = run_cli(["slurm", "submit", "--config", str(BORING), "--time", "soon", "--dry_run"])
     assert code == 2 and "`time`" in err and "'soon'" in err
+
+
+def test_a_job_config_with_a_misspelt_key_and_a_misspelt_flag_get_the_closest_names(run_cli, tmp_path, no_sbatch):
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("partiton: gpu\n")
+    code, out, err = run_cli(["slurm", "submit", "--job_config", str(cluster), "--config", str(BORING), "--dry_run"])
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "did you mean `partition`?" in err, err
+    code, out, err = run_cli(
+        ["slurm", "sweep", "--config", str(BORING), "--grid", "data.init_args.n_trian=4", "--dry_run"]
+    )
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert "`data.init_args.n_trian`" in err and "did you mean `n_train`?" in err, err
+
+
+def test_every_job_option_has_its_help_text(run_cli):
+    code, out, _ = run_cli(["slurm", "submit", "--help"])
+    assert code == 0
+    assert "Memory per node (--mem), e.g. 64G." in " ".join(out.split())
+    assert "--dry_run" in out and "--grid" not in out

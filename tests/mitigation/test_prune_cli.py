@@ -35,8 +35,18 @@ def pruned_run(tmp_path_factory):
     from vlbias.cli import main
 
     out = tmp_path_factory.mktemp("prune")
-    main([*BASE, "--fraction", "0.1", "--theta_quantile", "0.9", "--seed", "3", "--out", str(out)])
+    main([*BASE, "--split", "test", "--fraction", "0.1", "--theta_quantile", "0.9", "--seed", "3", "--out", str(out)])
     return out
+
+
+def test_by_default_dimensions_are_chosen_on_val_with_the_docs_settings(tmp_path, run_cli):
+    """No --split, --n_dims/--fraction or Θ: 10 % of D chosen below the 0.9 MI quantile on val, so that measuring
+    the pruned model on test (as the docs' recipe does) judges it on images it was not chosen on."""
+    code, out, err = run_cli([*BASE, "--out", str(tmp_path)])
+    assert code == 0, err
+    summary = json.loads((tmp_path / "prune.json").read_text())
+    assert summary["data"]["split"] == "val"
+    assert (summary["n_remove"], summary["theta_quantile"]) == (6, 0.9)
 
 
 def test_writes_every_output_with_the_chosen_n_marked(pruned_run):
@@ -96,11 +106,11 @@ def test_clip_export_loads_without_vlbias_and_equals_the_pruned_checkpoint(prune
 @pytest.mark.parametrize(
     ("options", "fragments"),
     [
-        (["--fraction", "0.1", "--theta", "-1"], ["Θ = -1 leaves no candidate dimension"]),
+        (["--fraction", "0.1", "--theta", "0"], ["Θ = 0 leaves no candidate dimension"]),
         (["--n_dims", "60", "--theta", "10"], ["Expected N = 60", "candidates"]),
-        (["--n_dims", "3", "--fraction", "0.1", "--theta", "1"], ["exactly one of `n_dims`", "n_dims=3"]),
-        (["--fraction", "0.1", "--strategy", "clip_clip", "--theta", "1"], ["'clip_clip' takes no Θ", "theta=1.0"]),
-        (["--fraction", "0.1", "--strategy", "best", "--theta", "1"], ["`strategy`", "'best'"]),
+        (["--n_dims", "3", "--fraction", "0.1", "--theta", "1"], ["Give one of `n_dims` (N) and `fraction`"]),
+        (["--fraction", "0.1", "--strategy", "clip_clip", "--theta", "1"], ["'clip_clip' takes no Θ", "`theta`"]),
+        (["--fraction", "0.1", "--strategy", "best", "--theta", "1"], ["`--strategy` to be one of", "got best"]),
     ],
     ids=["theta_no_candidate", "n_over_candidates", "n_and_fraction", "clip_clip_theta", "strategy"],
 )

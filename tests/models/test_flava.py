@@ -8,7 +8,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import FlavaForPreTraining
 
-from vlbias.cli import measure_parser
+from vlbias.commands.measure import parser as measure_parser
 from vlbias.errors import InputError
 from vlbias.models import Capability, load
 from vlbias.models.flava import FLAVAAdapter

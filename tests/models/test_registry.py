@@ -7,7 +7,7 @@ import pytest
 import torch
 import yaml
 
-from vlbias.cli import measure_parser
+from vlbias.commands.measure import parser as measure_parser
 from vlbias.errors import CapabilityError, ConfigError
 from vlbias.models import Capability, describe_models, list_models, load, models_with
 from vlbias.models.registry import adapter_class

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from vlbias.cli import measure_parser
+from vlbias.commands.measure import parser as measure_parser
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.models import Capability, load
 from vlbias.models.base import at_positions

@@ -14,7 +14,8 @@ from torch import Tensor, nn
 from transformers import AutoTokenizer
 
 import vlbias.suites.entity_association as suite_module
-from vlbias.cli import main, measure_parser
+from vlbias.cli import main
+from vlbias.commands.measure import parser as measure_parser
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.entity_association import EntityImages, parse_spec, read_images, read_spec, shipped_spec_path
 from vlbias.data.images import load_image

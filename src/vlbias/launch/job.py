@@ -119,7 +119,7 @@ def run(run_dir: Path, command: str, env: Mapping[str, str]) -> int:
     """Run one attempt of this task's job; return the exit status (see the module's docstring)."""
     from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-    from vlbias.cli import main
+    from vlbias.commands import run as run_command
 
     here = task_dir(run_dir, env)
     key = job_key(env)
@@ -137,7 +137,7 @@ def run(run_dir: Path, command: str, env: Mapping[str, str]) -> int:
     outcome, status, error = "finished", 0, None
     sigterm = _SigtermNotice()
     try:
-        main([command, "--config", str(job_dir / "config.yaml")])
+        run_command(command, ["--config", str(job_dir / "config.yaml")])
     except SIGTERMException:
         outcome, status = "stopped", SIGTERM_EXIT
     except SystemExit as exit_:

@@ -9,11 +9,13 @@ fails after it waited in the queue; :func:`job_for_trainer` refuses it before ``
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from vlbias.errors import ConfigError
 
+#: The commands a Slurm job can run (vlbias.launch.resolve resolves each one's options before submitting).
+Runnable = Literal["fit", "validate", "test", "predict", "measure", "prune", "audit"]
 GPU_ACCELERATORS = ("gpu", "cuda")
 GPU_ONLY_STRATEGIES = ("deepspeed",)  # prefixes of strategy names that need CUDA
 _TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$")  # minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]]
@@ -24,21 +26,23 @@ class JobSpec:
     """The ``#SBATCH`` options of a job (``None``: left to the cluster's default, or taken from the trainer).
 
     Args:
-        nodes: ``--nodes``; default ``trainer.num_nodes``.
-        ntasks_per_node: ``--ntasks-per-node``; default the trainer's device count (one process per device).
-        gpus_per_node: ``--gpus-per-node``; default the device count for a GPU accelerator, else 0 (none).
-        cpus_per_task: ``--cpus-per-task``.
-        mem: ``--mem`` per node, e.g. ``64G``.
-        time: ``--time``, e.g. ``04:00:00`` or ``1-00:00:00``.
-        partition: ``--partition``.
-        account: ``--account``.
-        job_name: ``--job-name``; default the last config file's name.
-        signal_seconds: the requeue signal is sent this long before the time limit (``--signal=USR1@N``).
-        max_parallel: at most this many array tasks at once (``--array=0-N%max_parallel``).
-        extra_sbatch: further ``#SBATCH`` lines, written as given (e.g. ``"#SBATCH --constraint=a100"``).
-        setup: shell lines run before ``srun`` (``module load ...``, ``source venv/bin/activate``): the
-            user's own shell code, written as given.
-        python: the Python that runs ``vlbias`` on the nodes; default the one running ``vlbias slurm``.
+        nodes: Nodes (sbatch --nodes); default the trainer's num_nodes.
+        ntasks_per_node: Tasks per node (--ntasks-per-node); default the trainer's device count (one process per
+            device).
+        gpus_per_node: GPUs per node (--gpus-per-node); default the device count for a GPU accelerator, else 0.
+        cpus_per_task: CPUs per task (--cpus-per-task).
+        mem: Memory per node (--mem), e.g. 64G.
+        time: Time limit (--time), e.g. 04:00:00 or 1-00:00:00.
+        partition: Partition (--partition).
+        account: Account charged (--account).
+        job_name: Job name (--job-name); default the first config file's name.
+        signal_seconds: Seconds before the time limit at which the requeue signal is sent (--signal=USR1@N); less
+            than the time limit.
+        max_parallel: At most this many array tasks at once (--array=0-N%max_parallel).
+        extra_sbatch: Further '#SBATCH ...' lines, written as given (e.g. '#SBATCH --constraint=a100').
+        setup: Shell lines run before srun (module load ..., source venv/bin/activate): your own shell code,
+            written as given.
+        python: The Python that runs vlbias on the nodes; default the one running vlbias slurm.
     """
 
     nodes: int | None = None
@@ -69,20 +73,35 @@ class JobSpec:
             raise ConfigError(
                 f"Expected job option `time` in a Slurm time format (MM, HH:MM:SS, D-HH:MM:SS) but got {self.time!r}"
             )
+        if self.time is not None and self.signal_seconds >= time_limit_seconds(self.time):
+            raise ConfigError(
+                f"Expected job option `signal_seconds` ({self.signal_seconds}) to be less than the time limit "
+                f"{self.time!r} ({time_limit_seconds(self.time)} s): the requeue signal would come before the job starts"
+            )
         for index, line in enumerate(self.extra_sbatch):
             if not line.startswith("#SBATCH "):
                 raise ConfigError(f"Expected `extra_sbatch[{index}]` to start with '#SBATCH ' but got {line!r}")
             if "\n" in line:
                 raise ConfigError(f"Expected `extra_sbatch[{index}]` to be one line but got {line!r}")
 
-    @classmethod
-    def from_mapping(cls, values: dict[str, Any], origin: str) -> JobSpec:
-        """A spec from a mapping (a job YAML file, ``origin`` in errors); unknown keys are refused."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"Unknown job option(s) {unknown} in {origin}; expected among {sorted(known)}")
-        return cls(**values)
+
+def time_limit_seconds(time: str) -> int:
+    """A Slurm time limit in seconds: ``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``.
+
+    Example:
+        >>> time_limit_seconds("90"), time_limit_seconds("1:30"), time_limit_seconds("1-02:00")
+        (5400, 90, 93600)
+    """
+    days, _, clock = time.rpartition("-")
+    parts = [int(part) for part in clock.split(":")]
+    if days:  # D-HH[:MM[:SS]]
+        hours, minutes, seconds = (parts + [0, 0])[:3]
+        return ((int(days) * 24 + hours) * 60 + minutes) * 60 + seconds
+    if len(parts) == 1:  # MM
+        return parts[0] * 60
+    if len(parts) == 2:  # MM:SS
+        return parts[0] * 60 + parts[1]
+    return (parts[0] * 60 + parts[1]) * 60 + parts[2]
 
 
 def device_count(trainer: dict[str, Any], gpus_per_node: int | None) -> int:

@@ -2,27 +2,28 @@
 its loggers continue across requeues.
 
 Lightning commands are parsed by a LightningCLI that stops before it instantiates any class (no model is
-built, no weights are read); ``measure``, ``prune`` and ``audit`` by their own parsers. The result is the mapping
-LightningCLI itself would save as ``config.yaml``: every default filled in, ``seed_everything: true``
-replaced by the drawn seed.
+built, no weights are read); ``measure``, ``prune`` and ``audit`` by their own parsers, and their options object is
+made (so its cross-field rules run too). The result is the mapping LightningCLI itself would save as
+``config.yaml``: every default filled in, ``seed: true`` replaced by the drawn seed.
 """
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable, Sequence
-from typing import Any
+import importlib
+from collections.abc import Sequence
+from typing import Any, get_args
 
 import yaml
-from jsonargparse import ArgumentParser
-from lightning.pytorch import LightningDataModule, LightningModule
-from lightning.pytorch.cli import LightningCLI
 
+from vlbias.commands.parsing import instantiated, parse_namespace
 from vlbias.errors import ConfigError
+from vlbias.launch.job_spec import Runnable
+from vlbias.lightning_cli import SUBCOMMANDS as LIGHTNING_COMMANDS
+from vlbias.lightning_cli import VlbiasCLI, make_cli
+from vlbias.run_options import AuditOptions, MeasureOptions, PruneOptions
 
-LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
-ONE_PROCESS_COMMANDS = ("measure", "prune", "audit")
-COMMANDS = LIGHTNING_COMMANDS + ONE_PROCESS_COMMANDS
+ONE_PROCESS_OPTIONS = {"measure": MeasureOptions, "prune": PruneOptions, "audit": AuditOptions}
+COMMANDS = get_args(Runnable)  # LIGHTNING_COMMANDS and ONE_PROCESS_OPTIONS
 
 # Lightning's loggers -> the ones that continue after a requeue (vlbias.loggers); TensorBoard appends already.
 CONTINUING_LOGGERS = {
@@ -45,7 +46,7 @@ class _Resolved(Exception):
         self.config = config
 
 
-class _ResolveOnlyCLI(LightningCLI):
+class _ResolveOnlyCLI(VlbiasCLI):
     """A LightningCLI that parses and stops: its resolved config leaves as a :class:`_Resolved`."""
 
     def before_instantiate_classes(self) -> None:
@@ -55,32 +56,19 @@ class _ResolveOnlyCLI(LightningCLI):
 
 def resolve_config(command: str, argv: Sequence[str]) -> dict[str, Any]:
     """The resolved configuration of ``vlbias <command> <argv>`` (``--config`` files and ``--key value``
-    overrides). Bad options end like the command itself would (jsonargparse's error, exit status 2)."""
+    overrides). Bad options are refused as the command itself refuses them (one :class:`ConfigError` line)."""
     if command in LIGHTNING_COMMANDS:
         try:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", "LightningCLI's args parameter")  # vlbias slurm's own argv
-                _ResolveOnlyCLI(
-                    LightningModule,
-                    LightningDataModule,
-                    subclass_mode_model=True,
-                    subclass_mode_data=True,
-                    args=[command, *argv],
-                    save_config_kwargs={"overwrite": True},
-                )
+            make_cli([command, *argv], cli_class=_ResolveOnlyCLI)
         except _Resolved as resolved:
             return resolved.config
         raise AssertionError("LightningCLI returned without resolving")  # before_instantiate_classes always raises
-    if command in ONE_PROCESS_COMMANDS:
-        parser = _one_process_parser(command)()
-        return yaml.safe_load(parser.dump(parser.parse_args(list(argv)), skip_none=False))
+    if command in ONE_PROCESS_OPTIONS:
+        parser = importlib.import_module(f"vlbias.commands.{command}").parser()
+        namespace = parse_namespace(parser, argv)
+        ONE_PROCESS_OPTIONS[command](**instantiated(parser, namespace))  # the options' own cross-field checks
+        return yaml.safe_load(parser.dump(namespace, skip_none=False))
     raise ConfigError(f"Expected a command among {list(COMMANDS)} but got {command!r}")
-
-
-def _one_process_parser(command: str) -> Callable[[], ArgumentParser]:
-    from vlbias.cli import audit_parser, measure_parser, prune_parser
-
-    return {"measure": measure_parser, "prune": prune_parser, "audit": audit_parser}[command]
 
 
 def with_continuing_loggers(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

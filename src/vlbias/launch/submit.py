@@ -128,7 +128,7 @@ def sweep(
 ) -> Submission:
     """One job array over every combination of the ``grid`` values and ``seeds``; task ``i`` runs in
     ``task-NNN`` with its own resolved config. Each task is checked against ``job`` before anything runs."""
-    seed_key = "seed_everything" if command in LIGHTNING_COMMANDS else "seed"
+    seed_key = "seed"  # every command's one seed name
     keys = list(grid) + ([seed_key] if seeds else [])
     combos = list(itertools.product(*grid.values(), *([[str(s) for s in seeds]] if seeds else [])))
     if not combos or not keys:

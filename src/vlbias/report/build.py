@@ -34,19 +34,22 @@ class Report:
 def build_report(
     inputs: Sequence[str | Path],
     out: str | Path,
-    accuracy: Sequence[str] | None = None,
-    bias: Sequence[str] | None = None,
+    accuracy: str | list[str] | None = None,
+    bias: str | list[str] | None = None,
 ) -> Report:
     """Write the report of ``inputs`` (run directories, directories of runs, or results files) into ``out``.
 
     Args:
         inputs: where to look; see :mod:`vlbias.report.sources`.
         out: output directory (created).
-        accuracy: the accuracy columns to plot bias against (e.g. ``val/activity_accuracy``,
-            ``zero_shot_accuracy``); default every column whose name holds ``accuracy``, except ``train/...``.
-        bias: the bias columns of those plots; default every ``bias/...`` metric of the epoch tables and every
+        accuracy: the accuracy column(s) to plot bias against (e.g. ``val/activity_accuracy``, or a list
+            ``[val/activity_accuracy, zero_shot_accuracy]``); default every column whose name holds ``accuracy``,
+            except ``train/...``.
+        bias: the bias column(s) of those plots; default every ``bias/...`` metric of the epoch tables and every
             ``.../effect_size`` of pruning trade-off tables.
     """
+    accuracy = [accuracy] if isinstance(accuracy, str) else accuracy
+    bias = [bias] if isinstance(bias, str) else bias
     sources = read_sources(list(inputs))
     out = ensure_writable(out)
     figures: dict[str, bytes] = {}

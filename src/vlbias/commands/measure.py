@@ -1,0 +1,52 @@
+"""``vlbias measure``: run one bias suite on one model (:func:`vlbias.measure.measure`)."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+
+from jsonargparse import ArgumentParser
+
+from vlbias.commands.parsing import options_parser, parse_options
+from vlbias.run_options import MeasureOptions
+
+
+def parser() -> ArgumentParser:
+    """The options of :class:`~vlbias.run_options.MeasureOptions`, with every suite's options in the epilog."""
+    return options_parser(MeasureOptions, "vlbias measure", epilog=_suites_help())
+
+
+def _suites_help() -> str:
+    """Every suite and its options (:mod:`vlbias.suites.options`)."""
+    from vlbias.suites.options import SUITE_OPTIONS, options_help
+
+    lines = ["suites and their --suite_options (e.g. --suite_options '{n_permutations: 2000, confidence: 0.9}'):"]
+    for suite, declaration in SUITE_OPTIONS.items():
+        lines.append(f"  {suite}: {declaration.__doc__.splitlines()[0].replace('``', '')}")
+        for name, text in options_help(declaration):
+            lines.append(textwrap.fill(text, 116, initial_indent=f"    {name:<22} ", subsequent_indent=" " * 27))
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str]) -> None:
+    options = parse_options(MeasureOptions, parser(), argv)  # --help answers here, before torch is imported
+    from vlbias.measure import measure
+    from vlbias.results import read_results
+
+    path = measure(options)
+    results = read_results(path)
+    for metric, value in results.metrics.items():
+        extra = ""
+        if metric in results.intervals:
+            low, high = results.intervals[metric]
+            extra += f" [{number(low)}, {number(high)}]"
+        if metric in results.p_values:
+            extra += f" p={number(results.p_values[metric], '.4f')}"
+        print(f"{results.suite}/{metric} = {number(value)}{extra}")
+    print(f"{results.n_items} items measured, {len(results.skipped)} skipped (reasons in {path.name})")
+    print(f"wrote {path}")
+
+
+def number(value: float | None, spec: str = "+.3f") -> str:
+    """A result number for the console; ``None`` (a non-finite value in the JSON) prints as nan."""
+    return "nan" if value is None else format(value, spec)

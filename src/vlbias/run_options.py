@@ -1,0 +1,174 @@
+"""What the one-process commands take — ``vlbias measure``, ``vlbias audit`` and ``vlbias prune`` — each option
+declared once, here, with its type, default and help (the ``Args:`` lines below are the ``--help`` text).
+
+The commands' parsers are built from these dataclasses (:mod:`vlbias.commands.parsing`), the Python API takes them
+(:func:`vlbias.measure.measure`, :func:`vlbias.audit.audit`, :func:`vlbias.prune.prune`), and ``vlbias slurm``
+resolves them the same way. Options shared by several commands live in one base class (:class:`ModelChoice`,
+:class:`DeviceChoice`). Type and range checks are the types' own (``jsonargparse.typing``); rules across fields run
+in ``__post_init__``, so every check happens before any data or model is loaded. This module imports no torch.
+
+Example:
+    >>> PruneOptions(model="clip", out="runs/pruned").fraction  # neither N nor a fraction given: 10 % of D
+    0.1
+    >>> PruneOptions(model="clip", out="runs/pruned", n_dims=8, fraction=0.2)
+    Traceback (most recent call last):
+    vlbias.errors.ConfigError: Give one of `n_dims` (N) and `fraction` (N as a share of D), not both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, OpenUnitInterval, PositiveInt
+
+from vlbias.errors import ConfigError
+from vlbias.options import Seed
+from vlbias.suites.options import BiasWorldOptions
+
+#: MMBias Algorithm 1's dimension choice (vlbias.mitigation.pruning.STRATEGIES).
+PruneStrategy = Literal["ranked", "greedy", "clip_clip"]
+#: What the pruning minimises over the tests (vlbias.mitigation.pruning.OBJECTIVES).
+PruneObjective = Literal["mean_abs", "max_abs"]
+Split = Literal["train", "val", "test"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelChoice:
+    """The model a command loads, and the run's seed.
+
+    Args:
+        model: Model adapter name (`vlbias models` lists them).
+        checkpoint: Hub id or local path of the weights (default: the adapter's own, or none with --tiny).
+        model_options: The adapter's own loading options, e.g. '{region_features: feats.tsv}'; checked against its
+            from_pretrained (or tiny) keyword arguments.
+        tiny: Use a tiny random model instead of weights (and tiny models for every model a suite loads).
+        seed: Seed of everything random: a tiny model's weights, BiasWorld's draw, attacks, permutations and
+            bootstrap resamples (each derived from it); recorded in the results.
+        biasworld: BiasWorld, the synthetic world read when the data is 'biasworld'.
+    """
+
+    model: str
+    checkpoint: str | None = None
+    model_options: dict = field(default_factory=dict)
+    tiny: bool = False
+    seed: Seed = 0
+    biasworld: BiasWorldOptions = field(default_factory=BiasWorldOptions)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceChoice:
+    """Where a one-process measurement runs.
+
+    Args:
+        device: Torch device (cpu, cuda:<i>, mps; checked before loading); default CUDA if present, else CPU.
+        threads: Torch threads; default OMP_NUM_THREADS if set, else the usable CPUs over the processes on the node.
+    """
+
+    device: str | None = None
+    threads: PositiveInt | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeasureOptions(DeviceChoice, ModelChoice):
+    """Run one bias suite on one model; write <out>/<suite>.json and <out>/<suite>.items.parquet.
+
+    Args:
+        suite: Suite name (listed below with its options).
+        data: Data directory or file in the suite's public format, or 'biasworld' for the synthetic world.
+        out: Output directory.
+        suite_options: The suite's options (listed below per suite), e.g. '{statistics: {n_permutations: 2000}}'.
+    """
+
+    suite: str
+    data: str = "biasworld"
+    out: str
+    suite_options: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditOptions(DeviceChoice, ModelChoice):
+    """Run every suite the model's capabilities allow on every data set under --data_root and on BiasWorld; write
+    <out>/results/<suite>-<dataset>/, <out>/audit.json (what ran, what did not and why) and <out>/report. Quick
+    settings (1,000 permutations, 200 bootstrap resamples) unless --full.
+
+    Args:
+        out: Output directory.
+        data_root: Folder of public data sets to look in.
+        suites: Only these suites (default all).
+        full: The suites' own (the papers') statistics settings instead of the quick ones.
+        suite_options: Per-suite options, e.g. '{mmbias: {statistics: {n_permutations: 500}}}'.
+    """
+
+    out: str
+    data_root: str | None = None
+    suites: list[str] | None = None
+    full: bool = False
+    suite_options: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PruningChoice:
+    """How MMBias Algorithm 1 (Sec. 6) chooses the embedding dimensions to remove: ``vlbias prune`` and
+    :class:`~vlbias.modules.pruning.EmbeddingPruning` take these. With neither N nor a fraction, 10 % of D; with
+    neither Θ nor its quantile, the 0.9 quantile of the mutual information (the settings of the docs' tables).
+
+    Args:
+        n_dims: N, the dimensions to remove (or --fraction; default a fraction of 0.1).
+        fraction: N as a share of the embedding dimension D (default 0.1 when --n_dims is not given).
+        strategy: How the N dimensions are chosen: ranked (Algorithm 1), greedy, or clip_clip (no Θ).
+        theta: Θ: the candidates have mutual information below it (or --theta_quantile; default quantile 0.9).
+        theta_quantile: Θ as a quantile of the mutual information (default 0.9 when --theta is not given).
+        objective: What the choice minimises over the tests: mean_abs or max_abs of the effect sizes.
+        max_dims: The trade-off curve's last N (default 25 % of D).
+        step: The trade-off curve's step in N.
+    """
+
+    n_dims: PositiveInt | None = None
+    fraction: OpenUnitInterval | None = None
+    strategy: PruneStrategy = "ranked"
+    theta: NonNegativeFloat | None = None
+    theta_quantile: ClosedUnitInterval | None = None
+    objective: PruneObjective = "mean_abs"
+    max_dims: PositiveInt | None = None
+    step: PositiveInt = 1
+
+    def __post_init__(self) -> None:
+        if self.n_dims is not None and self.fraction is not None:
+            raise ConfigError("Give one of `n_dims` (N) and `fraction` (N as a share of D), not both.")
+        if self.theta is not None and self.theta_quantile is not None:
+            raise ConfigError("Give one of `theta` (Θ) and `theta_quantile` (Θ as a quantile of the MI), not both.")
+        if self.strategy == "clip_clip" and (self.theta is not None or self.theta_quantile is not None):
+            raise ConfigError("Strategy 'clip_clip' takes no Θ: remove `theta` / `theta_quantile`.")
+        if self.n_dims is None and self.fraction is None:
+            object.__setattr__(self, "fraction", 0.1)
+        if self.theta is None and self.theta_quantile is None and self.strategy != "clip_clip":
+            object.__setattr__(self, "theta_quantile", 0.9)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PruneOptions(PruningChoice, ModelChoice):
+    """MI-guided embedding-dimension pruning (MMBias Sec. 6, Algorithm 1) of one EMBED model; writes <out>/model (a
+    'pruned' checkpoint), <out>/clip (CLIP only), prune.json, tradeoff.csv and tradeoff.png.
+
+    Args:
+        data: MMBias data directory, or 'biasworld'.
+        out: Output directory.
+        split: BiasWorld split the dimensions are chosen on (default val); measure the pruned model on another one
+            (test). MMBias data has no splits.
+        batch_size: Images per predict batch.
+        accelerator: Lightning accelerator (cpu, gpu, auto).
+        devices: Lightning devices.
+    """
+
+    data: str = "biasworld"
+    out: str
+    split: Split | None = None
+    batch_size: PositiveInt = 64
+    accelerator: str = "cpu"
+    devices: PositiveInt = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.split is not None and self.data != "biasworld":
+            raise ConfigError(f"`split` ({self.split!r}) is BiasWorld's; MMBias data {self.data!r} has no splits.")

@@ -1,0 +1,86 @@
+"""``vlbias fit|validate|test|predict`` answer bad input as ``vlbias measure`` does: one ``vlbias: error:`` line,
+exit status 2, nothing printed before it (no usage block, no "Seed set to 0"), the closest names of a misspelt
+key, the new name of a renamed one, and no abbreviated long options."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from vlbias.errors import ConfigError
+from vlbias.lightning_cli import check_checkpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "configs" / "experiment" / "quickstart.yaml"
+
+
+def fit(*argv: str) -> tuple[int, str, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "vlbias.cli", "fit", "--config", str(QUICKSTART), *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def assert_only_the_error(result: tuple[int, str, str], *fragments: str) -> None:
+    code, out, err = result
+    assert code == 2, err
+    assert out == "" and err.count("\n") == 1 and err.startswith("vlbias: error: "), err
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragments"),
+    [
+        (["--trainer.max_epoch", "1"], ["Unknown option `--trainer.max_epoch`", "did you mean `--trainer.max_epochs`"]),
+        (["--trainr.max_epochs", "1"], ["Unknown option `--trainr.max_epochs`"]),
+        (
+            ["--data.init_args.bias_strenght", "0.3"],
+            ["`data.init_args.bias_strenght` of vlbias.data.BiasWorldDataModule", "did you mean `bias_strength`"],
+        ),
+        (["--data.init_args.n_train", "many"], ["`data.init_args.n_train`", "but got many"]),
+        (["--trainer.max_epochs", "-3"], ["`max_epochs` must be a non-negative integer"]),
+        (["--seed_everything", "3"], ["`--seed_everything` was renamed: write `seed` instead"]),
+    ],
+    ids=["abbreviation", "misspelt_section", "misspelt_init_arg", "wrong_type", "lightning_refusal", "renamed"],
+)
+def test_a_bad_flag_is_one_line(argv, fragments):
+    assert_only_the_error(fit(*argv), *fragments)
+
+
+def test_a_missing_config_file_names_the_closest_file():
+    assert_only_the_error(fit("--config", str(QUICKSTART.with_suffix(".yml"))), "does not exist", "quickstart.yaml")
+
+
+def test_a_config_file_with_an_old_or_misspelt_key_is_one_line(tmp_path):
+    old = tmp_path / "old.yaml"
+    old.write_text("seed_everything: 3\n")
+    assert_only_the_error(fit("--config", str(old)), "`seed_everything` was renamed: write `seed` instead")
+    misspelt = tmp_path / "misspelt.yaml"
+    misspelt.write_text("trainer:\n  max_epoks: 3\n")
+    assert_only_the_error(fit("--config", str(misspelt)), "Unknown key `trainer.max_epoks`", "`trainer.max_epochs`")
+
+
+def test_a_checkpoint_that_is_not_one_is_refused_before_lightning_reads_it(tmp_path):
+    noise = tmp_path / "noise.ckpt"
+    noise.write_bytes(bytes(range(256)) * 8)
+    assert_only_the_error(fit("--ckpt_path", str(noise)), "noise.ckpt' cannot be read", "not a Lightning checkpoint")
+    torch.save({"state_dict": {"w": torch.zeros(3)}, "hyper_parameters": {"a": 1}}, tmp_path / "whole.ckpt")
+    truncated = tmp_path / "truncated.ckpt"
+    truncated.write_bytes((tmp_path / "whole.ckpt").read_bytes()[:200])
+    assert_only_the_error(fit("--ckpt_path", str(truncated)), "truncated.ckpt' cannot be read", "truncated")
+
+
+def test_the_checkpoint_of_another_module_is_refused_by_name(tmp_path):
+    other = tmp_path / "mlm.ckpt"
+    hyper = {"_class_path": "vlbias.modules.MaskedLMPretraining"}
+    torch.save({"state_dict": {}, "hyper_parameters": hyper}, other)
+    with pytest.raises(ConfigError, match="is of vlbias.modules.MaskedLMPretraining, but the config asks for"):
+        check_checkpoint(other, "vlbias.modules.ContrastivePretraining")
+    check_checkpoint(other, "vlbias.modules.MaskedLMPretraining")  # its own module: accepted
+    assert_only_the_error(fit("--ckpt_path", str(other)), "mlm.ckpt' is of vlbias.modules.MaskedLMPretraining")
