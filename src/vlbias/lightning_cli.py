@@ -9,6 +9,8 @@ Lightning's, with what a ``vlbias`` command promises:
   file, a value of the wrong type, a class Lightning or a module refuses with a plain reason — each one
   :class:`~vlbias.errors.ConfigError` line (:mod:`vlbias.commands.argument_errors`); long options are never
   abbreviated (``--trainer.max_epoch`` is an error, not ``max_epochs``);
+* **a fit that says where it writes**, at its start and end, and one line per epoch when its output is not a
+  terminal (:class:`~vlbias.callbacks.progress.RunProgress`);
 * **W&B runs that continue**: when the trainer logs with :class:`vlbias.loggers.WandbLogger`, every checkpoint
   carries the W&B run id (:class:`~vlbias.loggers.KeepWandbRunId` is added to the callbacks), and
   ``vlbias fit --ckpt_path CKPT`` gives the id stored in ``CKPT`` to that logger unless the config names an
@@ -25,9 +27,10 @@ from typing import Any
 
 from lightning.fabric.utilities.seed import seed_everything
 from lightning.pytorch import LightningDataModule, LightningModule
-from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
+from vlbias.callbacks.progress import RunProgress
 from vlbias.commands.argument_errors import one_line
 from vlbias.errors import ConfigError
 from vlbias.loggers import KeepWandbRunId, WandbLogger, run_id_in_checkpoint
@@ -98,12 +101,16 @@ class VlbiasCLI(LightningCLI):
         try:
             super().instantiate_classes()
         except MisconfigurationException as err:  # Lightning's own refusal of a setting, in plain words
-            raise ConfigError(" ".join(str(err).split())) from None
+            raise ConfigError(" ".join(str(err).split()) + _way_out(str(err))) from None
 
     def after_instantiate_classes(self) -> None:
         trainer = getattr(self, "trainer", None)
-        if trainer is not None and any(isinstance(logger, WandbLogger) for logger in trainer.loggers):
+        if trainer is None:
+            return
+        if any(isinstance(logger, WandbLogger) for logger in trainer.loggers):
             trainer.callbacks.append(KeepWandbRunId())
+        if self.subcommand == "fit":
+            trainer.callbacks.append(RunProgress())
 
 
 def check_checkpoint(path: Path, module: str | None) -> None:
@@ -130,9 +137,11 @@ def check_checkpoint(path: Path, module: str | None) -> None:
         )
 
 
-def make_cli(args: list[str], run: bool = True, cli_class: type[VlbiasCLI] = VlbiasCLI) -> VlbiasCLI:
+def make_cli(
+    args: list[str], run: bool = True, cli_class: type[VlbiasCLI] = VlbiasCLI, save_config: bool = True
+) -> VlbiasCLI:
     """``cli_class`` on ``args`` (a subcommand first when ``run``): any LightningModule and LightningDataModule by
-    ``class_path``, the config saved beside the run (overwritten on a resumed run), and without the messages
+    ``class_path``, the config saved beside the run when ``save_config`` (overwritten on a resumed run), without the messages
     Lightning prints on every run that say nothing about it (the warning that ``args`` and ``sys.argv`` are both
     given — vlbias passes its own argv on purpose — and the tips to install litlogger and litmodels)."""
     for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
@@ -146,9 +155,22 @@ def make_cli(args: list[str], run: bool = True, cli_class: type[VlbiasCLI] = Vlb
             subclass_mode_data=True,
             args=args,
             run=run,
+            save_config_callback=SaveConfigCallback if save_config else None,
             save_config_kwargs={"overwrite": True},
             parser_kwargs={**_STRICT, **{name: dict(_STRICT) for name in SUBCOMMANDS}},
         )
+
+
+def _way_out(message: str) -> str:
+    """What to do about a refusal whose cause is plain: a GPU setting on a machine without one."""
+    import torch
+
+    if not torch.cuda.is_available() and any(word in message.lower() for word in ("gpu", "cuda", "nccl")):
+        return (
+            " This machine has no GPU: add --config configs/trainer/cpu.yaml after the experiment config (or "
+            "--trainer.accelerator cpu --trainer.devices 1 --trainer.strategy auto --trainer.precision 32-true)."
+        )
+    return ""
 
 
 def _drop_lightning_tips(record: logging.LogRecord) -> bool:

@@ -5,41 +5,39 @@ from __future__ import annotations
 
 import json
 import statistics
-import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import yaml
-from lightning.pytorch.cli import LightningCLI
+
+from vlbias.lightning_cli import VlbiasCLI, make_cli
 
 
 def fit_on_biasworld(
     config: str | Path, bias_strength: float, seed: int, run_dir: str | Path, extra_args: Sequence[str] = ()
-) -> LightningCLI:
+) -> VlbiasCLI:
     """Fit the experiment ``config`` with BiasWorld's ``bias_strength`` and every seed set to
     ``seed``, with no logger, callbacks, checkpoints or progress bar; the trained model is exported
     under ``run_dir``. Returns the CLI (its ``model``, ``datamodule`` and ``trainer``)."""
-    with warnings.catch_warnings():  # the calling script's own command line is not meant for LightningCLI
-        warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
-        cli = LightningCLI(
-            args=[
-                "--trainer.default_root_dir", str(run_dir),
-                "--config", str(config),
-                "--seed", str(seed),
-                "--model.init_args.seed", str(seed),
-                "--data.init_args.seed", str(seed),
-                "--data.init_args.bias_strength", str(bias_strength),
-                "--trainer.logger", "false",
-                "--trainer.callbacks", "[]",
-                "--trainer.enable_checkpointing", "false",
-                "--trainer.enable_progress_bar", "false",
-                "--trainer.enable_model_summary", "false",
-                *extra_args,
-            ],
-            run=False,
-            save_config_callback=None,
-        )  # fmt: skip
+    cli = make_cli(
+        [
+            "--trainer.default_root_dir", str(run_dir),
+            "--config", str(config),
+            "--seed", str(seed),
+            "--model.init_args.seed", str(seed),
+            "--data.init_args.seed", str(seed),
+            "--data.init_args.bias_strength", str(bias_strength),
+            "--trainer.logger", "false",
+            "--trainer.callbacks", "[]",
+            "--trainer.enable_checkpointing", "false",
+            "--trainer.enable_progress_bar", "false",
+            "--trainer.enable_model_summary", "false",
+            *extra_args,
+        ],
+        run=False,
+        save_config=False,
+    )  # fmt: skip
     cli.trainer.fit(cli.model, cli.datamodule)
     cli.model.adapter.eval()
     return cli

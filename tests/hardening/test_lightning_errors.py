@@ -84,3 +84,8 @@ def test_the_checkpoint_of_another_module_is_refused_by_name(tmp_path):
         check_checkpoint(other, "vlbias.modules.ContrastivePretraining")
     check_checkpoint(other, "vlbias.modules.MaskedLMPretraining")  # its own module: accepted
     assert_only_the_error(fit("--ckpt_path", str(other)), "mlm.ckpt' is of vlbias.modules.MaskedLMPretraining")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU config runs where there is a GPU")
+def test_a_gpu_config_on_a_machine_without_one_says_how_to_run_on_the_cpu():
+    assert_only_the_error(fit("--trainer.accelerator", "gpu"), "configs/trainer/cpu.yaml")

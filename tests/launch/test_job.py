@@ -85,3 +85,21 @@ def test_an_audit_runs_as_a_job_with_its_outputs_in_the_job_directory(tmp_path):
     assert (job_dir / "report" / "index.html").is_file()
     events = [json.loads(line) for line in (job_dir / "attempts.jsonl").read_text().splitlines()]
     assert [(e["event"], e.get("outcome")) for e in events] == [("start", None), ("end", "finished")]
+
+
+def test_status_reads_a_cut_last_record_and_refuses_a_broken_submission_by_name(tmp_path, run_cli):
+    from vlbias.launch.status import run_status
+
+    (tmp_path / "submission.json").write_text(json.dumps({"job_id": "7", "tasks": None}))
+    job_dir = tmp_path / "job-7"
+    job_dir.mkdir()
+    start = {"event": "start", "job": "7", "restart": 0, "resume_from": None}
+    (job_dir / "attempts.jsonl").write_text(json.dumps(start) + '\n{"event": "end", "outc')  # killed mid-write
+    (status,) = run_status(tmp_path)
+    assert (status.attempts, status.outcome) == (1, "running")
+    (job_dir / "attempts.jsonl").write_text('{"event": "st\n' + json.dumps(start) + "\n")
+    code, out, err = run_cli(["slurm", "status", str(tmp_path)])
+    assert code == 2 and out == "" and "attempts.jsonl line 1 is not a JSON record" in err, err
+    (tmp_path / "submission.json").write_text('{"job_id": "7", "ta')
+    code, out, err = run_cli(["slurm", "status", str(tmp_path)])
+    assert code == 2 and out == "" and "submission.json is not a submission record" in err, err

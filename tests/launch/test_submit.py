@@ -133,11 +133,9 @@ def test_a_job_config_with_a_misspelt_key_and_a_misspelt_flag_get_the_closest_na
     cluster.write_text("partiton: gpu\n")
     code, out, err = run_cli(["slurm", "submit", "--job_config", str(cluster), "--config", str(BORING), "--dry_run"])
     assert (code, out) == (2, "") and err.count("\n") == 1 and "did you mean `partition`?" in err, err
-    code, out, err = run_cli(
-        ["slurm", "sweep", "--config", str(BORING), "--grid", "data.init_args.n_trian=4", "--dry_run"]
-    )
+    code, out, err = run_cli(["slurm", "sweep", "--config", str(BORING), "--grid", "trainer.max_step=4", "--dry_run"])
     assert (code, out) == (2, "") and err.count("\n") == 1, err
-    assert "`data.init_args.n_trian`" in err and "did you mean `n_train`?" in err, err
+    assert "`--trainer.max_step`" in err and "did you mean `--trainer.max_steps`" in err, err
 
 
 def test_every_job_option_has_its_help_text(run_cli):
@@ -145,3 +143,18 @@ def test_every_job_option_has_its_help_text(run_cli):
     assert code == 0
     assert "Memory per node (--mem), e.g. 64G." in " ".join(out.split())
     assert "--dry_run" in out and "--grid" not in out
+
+
+def test_a_sweep_dry_run_lists_each_array_index_with_its_grid_point(run_cli, tmp_path, no_sbatch):
+    code, out, err = run_cli(
+        ["slurm", "sweep", "--config", str(BORING), "--grid", "trainer.max_steps=2,3", "--seeds", "0", "1",
+         "--dry_run"]
+    )  # fmt: skip
+    assert code == 0, err
+    listed = [line for line in out.splitlines() if line.startswith("task-")]
+    assert listed == [
+        "task-000: trainer.max_steps=2 seed=0",
+        "task-001: trainer.max_steps=2 seed=1",
+        "task-002: trainer.max_steps=3 seed=0",
+        "task-003: trainer.max_steps=3 seed=1",
+    ]

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from lightning.pytorch import LightningDataModule, LightningModule
-from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch import LightningModule
 
+from vlbias.lightning_cli import make_cli
 from vlbias.modules import ContrastivePretraining, MaskedLMPretraining
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,15 +19,8 @@ def configured_module(tmp_path: Path, experiment: str, init_args: dict) -> Light
     """The model of ``configs/experiment/<experiment>.yaml`` with ``init_args`` stacked on it by a YAML file."""
     delta = tmp_path / "delta.yaml"
     delta.write_text(yaml.safe_dump({"model": {"init_args": init_args}}))
-    cli = LightningCLI(
-        LightningModule,
-        LightningDataModule,
-        subclass_mode_model=True,
-        subclass_mode_data=True,
-        args=["--config", str(ROOT / "configs" / "experiment" / f"{experiment}.yaml"), "--config", str(delta), *SMALL],
-        run=False,
-    )
-    return cli.model
+    experiment_config = ROOT / "configs" / "experiment" / f"{experiment}.yaml"
+    return make_cli(["--config", str(experiment_config), "--config", str(delta), *SMALL], run=False).model
 
 
 @pytest.mark.parametrize("experiment", ["quickstart", "biasworld_mlm"])

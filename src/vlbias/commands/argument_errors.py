@@ -91,7 +91,8 @@ def _subclass_error(message: str, class_path: str) -> str:
         accepted = _init_args(class_path)
         close = difflib.get_close_matches(key, accepted, n=3, cutoff=0.6)
         suggestion = f"; did you mean {' or '.join(f'`{name}`' for name in close)}?" if close else "."
-        return f"Unknown option `{prefix}.{key}` of {class_path}{suggestion} Accepted: {', '.join(accepted)}."
+        listed = f" Accepted: {', '.join(accepted)}." if accepted else f" {class_path} takes no options."
+        return f"Unknown option `{prefix}.{key}` of {class_path}{suggestion}{listed}"
     inner = _KEY.findall(message)
     value = _VALUE.search(message)
     if len(inner) >= 2 and value is not None:

@@ -152,6 +152,8 @@ def _submit(action: str, job: JobSpec, values: dict, passed: list[str]) -> None:
     for note in submission.notes:
         print(f"note: {note}")
     if submission.job_id is None:
+        for index, overrides in enumerate(submission.tasks):
+            print(f"task-{index:03d}: " + " ".join(f"{key}={value}" for key, value in overrides.items()))
         print(submission.script, end="")
         return
     print(f"wrote {submission.run_dir}")

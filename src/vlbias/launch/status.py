@@ -48,8 +48,14 @@ def run_status(run_dir: Path) -> list[TaskStatus]:
     path = run_dir / SUBMISSION_FILE
     if not path.is_file():
         raise InputError(f"{path} not found: {run_dir} is not a run directory submitted by `vlbias slurm`")
-    submission = json.loads(path.read_text())
-    job_id, n_tasks = submission["job_id"], submission["tasks"]
+    try:
+        submission = json.loads(path.read_text())
+        job_id, n_tasks = submission["job_id"], submission["tasks"]
+    except (json.JSONDecodeError, TypeError, KeyError) as err:
+        raise InputError(
+            f"{path} is not a submission record ({type(err).__name__}: {err}); expected the JSON `vlbias slurm` "
+            "writes, with job_id and tasks"
+        ) from None
     if n_tasks is None:
         return [_task_status(run_dir, ".", job_id)]
     return [_task_status(run_dir / f"task-{i:03d}", f"task-{i:03d}", f"{job_id}_{i}") for i in range(n_tasks)]
@@ -71,9 +77,23 @@ def _task_status(folder: Path, name: str, job: str) -> TaskStatus:
 
 
 def _events(path: Path) -> list[dict]:
+    """The job's records, one JSON line each. A last line cut short (the job was killed while writing it) is left
+    out; an unreadable line before it is refused by number."""
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    events = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            if number == len(lines):
+                break
+            raise InputError(f"{path} line {number} is not a JSON record: {line[:80]!r}") from None
+        if not isinstance(event, dict) or "event" not in event:
+            raise InputError(f"{path} line {number} is not an attempt record: {line[:80]!r}")
+        events.append(event)
+    return events
 
 
 def _slurm_state(job: str) -> tuple[str | None, int | None]:

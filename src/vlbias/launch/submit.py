@@ -12,7 +12,7 @@ import json
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -40,12 +40,14 @@ class Task:
 
 @dataclass(frozen=True)
 class Submission:
-    """What was written (and submitted): the script's text, the run directory, the job id (None: dry run)."""
+    """What was written (and submitted): the script's text, the run directory, the job id (None: dry run), and for
+    a sweep each task's grid values and seed, in array-index order."""
 
     script: str
     run_dir: Path
     job_id: str | None
     notes: list[str]
+    tasks: list[dict[str, str]] = field(default_factory=list)
 
 
 def resolve_task(command: str, argv: list[str], overrides: dict[str, str]) -> Task:
@@ -144,7 +146,7 @@ def sweep(
     script = render_sbatch(job, run_dir, command, job.python, len(tasks), requeue_signal(tasks[0].config))
     notes = sorted({note for task in tasks for note in task.notes})
     if dry_run:
-        return Submission(script, run_dir, None, notes)
+        return Submission(script, run_dir, None, notes, [task.overrides for task in tasks])
     _prepare(run_dir)
     for index, task in enumerate(tasks):
         folder = run_dir / f"task-{index:03d}"
