@@ -84,7 +84,8 @@ def status_parser() -> ArgumentParser:
 
 def split_arguments(command: ArgumentParser, argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """``argv`` cut into the arguments of ``command`` and the rest (the run's command's). A list option gathers the
-    values after it, and each repetition adds to it."""
+    values after it, and each repetition adds to it; ``--job_config`` is read before the other options, wherever
+    it stands."""
     own, rest = [], []
     options = command._option_string_actions
     tokens = list(argv)
@@ -105,6 +106,8 @@ def split_arguments(command: ArgumentParser, argv: Sequence[str]) -> tuple[list[
             values = []
         if many:
             own += [arg for item in values for arg in (f"{flag}+", item)]
+        elif isinstance(action, ActionConfigFile):  # read first: the command line adds to its lists and wins
+            own = [flag, *values, *own]
         else:
             own += [flag, *values]
     return own, rest
