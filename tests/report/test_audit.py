@@ -11,6 +11,8 @@ import vlbias.audit
 from vlbias.audit import DATA_ABSENT, FAILED, MEASURED, NOT_APPLICABLE, audit, find_datasets
 from vlbias.cli import main
 from vlbias.results import Results, read_results, write_results
+from vlbias.run_options import AuditOptions
+from vlbias.suites.options import BiasWorldOptions
 from vlbias.suites.registry import list_suites
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -116,7 +118,10 @@ def test_a_failing_suite_is_one_line_and_the_rest_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(vlbias.audit, "run_suite", run_suite)
     stale = Results(suite="weat", model="clip", checkpoint=None, config={}, seed=0, n_items=1, metrics={"d": 1.0})
     write_results(tmp_path / "results" / "weat-old", stale, [{"d": 1.0}])  # an earlier audit's, not this one's
-    path = audit("clip", tmp_path, tiny=True, suites=["mmbias", "vlstereoset"], biasworld={"eval_per_combination": 2})
+    small = BiasWorldOptions(eval_per_combination=2)
+    path = audit(
+        AuditOptions(model="clip", out=str(tmp_path), tiny=True, suites=["mmbias", "vlstereoset"], biasworld=small)
+    )
     entries = {(e["suite"], e["dataset"]): e for e in json.loads(path.read_text())["entries"]}
     assert entries[("vlstereoset", "biasworld")] | {"options": None} == {
         "suite": "vlstereoset", "dataset": "biasworld", "status": FAILED,
