@@ -49,12 +49,14 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
-from transformers import AutoTokenizer, PreTrainedModel
+from transformers import AutoTokenizer, PretrainedConfig, PreTrainedModel
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.models.base import ImageInput, ModelAdapter
-from vlbias.models.loading import check_keys, from_pretrained_strict
+from vlbias.models.base import ImageInput
+from vlbias.models.loading import check_keys
 from vlbias.models.preprocess import ImageTransform
+from vlbias.models.pretrained import PretrainedAdapter
+from vlbias.models.vocab import tiny_tokenizer
 
 TSV_FIELDS = (
     "img_id",
@@ -445,17 +447,17 @@ class GridFeatures(nn.Module):
         return (directory / cls.CONFIG_FILE).is_file()
 
 
-class RegionAdapter(ModelAdapter):
-    """What the region-based adapters share: where regions come from, and persistence.
+class RegionAdapter(PretrainedAdapter):
+    """What the region-based adapters share: where regions come from, the text inputs, persistence and the
+    tiny instances.
 
     For these adapters the protocol's ``pixel_values`` is a :class:`RegionFeatures` batch.
     :meth:`prepare_images` makes one from images (paths or PIL images looked up by file stem
     in ``store`` when one is given, otherwise run through ``grid``) or passes a ready
-    :class:`RegionFeatures` through. Subclasses set ``model_class`` and ``visual_dim_field``
-    (the config field holding the region feature size).
+    :class:`RegionFeatures` through. Subclasses set ``model_class``, ``visual_dim_field``
+    (the config field holding the region feature size) and :meth:`_tiny_config`.
     """
 
-    model_class: ClassVar[type[PreTrainedModel]]
     visual_dim_field: ClassVar[str]
     base_tokenizer = "google-bert/bert-base-uncased"  # the vocabulary both families were trained with
 
@@ -466,14 +468,11 @@ class RegionAdapter(ModelAdapter):
         store: RegionFeatureStore | None = None,
         grid: GridFeatures | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(model, tokenizer)
         if (store is None) == (grid is None):
             raise ConfigError(
                 f"Model {self.name!r} needs exactly one region source: a feature store or a grid backbone."
             )
-        self.model = model
-        self.tokenizer = tokenizer
-        self.max_text_length = model.config.max_position_embeddings
         self.store = store
         self.grid = grid
         if grid is not None and grid.dim != self.visual_dim:
@@ -493,6 +492,11 @@ class RegionAdapter(ModelAdapter):
         texts = tokens["input_ids"].shape[0]
         if regions is not None and len(regions) != texts:
             raise InputError(f"Expected one image per text, but got {len(regions)} images and {texts} texts.")
+
+    @staticmethod
+    def _text_inputs(tokens: dict[str, Tensor]) -> dict[str, Tensor]:
+        """The tokens the models read: ``input_ids``, and ``attention_mask`` and ``token_type_ids`` when given."""
+        return {key: tokens[key] for key in ("input_ids", "attention_mask", "token_type_ids") if key in tokens}
 
     def train(self, mode: bool = True) -> RegionAdapter:
         """Train mode for the model; the grid backbone stays a frozen extractor in eval mode,
@@ -529,8 +533,7 @@ class RegionAdapter(ModelAdapter):
         """Weights, config, tokenizer and, in grid mode, the grid backbone. A feature store's
         path is data, not model: it is not saved; pass ``region_features`` when loading."""
         directory = Path(directory)
-        self.model.save_pretrained(directory)
-        self.tokenizer.save_pretrained(directory)
+        super().save_pretrained(directory)
         if self.grid is not None:
             self.grid.save(directory)
 
@@ -548,7 +551,7 @@ class RegionAdapter(ModelAdapter):
         when given; otherwise from the grid backbone saved in the directory, or else a new
         ImageNet-pretrained timm ``grid_backbone`` (an approximation; see :class:`GridFeatures`).
         The tokenizer is the checkpoint's own, or ``bert-base-uncased``'s where it has none."""
-        model = from_pretrained_strict(cls.model_class, name_or_path, cls.name)
+        model = cls._load_model(name_or_path)
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
         except (OSError, ValueError):
@@ -562,6 +565,29 @@ class RegionAdapter(ModelAdapter):
             return cls(model, tokenizer, grid=GridFeatures.load(Path(name_or_path), cls.name))
         grid = GridFeatures.create(grid_backbone, pretrained=True, grid_size=grid_size, image_size=image_size)
         return cls(model, tokenizer, grid=grid)
+
+    @classmethod
+    def tiny(
+        cls,
+        seed: int = 0,
+        tokenizer: object | None = None,
+        hidden_size: int = 32,
+        num_layers: int = 2,
+        visual_dim: int = 16,
+        region_features: str | None = None,
+    ) -> RegionAdapter:
+        """A small random instance (``tiny_tokenizer()`` unless ``tokenizer`` is given) of the family's
+        :meth:`_tiny_config`, reading ``visual_dim``-d regions from ``region_features`` or a tiny random grid
+        (:meth:`tiny_regions`)."""
+        tokenizer = tiny_tokenizer(tokenizer)
+        config = cls._tiny_config(tokenizer, hidden_size, num_layers, visual_dim)
+        torch.manual_seed(seed)
+        return cls(cls.model_class(config), tokenizer, **cls.tiny_regions(visual_dim, region_features))
+
+    @classmethod
+    def _tiny_config(cls, tokenizer, hidden_size: int, num_layers: int, visual_dim: int) -> PretrainedConfig:
+        """The family's config of a tiny random model over ``tokenizer``'s vocabulary."""
+        raise NotImplementedError
 
     @classmethod
     def tiny_regions(cls, dim: int, region_features: str | Path | None) -> dict[str, object]:
