@@ -1,15 +1,14 @@
-"""LightningDataModules over the datasets in :mod:`vlbias.data`."""
+"""BiasWorld as a LightningDataModule."""
 
 from __future__ import annotations
 
 from lightning.pytorch import LightningDataModule
-from torch.utils.data import DataLoader
 
-from vlbias.data.biasworld import BiasWorld
-from vlbias.data.resumable import ResumableTraining
+from vlbias.data.biasworld import BiasWorld, BiasWorldDataset
+from vlbias.data.resumable import SplitLoaders
 
 
-class BiasWorldDataModule(ResumableTraining, LightningDataModule):
+class BiasWorldDataModule(SplitLoaders, LightningDataModule):
     """BiasWorld's ``train`` / ``val`` / ``test`` splits as dataloaders.
 
     Batches are dicts: ``pixel_values`` (B, 3, S, S) float in [0, 1], ``caption`` (list of B
@@ -17,46 +16,20 @@ class BiasWorldDataModule(ResumableTraining, LightningDataModule):
     is ``self.world`` (bias suites read their stimuli from it).
 
     Args:
-        bias_strength, n_train, eval_per_combination, image_size, neutral_caption_rate, seed,
-        hidden_object_rate: see :class:`BiasWorld`.
         batch_size: items per batch.
         num_workers: dataloader worker processes.
         predict_split: the split ``predict_dataloader`` serves (e.g. to ``vlbias predict`` a pruning run).
+        world: the world's own options, declared by :class:`BiasWorld` (``bias_strength``, ``n_train``,
+            ``eval_per_combination``, ``image_size``, ``neutral_caption_rate``, ``seed``, which also seeds the
+            training shuffle, and ``hidden_object_rate``); LightningCLI reads them from its signature, so a
+            config sets them as ``data.init_args.bias_strength`` and so on.
     """
 
-    def __init__(
-        self,
-        bias_strength: float = 0.5,
-        n_train: int = 2048,
-        eval_per_combination: int = 32,
-        image_size: int = 64,
-        neutral_caption_rate: float = 0.5,
-        seed: int = 0,
-        hidden_object_rate: float = 0.0,
-        batch_size: int = 64,
-        num_workers: int = 0,
-        predict_split: str = "test",
-    ) -> None:
+    def __init__(self, batch_size: int = 64, num_workers: int = 0, predict_split: str = "test", **world) -> None:
         super().__init__()
-        self.save_hyperparameters()
-        self.world = BiasWorld(
-            bias_strength, n_train, eval_per_combination, image_size, neutral_caption_rate, seed, hidden_object_rate
-        )
+        self.world = BiasWorld(**world)
+        loading = {"batch_size": batch_size, "num_workers": num_workers, "predict_split": predict_split}
+        self.save_hyperparameters({**self.world.config, **loading})  # every option, the world's defaults too
 
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("val")
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test")
-
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader(self.hparams.predict_split)
-
-    def _loader(self, split: str, kind: type[DataLoader] = DataLoader, **kwargs) -> DataLoader:
-        return kind(
-            self.world.dataset(split),
-            batch_size=self.hparams.batch_size,
-            num_workers=self.hparams.num_workers,
-            persistent_workers=self.hparams.num_workers > 0,
-            **kwargs,
-        )
+    def _dataset(self, split: str) -> BiasWorldDataset:
+        return self.world.dataset(split)
