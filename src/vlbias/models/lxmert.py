@@ -9,7 +9,8 @@ from torch import Tensor
 from transformers import LxmertConfig, LxmertForPreTraining
 
 from vlbias.models.base import Capability
-from vlbias.models.regions import RegionAdapter, RegionFeatures
+from vlbias.models.region_adapter import RegionAdapter
+from vlbias.models.regions import RegionFeatures
 
 
 class LXMERTAdapter(RegionAdapter):

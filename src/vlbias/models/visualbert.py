@@ -10,7 +10,8 @@ from transformers import VisualBertConfig, VisualBertForPreTraining
 
 from vlbias.models.base import Capability
 from vlbias.models.pretrained import tiny_layers, tiny_vocabulary_ids
-from vlbias.models.regions import RegionAdapter, RegionFeatures
+from vlbias.models.region_adapter import RegionAdapter
+from vlbias.models.regions import RegionFeatures
 
 
 class VisualBERTAdapter(RegionAdapter):
