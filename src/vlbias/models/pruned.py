@@ -138,7 +138,7 @@ def export_pruned_clip(clip_adapter: CLIPAdapter, kept_dims: Sequence[int] | Ten
     keeping rows ``kept_dims`` of ``visual_projection`` and ``text_projection`` (and setting
     ``config.projection_dim``) gives exactly the kept coordinates; CLIP's normalisation then re-normalises
     them, as :class:`PrunedEmbeddings` does. Tokenizer and preprocessing are written too, so
-    ``CLIPModel.from_pretrained(out_dir)`` and ``vlbias.models.load("clip", checkpoint=out_dir)`` both load it.
+    ``CLIPModel.from_pretrained(out_dir)`` and ``vlbias.models.registry.load("clip", checkpoint=out_dir)`` both load it.
 
     Returns:
         ``out_dir`` as a path.
