@@ -38,7 +38,7 @@ def _measure_times(rank: int, world_size: int, threads: int, port: int, args: ar
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         dist.init_process_group("gloo", rank=rank, world_size=world_size)
     from vlbias.data.biasworld import BiasWorld
-    from vlbias.models import load
+    from vlbias.models.registry import load
     from vlbias.suites.run import build_suite, run_suite
 
     world = BiasWorld(bias_strength=0.9, eval_per_combination=args.eval_per_combination)

@@ -47,9 +47,9 @@ from vlbias.counterfactual.image import (
 from vlbias.counterfactual.text import CAPTION_TEMPLATES, SwapLexicon, fill_template
 from vlbias.data.biasworld import ACTIVITIES, BiasWorld
 from vlbias.environment import cpu_name
-from vlbias.models import load
 from vlbias.models.inference import measuring
 from vlbias.models.masked_words import word_log_probs
+from vlbias.models.registry import load
 from vlbias.suites.base import Batch, Gathered, SuiteOutput
 from vlbias.suites.counterbias import CounterBiasSuite
 

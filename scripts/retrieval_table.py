@@ -46,7 +46,7 @@ from pathlib import Path
 import torch
 import yaml
 
-from vlbias.data import BiasWorldDataModule
+from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.errors import InputError
 from vlbias.modules.fairvlp import METHODS
 from vlbias.sanity import fit_on_biasworld, mean_sd, run_table

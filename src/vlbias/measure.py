@@ -11,9 +11,10 @@ import torch
 from jsonargparse.typing import PositiveInt
 
 from vlbias.errors import InputError
-from vlbias.models import load, require_capability
+from vlbias.models.base import require_capability
+from vlbias.models.catalog import adapter_class
 from vlbias.models.inference import autocast_name
-from vlbias.models.registry import adapter_class, check_device, check_model_options
+from vlbias.models.registry import check_device, check_model_options, load
 from vlbias.options import Seed, check_options
 from vlbias.results import Results, ensure_writable, write_results
 from vlbias.suites.run import build_suite, run_suite

@@ -101,7 +101,7 @@ def _experiment_overrides(config: Path, work: Path) -> list[str]:
     """A fast_dev_run of ``config`` offline on a CPU: tiny models, a tiny Karpathy corpus for caption data."""
     section = yaml.safe_load(config.read_text())
     args = ["--trainer.fast_dev_run", "2", "--trainer.logger", "false"]
-    if section.get("data", {}).get("class_path") == "vlbias.data.CaptionDataModule":
+    if section.get("data", {}).get("class_path") == "vlbias.data.caption_datamodule.CaptionDataModule":
         args += ["--data.init_args.annotations", str(write_karpathy_corpus(work)),
                  "--data.init_args.image_root", str(work / "images"), "--data.init_args.num_workers", "0"]  # fmt: skip
     else:

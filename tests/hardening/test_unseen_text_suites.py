@@ -17,7 +17,7 @@ from tests.suites.test_mmbias import TEXT_VECTORS, VectorAdapter, write_vector_d
 from tests.suites.test_vlstereoset import TextOnlyStereotyper
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.entity_association import parse_spec
-from vlbias.models import load
+from vlbias.models.registry import load
 from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN
 from vlbias.models.vocab import tiny_tokenizer, word_tokenizer
 from vlbias.suites.counterbias import CounterBiasSuite

@@ -12,7 +12,7 @@ from transformers import AutoTokenizer
 
 from tests.suites.test_retrieval_bias import GALLERY, QUERIES, AngleAdapter, angle_gallery
 from vlbias.data.retrieval_bias import Query
-from vlbias.models import load
+from vlbias.models.registry import load
 from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, unseen_texts
 from vlbias.models.vocab import word_tokenizer
 from vlbias.results import read_results

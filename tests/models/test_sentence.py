@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.models import load
 from vlbias.models.bert import BertAdapter
+from vlbias.models.registry import load
 
 NAME = "sentence_bert"
 

@@ -14,7 +14,7 @@ from vlbias.counterfactual.tokens import TokenSwap
 from vlbias.counterfactual.training import TrainingImageCounterfactuals
 from vlbias.data.biasworld import BiasWorld
 from vlbias.errors import ConfigError, InputError
-from vlbias.models import load
+from vlbias.models.registry import load
 from vlbias.modules.fairvlp import METHODS, FairVLP
 from vlbias.objectives import IGNORE_INDEX, itc_loss
 from vlbias.results import read_results

@@ -11,7 +11,7 @@ from PIL import Image
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.vl_bias import read_release_index, read_vl_bias
 from vlbias.errors import ConfigError, InputError
-from vlbias.models import load
+from vlbias.models.registry import load
 from vlbias.results import read_items, read_results
 from vlbias.suites.counterbias import CounterBiasItem, CounterBiasSuite
 from vlbias.suites.run import build_suite

@@ -19,9 +19,9 @@ from vlbias.data.biasworld import BiasWorld
 from vlbias.data.entity_association import EntityImages, parse_spec, read_images, read_spec, shipped_spec_path
 from vlbias.data.images import load_image
 from vlbias.errors import ConfigError, InputError
-from vlbias.models import load
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.masked_words import word_log_probs
+from vlbias.models.registry import load
 from vlbias.models.vocab import word_tokenizer
 from vlbias.results import read_items, read_results
 from vlbias.suites.entity_association import EntityAssociationSuite

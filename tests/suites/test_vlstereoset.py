@@ -450,8 +450,8 @@ def test_no_measurable_item_is_an_error_that_names_the_cause(tmp_path):
 def test_capability_follows_the_probe():
     world = BiasWorld(n_train=4, eval_per_combination=1)
     assert VLStereoSetSuite.from_biasworld(world, probe="match").capability is Capability.MATCH
-    from vlbias.models import require_capability
-    from vlbias.models.registry import adapter_class
+    from vlbias.models.base import require_capability
+    from vlbias.models.catalog import adapter_class
 
     with pytest.raises(CapabilityError, match="'match'"):
         require_capability(
@@ -469,7 +469,7 @@ def test_the_shipped_config_runs_on_whatever_subset_of_real_images_is_present(tm
     import yaml
 
     from vlbias.data.vlstereoset import read_vlstereoset
-    from vlbias.models import load
+    from vlbias.models.registry import load
     from vlbias.suites.run import build_suite
 
     config = yaml.safe_load((ROOT / "configs" / "suite" / "vlstereoset.yaml").read_text())

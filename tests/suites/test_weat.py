@@ -28,8 +28,8 @@ from vlbias.metrics.functional.weat import (
     p_value_from_associations,
     weat_association,
 )
-from vlbias.models import load
 from vlbias.models.base import Capability, ModelAdapter
+from vlbias.models.registry import load
 from vlbias.models.vocab import word_tokenizer
 from vlbias.suites.weat import WEATSuite
 

@@ -4,7 +4,7 @@ one (``sentence_bert``: its checkpoint's), else [CLS]; each row of the item tabl
 import pytest
 
 from tests.suites.test_weat import FakeAdapter, seat_dir
-from vlbias.models import load
+from vlbias.models.registry import load
 from vlbias.suites.weat import WEATSuite
 
 

@@ -462,7 +462,7 @@ class CounterBiasSuite(Suite):
         return [(c, p) for c, p in zip(expanded, unseen_masked(model, expanded), strict=True) if p is not None]
 
     def _baseline(self, adapter: ModelAdapter) -> tuple[str, ModelAdapter]:
-        from vlbias.models import load
+        from vlbias.models.registry import load
 
         options = dict(self.language_baseline)
         name = options.pop("model")

@@ -76,9 +76,10 @@ from vlbias.metrics.entity_association import (
     VisualBiasInterval,
 )
 from vlbias.models.base import Capability, ModelAdapter
+from vlbias.models.catalog import adapter_class
 from vlbias.models.inference import measuring
 from vlbias.models.masked_words import STRATEGIES, word_log_probs, word_pieces
-from vlbias.models.registry import adapter_class, load
+from vlbias.models.registry import load
 from vlbias.models.unseen_text import TRUNCATED, UnseenText, unseen_masked
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
 from vlbias.suites.options import Strategy

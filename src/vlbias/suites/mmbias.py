@@ -74,7 +74,7 @@ from vlbias.data.biasworld import (
     group_phrases,
 )
 from vlbias.data.mmbias import TABLE2_PAIRS, MMBiasData, group_id, read_mmbias
-from vlbias.data.seat import dropped_from_both
+from vlbias.data.set_rules import dropped_from_both
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics import CosineZeroShotRanking, ITMTest, WEATTest, ZeroShotRanking
 from vlbias.metrics.functional.weat import check_interval_method

@@ -547,7 +547,7 @@ class WEATSuite(Suite):
                 "Run text-only models on plain SEAT specs."
             )
         if "3_mask_image" in self.experiments and grounded:
-            from vlbias.models.regions import RegionAdapter
+            from vlbias.models.region_adapter import RegionAdapter
 
             if not isinstance(adapter, RegionAdapter):
                 raise CapabilityError(
