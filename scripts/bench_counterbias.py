@@ -52,6 +52,7 @@ from vlbias.models.inference import measuring
 from vlbias.models.masked_words import word_log_probs
 from vlbias.suites.base import Batch, Gathered, SuiteOutput
 from vlbias.suites.counterbias import CounterBiasSuite
+from vlbias.suites.options import CounterBiasOptions
 
 ATTACK = {"eps": 8 / 255, "alpha": 2 / 255, "steps": 10}
 BIAS = ["man", "woman"]
@@ -60,7 +61,7 @@ PHASES = ("setup", "batches", "statistics")
 
 
 def batched_run(suite: CounterBiasSuite, adapter, clock, spent: dict[str, float]) -> SuiteOutput:
-    """``suite.run(adapter)`` on one process, step by step as ``measure_suite`` takes it, with each phase's time
+    """``measure_suite(suite, adapter)`` on one process, step by step as ``measure_suite`` takes it, with each phase's time
     in ``spent`` (module docstring)."""
     start = clock()
     measurement = suite.start(adapter, seed=0)
@@ -129,9 +130,8 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     adapter = load(args.model, tiny=True, device="cpu")
     world = BiasWorld(eval_per_combination=-(-args.n_images // 12))
-    suite = CounterBiasSuite.from_biasworld(
-        world, attack=ATTACK, require_attack_success=False, batch_size=args.batch_size
-    )
+    options = CounterBiasOptions(attack=ATTACK, require_attack_success=False, batch_size=args.batch_size)
+    suite = CounterBiasSuite.from_biasworld(world, options)
     suite.items = suite.items[: args.n_images]
     phases: list[dict[str, float]] = []  # one per batched run, cold first
 

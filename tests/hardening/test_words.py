@@ -51,7 +51,7 @@ def measure(run_cli, data: Path, out: Path, model_options: dict | None = None) -
             "--out",
             str(out),
             "--suite_options",
-            json.dumps({"n_bootstrap": 20}),
+            json.dumps({"statistics": {"n_bootstrap": 20}}),
             "--model_options",
             json.dumps(model_options or {}),
         ]
