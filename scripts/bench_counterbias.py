@@ -17,7 +17,7 @@ median of ``--repeats`` further runs of each side, interleaved in pairs whose or
 The speed-ups are cold / cold and the median of the per-pair ratios loop / batched. On a machine
 shared with other work, ``--clock thread`` (with ``--threads 1``) times by this thread's CPU time.
 
-The batched side is the suite's whole run (what ``suite.run`` does on one process: the measurement protocol's
+The batched side is the suite's whole run (what ``measure_suite`` does on one process: the measurement protocol's
 ``start``, ``probe``/``update`` per batch, ``compute``), timed by phase: *setup* (vocabulary checks, Eq. 12's
 text-only passes, the metrics built), *batches* (the attack and the scoring) and *statistics* (Eq. 7 and Table 2
 with bootstrap intervals and sign-flip p-values). The loop stops at the probabilities, so it does the work of

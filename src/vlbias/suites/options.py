@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -533,7 +534,7 @@ def _refuse_unknown(suite: str, name: object, value: object, accepted: list[str]
     moved = renamed_hint(f"suite_options.{name}")
     if moved is not None:
         new = moved.removeprefix("suite_options.")
-        example = f"{value!r}"
+        example = json.dumps(value, default=str)
         for part in reversed(new.split(".")):
             example = f"{{{part}: {example}}}"
         raise ConfigError(f"Suite {suite!r} option `{name}` moved to `{new}`: write {example}.")
