@@ -1,6 +1,7 @@
-"""Running a suite: build it from a name and data, measure one adapter over this rank's shard, wrap the
-numbers in :class:`~vlbias.results.Results`. ``vlbias measure`` and
-:class:`~vlbias.callbacks.BiasSuiteCallback` both come here.
+"""Running a suite: build it from its checked options (:func:`~vlbias.suites.options.check_suite_options`) and
+data, measure one adapter over this rank's shard (:func:`measure_suite`), wrap the numbers in
+:class:`~vlbias.results.Results`. ``vlbias measure``, ``vlbias audit`` and :class:`~vlbias.callbacks.BiasSuiteCallback`
+all come here.
 
 Under ``torch.distributed`` (a DDP trainer, or any initialised process group) every rank measures its own
 shard of :meth:`Suite.stimuli` and all ranks return the same output, equal to a one-process run up to the
