@@ -22,8 +22,9 @@ the suite reads no BiasWorld stimuli); ``data absent`` (no folder holds the suit
 refused them with an :class:`~vlbias.errors.InputError`, e.g. VLStereoSet without its image folder); ``failed``
 (the run raised: the error's first line).
 
-**Quick by default** (:data:`QUICK_OPTIONS`): 1,000 permutations and 200 bootstrap resamples per suite and
-CounterBias attacks of 3 PGD steps, and with ``tiny`` a tiny text model for entity association (no hub).
+**Quick by default** (:data:`QUICK_STATISTICS`, :data:`QUICK_OPTIONS`): 1,000 permutations and 200 bootstrap
+resamples in every suite (the statistics each suite uses) and CounterBias attacks of 3 PGD steps, and with ``tiny``
+a tiny text model for entity association (no hub).
 ``full=True`` keeps the suites' own defaults, the papers' settings (10,000 permutations, 1,000 resamples,
 10 PGD steps). ``suite_options`` (``{suite: {option: value}}``) go over either.
 """
@@ -52,6 +53,7 @@ from vlbias.models.registry import load
 from vlbias.report import build_report
 from vlbias.results import ensure_writable, write_results
 from vlbias.suites.base import Suite
+from vlbias.suites.options import check_suite_options, with_statistics_preset
 from vlbias.suites.registry import list_suites, suite_class
 from vlbias.suites.run import build_suite, run_suite
 from vlbias.threads import torch_threads
@@ -67,13 +69,10 @@ PROBE_OPTIONS: dict[str, tuple[str, dict[Capability, str]]] = {
     "weat": ("source", {Capability.TOKEN_STATES: "token_states", Capability.EMBED: "embed"}),
 }
 
-QUICK_OPTIONS: dict[str, dict] = {
-    "mmbias": {"n_permutations": 1000, "n_bootstrap": 200},
-    "vlstereoset": {"n_bootstrap": 200},
-    "weat": {"n_permutations": 1000, "n_bootstrap": 200},
-    "counterbias": {"n_permutations": 1000, "n_bootstrap": 200, "attack": {"steps": 3}},
-    "entity_association": {"n_bootstrap": 200},
-}
+#: Without ``full``: the statistics preset of every suite (:class:`~vlbias.options.StatisticsOptions` fields; each
+#: suite takes those it uses), and the other quick options per suite.
+QUICK_STATISTICS: dict[str, int] = {"n_permutations": 1_000, "n_bootstrap": 200}
+QUICK_OPTIONS: dict[str, dict] = {"counterbias": {"attack": {"steps": 3}}}
 
 
 def _holds_specs(folder: Path, root: Path) -> bool:
@@ -198,6 +197,7 @@ def audit(
         entries = []
         for suite in suites:
             options = {**({} if full else QUICK_OPTIONS.get(suite, {})), **suite_options.get(suite, {})}
+            options = options if full else with_statistics_preset(suite, options, QUICK_STATISTICS)
             entries += _audit_suite(suite, adapter, options, root, world, out, seed, config)
     path = out / "audit.json"
     summary = {
@@ -269,7 +269,7 @@ def _measure_one(
     shown = {key: value for key, value in options.items() if key in ("probe", "source")}
     where = dataset if dataset == "biasworld" else str(data)
     try:
-        built = build_suite(suite, data, options, tiny=config["tiny"])
+        built = build_suite(check_suite_options(suite, options, tiny=config["tiny"]), data)
         seed_everything(seed)
         run_config = {**config, "suite": suite, "data": where, "suite_options": options}
         results, items = run_suite(

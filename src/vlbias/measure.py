@@ -17,6 +17,7 @@ from vlbias.models.inference import autocast_name
 from vlbias.models.registry import check_device, check_model_options, load
 from vlbias.options import Seed, check_options
 from vlbias.results import Results, ensure_writable, write_results
+from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 from vlbias.threads import torch_threads
 
@@ -57,7 +58,7 @@ def measure(
     check_model_options(model, model_options, tiny)
     with torch_threads(threads) as threads:
         out = ensure_writable(out)
-        built = build_suite(suite, data, suite_options, biasworld, tiny=tiny)
+        built = build_suite(check_suite_options(suite, suite_options, tiny=tiny), data, biasworld)
         require_capability(
             adapter_class(model), built.capability, built.name, built.capability_hint
         )  # before loading weights

@@ -31,27 +31,27 @@ from tests.data.corpus import write_karpathy_corpus
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
 SMALL_WORLD = ["--biasworld.eval_per_combination", "4"]
-QUICK = "{n_permutations: 500, n_bootstrap: 100}"
+QUICK = "{statistics: {n_permutations: 500, n_bootstrap: 100}}"
 
 #: case -> the arguments of ``vlbias measure`` after ``--out``.
 MEASURE_CASES = {
     "mmbias-clip": ["--suite", "mmbias", "--model", "clip", "--tiny", *SMALL_WORLD, "--suite_options", QUICK],
     "mmbias-albef-match": ["--suite", "mmbias", "--model", "albef", "--tiny", *SMALL_WORLD, "--suite_options",
-                           "{probe: match, n_permutations: 500, n_bootstrap: 100}"],
+                           "{probe: match, statistics: {n_permutations: 500, n_bootstrap: 100}}"],
     "counterbias-albef": ["--suite", "counterbias", "--model", "albef", "--tiny", *SMALL_WORLD, "--suite_options",
-                          "{n_permutations: 500, n_bootstrap: 100, attack: {steps: 2}}"],
+                          "{statistics: {n_permutations: 500, n_bootstrap: 100}, attack: {steps: 2}}"],
     "vlstereoset-clip": ["--suite", "vlstereoset", "--model", "clip", "--tiny", *SMALL_WORLD,
-                         "--suite_options", "{n_bootstrap: 100}"],
+                         "--suite_options", "{statistics: {n_bootstrap: 100}}"],
     "vlstereoset-vilt": ["--suite", "vlstereoset", "--model", "vilt", "--tiny", *SMALL_WORLD,
-                         "--suite_options", "{probe: match, n_bootstrap: 100}"],
+                         "--suite_options", "{probe: match, statistics: {n_bootstrap: 100}}"],
     "entity_association-albef": ["--suite", "entity_association", "--model", "albef", "--tiny", *SMALL_WORLD,
-                                 "--suite_options", "{n_bootstrap: 100}"],
+                                 "--suite_options", "{statistics: {n_bootstrap: 100}}"],
     "retrieval_bias-clip": ["--suite", "retrieval_bias", "--model", "clip", "--tiny", *SMALL_WORLD,
-                            "--suite_options", "{n_bootstrap: 100, k: [5, 10]}"],
+                            "--suite_options", "{statistics: {n_bootstrap: 100}, k: [5, 10]}"],
     "weat-bert-seat": ["--suite", "weat", "--model", "bert", "--tiny", "--data", str(DATA / "seat"),
-                       "--suite_options", "{n_bootstrap: 100}"],
+                       "--suite_options", "{statistics: {n_bootstrap: 100}}"],
     "weat-clip-seat": ["--suite", "weat", "--model", "clip", "--tiny", "--data", str(DATA / "seat"),
-                       "--suite_options", "{source: embed, n_permutations: 500, n_bootstrap: 100}"],
+                       "--suite_options", "{source: embed, statistics: {n_permutations: 500, n_bootstrap: 100}}"],
 }  # fmt: skip
 
 
