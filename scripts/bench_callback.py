@@ -27,8 +27,8 @@ import torch.multiprocessing as mp
 from vlbias.environment import cpu_name
 
 SUITES = {
-    "mmbias": {"n_permutations": 10_000, "n_bootstrap": 1_000},
-    "vlstereoset": {"shift": False, "n_bootstrap": 1_000},
+    "mmbias": {"statistics": {"n_permutations": 10_000, "n_bootstrap": 1_000}},
+    "vlstereoset": {"shift": False, "statistics": {"n_bootstrap": 1_000}},
 }
 
 
@@ -38,11 +38,12 @@ def _measure_times(rank: int, world_size: int, threads: int, port: int, args: ar
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         dist.init_process_group("gloo", rank=rank, world_size=world_size)
     from vlbias.data.biasworld import BiasWorld
-    from vlbias.models import load
+    from vlbias.models.registry import load
+    from vlbias.suites.options import check_suite_options
     from vlbias.suites.run import build_suite, run_suite
 
     world = BiasWorld(bias_strength=0.9, eval_per_combination=args.eval_per_combination)
-    suites = [build_suite(name, world, options) for name, options in SUITES.items()]
+    suites = [build_suite(check_suite_options(name, options), world) for name, options in SUITES.items()]
     adapter = load("clip", tiny=True, device="cpu", options={"seed": 0}).eval()
     times, per_rank = [], []
     for repeat in range(args.repeats + 1):  # the first is the warm-up

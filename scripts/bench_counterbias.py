@@ -17,7 +17,7 @@ median of ``--repeats`` further runs of each side, interleaved in pairs whose or
 The speed-ups are cold / cold and the median of the per-pair ratios loop / batched. On a machine
 shared with other work, ``--clock thread`` (with ``--threads 1``) times by this thread's CPU time.
 
-The batched side is the suite's whole run (what ``suite.run`` does on one process: the measurement protocol's
+The batched side is the suite's whole run (what ``measure_suite`` does on one process: the measurement protocol's
 ``start``, ``probe``/``update`` per batch, ``compute``), timed by phase: *setup* (vocabulary checks, Eq. 12's
 text-only passes, the metrics built), *batches* (the attack and the scoring) and *statistics* (Eq. 7 and Table 2
 with bootstrap intervals and sign-flip p-values). The loop stops at the probabilities, so it does the work of
@@ -47,11 +47,12 @@ from vlbias.counterfactual.image import (
 from vlbias.counterfactual.text import CAPTION_TEMPLATES, SwapLexicon, fill_template
 from vlbias.data.biasworld import ACTIVITIES, BiasWorld
 from vlbias.environment import cpu_name
-from vlbias.models import load
 from vlbias.models.inference import measuring
 from vlbias.models.masked_words import word_log_probs
+from vlbias.models.registry import load
 from vlbias.suites.base import Batch, Gathered, SuiteOutput
 from vlbias.suites.counterbias import CounterBiasSuite
+from vlbias.suites.options import CounterBiasOptions
 
 ATTACK = {"eps": 8 / 255, "alpha": 2 / 255, "steps": 10}
 BIAS = ["man", "woman"]
@@ -60,7 +61,7 @@ PHASES = ("setup", "batches", "statistics")
 
 
 def batched_run(suite: CounterBiasSuite, adapter, clock, spent: dict[str, float]) -> SuiteOutput:
-    """``suite.run(adapter)`` on one process, step by step as ``measure_suite`` takes it, with each phase's time
+    """``measure_suite(suite, adapter)`` on one process, step by step as ``measure_suite`` takes it, with each phase's time
     in ``spent`` (module docstring)."""
     start = clock()
     measurement = suite.start(adapter, seed=0)
@@ -129,9 +130,8 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     adapter = load(args.model, tiny=True, device="cpu")
     world = BiasWorld(eval_per_combination=-(-args.n_images // 12))
-    suite = CounterBiasSuite.from_biasworld(
-        world, attack=ATTACK, require_attack_success=False, batch_size=args.batch_size
-    )
+    options = CounterBiasOptions(attack=ATTACK, require_attack_success=False, batch_size=args.batch_size)
+    suite = CounterBiasSuite.from_biasworld(world, options)
     suite.items = suite.items[: args.n_images]
     phases: list[dict[str, float]] = []  # one per batched run, cold first
 

@@ -44,9 +44,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from vlbias.models import Capability, list_models, load
+from vlbias.models.base import Capability
+from vlbias.models.catalog import adapter_class, list_models
 from vlbias.models.inference import measuring
-from vlbias.models.registry import adapter_class
+from vlbias.models.registry import load
 
 # ViT-B / BERT-base sizes, passed to each adapter's ``tiny()`` where it takes that keyword.
 BASE_SIZE = {"hidden_size": 768, "num_layers": 12, "image_size": 224, "patch_size": 32, "projection_dim": 512}

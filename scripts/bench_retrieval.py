@@ -30,7 +30,7 @@ import torch
 
 from vlbias.environment import cpu_name
 from vlbias.metrics.functional import retrieval_recall
-from vlbias.models import load
+from vlbias.models.registry import load
 from vlbias.models.vocab import tiny_vocabulary
 from vlbias.retrieval import candidates, rerank, rerank_per_query
 

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from vlbias.sanity import callback_suite_options, fit_on_biasworld
+from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "biasworld_mlm.yaml"
@@ -33,7 +34,9 @@ def train_and_measure(strength: float, seed: int, run_dir: str, epochs: int | No
     start = time.perf_counter()
     cli = fit_on_biasworld(CONFIG, strength, seed, run_dir, overrides)
     trained = time.perf_counter() - start
-    suite = build_suite("counterbias", cli.datamodule.world, callback_suite_options(CONFIG, "counterbias"))
+    suite = build_suite(
+        check_suite_options("counterbias", callback_suite_options(CONFIG, "counterbias")), cli.datamodule.world
+    )
     results, _ = run_suite(suite, cli.model.adapter, model="albef", checkpoint=None, seed=seed, config={})
     metrics = cli.trainer.callback_metrics
     row = {measure: results.metrics[f"activity/{measure}/avg"] for measure in MEASURES}

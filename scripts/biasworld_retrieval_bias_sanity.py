@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from vlbias.sanity import fit_on_biasworld
+from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "quickstart.yaml"
@@ -33,7 +34,9 @@ def train_and_measure(strength: float, seed: int, run_dir: str, epochs: int | No
     overrides = ["--trainer.max_epochs", str(epochs)] if epochs else []
     start = time.perf_counter()
     cli = fit_on_biasworld(QUICKSTART, strength, seed, run_dir, overrides)
-    suite = build_suite("retrieval_bias", cli.datamodule.world, {"k": k, "n_bootstrap": 1_000})
+    suite = build_suite(
+        check_suite_options("retrieval_bias", {"k": k, "statistics": {"n_bootstrap": 1_000}}), cli.datamodule.world
+    )
     results, _ = run_suite(suite, cli.model.adapter, model="clip", checkpoint=None, seed=seed, config={})
     metrics = results.metrics
     row = {group: metrics[f"group/{group}/bias@{k}"] for group in GROUPS}

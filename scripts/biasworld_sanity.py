@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from vlbias.sanity import fit_on_biasworld
+from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "quickstart.yaml"
@@ -29,7 +30,10 @@ METRIC = "man_vs_woman/stereotyped_activities/effect_size"
 def train_and_measure(strength: float, seed: int, run_dir: str) -> dict[str, float]:
     start = time.perf_counter()
     cli = fit_on_biasworld(QUICKSTART, strength, seed, run_dir)
-    suite = build_suite("mmbias", cli.datamodule.world, {"n_permutations": 10_000, "n_bootstrap": 1_000})
+    suite = build_suite(
+        check_suite_options("mmbias", {"statistics": {"n_permutations": 10_000, "n_bootstrap": 1_000}}),
+        cli.datamodule.world,
+    )
     results, _ = run_suite(suite, cli.model.adapter, model="clip", checkpoint=None, seed=seed, config={})
     low, high = results.intervals[METRIC]
     return {

@@ -21,11 +21,12 @@ import time
 from pathlib import Path
 
 from vlbias.sanity import fit_on_biasworld
+from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import run_suite
 from vlbias.suites.vlstereoset import VLStereoSetSuite
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "quickstart.yaml"
-OPTIONS = {"n_bootstrap": 1_000, "shift": False}
+OPTIONS = {"statistics": {"n_bootstrap": 1_000}, "shift": False}
 
 
 def train_and_measure(
@@ -40,7 +41,9 @@ def train_and_measure(
         ["--data.init_args.hidden_object_rate", str(hidden), "--trainer.max_epochs", str(epochs)],
     )
     world = cli.datamodule.world
-    suite = VLStereoSetSuite.from_biasworld(world, unrelated=unrelated, **OPTIONS)
+    suite = VLStereoSetSuite.from_biasworld(
+        world, check_suite_options("vlstereoset", {**OPTIONS, "unrelated": unrelated})
+    )
     probes, visible = list(suite.items), [item.object_visible for item in world.items("test")]
     row = {}
     for subset, keep in (("all", None), ("visible", True), ("hidden", False)):

@@ -69,6 +69,7 @@ from vlbias.metrics.functional.counterbias import dataset_bias, mean_absolute_bi
 from vlbias.models.masked_words import word_log_probs
 from vlbias.modules.fairvlp import COUNTERFACTUAL_TARGETS, METHODS, reads_targets, uses_images, uses_kl
 from vlbias.sanity import callback_suite_options, fit_on_biasworld, mean_sd, run_table
+from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "fairvlp_biasworld.yaml"
@@ -204,9 +205,9 @@ def run(
     trained = time.perf_counter() - start
     adapter, world = cli.model.adapter, cli.datamodule.world
     options = callback_suite_options(CONFIG, "counterbias") | {"split": split}
-    suite = build_suite("counterbias", world, options)
+    suite = build_suite(check_suite_options("counterbias", options), world)
     results, _ = run_suite(suite, adapter, model="albef", checkpoint=None, seed=seed, config={})
-    every_image = build_suite("counterbias", world, options | {"require_attack_success": False})
+    every_image = build_suite(check_suite_options("counterbias", options | {"require_attack_success": False}), world)
     _, items = run_suite(every_image, adapter, model="albef", checkpoint=None, seed=seed, config={})
     row = {
         "method": method,

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import lightning as L
 import torch
 
-from vlbias.data import BiasWorldDataModule
+from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.modules import RetrievalFinetuning
 from vlbias.sanity import run_table
 

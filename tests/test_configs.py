@@ -13,7 +13,7 @@ from vlbias.lightning_cli import VlbiasCLI, make_cli
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "configs" / "experiment" / "quickstart.yaml"
 SMALL = ["--data.init_args.n_train", "8", "--data.init_args.eval_per_combination", "1"]
-CAPTION_DATA = "vlbias.data.CaptionDataModule"
+CAPTION_DATA = "vlbias.data.caption_datamodule.CaptionDataModule"
 
 
 def instantiate(*configs: Path, extra: tuple[str, ...] = (), small: tuple[str, ...] = tuple(SMALL)) -> VlbiasCLI:

@@ -34,15 +34,15 @@ MEASURED = {
 }
 #: quick settings of each suite's own options
 OPTIONS = {
-    "counterbias": "{n_permutations: 200, n_bootstrap: 50, attack: {steps: 1}}",
-    "mmbias": "{n_permutations: 200, n_bootstrap: 50}",
+    "counterbias": "{statistics: {n_permutations: 200, n_bootstrap: 50}, attack: {steps: 1}}",
+    "mmbias": "{statistics: {n_permutations: 200, n_bootstrap: 50}}",
 }
 PAIRS = [(suite, model) for suite, models in MEASURED.items() for model in models]
 
 
 @pytest.mark.parametrize("suite, model", PAIRS, ids=[f"{suite}-{model}" for suite, model in PAIRS])
 def test_every_suite_measures_on_the_gpu(suite, model, tmp_path, run_cli):
-    options = OPTIONS.get(suite, "{n_bootstrap: 50}")
+    options = OPTIONS.get(suite, "{statistics: {n_bootstrap: 50}}")
     code, _, err = run_cli(
         ["measure", "--suite", suite, "--model", model, "--tiny", "--device", "cuda", "--out", str(tmp_path),
          "--biasworld.eval_per_combination", "2", "--suite_options", options]

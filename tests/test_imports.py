@@ -39,7 +39,7 @@ def test_entry_points_import_only_what_they_use(code, forbidden):
 
 def test_catalog_capabilities_are_the_adapters():
     """The catalog lists capabilities without importing adapters; they must be what each adapter class declares."""
-    from vlbias.models.registry import adapter_class
+    from vlbias.models.catalog import adapter_class
 
     for model in describe_models():
         declared = sorted(capability.value for capability in adapter_class(model["name"]).capabilities)

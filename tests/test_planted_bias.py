@@ -20,13 +20,18 @@ from pathlib import Path
 import pytest
 
 from vlbias.sanity import fit_on_biasworld
+from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "quickstart.yaml"
 SEEDS = (0, 1, 2, 3, 4)
 MEASURES = {  # suite: (options, metric, share of images whose activity object is hidden)
-    "mmbias": ({"n_permutations": 1_000, "n_bootstrap": 200}, "man_vs_woman/stereotyped_activities/effect_size", 0.5),
-    "vlstereoset": ({"n_bootstrap": 200, "shift": False}, "vlbs", 0.8),
+    "mmbias": (
+        {"statistics": {"n_permutations": 1_000, "n_bootstrap": 200}},
+        "man_vs_woman/stereotyped_activities/effect_size",
+        0.5,
+    ),
+    "vlstereoset": ({"statistics": {"n_bootstrap": 200}, "shift": False}, "vlbs", 0.8),
 }
 
 
@@ -35,7 +40,7 @@ def measured(suite_name: str, strength: float, seed: int, run_dir: Path) -> floa
     cli = fit_on_biasworld(
         QUICKSTART, strength, seed, run_dir, ["--data.init_args.hidden_object_rate", str(hidden_object_rate)]
     )
-    suite = build_suite(suite_name, cli.datamodule.world, options)
+    suite = build_suite(check_suite_options(suite_name, options), cli.datamodule.world)
     results, _ = run_suite(suite, cli.model.adapter, model="clip", checkpoint=None, seed=seed, config={})
     return results.metrics[metric]
 

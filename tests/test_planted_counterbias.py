@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from vlbias.sanity import callback_suite_options, fit_on_biasworld
+from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "biasworld_mlm.yaml"
@@ -20,7 +21,9 @@ CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "biasw
 
 def bias_vl(strength: float, run_dir: Path) -> float:
     cli = fit_on_biasworld(CONFIG, strength, 0, run_dir)
-    suite = build_suite("counterbias", cli.datamodule.world, callback_suite_options(CONFIG, "counterbias"))
+    suite = build_suite(
+        check_suite_options("counterbias", callback_suite_options(CONFIG, "counterbias")), cli.datamodule.world
+    )
     results, _ = run_suite(suite, cli.model.adapter, model="albef", checkpoint=None, seed=0, config={})
     assert results.n_items > 0
     return results.metrics["activity/B@V-L/avg"]

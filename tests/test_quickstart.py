@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from vlbias.cli import main
-from vlbias.models import load
+from vlbias.models.registry import load
 from vlbias.results import read_results
 
 ROOT = Path(__file__).resolve().parents[1]

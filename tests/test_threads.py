@@ -6,7 +6,12 @@ import torch
 from vlbias.results import read_results
 from vlbias.threads import available_cpus, default_threads
 
-SMALL = ["--biasworld.eval_per_combination", "1", "--suite_options", "{n_permutations: 200, n_bootstrap: 50}"]
+SMALL = [
+    "--biasworld.eval_per_combination",
+    "1",
+    "--suite_options",
+    "{statistics: {n_permutations: 200, n_bootstrap: 50}}",
+]
 
 
 def measure_argv(out, *extra):

@@ -22,8 +22,9 @@ the suite reads no BiasWorld stimuli); ``data absent`` (no folder holds the suit
 refused them with an :class:`~vlbias.errors.InputError`, e.g. VLStereoSet without its image folder); ``failed``
 (the run raised: the error's first line).
 
-**Quick by default** (:data:`QUICK_OPTIONS`): 1,000 permutations and 200 bootstrap resamples per suite and
-CounterBias attacks of 3 PGD steps, and with ``tiny`` a tiny text model for entity association (no hub).
+**Quick by default** (:data:`QUICK_STATISTICS`, :data:`QUICK_OPTIONS`): 1,000 permutations and 200 bootstrap
+resamples in every suite (the statistics each suite uses) and CounterBias attacks of 3 PGD steps, and with ``tiny``
+a tiny text model for entity association (no hub).
 ``full=True`` keeps the suites' own defaults, the papers' settings (10,000 permutations, 1,000 resamples,
 10 PGD steps). ``suite_options`` (``{suite: {option: value}}``) go over either.
 """
@@ -47,12 +48,12 @@ from vlbias.data.vl_bias import ANNOTATIONS
 from vlbias.data.vlstereoset import CSV_NAME
 from vlbias.errors import CapabilityError, ConfigError, InputError, VlbiasError
 from vlbias.loaded_model import check_model_choice, load_model, refuse_empty, run_config, seed_everything
-from vlbias.models import Capability
-from vlbias.models.base import ModelAdapter
+from vlbias.models.base import Capability, ModelAdapter
 from vlbias.report import build_report
 from vlbias.results import ensure_writable, write_results
 from vlbias.run_options import AuditOptions
 from vlbias.suites.base import Suite
+from vlbias.suites.options import check_suite_options, with_statistics_preset
 from vlbias.suites.registry import list_suites, suite_class
 from vlbias.suites.run import build_suite, run_suite
 from vlbias.threads import torch_threads
@@ -68,13 +69,10 @@ PROBE_OPTIONS: dict[str, tuple[str, dict[Capability, str]]] = {
     "weat": ("source", {Capability.TOKEN_STATES: "token_states", Capability.EMBED: "embed"}),
 }
 
-QUICK_OPTIONS: dict[str, dict] = {
-    "mmbias": {"n_permutations": 1000, "n_bootstrap": 200},
-    "vlstereoset": {"n_bootstrap": 200},
-    "weat": {"n_permutations": 1000, "n_bootstrap": 200},
-    "counterbias": {"n_permutations": 1000, "n_bootstrap": 200, "attack": {"steps": 3}},
-    "entity_association": {"n_bootstrap": 200},
-}
+#: Without ``full``: the statistics preset of every suite (:class:`~vlbias.options.StatisticsOptions` fields; each
+#: suite takes those it uses), and the other quick options per suite.
+QUICK_STATISTICS: dict[str, int] = {"n_permutations": 1_000, "n_bootstrap": 200}
+QUICK_OPTIONS: dict[str, dict] = {"counterbias": {"attack": {"steps": 3}}}
 
 
 def _holds_specs(folder: Path, root: Path) -> bool:
@@ -166,6 +164,9 @@ def audit(options: AuditOptions) -> Path:
     if root is not None and not root.is_dir():
         raise ConfigError(f"Data root {str(root)!r} is not a directory; expected a folder of public data sets.")
     check_model_choice(options)
+    chosen = {suite: _chosen_options(suite, options.full, suite_options.get(suite, {})) for suite in suites}
+    for suite, mapping in chosen.items():  # every suite's options refused now, before the model loads
+        check_suite_options(suite, mapping, tiny=options.tiny)
     out = ensure_writable(options.out)
     world = BiasWorld(**dataclasses.asdict(options.biasworld))
     with torch_threads(options.threads) as threads:
@@ -173,8 +174,7 @@ def audit(options: AuditOptions) -> Path:
         config = {**run_config(options, adapter, threads), "audit": True, "full": options.full}
         entries = []
         for suite in suites:
-            chosen = {**({} if options.full else QUICK_OPTIONS.get(suite, {})), **suite_options.get(suite, {})}
-            entries += _audit_suite(suite, adapter, chosen, root, world, out, options.seed, config)
+            entries += _audit_suite(suite, adapter, chosen[suite], root, world, out, options.seed, config)
     path = out / "audit.json"
     summary = {
         "model": options.model,
@@ -192,6 +192,13 @@ def audit(options: AuditOptions) -> Path:
     measured = [out / entry.results for entry in entries if entry.results is not None]
     build_report([path, *measured], out / "report")  # this audit's files only, not older ones under ``out``
     return path
+
+
+def _chosen_options(suite: str, full: bool, given: dict) -> dict:
+    """The options an audit gives ``suite``: the user's, over the quick settings unless ``full``."""
+    if full:
+        return dict(given)
+    return with_statistics_preset(suite, {**QUICK_OPTIONS.get(suite, {}), **given}, QUICK_STATISTICS)
 
 
 def _audit_suite(
@@ -245,7 +252,7 @@ def _measure_one(
     shown = {key: value for key, value in options.items() if key in ("probe", "source")}
     where = dataset if dataset == "biasworld" else str(data)
     try:
-        built = build_suite(suite, data, options, tiny=config["tiny"])
+        built = build_suite(check_suite_options(suite, options, tiny=config["tiny"]), data)
         seed_everything(seed)
         measured_config = {**config, "suite": suite, "data": where, "suite_options": options}
         results, items = run_suite(

@@ -15,10 +15,9 @@ import numpy as np
 import torch
 
 from vlbias.errors import InputError
-from vlbias.models import load
 from vlbias.models.base import ModelAdapter
 from vlbias.models.inference import autocast_name
-from vlbias.models.registry import check_device, check_model_options
+from vlbias.models.registry import check_device, check_model_options, load
 from vlbias.results import Results
 from vlbias.run_options import AuditOptions, MeasureOptions
 

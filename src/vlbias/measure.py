@@ -6,10 +6,11 @@ import dataclasses
 from pathlib import Path
 
 from vlbias.loaded_model import check_model_choice, load_model, refuse_empty, run_config
-from vlbias.models import require_capability
-from vlbias.models.registry import adapter_class
+from vlbias.models.base import require_capability
+from vlbias.models.catalog import adapter_class
 from vlbias.results import ensure_writable, write_results
 from vlbias.run_options import MeasureOptions
+from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 from vlbias.threads import torch_threads
 
@@ -24,10 +25,10 @@ def measure(options: MeasureOptions) -> Path:
     :class:`~vlbias.errors.InputError` with the skip reasons and writes nothing.
     """
     check_model_choice(options)
+    suite_options = check_suite_options(options.suite, options.suite_options, tiny=options.tiny)
     with torch_threads(options.threads) as threads:
         out = ensure_writable(options.out)
-        biasworld = dataclasses.asdict(options.biasworld)
-        built = build_suite(options.suite, options.data, options.suite_options, biasworld, tiny=options.tiny)
+        built = build_suite(suite_options, options.data, dataclasses.asdict(options.biasworld))
         require_capability(adapter_class(options.model), built.capability, built.name, built.capability_hint)
         adapter = load_model(options)
         config = {

@@ -1,5 +1,6 @@
 """Options checked at the door: a mapping of options (``--suite_options``, ``--model_options``, an attack's
-options) validated against the typed signature that declares them, before any data or model is loaded.
+options) validated against the typed signature that declares them, before any data or model is loaded; and the
+declarations shared by several layers (:class:`StatisticsOptions`, the restricted numbers below).
 
 A declaration is a class or function whose parameters carry precise types (``jsonargparse.typing``'s
 ``PositiveInt``, ``OpenUnitInterval``, :func:`~jsonargparse.typing.restricted_number_type`, ``Literal[...]``);
@@ -16,9 +17,11 @@ import types
 import typing
 from argparse import ArgumentError
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
 
 from jsonargparse import ArgumentParser
-from jsonargparse.typing import restricted_number_type
+from jsonargparse.typing import NonNegativeInt, OpenUnitInterval, PositiveInt, restricted_number_type
 
 from vlbias.errors import ConfigError
 
@@ -27,6 +30,38 @@ from vlbias.errors import ConfigError
 Seed = restricted_number_type("Seed", int, [(">=", 0), ("<=", 2**32 - 1)])
 #: A number in (0, 1]: a difference of probabilities, a step or bound in [0, 1] pixel space.
 PositiveUnitInterval = restricted_number_type("PositiveUnitInterval", float, [(">", 0.0), ("<=", 1.0)])
+#: Bootstrap interval methods (those of :func:`vlbias.metrics.functional.weat.interval_from_associations`).
+IntervalMethod = Literal["percentile", "bca"]
+
+
+@dataclass(frozen=True)
+class StatisticsOptions:
+    """The settings of a run's permutation tests and bootstrap intervals, shared by every suite and the metrics.
+
+    Each suite's options hold one as ``statistics`` with that suite's defaults (``--suite_options '{statistics:
+    {n_bootstrap: 200}}'`` changes one field and keeps the suite's other defaults); a suite passes the fields to its
+    metrics' keyword arguments of the same names. A field a suite does not use is refused by name when set away
+    from that suite's default (:class:`vlbias.suites.options.SuiteOptions`).
+
+    Randomness is no option here: every permutation test and bootstrap of a run draws from a ``torch.Generator``
+    seeded with the run's ``seed`` (``vlbias measure --seed``, the callback's ``seed``; see each metric for the
+    offsets it adds), and CounterBias's image attack starts from ``seed`` too.
+
+    Args:
+        n_permutations: random re-arrangements drawn for a p-value when the permutation test is not exact.
+        exact_limit: most re-partitions of X ∪ Y a permutation test counts exactly rather than sampling (0: always
+            sample).
+        n_bootstrap: bootstrap resamples per interval.
+        confidence: interval coverage.
+        interval_method: bootstrap interval: percentile, or bca (bias-corrected and accelerated; closer to nominal
+            coverage at small sets).
+    """
+
+    n_permutations: PositiveInt = 10_000
+    exact_limit: NonNegativeInt = 10**9
+    n_bootstrap: PositiveInt = 1_000
+    confidence: OpenUnitInterval = 0.95
+    interval_method: IntervalMethod = "percentile"
 
 
 def check_options(

@@ -7,16 +7,16 @@ chooses the dimensions and writes the run directory (:mod:`vlbias.mitigation.out
 
 Data (``data``):
 
-* ``"biasworld"``: the images of one split (default ``val``: measure the pruned model on ``test``), the cross-modal test the
-  ``mmbias`` suite builds (:func:`~vlbias.suites.mmbias.biasworld_tests`: men vs women against the man- and
+* ``"biasworld"``: the images of one split (default ``val``: measure the pruned model on ``test``), the cross-modal
+  test the ``mmbias`` suite builds (:func:`~vlbias.suites.mmbias_stimuli.biasworld_tests`: men vs women against the man- and
   woman-stereotyped activity phrases), the activities as zero-shot classes (their neutral-subject phrases
   as prompts) and the groups as the protected attribute;
 * an MMBias data directory (layout in :mod:`vlbias.data.mmbias`): the cross-modal tests of Table 2's pairs
-  that have images (:func:`~vlbias.suites.mmbias.mmbias_tests`, unpleasant vs pleasant words), the groups of
+  that have images (:func:`~vlbias.suites.mmbias_stimuli.mmbias_tests`, unpleasant vs pleasant words), the groups of
   those tests as zero-shot classes *and* protected attribute, each group's phrases as its prompts.
 
 ``vlbias predict --config configs/experiment/prune_biasworld.yaml`` is the same run through LightningCLI
-(:class:`~vlbias.data.BiasWorldDataModule` serves its ``predict_split`` to ``predict``).
+(:class:`~vlbias.data.biasworld_datamodule.BiasWorldDataModule` serves its ``predict_split`` to ``predict``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from vlbias.models.registry import check_model_options
 from vlbias.modules.pruning import EmbeddingPruning
 from vlbias.results import ensure_writable
 from vlbias.run_options import PruneOptions
-from vlbias.suites.mmbias import biasworld_tests, mmbias_tests
+from vlbias.suites.mmbias_stimuli import biasworld_tests, mmbias_tests
 
 
 @dataclass

@@ -12,6 +12,11 @@ from __future__ import annotations
 #: old dotted key -> the new key (or what to write instead), one line per renamed key.
 RENAMED: dict[str, str] = {
     "seed_everything": "seed",
+    # a suite's statistics settings are one nested object, vlbias.options.StatisticsOptions
+    "suite_options.n_permutations": "suite_options.statistics.n_permutations",
+    "suite_options.n_bootstrap": "suite_options.statistics.n_bootstrap",
+    "suite_options.confidence": "suite_options.statistics.confidence",
+    "suite_options.interval_method": "suite_options.statistics.interval_method",
 }
 
 

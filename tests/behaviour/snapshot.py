@@ -31,27 +31,27 @@ from tests.data.corpus import write_karpathy_corpus
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
 SMALL_WORLD = ["--biasworld.eval_per_combination", "4"]
-QUICK = "{n_permutations: 500, n_bootstrap: 100}"
+QUICK = "{statistics: {n_permutations: 500, n_bootstrap: 100}}"
 
 #: case -> the arguments of ``vlbias measure`` after ``--out``.
 MEASURE_CASES = {
     "mmbias-clip": ["--suite", "mmbias", "--model", "clip", "--tiny", *SMALL_WORLD, "--suite_options", QUICK],
     "mmbias-albef-match": ["--suite", "mmbias", "--model", "albef", "--tiny", *SMALL_WORLD, "--suite_options",
-                           "{probe: match, n_permutations: 500, n_bootstrap: 100}"],
+                           "{probe: match, statistics: {n_permutations: 500, n_bootstrap: 100}}"],
     "counterbias-albef": ["--suite", "counterbias", "--model", "albef", "--tiny", *SMALL_WORLD, "--suite_options",
-                          "{n_permutations: 500, n_bootstrap: 100, attack: {steps: 2}}"],
+                          "{statistics: {n_permutations: 500, n_bootstrap: 100}, attack: {steps: 2}}"],
     "vlstereoset-clip": ["--suite", "vlstereoset", "--model", "clip", "--tiny", *SMALL_WORLD,
-                         "--suite_options", "{n_bootstrap: 100}"],
+                         "--suite_options", "{statistics: {n_bootstrap: 100}}"],
     "vlstereoset-vilt": ["--suite", "vlstereoset", "--model", "vilt", "--tiny", *SMALL_WORLD,
-                         "--suite_options", "{probe: match, n_bootstrap: 100}"],
+                         "--suite_options", "{probe: match, statistics: {n_bootstrap: 100}}"],
     "entity_association-albef": ["--suite", "entity_association", "--model", "albef", "--tiny", *SMALL_WORLD,
-                                 "--suite_options", "{n_bootstrap: 100}"],
+                                 "--suite_options", "{statistics: {n_bootstrap: 100}}"],
     "retrieval_bias-clip": ["--suite", "retrieval_bias", "--model", "clip", "--tiny", *SMALL_WORLD,
-                            "--suite_options", "{n_bootstrap: 100, k: [5, 10]}"],
+                            "--suite_options", "{statistics: {n_bootstrap: 100}, k: [5, 10]}"],
     "weat-bert-seat": ["--suite", "weat", "--model", "bert", "--tiny", "--data", str(DATA / "seat"),
-                       "--suite_options", "{n_bootstrap: 100}"],
+                       "--suite_options", "{statistics: {n_bootstrap: 100}}"],
     "weat-clip-seat": ["--suite", "weat", "--model", "clip", "--tiny", "--data", str(DATA / "seat"),
-                       "--suite_options", "{source: embed, n_permutations: 500, n_bootstrap: 100}"],
+                       "--suite_options", "{source: embed, statistics: {n_permutations: 500, n_bootstrap: 100}}"],
 }  # fmt: skip
 
 
@@ -59,10 +59,18 @@ class Dump(pl.Callback):
     """At the end of a fit, write the logged values and a checksum of the weights to ``$VLBIAS_SNAPSHOT``."""
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._dump(trainer, pl_module)
+
+    def on_predict_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._dump(trainer, pl_module)
+
+    def _dump(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         weights = [p.detach().double() for p in pl_module.parameters()]
         numbers = {key: float(value) for key, value in trainer.callback_metrics.items()}
         numbers["weights/sum"] = float(sum(w.sum() for w in weights))
         numbers["weights/abs_sum"] = float(sum(w.abs().sum() for w in weights))
+        summary = (getattr(pl_module, "outcome", None) or {}).get("summary", {})  # a pruning run's choice
+        numbers |= {f"summary/{key}": summary[key] for key in ("removed", "effect_sizes_after") if key in summary}
         Path(os.environ["VLBIAS_SNAPSHOT"]).write_text(json.dumps(numbers))
 
 
@@ -80,11 +88,11 @@ def _numbers(results: Path) -> dict[str, object]:
     return found | {f"p_values/{k}": v for k, v in data["p_values"].items()}
 
 
-def _fit(config: list[str], extra: list[str], work: Path) -> dict[str, object]:
+def _fit(config: list[str], extra: list[str], work: Path, command: str = "fit") -> dict[str, object]:
     work.mkdir(parents=True, exist_ok=True)
     dump = work / "fit.json"
     env = {**os.environ, "VLBIAS_SNAPSHOT": str(dump)}
-    args = ["fit", *config, *extra, "--trainer.default_root_dir", str(work), "--trainer.enable_progress_bar", "false"]
+    args = [command, *config, *extra, "--trainer.default_root_dir", str(work), "--trainer.enable_progress_bar", "false"]
     _vlbias([*args, "--trainer.callbacks+=tests.behaviour.snapshot.Dump"], env)
     return json.loads(dump.read_text())
 
@@ -93,7 +101,7 @@ def _experiment_overrides(config: Path, work: Path) -> list[str]:
     """A fast_dev_run of ``config`` offline on a CPU: tiny models, a tiny Karpathy corpus for caption data."""
     section = yaml.safe_load(config.read_text())
     args = ["--trainer.fast_dev_run", "2", "--trainer.logger", "false"]
-    if section.get("data", {}).get("class_path") == "vlbias.data.CaptionDataModule":
+    if section.get("data", {}).get("class_path") == "vlbias.data.caption_datamodule.CaptionDataModule":
         args += ["--data.init_args.annotations", str(write_karpathy_corpus(work)),
                  "--data.init_args.image_root", str(work / "images"), "--data.init_args.num_workers", "0"]  # fmt: skip
     else:
@@ -149,7 +157,10 @@ def record(path: Path, only: str | None = None) -> None:
             if only and only not in config.stem:
                 continue
             overrides = _experiment_overrides(config, work / config.stem)
-            cases[f"fast_dev_run/{config.stem}"] = _fit(["--config", str(config)], overrides, work / config.stem)
+            command = "predict" if "prune" in config.stem else "fit"  # a pruning run is Trainer.predict
+            cases[f"fast_dev_run/{config.stem}"] = _fit(
+                ["--config", str(config)], overrides, work / config.stem, command
+            )
     path.write_text(json.dumps(cases, indent=1, sort_keys=True))
     print(f"wrote {len(cases)} cases to {path}")
 

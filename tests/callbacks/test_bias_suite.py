@@ -29,6 +29,7 @@ TINY_FIT = [
 ]  # fmt: skip
 KEY = "bias/mmbias/man_vs_woman/stereotyped_activities/effect_size"
 BATCH = 8
+PAPER = {"statistics": {"n_permutations": 10000, "n_bootstrap": 1000}}
 
 
 def biasworld_seat(path: Path) -> Path:
@@ -52,10 +53,11 @@ def callbacks(out: Path | None, seat: Path, extra: tuple[dict, ...] = ()) -> str
     """``--trainer.callbacks``: the three EMBED suites of ``callbacks/embed_suites.yaml``, SEAT on ``seat``, and
     ``extra`` suites; results to ``out`` (``None``: the default folder, ``<log_dir>/bias``)."""
     batches = {"batch_size": BATCH}  # small, so that two ranks share even BiasWorld's smallest test split
+    resamples = {"statistics": {"n_bootstrap": 1000}}
     suites = [
-        {"suite": "mmbias", "data": "biasworld", "options": {"n_permutations": 10000, "n_bootstrap": 1000, **batches}},
-        {"suite": "vlstereoset", "data": "biasworld", "options": {"shift": False, "n_bootstrap": 1000, **batches}},
-        {"suite": "weat", "data": str(seat), "options": {"source": "embed", "n_bootstrap": 1000, **batches}},
+        {"suite": "mmbias", "data": "biasworld", "options": {**PAPER, **batches}},
+        {"suite": "vlstereoset", "data": "biasworld", "options": {"shift": False, **resamples, **batches}},
+        {"suite": "weat", "data": str(seat), "options": {"source": "embed", **resamples, **batches}},
         *extra,
     ]
     where = {} if out is None else {"out_dir": str(out)}
@@ -71,9 +73,9 @@ def test_each_suite_is_built_once_per_fit_and_logged_every_epoch(tmp_path, monke
     built = []
     original = MMBiasSuite.from_biasworld.__func__
 
-    def counting(cls, world, **options):
+    def counting(cls, world, options):
         built.append(options)
-        return original(cls, world, **options)
+        return original(cls, world, options)
 
     monkeypatch.setattr(MMBiasSuite, "from_biasworld", classmethod(counting))
     run = fit(tmp_path, "--trainer.max_epochs", "3")
@@ -91,9 +93,7 @@ def test_each_suite_is_built_once_per_fit_and_logged_every_epoch(tmp_path, monke
     history = state[key]["history"]
     assert [entry["epoch"] for entry in history] == [0, 1, 2]
     assert history[-1][KEY] == pytest.approx(metrics[KEY].dropna().iloc[-1], rel=1e-6)
-    callback = BiasSuiteCallback(
-        suites=[{"suite": "mmbias", "options": {"n_permutations": 10000, "n_bootstrap": 1000}}]
-    )
+    callback = BiasSuiteCallback(suites=[{"suite": "mmbias", "options": PAPER}])
     callback.load_state_dict(state[key])
     assert callback.history == history
     # resumed mid-epoch after epoch 2 was measured (a requeue), epoch 2 is measured again: it is kept once, the latest
@@ -135,6 +135,25 @@ def test_bad_suite_entries_are_refused_by_name():
         BiasSuiteCallback(suites=["mmbias", {"suite": "mmbias", "data": "biasworld"}])
     with pytest.raises(ConfigError, match="`every_n_epochs` to be a positive integer but got 0"):
         BiasSuiteCallback(every_n_epochs=0)
+
+
+def test_suite_options_are_checked_when_the_callback_is_made(monkeypatch):
+    """The options of ``options:`` are those of ``vlbias measure --suite_options``, refused the same way, before any
+    data is read (the suites are built in ``setup``)."""
+    monkeypatch.setattr(MMBiasSuite, "from_biasworld", lambda *args: pytest.fail("data read before the check"))
+    cases = [
+        ({"n_bootstrap": 50}, "Suite 'mmbias' option `n_bootstrap` moved to `statistics.n_bootstrap`"),
+        ({"statistics": {"n_bootstrp": 50}}, "statistics option `n_bootstrp`; did you mean `n_bootstrap`?"),
+        ({"top_k": 0}, "Expected suite 'mmbias' option `top_k` to be an integer v>0 but got 0"),
+    ]
+    for options, message in cases:
+        with pytest.raises(ConfigError, match=message):
+            BiasSuiteCallback(suites=[{"suite": "mmbias", "options": options}])
+    vlstereoset = {"suite": "vlstereoset", "options": {"statistics": {"n_permutations": 100}}}
+    with pytest.raises(ConfigError, match="takes no statistics option `n_permutations` other than 10000"):
+        BiasSuiteCallback(suites=[vlstereoset])
+    callback = BiasSuiteCallback(suites=[{"suite": "mmbias", "options": {"statistics": {"n_bootstrap": 50}}}])
+    assert callback.options["mmbias"].statistics.n_bootstrap == 50
 
 
 def vlbias(*argv: str, cwd: Path) -> None:
@@ -192,7 +211,7 @@ def test_validate_gives_the_same_bias_on_one_and_two_processes_and_as_measure(tm
     vlbias(
         "measure", "--suite", "mmbias", "--model", "clip", "--checkpoint", str(run / "model"), "--data", "biasworld",
         "--biasworld.bias_strength", "0.9", "--biasworld.eval_per_combination", "3", "--biasworld.neutral_caption_rate", "0.5",
-        "--suite_options", f"{{n_permutations: 10000, n_bootstrap: 1000, batch_size: {BATCH}}}", "--out", str(measured), cwd=ROOT,
+        "--suite_options", json.dumps({**PAPER, "batch_size": BATCH}), "--out", str(measured), cwd=ROOT,
     )  # fmt: skip
     assert_same_results(read_results(measured / "mmbias.json"), read_results(outputs[1] / "validate" / "mmbias.json"))
 

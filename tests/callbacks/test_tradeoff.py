@@ -28,7 +28,7 @@ TINY_FIT = [
 def callbacks(tmp_path: Path, checkpoints: bool = True) -> str:
     """``--trainer.callbacks``: the quickstart's suite, the trade-off log and (``checkpoints``) two
     bias-aware checkpoints: a bound that admits every epoch, the Pareto front, a bound that admits none."""
-    suite = {"suite": "mmbias", "options": {"n_permutations": 200, "n_bootstrap": 50}}
+    suite = {"suite": "mmbias", "options": {"statistics": {"n_permutations": 200, "n_bootstrap": 50}}}
     checkpoint = {"accuracy": ACCURACY, "bias": KEY, "filename": "{epoch}"}
     logging = [
         {"class_path": "vlbias.callbacks.BiasSuiteCallback", "init_args": {"suites": [suite]}},
@@ -114,7 +114,10 @@ def test_biasworld_mlm_logs_the_same_keys_to_wandb_and_csv(tmp_path, monkeypatch
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     accuracy, key = "val/mlm_accuracy", "bias/counterbias/activity/B@V-L/avg"
-    suite = {"suite": "counterbias", "options": {"n_permutations": 200, "n_bootstrap": 50, "attack": {"steps": 2}}}
+    suite = {
+        "suite": "counterbias",
+        "options": {"statistics": {"n_permutations": 200, "n_bootstrap": 50}, "attack": {"steps": 2}},
+    }
     callbacks = [
         {"class_path": "vlbias.callbacks.BiasSuiteCallback", "init_args": {"suites": [suite]}},
         {"class_path": "vlbias.callbacks.TradeoffCallback", "init_args": {"accuracy": accuracy}},

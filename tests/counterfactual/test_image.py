@@ -12,7 +12,8 @@ from vlbias.counterfactual.image import (
 )
 from vlbias.data.biasworld import BiasWorld
 from vlbias.errors import CapabilityError, ConfigError, InputError
-from vlbias.models import inference, load
+from vlbias.models import inference
+from vlbias.models.registry import load
 
 BIAS = ["man", "woman"]
 

@@ -8,7 +8,7 @@ import torch
 from lightning.pytorch import Trainer
 
 from tests.data.corpus import CAPTIONS, write_karpathy_corpus
-from vlbias.data import CaptionDataModule
+from vlbias.data.caption_datamodule import CaptionDataModule
 from vlbias.errors import ConfigError, InputError
 from vlbias.modules import FairVLP
 

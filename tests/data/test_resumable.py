@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from vlbias.data import BiasWorldDataModule
+from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.data.resumable import ResumableDataLoader
 from vlbias.modules import ContrastivePretraining
 

@@ -238,7 +238,9 @@ def measure_mmbias(data: Path, out: Path, options: str) -> list[str]:
 
 def test_mmbias_skips_a_truncated_jpeg_and_a_dangling_link_alone(tmp_path, run_cli):
     data = mmbias_dir(tmp_path / "data")
-    options = "{pairs: [[muslim, christian]], experiments: [cross_modal], n_permutations: 100, n_bootstrap: 50}"
+    options = (
+        "{pairs: [[muslim, christian]], experiments: [cross_modal], statistics: {n_permutations: 100, n_bootstrap: 50}}"
+    )
     code, _, err = run_cli(measure_mmbias(data, tmp_path / "out", options))
     assert code == 0, err
     skipped = {entry["item"]: entry["reason"] for entry in read_results(tmp_path / "out" / "mmbias.json").skipped}

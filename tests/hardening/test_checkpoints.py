@@ -10,9 +10,9 @@ import pytest
 
 import vlbias
 from vlbias.errors import InputError
-from vlbias.models import load
 from vlbias.models.clip import CLIPAdapter
 from vlbias.models.loading import check_checkpoint
+from vlbias.models.registry import load
 from vlbias.results import Results, write_results
 
 MEASURE = ["measure", "--suite", "mmbias", "--data", "biasworld", "--biasworld.eval_per_combination", "2"]

@@ -10,27 +10,35 @@ import typing
 from collections.abc import Sequence
 from pathlib import Path
 
+import docstring_parser
 import pytest
 import yaml
 
 from vlbias import loaded_model as measure_module
+from vlbias.callbacks import BiasSuiteCallback
 from vlbias.errors import ConfigError, InputError
 from vlbias.models import registry as model_registry
-from vlbias.options import Seed, check_options
+from vlbias.options import Seed, StatisticsOptions, check_options
+from vlbias.renamed import RENAMED
 from vlbias.results import Results
 from vlbias.suites import run as suite_run
-from vlbias.suites.options import SUITE_OPTIONS, BiasWorldOptions, check_suite_options
-from vlbias.suites.registry import list_suites, suite_class
+from vlbias.suites.options import SUITE_OPTIONS, BiasWorldOptions, check_suite_options, options_help
+from vlbias.suites.registry import list_suites
 
 ROOT = Path(__file__).resolve().parents[2]
-# constructor parameters with defaults that the suite's from_biasworld / from_path fill in, never the user
-INTERNAL = {
-    "mmbias": {"rankings", "skipped"},
-    "vlstereoset": {"skipped"},
-    "entity_association": {"images", "data_config"},
-    "retrieval_bias": {"skipped"},
-}
-OPTIONS = [(suite, field) for suite, declared in SUITE_OPTIONS.items() for field in dataclasses.fields(declared)]
+STATISTICS = [field.name for field in dataclasses.fields(StatisticsOptions)]
+#: (suite, option): every top-level option, and ``statistics.<field>`` for each statistics field the suite uses
+OPTIONS = [
+    (suite, field.name)
+    for suite, declared in SUITE_OPTIONS.items()
+    for field in dataclasses.fields(declared)
+    if field.name != "statistics"
+] + [
+    (suite, f"statistics.{name}")
+    for suite, declared in SUITE_OPTIONS.items()
+    for name in STATISTICS
+    if name not in declared.FIXED_STATISTICS
+]
 
 
 def _keyword_defaults(function) -> dict[str, object]:
@@ -45,36 +53,24 @@ def test_every_registered_suite_declares_its_options():
     assert sorted(SUITE_OPTIONS) == list_suites()
 
 
-@pytest.mark.parametrize("suite", sorted(SUITE_OPTIONS))
-def test_declarations_match_the_constructors(suite):
-    """Each declared option is a keyword of the constructor path it belongs to, with the same default; each
-    constructor keyword a user can set is declared."""
-    cls, declared = suite_class(suite), SUITE_OPTIONS[suite]
-    init = _keyword_defaults(cls.__init__)
-    routes = {"from_path": _keyword_defaults(cls.from_path), "from_biasworld": _keyword_defaults(cls.from_biasworld)}
-    has_world = "from_biasworld" in vars(cls)
-    fields = {field.name: field.default for field in dataclasses.fields(declared)}
-    for name, default in fields.items():
-        used = [
-            keywords
-            for route, keywords in routes.items()
-            if name not in (declared.BIASWORLD_ONLY if route == "from_path" else declared.PATH_ONLY)
-            and (route == "from_path" or has_world)
-        ]
-        for keywords in used:
-            found = keywords.get(name, init.get(name, "<missing>"))
-            assert found == default, (
-                f"{suite}: option {name!r} declared with default {default!r}, constructor {found!r}"
-            )
-    settable = set(init) | {name for keywords in routes.values() for name in keywords}
-    assert settable - set(fields) - INTERNAL.get(suite, set()) == set()
+@pytest.mark.parametrize("declared", [*SUITE_OPTIONS.values(), StatisticsOptions, BiasWorldOptions])
+def test_every_option_has_help_text(declared):
+    """Every field of every suite's options (their nested statistics included) and of BiasWorld's has an ``Args:``
+    line: it is the option's text in ``vlbias measure --help``."""
+    documented = {param.arg_name: param.description for param in docstring_parser.parse(declared.__doc__).params}
+    missing = [field.name for field in dataclasses.fields(declared) if not documented.get(field.name, "").strip()]
+    assert not missing, f"{declared.__name__}: no Args line for {missing}"
+    extra = sorted(set(documented) - {field.name for field in dataclasses.fields(declared)})
+    assert not extra, f"{declared.__name__}: Args lines for no field: {extra}"
+    if "statistics" in documented:
+        assert isinstance(declared.default_statistics(), StatisticsOptions)
 
 
 @pytest.mark.parametrize("config", sorted((ROOT / "configs" / "suite").glob("*.yaml")), ids=lambda path: path.stem)
 def test_shipped_suite_configs_pass_the_checks(config):
     loaded = yaml.safe_load(config.read_text())
-    biasworld = loaded.get("data", "biasworld") == "biasworld"
-    check_suite_options(loaded["suite"], loaded.get("suite_options"), biasworld=biasworld)
+    options = check_suite_options(loaded["suite"], loaded.get("suite_options"))
+    options.check_source(biasworld=loaded.get("data", "biasworld") == "biasworld")
 
 
 def test_biasworld_declaration_matches_biasworld():
@@ -82,6 +78,20 @@ def test_biasworld_declaration_matches_biasworld():
 
     fields = {field.name: field.default for field in dataclasses.fields(BiasWorldOptions)}
     assert fields == _keyword_defaults(BiasWorld.__init__)
+
+
+def test_default_statistics_are_the_metrics_defaults():
+    """Each suite's default statistics give today's numbers: WEAT samples May et al.'s 99,999 re-partitions (with
+    the observed one, 100,000), every permutation test counts exactly up to the metrics' limit."""
+    from vlbias.metrics.functional import weat
+
+    defaults = {suite: declared.default_statistics() for suite, declared in SUITE_OPTIONS.items()}
+    assert defaults["weat"].n_permutations == weat.DEFAULT_PERMUTATIONS
+    assert {stats.exact_limit for stats in defaults.values()} == {weat.DEFAULT_EXACT_LIMIT}
+    assert {suite: stats.interval_method for suite, stats in defaults.items() if stats.interval_method == "bca"} == {
+        "mmbias": "bca",
+        "weat": "bca",
+    }
 
 
 # ----------------------------------------------------------------------------- every option, wrong and out of range
@@ -133,57 +143,117 @@ def no_loading(monkeypatch):
     monkeypatch.setattr(model_registry, "load", forbidden)
 
 
+def _flow(name: str, value: object) -> str:
+    """``{name: value}`` as a flow mapping, a dotted ``name`` nested (``{statistics: {n_bootstrap: 0}}``)."""
+    text = repr(value).replace("'", '"')
+    for part in reversed(name.split(".")):
+        text = f"{{{part}: {text}}}"
+    return text
+
+
 def _measure_argv(suite, name, value, tmp_path):
     declared = SUITE_OPTIONS[suite]
     data = "biasworld" if name in declared.BIASWORLD_ONLY else str(tmp_path)
-    options = "{" + f"{name}: {value!r}".replace("'", '"') + "}"
     argv = ["measure", "--suite", suite, "--model", "clip", "--tiny", "--data", data]
-    return [*argv, "--out", str(tmp_path / "out"), "--suite_options", options]
+    return [*argv, "--out", str(tmp_path / "out"), "--suite_options", _flow(name, value)]
 
 
 def _assert_refused(result, name, value):
     code, _, err = result
     assert code == 2, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    assert f"`{name}`" in err and str(value).strip("[]") in err, err
+    assert f"`{name.split('.')[-1]}`" in err and str(value).strip("[]") in err, err
 
 
-@pytest.mark.parametrize(("suite", "field"), OPTIONS, ids=[f"{s}.{f.name}" for s, f in OPTIONS])
-def test_every_suite_option_refuses_a_wrong_type_and_an_out_of_range_value(suite, field, tmp_path, run_cli, no_loading):
-    kind = typing.get_type_hints(SUITE_OPTIONS[suite])[field.name]
+def _kind(suite: str, name: str) -> object:
+    declared = StatisticsOptions if name.startswith("statistics.") else SUITE_OPTIONS[suite]
+    return typing.get_type_hints(declared)[name.split(".")[-1]]
+
+
+@pytest.mark.parametrize(("suite", "name"), OPTIONS, ids=[f"{s}.{n}" for s, n in OPTIONS])
+def test_every_suite_option_refuses_a_wrong_type_and_an_out_of_range_value(suite, name, tmp_path, run_cli, no_loading):
+    kind = _kind(suite, name)
     wrong = _wrong_type(kind)
-    _assert_refused(run_cli(_measure_argv(suite, field.name, wrong, tmp_path)), field.name, wrong)
+    _assert_refused(run_cli(_measure_argv(suite, name, wrong, tmp_path)), name, wrong)
     outside = _out_of_range(kind)
     if outside is not None:
-        _assert_refused(run_cli(_measure_argv(suite, field.name, outside, tmp_path)), field.name, outside)
+        _assert_refused(run_cli(_measure_argv(suite, name, outside, tmp_path)), name, outside)
 
 
 @pytest.mark.parametrize("suite", sorted(SUITE_OPTIONS))
 def test_every_default_passes_its_own_check(suite):
-    """The checks refuse by type and range, not everything: each declared default is accepted as given."""
+    """The checks refuse by type and range, not everything: each declared default is accepted as given, and gives the
+    suite's default options (statistics included)."""
     declared = SUITE_OPTIONS[suite]
-    for biasworld, other_source in ((True, declared.PATH_ONLY), (False, declared.BIASWORLD_ONLY)):
-        defaults = {f.name: f.default for f in dataclasses.fields(declared) if f.name not in other_source}
-        as_lists = {name: list(value) if isinstance(value, tuple) else value for name, value in defaults.items()}
-        assert check_suite_options(suite, defaults, biasworld=biasworld) == as_lists
+    defaults = {f.name: f.default for f in dataclasses.fields(declared) if f.name != "statistics"}
+    as_lists = {name: list(value) if isinstance(value, tuple) else value for name, value in defaults.items()}
+    statistics = dataclasses.asdict(declared.default_statistics())
+    assert check_suite_options(suite, {**defaults, "statistics": statistics}) == declared(**as_lists)
+    assert check_suite_options(suite, {}) == declared()
 
 
 def test_the_issue_cases(tmp_path, run_cli, no_loading):
     cases = [
         ("vlstereoset", "temperature", 1e-300),
-        ("mmbias", "confidence", "high"),
-        ("weat", "n_permutations", "abc"),
+        ("mmbias", "statistics.confidence", "high"),
+        ("weat", "statistics.n_permutations", "abc"),
         ("counterbias", "min_bias_change", "abc"),
     ]
     for suite, name, value in cases:
         code, _, err = run_cli(_measure_argv(suite, name, value, tmp_path))
-        assert code == 2 and f"option `{name}` to be" in err and repr(value) in err, err
+        field = name.split(".")[-1]
+        assert code == 2 and f"option `{field}` to be" in err and repr(value) in err, err
 
 
 def test_misspelt_option_gets_a_suggestion(tmp_path, run_cli, no_loading):
     code, _, err = run_cli(_measure_argv("mmbias", "n_permutation", 100, tmp_path))
     assert code == 2
-    assert "Unknown suite 'mmbias' option `n_permutation`; did you mean `n_permutations`?" in err, err
+    assert "Unknown suite 'mmbias' option `n_permutation`; did you mean `statistics.n_permutations`?" in err, err
+    code, _, err = run_cli(_measure_argv("mmbias", "statistics.n_permutation", 100, tmp_path))
+    assert code == 2
+    assert "Unknown suite 'mmbias' statistics option `n_permutation`; did you mean `n_permutations`?" in err, err
+
+
+@pytest.mark.parametrize("old", sorted(key for key in RENAMED if key.startswith("suite_options.")))
+def test_an_old_flat_key_is_refused_naming_its_new_key(old, tmp_path, run_cli, no_loading):
+    """``--suite_options '{n_bootstrap: 100}'`` (before issue 38) is refused with one line naming
+    ``statistics.n_bootstrap``; so is the same key of ``vlbias audit --suite_options`` and the callback's ``options``."""
+    name = old.removeprefix("suite_options.")
+    value = dataclasses.asdict(SUITE_OPTIONS["mmbias"].default_statistics())[name]
+    code, _, err = run_cli(_measure_argv("mmbias", name, value, tmp_path))
+    new = RENAMED[old].removeprefix("suite_options.")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"Suite 'mmbias' option `{name}` moved to `{new}`: write {_flow(new, value)}." in err, err
+    with pytest.raises(ConfigError, match=f"moved to `{new}`"):
+        BiasSuiteCallback(suites=[{"suite": "mmbias", "options": {name: value}}])
+
+
+def test_audit_refuses_an_old_flat_key_naming_its_new_key_before_loading(tmp_path, run_cli, no_loading):
+    """Every suite's options are checked before the audit loads the model: one line naming the new key, exit 2."""
+    argv = ["audit", "--model", "clip", "--tiny", "--out", str(tmp_path), "--suites", "[mmbias]"]
+    code, _, err = run_cli([*argv, "--suite_options", "{mmbias: {n_bootstrap: 50}}"])
+    assert code == 2 and "moved to `statistics.n_bootstrap`" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(
+    ("suite", "name", "value"),
+    [
+        ("vlstereoset", "n_permutations", 100),
+        ("entity_association", "exact_limit", 0),
+        ("retrieval_bias", "interval_method", "bca"),
+        ("counterbias", "interval_method", "bca"),
+        ("counterbias", "exact_limit", 5),
+    ],
+)
+def test_a_statistics_field_the_suite_does_not_use_is_refused_by_name(suite, name, value, tmp_path, run_cli):
+    code, _, err = run_cli(_measure_argv(suite, f"statistics.{name}", value, tmp_path))
+    why = SUITE_OPTIONS[suite].FIXED_STATISTICS[name]
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"Suite {suite!r} takes no statistics option `{name}` other than" in err and why in err, err
+    default = getattr(SUITE_OPTIONS[suite].default_statistics(), name)
+    assert check_suite_options(suite, {"statistics": {name: default}}).statistics == StatisticsOptions(
+        **dataclasses.asdict(SUITE_OPTIONS[suite].default_statistics())
+    )  # its own default is accepted
 
 
 def test_option_of_the_other_data_source_is_refused(tmp_path, run_cli, no_loading):
@@ -279,19 +349,21 @@ def test_tiny_makes_every_model_of_the_suite_tiny():
     from vlbias.data.biasworld import BiasWorld
 
     world = BiasWorld(eval_per_combination=1)
-    built = suite_run.build_suite("entity_association", world, {}, tiny=True)
-    assert built.text_tiny and built.text_checkpoint is None
+    built = suite_run.build_suite(check_suite_options("entity_association", {}, tiny=True), world)
+    assert built.options.text_tiny and built.text_checkpoint is None
     with pytest.raises(ConfigError, match="`text_tiny: false` contradicts --tiny"):
-        suite_run.build_suite("entity_association", world, {"text_tiny": False}, tiny=True)
+        check_suite_options("entity_association", {"text_tiny": False}, tiny=True)
     baseline = {"language_baseline": {"model": "bert", "checkpoint": "bert-base-uncased"}}
-    built = suite_run.build_suite("counterbias", world, baseline, tiny=True)
-    assert built.language_baseline == {"model": "bert", "tiny": True}
+    built = suite_run.build_suite(check_suite_options("counterbias", baseline, tiny=True), world)
+    assert built.options.language_baseline == {"model": "bert", "tiny": True}
 
 
 def test_entity_association_tiny_runs_offline(tmp_path, run_cli, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     argv = ["measure", "--suite", "entity_association", "--model", "vilt", "--tiny", "--out", str(tmp_path)]
-    code, _, err = run_cli([*argv, "--biasworld.eval_per_combination", "1", "--suite_options", "{n_bootstrap: 10}"])
+    code, _, err = run_cli(
+        [*argv, "--biasworld.eval_per_combination", "1", "--suite_options", "{statistics: {n_bootstrap: 10}}"]
+    )
     assert code == 0, err
     assert "Retrying" not in err
 
@@ -301,5 +373,6 @@ def test_measure_help_lists_every_suite_and_option(run_cli):
     assert code == 0 and "<function" not in out
     for suite, declared in SUITE_OPTIONS.items():
         assert f"  {suite}: " in out
-        for field in dataclasses.fields(declared):
-            assert f"    {field.name} " in out, field.name
+        for name, _ in options_help(declared):
+            assert f"    {name} " in out, name
+        assert "statistics.n_bootstrap" in dict(options_help(declared))

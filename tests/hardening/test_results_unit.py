@@ -97,7 +97,12 @@ def test_an_overflowed_metric_is_refused_through_the_cli_and_the_old_result_stay
     import vlbias.measure
 
     argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--data", "biasworld", "--out", str(tmp_path)]
-    argv += ["--biasworld.eval_per_combination", "2", "--suite_options", "{n_permutations: 20, n_bootstrap: 10}"]
+    argv += [
+        "--biasworld.eval_per_combination",
+        "2",
+        "--suite_options",
+        "{statistics: {n_permutations: 20, n_bootstrap: 10}}",
+    ]
     code, _, err = run_cli(argv)
     assert code == 0, err
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
@@ -123,7 +128,12 @@ def test_ctrl_c_while_writing_ends_in_one_line_and_one_whole_result(
     """Ctrl-C (KeyboardInterrupt) at the JSON's rename leaves the old result; at the table's last rename, the
     new one whole. Either way: exit status 130 and one line, no traceback."""
     argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--data", "biasworld", "--out", str(tmp_path)]
-    argv += ["--biasworld.eval_per_combination", "2", "--suite_options", "{n_permutations: 20, n_bootstrap: 10}"]
+    argv += [
+        "--biasworld.eval_per_combination",
+        "2",
+        "--suite_options",
+        "{statistics: {n_permutations: 20, n_bootstrap: 10}}",
+    ]
     assert run_cli([*argv, "--seed", "1"])[0] == 0
     replace, renames = os.replace, []
 

@@ -17,12 +17,14 @@ from tests.suites.test_mmbias import TEXT_VECTORS, VectorAdapter, write_vector_d
 from tests.suites.test_vlstereoset import TextOnlyStereotyper
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.entity_association import parse_spec
-from vlbias.models import load
+from vlbias.models.registry import load
 from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN
 from vlbias.models.vocab import tiny_tokenizer, word_tokenizer
 from vlbias.suites.counterbias import CounterBiasSuite
 from vlbias.suites.entity_association import EntityAssociationSuite
 from vlbias.suites.mmbias import MMBiasSuite
+from vlbias.suites.options import CounterBiasOptions, EntityAssociationOptions, MMBiasOptions, VLStereoSetOptions
+from vlbias.suites.run import measure_suite
 from vlbias.suites.vlstereoset import ProbeItem, VLStereoSetSuite, biasworld_items
 
 
@@ -40,7 +42,10 @@ def entity_output(monkeypatch, templates: list[dict]) -> object:
     model both :class:`ShortFixedLogits`."""
     monkeypatch.setattr(entity_module, "load", lambda *args, **kwargs: ShortFixedLogits(TEXT_LOGITS))
     spec = parse_spec({"groups": {"female": "woman", "male": "man"}, "neutral": "person", "templates": templates})
-    return EntityAssociationSuite(spec, None, text_checkpoint="fixed").run(ShortFixedLogits(VL_LOGITS))
+    return measure_suite(
+        EntityAssociationSuite(spec, None, {}, EntityAssociationOptions(text_checkpoint="fixed")),
+        ShortFixedLogits(VL_LOGITS),
+    )
 
 
 BAGS = {"name": "bags", "text": "the {agent} is carrying a {entity}.", "entities": ["purse"]}
@@ -95,8 +100,9 @@ def mmbias_output(root: Path, phrases: dict, adapter: VectorAdapter, **options) 
     """The muslim / christian tests of ``phrases`` on the vector data (:func:`write_vector_data`)."""
     write_vector_data(root)
     (root / "textual_phrases.json").write_text(json.dumps(phrases))
-    suite = MMBiasSuite.from_path(root, pairs=[["muslim", "christian"]], n_bootstrap=30, top_k=2, **options)
-    return suite.run(adapter, seed=0)
+    options = MMBiasOptions(pairs=[["muslim", "christian"]], top_k=2, **options).with_statistics(n_bootstrap=30)
+    suite = MMBiasSuite.from_path(root, options)
+    return measure_suite(suite, adapter, seed=0)
 
 
 def mmbias_phrases(unpleasant: list[str], muslim: list[str]) -> dict:
@@ -163,7 +169,11 @@ class ReadingStereotyper(TextOnlyStereotyper):
 
 
 def vlstereoset_output(items: list[ProbeItem]) -> object:
-    return VLStereoSetSuite(items, {"data": "test"}, probe="match", n_bootstrap=20).run(ReadingStereotyper(), seed=0)
+    return measure_suite(
+        VLStereoSetSuite(items, {"data": "test"}, VLStereoSetOptions(probe="match").with_statistics(n_bootstrap=20)),
+        ReadingStereotyper(),
+        seed=0,
+    )
 
 
 def same_rows(actual: list[dict], expected: list[dict]) -> bool:
@@ -210,10 +220,12 @@ def test_vlstereoset_measures_and_notes_an_item_with_a_truncated_caption():
 # ----------------------------------------------------------------------------- counterbias
 def counterbias_output(adapter, **options) -> object:
     """CounterBias on BiasWorld's two cooking images (a man, a woman), a short attack."""
-    world = CounterBiasSuite.from_biasworld(BiasWorld(eval_per_combination=1))
+    world = CounterBiasSuite.from_biasworld(BiasWorld(eval_per_combination=1), CounterBiasOptions())
     items = [item for item in world.items if item.target == "cooking"]
-    suite = CounterBiasSuite(items, world.data_config, attack=ATTACK, require_attack_success=False, **options)
-    return suite.run(adapter, seed=0)
+    suite = CounterBiasSuite(
+        items, world.data_config, CounterBiasOptions(attack=ATTACK, require_attack_success=False, **options)
+    )
+    return measure_suite(suite, adapter, seed=0)
 
 
 def test_counterbias_skips_a_template_whose_mask_is_past_the_cut():

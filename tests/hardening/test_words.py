@@ -12,12 +12,14 @@ from transformers import AutoTokenizer
 
 from tests.suites.test_retrieval_bias import GALLERY, QUERIES, AngleAdapter, angle_gallery
 from vlbias.data.retrieval_bias import Query
-from vlbias.models import load
+from vlbias.models.registry import load
 from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, unseen_texts
 from vlbias.models.vocab import word_tokenizer
 from vlbias.results import read_results
+from vlbias.suites.options import RetrievalBiasOptions
 from vlbias.suites.retrieval_bias import RetrievalBiasSuite
-from vlbias.suites.weat import Encoder, Stimulus, _word_pattern
+from vlbias.suites.run import measure_suite
+from vlbias.suites.weat_encoder import Encoder, Stimulus, word_pattern
 
 ATTRIBUTES = {
     "attr1": {"category": "Domestic", "examples": ["cooking", "sewing", "cleaning"]},
@@ -51,7 +53,7 @@ def measure(run_cli, data: Path, out: Path, model_options: dict | None = None) -
             "--out",
             str(out),
             "--suite_options",
-            json.dumps({"n_bootstrap": 20}),
+            json.dumps({"statistics": {"n_bootstrap": 20}}),
             "--model_options",
             json.dumps(model_options or {}),
         ]
@@ -106,7 +108,7 @@ def test_a_truncated_sentence_is_measured_noted_on_its_row_and_counted(tmp_path,
 
 def test_a_contextual_word_past_the_cut_is_skipped():
     adapter = load("sentence_bert", tiny=True, device="cpu", options={"max_text_length": 8})
-    encoder = Encoder(adapter, "contextual", "cls", "token_states", _word_pattern(["woman"]), ())
+    encoder = Encoder(adapter, "contextual", "cls", "token_states", word_pattern(["woman"]), ())
     kept, early, late = (
         Stimulus("a woman is cooking"),
         Stimulus("a woman is there in the picture cooking"),
@@ -153,8 +155,15 @@ def test_retrieval_queries_the_model_cannot_see_are_skipped_or_noted():
         Query(" ", "g2", "blank"),
         Query("0 0 0 0 0", "g2", "long"),
     ]
-    output = RetrievalBiasSuite(queries, angle_gallery(*GALLERY), {"data": "angles"}, k=2, n_bootstrap=20).run(
-        WordAngles(), seed=0
+    output = measure_suite(
+        RetrievalBiasSuite(
+            queries,
+            angle_gallery(*GALLERY),
+            {"data": "angles"},
+            RetrievalBiasOptions(k=2).with_statistics(n_bootstrap=20),
+        ),
+        WordAngles(),
+        seed=0,
     )
     assert [(entry["item"], entry["kind"]) for entry in output.skipped] == [("zebra", UNKNOWN), (" ", EMPTY)]
     assert (

@@ -35,7 +35,9 @@ def _callbacks_and_loggers(tmp_path: Path, slow_seconds: float, wandb: bool) -> 
     callbacks = [
         {
             "class_path": "vlbias.callbacks.BiasSuiteCallback",
-            "init_args": {"suites": [{"suite": "mmbias", "options": {"n_permutations": 200, "n_bootstrap": 20}}]},
+            "init_args": {
+                "suites": [{"suite": "mmbias", "options": {"statistics": {"n_permutations": 200, "n_bootstrap": 20}}}]
+            },
         },
         {"class_path": "tests.launch.slow_steps.SlowSteps", "init_args": {"seconds": slow_seconds}},
     ]

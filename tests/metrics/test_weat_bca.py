@@ -26,6 +26,7 @@ from vlbias.metrics.functional import weat as weat_functional
 from vlbias.metrics.functional.grounded_weat import _congruence_jackknife, _resampled_effect_sizes, congruence_interval
 from vlbias.metrics.functional.weat import _acceleration, _effect_size_jackknife, interval_from_associations
 from vlbias.suites.mmbias import MMBiasSuite
+from vlbias.suites.options import MMBiasOptions, WEATOptions, check_suite_options
 from vlbias.suites.weat import WEATSuite
 
 N_BOOTSTRAP = 20_000
@@ -170,19 +171,22 @@ def test_an_unknown_method_is_refused():
     with pytest.raises(ConfigError, match=r"`interval_method` .* but got 'normal'"):
         WEATTest(interval_method="normal")
     with pytest.raises(ConfigError, match=r"`interval_method` .* but got 'normal'"):
-        MMBiasSuite([], {}, interval_method="normal")
+        check_suite_options("mmbias", {"statistics": {"interval_method": "normal"}})
 
 
 def test_suites_record_the_method(tmp_path):
-    assert MMBiasSuite([], {}).config["interval_method"] == "bca"
-    assert MMBiasSuite([], {}, interval_method="percentile").config["interval_method"] == "percentile"
+    percentile = {"statistics": {"interval_method": "percentile"}}
+    assert MMBiasSuite([], {}, MMBiasOptions()).config["statistics"]["interval_method"] == "bca"
+    mmbias = MMBiasSuite([], {}, check_suite_options("mmbias", percentile))
+    assert mmbias.config["statistics"]["interval_method"] == "percentile"
     sets = {key: {"category": key, "examples": [f"{key} one", f"{key} two"]} for key in ("targ1", "targ2", "attr1")}
     sets["attr2"] = {"category": "attr2", "examples": ["attr2 one", "attr2 two"]}
     (tmp_path / "toy.jsonl").write_text(json.dumps(sets))
-    assert WEATSuite.from_path(tmp_path).config["interval_method"] == "bca"
-    assert WEATSuite.from_path(tmp_path, interval_method="percentile").config["interval_method"] == "percentile"
+    assert WEATSuite.from_path(tmp_path, WEATOptions()).config["statistics"]["interval_method"] == "bca"
+    weat = WEATSuite.from_path(tmp_path, check_suite_options("weat", percentile))
+    assert weat.config["statistics"]["interval_method"] == "percentile"
     with pytest.raises(ConfigError, match=r"`interval_method` .* but got 'normal'"):
-        WEATSuite.from_path(tmp_path, interval_method="normal")
+        check_suite_options("weat", {"statistics": {"interval_method": "normal"}})
 
 
 def test_bca_is_stable_under_rounding_noise_in_the_scores_at_small_sizes(monkeypatch):

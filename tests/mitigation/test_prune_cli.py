@@ -81,7 +81,7 @@ def test_measure_reads_the_pruned_checkpoint_and_sees_the_lowered_bias(pruned_ru
         "--out",
         str(tmp_path),
         "--suite_options",
-        "{n_permutations: 100, n_bootstrap: 20}",
+        "{statistics: {n_permutations: 100, n_bootstrap: 20}}",
     ]
     code, _, err = run_cli(argv)
     assert code == 0, err

@@ -15,8 +15,8 @@ import torch.nn.functional as F
 from PIL import Image
 
 from vlbias.metrics.functional.weat import weat_effect_size
-from vlbias.models import load
 from vlbias.models.pruned import PrunedEmbeddings
+from vlbias.models.registry import load
 
 UNPLEASANT = ["cooking", "cleaning", "sewing"]  # words of the tiny models' vocabulary
 PLEASANT = ["coding", "driving", "repairing"]

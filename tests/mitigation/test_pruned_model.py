@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from transformers import CLIPModel
 
 from vlbias.errors import CapabilityError, InputError
-from vlbias.models import Capability
+from vlbias.models.base import Capability
 from vlbias.models.bert import BertAdapter
 from vlbias.models.clip import CLIPAdapter
 from vlbias.models.pruned import PRUNED_FILE, PrunedEmbeddings, export_pruned_clip

@@ -16,7 +16,8 @@ import torch
 from torch import Tensor
 from transformers import AutoTokenizer
 
-from vlbias.models import Capability, ModelAdapter, load
+from vlbias.models.base import Capability, ModelAdapter
+from vlbias.models.registry import load
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -10,9 +10,10 @@ import torch
 from transformers import BertForMaskedLM, BertModel
 
 from vlbias.errors import CapabilityError, InputError
-from vlbias.models import Capability, load
 from vlbias.models.albef import ALBEFAdapter
 from vlbias.models.albef_modeling import ALBEF, binary_groups, interpolate_pos_embed, read_checkpoint
+from vlbias.models.base import Capability
+from vlbias.models.registry import load
 
 NAME = "albef"
 CAPABILITIES = sorted(ALBEFAdapter.capabilities)

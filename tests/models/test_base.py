@@ -8,8 +8,10 @@ from safetensors.torch import load_file, save_file
 
 from vlbias.data.images import load_image
 from vlbias.errors import CapabilityError, ConfigError, InputError
-from vlbias.models import Capability, list_models, load, require_capability
+from vlbias.models.base import Capability, require_capability
+from vlbias.models.catalog import list_models
 from vlbias.models.inference import measuring
+from vlbias.models.registry import load
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from vlbias.errors import CapabilityError, InputError
-from vlbias.models import load
 from vlbias.models.bert import BertAdapter
+from vlbias.models.registry import load
 
 NAME = "bert"
 

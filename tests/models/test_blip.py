@@ -5,8 +5,8 @@ import torch
 from torchvision.transforms.v2 import functional as TF
 
 from vlbias.errors import CapabilityError
-from vlbias.models import load
 from vlbias.models.preprocess import CLIP_MEAN, CLIP_STD
+from vlbias.models.registry import load
 
 NAME = "blip"
 

@@ -5,7 +5,7 @@ import torch
 from PIL import Image
 
 from vlbias.errors import CapabilityError
-from vlbias.models import load
+from vlbias.models.registry import load
 
 NAME = "clip"
 

@@ -10,9 +10,10 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.models import Capability, load
+from vlbias.models.base import Capability
 from vlbias.models.lxmert import LXMERTAdapter
 from vlbias.models.regions import GridFeatures, RegionFeatures
+from vlbias.models.registry import load
 
 NAME = "lxmert"
 

@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from vlbias.errors import CapabilityError, InputError
-from vlbias.models import load
 from vlbias.models.bert import BertAdapter
 from vlbias.models.masked_words import word_log_probs, word_pieces
+from vlbias.models.registry import load
 
 TEMPLATE = "the person who is [MASK] is here."
 
@@ -99,8 +99,8 @@ def test_model_without_fill_mask_is_refused_before_compute():
 
 def test_each_image_gets_its_own_row():
     """With a vision-language FILL_MASK model, row b is the score given image b alone."""
-    from vlbias.models import Capability, models_with
-    from vlbias.models.registry import adapter_class
+    from vlbias.models.base import Capability
+    from vlbias.models.catalog import adapter_class, models_with
 
     name = next(n for n in models_with(Capability.FILL_MASK) if not adapter_class(n).text_only)
     model = load(name, tiny=True, device="cpu")

@@ -5,8 +5,8 @@ import pytest
 import torch
 from torch import nn
 
-from vlbias.models import load
 from vlbias.models.patches import PatchProjection, project_patches, reads_patches
+from vlbias.models.registry import load
 
 
 @pytest.mark.parametrize("size", [(16, 16), (18, 21)], ids=["whole patches", "ragged edge"])

@@ -11,9 +11,9 @@ from torch import Tensor
 
 from tests.models.conftest import sample_inputs
 from vlbias.errors import InputError
-from vlbias.models import Capability, list_models, load
-from vlbias.models.base import at_positions
-from vlbias.models.registry import adapter_class
+from vlbias.models.base import Capability, at_positions
+from vlbias.models.catalog import adapter_class, list_models
+from vlbias.models.registry import load
 
 CASES = [(name, capability) for name in list_models() for capability in sorted(adapter_class(name).capabilities)]
 CHECKS = ("shapes_and_dtypes", "deterministic", "batch_invariant", "equals_direct_call", "save_load_round_trip")

@@ -9,8 +9,9 @@ import yaml
 
 from vlbias.commands.measure import parser as measure_parser
 from vlbias.errors import CapabilityError, ConfigError
-from vlbias.models import Capability, describe_models, list_models, load, models_with
-from vlbias.models.registry import adapter_class
+from vlbias.models.base import Capability
+from vlbias.models.catalog import adapter_class, describe_models, list_models, models_with
+from vlbias.models.registry import check_device, check_model_options, default_device, load
 
 CONFIGS = Path(__file__).parents[2] / "configs" / "model"
 
@@ -81,9 +82,24 @@ def test_model_config_is_a_measure_config_and_builds(name):
     assert model.name == name
 
 
-def test_load_refuses_an_option_the_adapter_does_not_take():
+def test_model_options_are_checked_against_the_adapters_builder():
+    """``check_model_options`` is the door for model options (``load`` takes them checked): a name the adapter's
+    ``tiny`` / ``from_pretrained`` does not take, or a value of the wrong type, is refused by name."""
     with pytest.raises(ConfigError, match=r"Model 'clip' does not take option\(s\) \['region_features'\] in tiny"):
-        load("clip", tiny=True, options={"region_features": "x.tsv"})
+        check_model_options("clip", {"region_features": "x.tsv"}, tiny=True)
+    with pytest.raises(ConfigError, match=r"does not take option\(s\) \['hidden_size'\] in from_pretrained"):
+        check_model_options("clip", {"hidden_size": 8}, tiny=False)
+    with pytest.raises(ConfigError, match="model 'vilt' option `itm_checkpoint`"):
+        check_model_options("vilt", {"itm_checkpoint": 3}, tiny=False)
+    assert check_model_options("albef", {"image_size": "48"}, tiny=False) == {"image_size": 48}
+
+
+def test_device_is_checked_at_the_door_and_load_takes_it_as_given():
+    assert check_device(None) == default_device()
+    assert check_device("cpu") == torch.device("cpu")
+    with pytest.raises(ConfigError, match=r"Expected `device` to be one of this machine's devices \['cpu'"):
+        check_device("potato")
+    assert load("clip", tiny=True).device == default_device()
 
 
 def test_bench_script_times_adapter_and_direct_call_for_each_capability(load_script, capsys):

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.models import load
 from vlbias.models.bert import BertAdapter
+from vlbias.models.registry import load
 
 NAME = "sentence_bert"
 
@@ -46,7 +46,7 @@ def test_default_pooling_is_the_checkpoints_own_and_equals_sentence_transformers
     """all-MiniLM-L6-v2 names mean pooling in ``1_Pooling/config.json``: the adapter reads it, and the weat
     suite's default sentence embedding is sentence-transformers' own to 1e-5 (compared unit-normalised, as
     its pipeline ends with a Normalize module and WEAT reads cosines only)."""
-    from vlbias.suites.weat import Encoder, Stimulus
+    from vlbias.suites.weat_encoder import Encoder, Stimulus
 
     minilm = load(NAME, checkpoint=minilm_dir, device="cpu")
     assert minilm.pooling == "mean"

@@ -9,8 +9,9 @@ from safetensors.torch import load_file, save_file
 from transformers import BertModel, VisualBertConfig, VisualBertForPreTraining
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.models import Capability, load
+from vlbias.models.base import Capability
 from vlbias.models.regions import GridFeatures, RegionFeatures
+from vlbias.models.registry import load
 from vlbias.models.visualbert import VisualBERTAdapter
 
 NAME = "visualbert"

@@ -14,7 +14,7 @@ from vlbias.counterfactual.tokens import TokenSwap
 from vlbias.counterfactual.training import TrainingImageCounterfactuals
 from vlbias.data.biasworld import BiasWorld
 from vlbias.errors import ConfigError, InputError
-from vlbias.models import load
+from vlbias.models.registry import load
 from vlbias.modules.fairvlp import METHODS, FairVLP
 from vlbias.objectives import IGNORE_INDEX, itc_loss
 from vlbias.results import read_results
@@ -290,7 +290,7 @@ def test_the_exported_model_reloads_and_measures(tmp_path, run_cli):
     code, _, err = run_cli(
         ["measure", "--suite", "counterbias", "--model", "albef", "--checkpoint", str(exported),
          "--out", str(tmp_path / "measured"), "--biasworld.image_size", "32", "--biasworld.eval_per_combination", "1",
-         "--suite_options", "{templates: [Sw/O], n_bootstrap: 20, attack: {steps: 1}, require_attack_success: false}"]
+         "--suite_options", "{templates: [Sw/O], statistics: {n_bootstrap: 20}, attack: {steps: 1}, require_attack_success: false}"]
     )  # fmt: skip
     assert code == 0, err
     results = read_results(tmp_path / "measured" / "counterbias.json")

@@ -10,8 +10,8 @@ import torch
 from vlbias.cli import main
 from vlbias.data.biasworld import BiasWorld
 from vlbias.errors import CapabilityError, ConfigError
-from vlbias.models import load
 from vlbias.models.base import Capability
+from vlbias.models.registry import load
 from vlbias.modules.contrastive import ContrastivePretraining
 from vlbias.modules.masked_lm import IGNORE_INDEX, MaskedLMPretraining, mask_tokens
 from vlbias.results import read_results

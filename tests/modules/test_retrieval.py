@@ -15,10 +15,11 @@ import torch
 from torch.testing import assert_close
 
 from tests.data.corpus import write_karpathy_corpus
-from vlbias.data import BiasWorldDataModule, CaptionDataModule
+from vlbias.data.biasworld_datamodule import BiasWorldDataModule
+from vlbias.data.caption_datamodule import CaptionDataModule
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.metrics.functional.retrieval import retrieval_recall
-from vlbias.models import load
+from vlbias.models.registry import load
 from vlbias.modules import RetrievalFinetuning, contrastive_loss
 from vlbias.objectives.contrastive import itc_loss
 from vlbias.retrieval.rerank import rerank

@@ -13,7 +13,7 @@ from vlbias.report.model_card import Change, ModelCard, card_text
 from vlbias.results import is_count, read_results
 
 ROOT = Path(__file__).resolve().parents[2]
-SUITE_OPTIONS = {"n_permutations": 200, "n_bootstrap": 50}
+SUITE_OPTIONS = {"statistics": {"n_permutations": 200, "n_bootstrap": 50}}
 
 
 def front_matter(text: str) -> dict:

@@ -31,11 +31,11 @@ def cli(argv, capsys):
 def runs(tmp_path_factory):
     """A measure run and a 2-epoch quickstart fit with the trade-off log, under one directory."""
     root = tmp_path_factory.mktemp("runs")
-    options = "{n_permutations: 200, n_bootstrap: 50}"
+    options = "{statistics: {n_permutations: 200, n_bootstrap: 50}}"
     small = ["--biasworld.eval_per_combination", "2", "--suite_options", options]
     main(["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--out", str(root / "measure"), *small])
     callbacks = [
-        {"class_path": "vlbias.callbacks.BiasSuiteCallback", "init_args": {"suites": [{"suite": "mmbias", "options": {"n_permutations": 200, "n_bootstrap": 50}}]}},
+        {"class_path": "vlbias.callbacks.BiasSuiteCallback", "init_args": {"suites": [{"suite": "mmbias", "options": {"statistics": {"n_permutations": 200, "n_bootstrap": 50}}}]}},
         {"class_path": "vlbias.callbacks.TradeoffCallback", "init_args": {"accuracy": ACCURACY}},
     ]  # fmt: skip
     main(

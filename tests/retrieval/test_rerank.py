@@ -6,8 +6,8 @@ from torch.testing import assert_close
 
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.metrics.functional import retrieval_recall
-from vlbias.models import load
 from vlbias.models.base import Capability
+from vlbias.models.registry import load
 from vlbias.retrieval import candidates, rerank, rerank_per_query
 
 CAPTIONS = [

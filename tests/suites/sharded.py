@@ -1,7 +1,7 @@
 """Run suites on two CPU processes joined by gloo, as a DDP trainer would, and compare with one process.
 
 A *case* is a module-level function returning ``(suite, adapter)``; each rank builds its own (same seeds),
-runs ``suite.run`` over its shard, and returns the whole :class:`~vlbias.suites.base.SuiteOutput`."""
+runs :func:`~vlbias.suites.run.measure_suite` over its shard, and returns the whole :class:`~vlbias.suites.base.SuiteOutput`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from tests.metrics.ddp import results_per_rank
+from vlbias.suites.run import measure_suite
 
 Case = Callable[[], tuple]
 
@@ -23,7 +24,7 @@ def _run_cases(cases: Sequence[Case], seed: int, _batches) -> list[dict]:
     outputs = []
     for case in cases:
         suite, adapter = case()
-        outputs.append(dataclasses.asdict(suite.run(adapter, seed=seed)))
+        outputs.append(dataclasses.asdict(measure_suite(suite, adapter, seed=seed)))
     return outputs
 
 

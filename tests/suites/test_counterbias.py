@@ -2,6 +2,7 @@
 
 import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,10 +12,11 @@ from PIL import Image
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.vl_bias import read_release_index, read_vl_bias
 from vlbias.errors import ConfigError, InputError
-from vlbias.models import load
+from vlbias.models.registry import load
 from vlbias.results import read_items, read_results
 from vlbias.suites.counterbias import CounterBiasItem, CounterBiasSuite
-from vlbias.suites.run import build_suite
+from vlbias.suites.options import CounterBiasOptions, check_suite_options
+from vlbias.suites.run import build_suite, measure_suite
 
 ATTACK = {"eps": 0.05, "alpha": 0.0125, "steps": 5}
 ROWS = [  # image, concept, concept_type, gender
@@ -99,10 +101,9 @@ def test_unannotated_images_can_take_the_models_reading(vl_bias_folder):
     with (vl_bias_folder / "annotations.csv").open("a") as annotations:
         annotations.write("f.png,shopping,activity,\n")  # unannotated, and its target is not in the vocabulary
     adapter = load("albef", tiny=True, device="cpu")
-    suite = CounterBiasSuite.from_path(
-        vl_bias_folder, attack=ATTACK, require_attack_success=False, unannotated="model_reading"
-    )
-    output = suite.run(adapter)
+    options = CounterBiasOptions(attack=ATTACK, require_attack_success=False, unannotated="model_reading")
+    suite = CounterBiasSuite.from_path(vl_bias_folder, options)
+    output = measure_suite(suite, adapter)
     assert suite.config["unannotated"] == "model_reading"
     assert not any(entry["kind"] == "no_gender" for entry in output.skipped)
     (unusable,) = [entry for entry in output.skipped if entry["item"] == "f.png@row10"]
@@ -112,7 +113,7 @@ def test_unannotated_images_can_take_the_models_reading(vl_bias_folder):
     assert all(row["p_bias_vf"] >= 0.5 for row in rows)  # the concept it reads is the likelier of the two
     assert all(row["bias_annotated"] for row in output.items if not row["item"].startswith("e.png"))
     with pytest.raises(ConfigError, match="unannotated"):
-        CounterBiasSuite.from_path(vl_bias_folder, unannotated="guess")
+        check_suite_options("counterbias", {"unannotated": "guess"})
 
 
 def test_measure_an_index_of_the_authors_release(vl_bias_folder, tmp_path, run_cli):
@@ -191,10 +192,9 @@ def test_bad_release_index_files_are_refused(tmp_path):
 
 
 def test_biasworld_dataset_bias_matches_item_rows(tmp_path):
-    suite = build_suite(
-        "counterbias", BiasWorld(eval_per_combination=1), {"attack": ATTACK, "require_attack_success": False}
-    )
-    output = suite.run(load("albef", tiny=True, device="cpu"))
+    options = check_suite_options("counterbias", {"attack": ATTACK, "require_attack_success": False})
+    suite = build_suite(options, BiasWorld(eval_per_combination=1))
+    output = measure_suite(suite, load("albef", tiny=True, device="cpu"))
     assert output.n_items == 12 and not output.skipped
     rows = [row for row in output.items if row["template"] == "Sw/O" and row["target"] == "cooking"]
     signed = [row["bias_B@L"] * (1 if row["bias"] == "man" else -1) for row in rows]
@@ -216,17 +216,11 @@ def test_intervals_and_p_values_come_from_the_item_rows():
     options = {
         "attack": ATTACK,
         "require_attack_success": False,
-        "n_bootstrap": 300,
-        "n_permutations": 200,
-        "confidence": 0.9,
+        "statistics": {"n_bootstrap": 300, "n_permutations": 200, "confidence": 0.9},
     }
-    suite = build_suite("counterbias", BiasWorld(eval_per_combination=2), options)
-    output = suite.run(load("albef", tiny=True, device="cpu"), seed=3)
-    assert {key: suite.config[key] for key in ("n_bootstrap", "n_permutations", "confidence")} == {
-        "n_bootstrap": 300,
-        "n_permutations": 200,
-        "confidence": 0.9,
-    }
+    suite = build_suite(check_suite_options("counterbias", options), BiasWorld(eval_per_combination=2))
+    output = measure_suite(suite, load("albef", tiny=True, device="cpu"), seed=3)
+    assert suite.config["statistics"] == {"n_permutations": 200, "n_bootstrap": 300, "confidence": 0.9}
     templates = ("Sw/O", "Sw/", "Pw/O", "Pw/")
     for measure in ("B@V-L", "B@V", "B@L"):
         for template in (*templates, "avg"):
@@ -262,16 +256,15 @@ def test_intervals_and_p_values_come_from_the_item_rows():
     expected = float((statistics.abs() >= observed.abs() - 1e-12).double().mean())
     assert output.p_values["activity/cooking/B@L"] == pytest.approx(expected)
     with pytest.raises(ConfigError, match="confidence"):
-        build_suite("counterbias", BiasWorld(eval_per_combination=1), {"confidence": 1.5})
+        check_suite_options("counterbias", {"statistics": {"confidence": 1.5}})
     with pytest.raises(ConfigError, match="n_permutations"):
-        build_suite("counterbias", BiasWorld(eval_per_combination=1), {"n_permutations": 0})
+        check_suite_options("counterbias", {"statistics": {"n_permutations": 0}})
 
 
 def test_failed_attacks_are_skipped_with_reason():
-    suite = CounterBiasSuite.from_biasworld(
-        BiasWorld(eval_per_combination=1), attack={"eps": 1e-4, "alpha": 1e-4, "steps": 1}
-    )
-    output = suite.run(load("vilt", tiny=True, device="cpu"))
+    options = CounterBiasOptions(attack={"eps": 1e-4, "alpha": 1e-4, "steps": 1})
+    suite = CounterBiasSuite.from_biasworld(BiasWorld(eval_per_combination=1), options)
+    output = measure_suite(suite, load("vilt", tiny=True, device="cpu"))
     failed = [entry for entry in output.skipped if entry["reason"].startswith("attack failed")]
     assert failed and output.metrics["n_attack_failed"] == len(failed) == output.metrics["n_skipped/attack_failed"]
     assert output.n_items + len(failed) == 12
@@ -283,16 +276,10 @@ def test_failed_attacks_are_skipped_with_reason():
 
 def test_a_group_with_one_target_is_summarised():
     # torchmetrics hands back a one-target group's per-target bias as a 0-d tensor
-    suite = CounterBiasSuite.from_biasworld(
-        BiasWorld(eval_per_combination=1), attack=ATTACK, require_attack_success=False
-    )
-    suite = CounterBiasSuite(
-        [item for item in suite.items if item.target == "cooking"],
-        suite.data_config,
-        attack=ATTACK,
-        require_attack_success=False,
-    )
-    output = suite.run(load("albef", tiny=True, device="cpu"))
+    options = CounterBiasOptions(attack=ATTACK, require_attack_success=False)
+    suite = CounterBiasSuite.from_biasworld(BiasWorld(eval_per_combination=1), options)
+    suite = CounterBiasSuite([item for item in suite.items if item.target == "cooking"], suite.data_config, options)
+    output = measure_suite(suite, load("albef", tiny=True, device="cpu"))
     assert output.n_items == 2
     rows = [row for row in output.items if row["template"] == "Sw/O"]
     signed = sum(row["bias_B@L"] * (1 if row["bias"] == "man" else -1) for row in rows) / len(rows)
@@ -303,19 +290,20 @@ def test_a_group_with_one_target_is_summarised():
 def test_b0_names_a_side_when_there_are_more_than_two_concepts():
     world = BiasWorld(eval_per_combination=1)
     concepts = ["man", "woman", "boy", "girl"]
-    assert CounterBiasSuite.from_biasworld(world, bias_concepts=concepts, b0=["man", "boy"]).b0 == ["man", "boy"]
+    options = CounterBiasOptions(bias_concepts=concepts, b0=["man", "boy"])
+    assert CounterBiasSuite.from_biasworld(world, options).b0 == ["man", "boy"]
     with pytest.raises(ConfigError, match=r"\[man, boy\] for \[man, woman, boy, girl\]"):
-        CounterBiasSuite.from_biasworld(world, bias_concepts=concepts, b0="man")  # "boy" would count as B1
+        CounterBiasSuite.from_biasworld(world, CounterBiasOptions(bias_concepts=concepts, b0="man"))  # "boy": B1
     with pytest.raises(ConfigError, match="B0 side"):
-        CounterBiasSuite.from_biasworld(world, b0=["man", "woman"])
+        CounterBiasSuite.from_biasworld(world, CounterBiasOptions(b0=["man", "woman"]))
 
 
 def test_repeated_measurement_hits_the_cache(tmp_path):
     world = BiasWorld(eval_per_combination=1)
     adapter = load("albef", tiny=True, device="cpu")
-    options = {"attack": ATTACK, "require_attack_success": False, "cache_dir": str(tmp_path / "cache")}
-    first = CounterBiasSuite.from_biasworld(world, **options).run(adapter)
-    second = CounterBiasSuite.from_biasworld(world, **options).run(adapter)
+    options = CounterBiasOptions(attack=ATTACK, require_attack_success=False, cache_dir=str(tmp_path / "cache"))
+    first = measure_suite(CounterBiasSuite.from_biasworld(world, options), adapter)
+    second = measure_suite(CounterBiasSuite.from_biasworld(world, options), adapter)
     assert not any(row["cache_hit"] for row in first.items)
     assert all(row["cache_hit"] for row in second.items)
     assert first.metrics == second.metrics
@@ -323,14 +311,11 @@ def test_repeated_measurement_hits_the_cache(tmp_path):
 
 def test_vocabulary_normalisation_is_an_option():
     world, adapter = BiasWorld(eval_per_combination=1), load("albef", tiny=True, device="cpu")
-    suite = CounterBiasSuite.from_biasworld(
-        world, attack=ATTACK, require_attack_success=False, target_normalisation="vocabulary", templates=["Sw/O"]
-    )
-    output = suite.run(adapter)
+    options = CounterBiasOptions(attack=ATTACK, require_attack_success=False, templates=["Sw/O"])
+    suite = CounterBiasSuite.from_biasworld(world, replace(options, target_normalisation="vocabulary"))
+    output = measure_suite(suite, adapter)
     assert suite.config["target_normalisation"] == "vocabulary"
-    concepts = CounterBiasSuite.from_biasworld(
-        world, attack=ATTACK, require_attack_success=False, templates=["Sw/O"]
-    ).run(adapter)
+    concepts = measure_suite(CounterBiasSuite.from_biasworld(world, options), adapter)
     for vocab_row, concept_row in zip(output.items, concepts.items):
         assert vocab_row["p_target_f"] < concept_row["p_target_f"]  # 6 concepts share less than the vocabulary
 
@@ -356,13 +341,19 @@ def test_region_model_is_refused(tmp_path, run_cli):
 def test_bad_options_and_files_are_refused(vl_bias_folder):
     world = BiasWorld(eval_per_combination=1)
     with pytest.raises(ConfigError, match="templates"):
-        CounterBiasSuite.from_biasworld(world, templates=["nope"])
+        check_suite_options("counterbias", {"templates": ["nope"]})
+    with pytest.raises(ConfigError, match="`templates` to name at least one template"):
+        check_suite_options("counterbias", {"templates": []})
     with pytest.raises(ConfigError, match="eps"):
-        CounterBiasSuite.from_biasworld(world, attack={"eps": 2})
+        check_suite_options("counterbias", {"attack": {"eps": 2}})
+    with pytest.raises(ConfigError, match="attack.seed"):
+        check_suite_options("counterbias", {"attack": {"seed": 1}})
     with pytest.raises(ConfigError, match="target_normalisation"):
-        CounterBiasSuite.from_biasworld(world, target_normalisation="softmax")
+        check_suite_options("counterbias", {"target_normalisation": "softmax"})
+    with pytest.raises(ConfigError, match="`language_baseline` to name a `model`"):
+        CounterBiasOptions(language_baseline={"checkpoint": "bert-base-uncased"})
     with pytest.raises(ConfigError, match="must swap to another bias concept"):
-        CounterBiasSuite.from_biasworld(world, bias_concepts=["man", "girl"], b0="man")
+        CounterBiasSuite.from_biasworld(world, CounterBiasOptions(bias_concepts=["man", "girl"], b0="man"))
     annotations = vl_bias_folder / "annotations.csv"
     annotations.write_text("image,concept,concept_type\na.png,cooking,activity\n")
     with pytest.raises(InputError, match="missing column"):
@@ -392,10 +383,8 @@ def test_bias_words_outside_the_vocabulary_are_reported_per_item(vl_bias_folder)
     (vl_bias_folder / "annotations.csv").write_text("image,concept,gender\na.png,cooking,boy\nb.png,driving,\n")
     adapter = load("albef", tiny=True, device="cpu")  # its tiny vocabulary has man and woman, not boy or girl
     for unannotated in ("skip", "model_reading"):
-        suite = CounterBiasSuite.from_path(
-            vl_bias_folder, bias_concepts=["boy", "girl"], b0="boy", unannotated=unannotated
-        )
-        output = suite.run(adapter)
+        options = CounterBiasOptions(bias_concepts=["boy", "girl"], b0="boy", unannotated=unannotated)
+        output = measure_suite(CounterBiasSuite.from_path(vl_bias_folder, options), adapter)
         reasons = {entry["item"]: (entry["kind"], entry["reason"]) for entry in output.skipped}
         assert reasons["a.png@row2"][0] == "bias_word_unusable"
         assert (
@@ -408,7 +397,8 @@ def test_bias_words_outside_the_vocabulary_are_reported_per_item(vl_bias_folder)
 
 def test_a_run_that_measures_no_item_gives_nan_metrics_without_warnings(vl_bias_folder, recwarn):
     (vl_bias_folder / "annotations.csv").write_text("image,concept,gender\na.png,cooking,\nb.png,driving,\n")
-    output = CounterBiasSuite.from_path(vl_bias_folder).run(load("vilt", tiny=True, device="cpu"))
+    suite = CounterBiasSuite.from_path(vl_bias_folder, CounterBiasOptions())
+    output = measure_suite(suite, load("vilt", tiny=True, device="cpu"))
     assert output.n_items == 0 and output.metrics["n_skipped/no_gender"] == 2
     assert torch.isnan(torch.tensor(output.metrics["activity/B@V-L/avg"]))
     assert output.metrics["n_excluded/B@V-L"] == 0
@@ -440,21 +430,18 @@ def sharded_case():
         for index, (group, target, bias) in enumerate(rows)
     ]
     items[5] = CounterBiasItem("image 5", Path("/nonexistent/counterbias/missing.png"), "driving", "activity", "man")
+    options = CounterBiasOptions(
+        attack={"eps": 0.02, "alpha": 0.01, "steps": 2}, language_baseline={"model": "bert", "tiny": True}, batch_size=1
+    )
     suite = CounterBiasSuite(
-        items,
-        {"data": "sharded_case"},
-        attack={"eps": 0.02, "alpha": 0.01, "steps": 2},
-        language_baseline={"model": "bert", "tiny": True},
-        n_bootstrap=50,
-        n_permutations=50,
-        batch_size=1,
+        items, {"data": "sharded_case"}, options.with_statistics(n_bootstrap=50, n_permutations=50)
     )
     return suite, load("albef", tiny=True, device="cpu")
 
 
 def test_sharded_case_measures_every_kind_of_item():
     suite, adapter = sharded_case()
-    output = suite.run(adapter)
+    output = measure_suite(suite, adapter)
     assert output.n_items == 5 and output.stimuli_per_rank == [9]
     assert [(entry["item"], entry["kind"]) for entry in output.skipped] == [
         ("image 6", "target_word_unusable"),

@@ -20,13 +20,14 @@ from vlbias.data.biasworld import BiasWorld
 from vlbias.data.entity_association import EntityImages, parse_spec, read_images, read_spec, shipped_spec_path
 from vlbias.data.images import load_image
 from vlbias.errors import ConfigError, InputError
-from vlbias.models import load
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.masked_words import word_log_probs
+from vlbias.models.registry import load
 from vlbias.models.vocab import word_tokenizer
 from vlbias.results import read_items, read_results
 from vlbias.suites.entity_association import EntityAssociationSuite
-from vlbias.suites.run import build_suite
+from vlbias.suites.options import EntityAssociationOptions, check_suite_options
+from vlbias.suites.run import build_suite, measure_suite
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "suite" / "entity_association.yaml"
 BAG_SPEC = """\
@@ -128,7 +129,9 @@ def test_scores_equal_hand_computed_probabilities(bag_folder, monkeypatch):
     spec, images, brightness = bag_folder
     vl, text = FixedLogits(VL_LOGITS, IMAGE_WEIGHT), FixedLogits(TEXT_LOGITS)
     monkeypatch.setattr(suite_module, "load", lambda *args, **kwargs: text)  # P_L from the fixed text model
-    output = EntityAssociationSuite.from_path(images, spec=spec, text_checkpoint="fixed").run(vl)
+    output = measure_suite(
+        EntityAssociationSuite.from_path(images, EntityAssociationOptions(spec=spec, text_checkpoint="fixed")), vl
+    )
     V = len(vl.tokenizer)
 
     def p_vl(agent, entity, x=0.0):
@@ -232,15 +235,15 @@ def test_reader_and_option_errors(tmp_path, bag_folder):
     with pytest.raises(InputError, match="Image folder"):
         read_images(tmp_path / "nope", read_spec(spec))
     with pytest.raises(ConfigError, match="'clip' lacks it"):
-        EntityAssociationSuite.from_path(images, spec=spec, text_model="clip")
+        EntityAssociationSuite.from_path(images, EntityAssociationOptions(spec=spec, text_model="clip"))
     with pytest.raises(ConfigError, match="strategy"):
-        EntityAssociationSuite.from_path(images, spec=spec, strategy="sum")
+        check_suite_options("entity_association", {"strategy": "sum"})
     with pytest.raises(ConfigError, match="Give the spec once"):
-        EntityAssociationSuite.from_path(spec, spec=spec)
+        EntityAssociationSuite.from_path(spec, EntityAssociationOptions(spec=spec))
     with pytest.raises(ConfigError, match="n_bootstrap"):
-        EntityAssociationSuite.from_path(spec, n_bootstrap=0)
+        check_suite_options("entity_association", {"statistics": {"n_bootstrap": 0}})
     with pytest.raises(ConfigError, match="text_checkpoint"):
-        EntityAssociationSuite.from_path(spec, text_checkpoint=None)
+        EntityAssociationSuite.from_path(spec, EntityAssociationOptions(text_checkpoint=None))
     write_image(images / "purse" / "male" / "nested" / "0.png", 10)
     found = read_images(images, read_spec(spec))
     assert sorted(found.images) == [("briefcase", "female"), ("purse", "female"), ("purse", "male")]
@@ -269,8 +272,8 @@ def test_real_vocabulary_multi_piece_entity_and_plumbing(tmp_path, minilm_tokeni
     for group, value in (("female", 40), ("male", 220)):
         write_image(images / "hairdresser" / group / "0.png", value)
     vilt = load("vilt", tiny=True, device="cpu", options={"tokenizer": minilm_tokenizer})
-    suite = EntityAssociationSuite.from_path(images, spec=spec, text_tiny=True)
-    metrics = suite.run(vilt).metrics
+    suite = EntityAssociationSuite.from_path(images, EntityAssociationOptions(spec=spec, text_tiny=True))
+    metrics = measure_suite(suite, vilt).metrics
     bert = load("bert", tiny=True, device="cpu", options={"tokenizer": minilm_tokenizer})  # what the suite builds
     caption = "the {} is carrying a [MASK]."
 
@@ -358,34 +361,41 @@ def test_words_the_model_lacks(tmp_path):
     vilt = load("vilt", tiny=True, device="cpu")  # BiasWorld's vocabulary: no purse, no lady
     spec = tmp_path / "mixed.yaml"
     spec.write_text(VERB_SPEC.replace("[cooking, repairing]", "[cooking, purse]"))
-    output = build_suite("entity_association", spec, {"text_tiny": True}).run(vilt)
+    output = measure_suite(build_suite(EntityAssociationOptions(text_tiny=True), spec), vilt)
     assert [entry["item"] for entry in output.skipped] == ["purse"] and "vocabulary" in output.skipped[0]["reason"]
     assert "B_PT/cooking" in output.metrics and not any("purse" in key for key in output.metrics)
     with pytest.raises(InputError, match="no entity can be scored"):
-        build_suite("entity_association", shipped_spec_path(), {"text_tiny": True}).run(vilt)
+        measure_suite(build_suite(EntityAssociationOptions(text_tiny=True), shipped_spec_path()), vilt)
     spec.write_text(VERB_SPEC.replace("female: woman", "female: lady"))
     with pytest.raises(InputError, match=r"agent word\(s\) \['lady'\]"):
-        build_suite("entity_association", spec, {"text_tiny": True}).run(vilt)
+        measure_suite(build_suite(EntityAssociationOptions(text_tiny=True), spec), vilt)
 
 
 def test_shipped_config_builds_the_suite(tmp_path):
     args = measure_parser().parse_args(
         ["--config", str(CONFIG), "--model", "vilt", "--out", str(tmp_path), "--data", str(shipped_spec_path())]
     )
-    suite = build_suite(args.suite, args.data, args.suite_options)
+    suite = build_suite(check_suite_options(args.suite, args.suite_options), args.data)
     assert isinstance(suite, EntityAssociationSuite) and suite.images is None
-    assert (suite.text_model, suite.text_checkpoint, suite.strategy) == ("bert", "bert-base-uncased", "mean_all_masked")
+    options = suite.options
+    assert (options.text_model, suite.text_checkpoint, options.strategy) == (
+        "bert",
+        "bert-base-uncased",
+        "mean_all_masked",
+    )
     assert suite.spec == read_spec()
 
 
 def test_biasworld_and_spec_only_inputs(tmp_path):
-    suite = build_suite("entity_association", BiasWorld(n_train=8, eval_per_combination=1), {"text_tiny": True})
-    output = suite.run(load("vilt", tiny=True, device="cpu"))
+    suite = build_suite(EntityAssociationOptions(text_tiny=True), BiasWorld(n_train=8, eval_per_combination=1))
+    output = measure_suite(suite, load("vilt", tiny=True, device="cpu"))
     assert output.metrics["n_images"] == 12 and output.skipped == []
     assert {f"B_V/{a}" for a in ("cooking", "repairing", "sewing")} <= set(output.metrics)
     spec = tmp_path / "verbs.yaml"
     spec.write_text(VERB_SPEC)
-    text_only = build_suite("entity_association", spec, {"text_tiny": True}).run(load("vilt", tiny=True, device="cpu"))
+    text_only = measure_suite(
+        build_suite(EntityAssociationOptions(text_tiny=True), spec), load("vilt", tiny=True, device="cpu")
+    )
     assert text_only.metrics["n_images"] == 0 and not any(k.startswith(("S_V", "S_L/")) for k in text_only.metrics)
 
 
@@ -462,9 +472,9 @@ def sharded_case():
         },
         skipped=[{"item": "wallet/male", "reason": "folder 'wallet/male' does not exist"}],
     )
-    return EntityAssociationSuite(spec, images, text_tiny=True, n_bootstrap=50, batch_size=1), FixedLogits(
-        VL_LOGITS, IMAGE_WEIGHT
-    )
+    return EntityAssociationSuite(
+        spec, images, {}, EntityAssociationOptions(text_tiny=True, batch_size=1).with_statistics(n_bootstrap=50)
+    ), FixedLogits(VL_LOGITS, IMAGE_WEIGHT)
 
 
 def test_sharded_case_is_uneven_and_biased():
@@ -473,7 +483,7 @@ def test_sharded_case_is_uneven_and_biased():
     assert len(stimuli) == 9 and not any(
         getattr(stimuli[i], "group", None) == "male" and stimuli[i].entity == "purse" for i in range(0, 9, 2)
     )
-    output = suite.run(adapter, seed=2)
+    output = measure_suite(suite, adapter, seed=2)
     assert set(output.intervals) == {"B_L/purse", "B_V/purse", "B_L/briefcase", "B_V/briefcase"}
     assert output.metrics["B_V/purse"] > 0.5 and output.metrics["B_L/briefcase"] < -0.5
     assert output.metrics["n_images"] == 5 and output.n_items == 2 * 2 + 5

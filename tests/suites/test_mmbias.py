@@ -20,6 +20,8 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.results import read_items, read_results
 from vlbias.suites.mmbias import MMBiasSuite
+from vlbias.suites.options import MMBiasOptions, check_suite_options
+from vlbias.suites.run import measure_suite
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mmbias"
 #: The counts of texts the model cannot see (or sees cut), reported even when none is.
@@ -119,8 +121,10 @@ def by_test(output) -> dict[str, dict]:
 
 
 def test_hand_computed_effect_sizes_p_values_and_adjusted_p_values(vector_data):
-    suite = MMBiasSuite.from_path(vector_data, pairs=[["Islam", "Christianity"]], n_bootstrap=50)
-    output = suite.run(VectorAdapter(), seed=0)
+    suite = MMBiasSuite.from_path(
+        vector_data, MMBiasOptions(pairs=[["Islam", "Christianity"]]).with_statistics(n_bootstrap=50)
+    )
+    output = measure_suite(suite, VectorAdapter(), seed=0)
     rows = by_test(output)
     # cross-modal and visual: s_X = [1, 0], s_Y = [-1, 0]: d = (0.5 + 0.5) / std([1, 0, -1, 0]) = 1 / sqrt(2/3).
     # Exact p: 2 of the C(4, 2) = 6 halves have a sum >= 1.
@@ -145,8 +149,10 @@ def test_hand_computed_effect_sizes_p_values_and_adjusted_p_values(vector_data):
 
 
 def test_hand_computed_zero_shot_ranking(vector_data):
-    suite = MMBiasSuite.from_path(vector_data, pairs=[["muslim", "christian"]], experiments=["zero_shot"], top_k=1)
-    output = suite.run(VectorAdapter())
+    suite = MMBiasSuite.from_path(
+        vector_data, MMBiasOptions(pairs=[["muslim", "christian"]], experiments=["zero_shot"], top_k=1)
+    )
+    output = measure_suite(suite, VectorAdapter())
     ranked = {row["test"]: row for row in output.items}
     # Muslim images (1, 0), (1, 1)/sqrt 2: mean cos with "bad" (1 + 0.7071) / 2 = 0.8536 > "good" 0.3536.
     muslim, christian = ranked["zero_shot/muslim"], ranked["zero_shot/christian"]
@@ -158,9 +164,11 @@ def test_hand_computed_zero_shot_ranking(vector_data):
 
 
 def test_hand_computed_itm_gap_and_effect_size(vector_data):
-    suite = MMBiasSuite.from_path(vector_data, pairs=[["muslim", "christian"]], probe="match", n_bootstrap=50)
+    suite = MMBiasSuite.from_path(
+        vector_data, MMBiasOptions(pairs=[["muslim", "christian"]], probe="match").with_statistics(n_bootstrap=50)
+    )
     assert suite.capability is Capability.MATCH
-    output = suite.run(VectorAdapter())
+    output = measure_suite(suite, VectorAdapter())
     # sigma(w, a) = 0.5 + 0.4 cos, so sigma(w, A, B) = 0.4 s(w, A, B): X [0.4, 0], Y [-0.4, 0];
     # gap = 0.2 - (-0.2) = 0.4, effect size as with cosines; top_k 15 lowered to |A| = |B| = 1.
     row = by_test(output)["muslim_vs_christian/itm"]
@@ -179,8 +187,10 @@ def test_empty_sets_nan_embeddings_missing_groups_and_unequal_sets(vector_data):
     save_image(vector_data / "images" / "Religion" / "Hindu" / "2.png", 255, 0)
     save_image(vector_data / "images" / "Religion" / "Hindu" / "3.png", 200, 100)
     pairs = [["jewish", "christian"], ["hindu", "christian"], ["muslim", "hindu"]]
-    suite = MMBiasSuite.from_path(vector_data, pairs=pairs, experiments=["cross_modal", "textual"], n_bootstrap=20)
-    output = suite.run(VectorAdapter())
+    suite = MMBiasSuite.from_path(
+        vector_data, MMBiasOptions(pairs=pairs, experiments=["cross_modal", "textual"]).with_statistics(n_bootstrap=20)
+    )
+    output = measure_suite(suite, VectorAdapter())
     reasons = {entry["item"]: entry["reason"] for entry in output.skipped}
     assert "empty set(s) ['images/jewish']" in reasons["jewish_vs_christian/cross_modal"]  # no Jewish image folder
     assert "empty set(s) ['phrases/hindu']" in reasons["hindu_vs_christian/textual"]  # "Hindu": [] in the JSON
@@ -198,32 +208,35 @@ def test_unreadable_images_are_listed_and_skipped_or_stop_the_run(vector_data):
     broken = vector_data / "images" / "Religion" / "Muslim" / "3.jpg"
     broken.write_bytes(b"truncated")
     suite = MMBiasSuite.from_path(
-        vector_data, pairs=[["muslim", "christian"]], experiments=["cross_modal"], n_bootstrap=20
+        vector_data,
+        MMBiasOptions(pairs=[["muslim", "christian"]], experiments=["cross_modal"]).with_statistics(n_bootstrap=20),
     )
-    output = suite.run(VectorAdapter())
+    output = measure_suite(suite, VectorAdapter())
     assert output.skipped[0]["item"] == str(broken) and "could not be decoded" in output.skipped[0]["reason"]
     assert output.items[0]["n_x"] == 2 and output.items[0]["effect_size"] == pytest.approx(SQRT_3_2)
     with pytest.raises(InputError, match=r"1 missing or unreadable image.*Muslim/3\.jpg: could not be decoded"):
-        MMBiasSuite.from_path(vector_data, pairs=[["muslim", "christian"]], on_missing_images="stop")
+        MMBiasSuite.from_path(vector_data, MMBiasOptions(pairs=[["muslim", "christian"]], on_missing_images="stop"))
     # textual tests need no images, so a broken image does not stop them
     MMBiasSuite.from_path(
-        vector_data, pairs=[["muslim", "christian"]], experiments=["textual"], on_missing_images="stop"
+        vector_data, MMBiasOptions(pairs=[["muslim", "christian"]], experiments=["textual"], on_missing_images="stop")
     )
 
 
 def test_bad_options_are_refused(vector_data):
     with pytest.raises(ConfigError, match="`probe` to be one of"):
-        MMBiasSuite.from_path(vector_data, probe="cosine")
+        check_suite_options("mmbias", {"probe": "cosine"})
     with pytest.raises(ConfigError, match=r"among \['itm', 'zero_shot'\] for probe 'match'"):
-        MMBiasSuite.from_path(vector_data, probe="match", experiments=["textual"])
+        MMBiasOptions(probe="match", experiments=["textual"])
+    with pytest.raises(ConfigError, match=r"among \['cross_modal', 'textual'\] for probe 'embed' on BiasWorld"):
+        MMBiasOptions(experiments=["visual"]).check_source(biasworld=True)
     with pytest.raises(ConfigError, match="two different groups"):
-        MMBiasSuite.from_path(vector_data, pairs=[["Islam", "muslim"]])
+        MMBiasSuite.from_path(vector_data, MMBiasOptions(pairs=[["Islam", "muslim"]]))
     with pytest.raises(ConfigError, match="on_missing_images"):
-        MMBiasSuite.from_path(vector_data, on_missing_images="ignore")
+        check_suite_options("mmbias", {"on_missing_images": "ignore"})
 
 
 def test_default_pairs_are_table2_and_groups_without_images_are_skipped(vector_data):
-    suite = MMBiasSuite.from_path(vector_data, experiments=["cross_modal"])
+    suite = MMBiasSuite.from_path(vector_data, MMBiasOptions(experiments=["cross_modal"]))
     assert len(suite.config["data"]["pairs"]) == 19 and suite.config["data"]["pairs"][0] == ["muslim", "christian"]
     skipped = {entry["item"] for entry in suite.skipped}
     assert "mexican_vs_american/cross_modal" in skipped and [t.name for t in suite.tests] == [
@@ -233,13 +246,17 @@ def test_default_pairs_are_table2_and_groups_without_images_are_skipped(vector_d
 
 def test_biasworld_itm_and_textual_tests(tmp_path):
     world = BiasWorld(n_train=8, eval_per_combination=1, image_size=32)
-    embed = MMBiasSuite.from_biasworld(world, experiments=["cross_modal", "textual"], n_bootstrap=20, n_permutations=50)
+    embed = MMBiasSuite.from_biasworld(
+        world, MMBiasOptions(experiments=["cross_modal", "textual"]).with_statistics(n_bootstrap=20, n_permutations=50)
+    )
     assert [t.name for t in embed.tests] == [
         "man_vs_woman/stereotyped_activities",
         "man_vs_woman/stereotyped_activities/textual",
     ]
-    match = MMBiasSuite.from_biasworld(world, probe="match", n_bootstrap=20, n_permutations=50)
-    output = match.run(VectorAdapterForWorld())
+    match = MMBiasSuite.from_biasworld(
+        world, MMBiasOptions(probe="match").with_statistics(n_bootstrap=20, n_permutations=50)
+    )
+    output = measure_suite(match, VectorAdapterForWorld())
     assert set(output.metrics) == {
         "man_vs_woman/stereotyped_activities/itm/effect_size",
         "man_vs_woman/stereotyped_activities/itm/probability_gap",
@@ -299,7 +316,7 @@ def measure_argv(model: str, data: Path, out: Path, options: str) -> list[str]:
 
 
 def test_measure_clip_writes_one_row_per_test_and_the_ranking_table(tiny_data, tmp_path, run_cli):
-    options = "{pairs: [[muslim, christian]], experiments: [cross_modal, textual, zero_shot], top_k: 4, n_permutations: 100, n_bootstrap: 50}"
+    options = "{pairs: [[muslim, christian]], experiments: [cross_modal, textual, zero_shot], top_k: 4, statistics: {n_permutations: 100, n_bootstrap: 50}}"
     code, out, err = run_cli(measure_argv("clip", tiny_data, tmp_path / "out", options))
     assert code == 0, err
     results = read_results(tmp_path / "out" / "mmbias.json")
@@ -329,7 +346,7 @@ def test_measure_clip_writes_one_row_per_test_and_the_ranking_table(tiny_data, t
 
 
 def test_measure_match_only_model_uses_itm_probabilities(tiny_data, tmp_path, run_cli):
-    options = "{probe: match, pairs: [[muslim, christian]], n_permutations: 100, n_bootstrap: 50}"
+    options = "{probe: match, pairs: [[muslim, christian]], statistics: {n_permutations: 100, n_bootstrap: 50}}"
     code, _, err = run_cli(measure_argv("vilt", tiny_data, tmp_path / "out", options))
     assert code == 0, err
     items = read_items(tmp_path / "out" / "mmbias.json").set_index("test")
@@ -354,8 +371,7 @@ def test_intra_visual_test_on_the_real_valence_images(tiny_data, tmp_path, run_c
             "pairs": [["muslim", "christian"]],
             "experiments": ["visual"],
             "valence_images": str(SHARED / "valence_images"),
-            "n_permutations": 100,
-            "n_bootstrap": 50,
+            "statistics": {"n_permutations": 100, "n_bootstrap": 50},
         }
     )
     with pytest.warns(UserWarning, match="converted to RGB"):  # one valence image is greyscale
@@ -403,8 +419,11 @@ def test_duplicate_phrases_are_dropped_and_reported(vector_data):
         "category_phrases": {"muslim": ["islam", "quran", "islam", "holy"], "christian": ["church", "holy", "bible"]},
     }
     (vector_data / "textual_phrases.json").write_text(json.dumps(phrases))
-    suite = MMBiasSuite.from_path(vector_data, pairs=[["muslim", "christian"]], experiments=["textual"], n_bootstrap=20)
-    output = suite.run(VectorAdapter(), seed=0)
+    suite = MMBiasSuite.from_path(
+        vector_data,
+        MMBiasOptions(pairs=[["muslim", "christian"]], experiments=["textual"]).with_statistics(n_bootstrap=20),
+    )
+    output = measure_suite(suite, VectorAdapter(), seed=0)
     reasons = {entry["item"]: entry["reason"] for entry in output.skipped}
     kept_once = "listed more than once in the set; kept once"
     assert reasons == {
@@ -422,12 +441,12 @@ def test_duplicate_phrases_are_dropped_and_reported(vector_data):
     phrases["unpleasant_phrases"] = ["good"]  # nothing left of A once it shares its only word with B
     (vector_data / "textual_phrases.json").write_text(json.dumps(phrases))
     with pytest.raises(InputError, match="attribute set 'unpleasant_phrases' is empty once the words it shares"):
-        MMBiasSuite.from_path(vector_data, pairs=[["muslim", "christian"]], experiments=["textual"])
+        MMBiasSuite.from_path(vector_data, MMBiasOptions(pairs=[["muslim", "christian"]], experiments=["textual"]))
 
 
 def test_a_misspelt_group_in_pairs_stops_with_the_known_groups(vector_data):
     with pytest.raises(ConfigError, match=r"group\(s\) \['muslimm'\] .* its groups are \[.*'christian'.*'muslim'"):
-        MMBiasSuite.from_path(vector_data, pairs=[["Muslimm", "Christian"]])
+        MMBiasSuite.from_path(vector_data, MMBiasOptions(pairs=[["Muslimm", "Christian"]]))
 
 
 def sharded_data() -> Path:
@@ -447,12 +466,17 @@ def sharded_case():
     (10 stimuli), rank 1 the others (9). The attribute words are stimuli 4 and 5, one batch: rank 1 sees
     neither A nor B."""
     experiments = ["cross_modal", "textual", "visual", "zero_shot"]
-    suite = MMBiasSuite.from_path(sharded_data(), pairs=PAIRS, experiments=experiments, n_bootstrap=40, batch_size=2)
+    suite = MMBiasSuite.from_path(
+        sharded_data(),
+        MMBiasOptions(pairs=PAIRS, experiments=experiments, batch_size=2).with_statistics(n_bootstrap=40),
+    )
     return suite, VectorAdapter()
 
 
 def sharded_match_case():
-    suite = MMBiasSuite.from_path(sharded_data(), pairs=PAIRS, probe="match", n_bootstrap=40, batch_size=2)
+    suite = MMBiasSuite.from_path(
+        sharded_data(), MMBiasOptions(pairs=PAIRS, probe="match", batch_size=2).with_statistics(n_bootstrap=40)
+    )
     return suite, VectorAdapter()
 
 

@@ -4,6 +4,7 @@ on a tiny Karpathy file, bad input, the sharded case, and ``vlbias measure`` wit
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,9 @@ from vlbias.data.retrieval_bias import GenderWords, Query, annotate
 from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.results import read_items, read_results
+from vlbias.suites.options import RetrievalBiasOptions, check_suite_options
 from vlbias.suites.retrieval_bias import Gallery, RetrievalBiasSuite
+from vlbias.suites.run import measure_suite
 
 EPS = 1e-4  # the suite's default smoothing of the skews
 
@@ -83,8 +86,13 @@ def skew(share: float) -> float:
 
 
 def test_hand_computed_ranking_bias_overall_and_per_group():
-    suite = RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, k=[2, 4], n_bootstrap=50)
-    output = suite.run(AngleAdapter(), seed=0)
+    suite = RetrievalBiasSuite(
+        QUERIES,
+        angle_gallery(*GALLERY),
+        {"data": "angles"},
+        RetrievalBiasOptions(k=[2, 4]).with_statistics(n_bootstrap=50),
+    )
+    output = measure_suite(suite, AngleAdapter(), seed=0)
     m = output.metrics
     # K = 2: "at 0" m m (Bias 1), "at 50" w w (-1), "at 27" m w (0).
     assert m["all/bias@2"] == pytest.approx(0.0) and m["group/g1/bias@2"] == pytest.approx(0.5)
@@ -122,7 +130,12 @@ def test_nan_queries_and_images_are_skipped_with_reasons():
     gallery = angle_gallery(angles, attributes)
     gallery.images[5, 0] = math.nan  # the woman at 50 degrees
     queries = [*QUERIES, Query("nan", "g3", "broken")]
-    output = RetrievalBiasSuite(queries, gallery, {"data": "angles"}, k=2, n_bootstrap=20).run(AngleAdapter())
+    output = measure_suite(
+        RetrievalBiasSuite(
+            queries, gallery, {"data": "angles"}, RetrievalBiasOptions(k=2).with_statistics(n_bootstrap=20)
+        ),
+        AngleAdapter(),
+    )
     reasons = {entry["item"]: entry["reason"] for entry in output.skipped}
     assert reasons == {
         "image at 50": "its embedding holds NaN or inf",
@@ -175,7 +188,10 @@ def test_gallery_annotation_from_the_images_own_captions():
 def test_captions_are_neutralised_into_queries_and_the_rest_is_counted(tmp_path):
     path = write_corpus(tmp_path)
     suite = RetrievalBiasSuite.from_path(
-        path, image_root=str(tmp_path / "images"), cache_dir=str(tmp_path / "cache"), k=2, n_bootstrap=20
+        path,
+        RetrievalBiasOptions(
+            image_root=str(tmp_path / "images"), cache_dir=str(tmp_path / "cache"), k=2
+        ).with_statistics(n_bootstrap=20),
     )
     assert [(q.text, q.group, q.source) for q in suite.stimuli()] == [
         ("A person riding a horse.", "from_man", "A man riding a horse."),
@@ -189,7 +205,7 @@ def test_captions_are_neutralised_into_queries_and_the_rest_is_counted(tmp_path)
     assert set(reasons) == {"She holds her umbrella.", "A king on a throne."}
     assert "'The person holds her umbrella.' still holds 'her'" in reasons["She holds her umbrella."]
     assert "still holds 'king'" in reasons["A king on a throne."]
-    output = suite.run(AngleAdapter(QUERY_VECTORS))
+    output = measure_suite(suite, AngleAdapter(QUERY_VECTORS))
     m = output.metrics
     assert (m["gallery/n_man"], m["gallery/n_woman"], m["gallery/n_both"], m["gallery/n_neither"]) == (3, 2, 1, 1)
     # top 2: riding (both groups) m1 m2 -> +1; kite w2 w1 -> -1; talking king w2 -> 0
@@ -199,26 +215,26 @@ def test_captions_are_neutralised_into_queries_and_the_rest_is_counted(tmp_path)
 
 def test_prompts_replace_the_caption_queries_and_must_be_gender_neutral(tmp_path):
     path = write_corpus(tmp_path)
-    options = {"image_root": str(tmp_path / "images"), "cache_dir": str(tmp_path / "cache"), "k": 1}
-    suite = RetrievalBiasSuite.from_path(path, prompts={"jobs": ["at 0", "at 80", "at 0"]}, **options)
+    options = RetrievalBiasOptions(image_root=str(tmp_path / "images"), cache_dir=str(tmp_path / "cache"), k=1)
+    suite = RetrievalBiasSuite.from_path(path, replace(options, prompts={"jobs": ["at 0", "at 80", "at 0"]}))
     assert [(q.text, q.group) for q in suite.stimuli()] == [("at 0", "jobs"), ("at 80", "jobs")]
     assert suite.skipped == [] and suite.config["data"]["queries_from"] == "prompts"
-    assert RetrievalBiasSuite.from_path(path, prompts=["at 45"], **options).groups == ["prompts"]
+    assert RetrievalBiasSuite.from_path(path, replace(options, prompts=["at 45"])).groups == ["prompts"]
     with pytest.raises(ConfigError, match=r"gender-neutral but 'a photo of a nurse and her patient' holds \['her'\]"):
         RetrievalBiasSuite.from_path(
-            path, prompts=["a photo of a doctor", "a photo of a nurse and her patient"], **options
+            path, replace(options, prompts=["a photo of a doctor", "a photo of a nurse and her patient"])
         )
     with pytest.raises(ConfigError, match="non-empty list of texts"):
-        RetrievalBiasSuite.from_path(path, prompts="a photo of a doctor", **options)
+        replace(options, prompts={"jobs": []})
 
 
 def test_biasworld_queries_and_the_lexicon_neutralisation_of_its_captions():
     world = BiasWorld(n_train=8, eval_per_combination=2, image_size=32)
-    phrases = RetrievalBiasSuite.from_biasworld(world)
+    phrases = RetrievalBiasSuite.from_biasworld(world, RetrievalBiasOptions())
     assert len(phrases.stimuli()) == 18 and phrases.groups == ["man_stereotyped", "woman_stereotyped"]
     assert phrases.stimuli()[9] == Query("a person cooking.", "woman_stereotyped", "cooking")
     assert phrases.gallery.attributes == [item.group for item in world.items("test")]
-    captions = RetrievalBiasSuite.from_biasworld(world, queries_from="captions")
+    captions = RetrievalBiasSuite.from_biasworld(world, RetrievalBiasOptions(queries_from="captions"))
     gendered = [item for item in world.items("test") if {"man", "woman"} & set(item.caption.split())]
     assert gendered and len(captions.stimuli()) + captions.data_config["n_repeated_queries"] == len(gendered)
     for query in captions.stimuli():
@@ -234,37 +250,42 @@ def test_k_larger_than_the_gallery_is_refused():
     with pytest.raises(
         ConfigError, match=r"`k` to be at most the gallery size, 6 annotated images of angles, but got 7"
     ):
-        RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, k=[2, 7])
-    with pytest.raises(ConfigError, match="`k` to be a positive integer"):
-        RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, k=0)
-    with pytest.raises(ConfigError, match=r"`queries_from` to be one of \['activities', 'captions'\]"):
-        RetrievalBiasSuite.from_biasworld(BiasWorld(n_train=8, eval_per_combination=1), queries_from="prompts")
+        RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, RetrievalBiasOptions(k=[2, 7]))
+    with pytest.raises(ConfigError, match="`k` to be an integer v>0"):
+        check_suite_options("retrieval_bias", {"k": 0})
+    with pytest.raises(ConfigError, match="`k` to be a positive integer or a non-empty list of them but got"):
+        RetrievalBiasOptions(k=[])
+    with pytest.raises(ConfigError, match=r"`queries_from` to be one of 'activities', 'captions'"):
+        check_suite_options("retrieval_bias", {"queries_from": "prompts"})
 
 
 def test_a_gallery_with_no_annotated_image_is_refused(tmp_path):
     corpus = {"none.png": ((20, 10), ["A plate of food."]), "both.png": ((1, 2), ["A man and a woman."])}
     path = write_corpus(tmp_path, corpus)
     with pytest.raises(InputError, match=r"No gallery image of .*dataset\.json is annotated man or woman .*'both': 1"):
-        RetrievalBiasSuite.from_path(path, image_root=str(tmp_path / "images"), cache_dir=str(tmp_path / "cache"))
+        RetrievalBiasSuite.from_path(
+            path, RetrievalBiasOptions(image_root=str(tmp_path / "images"), cache_dir=str(tmp_path / "cache"))
+        )
 
 
 def test_an_image_that_does_not_decode_is_skipped_and_too_few_left_stop_the_run(tmp_path):
     path = write_corpus(tmp_path)
     (tmp_path / "images" / "w2.png").write_bytes(b"not a picture")
-    options = {"image_root": str(tmp_path / "images"), "cache_dir": str(tmp_path / "cache"), "n_bootstrap": 20}
-    output = RetrievalBiasSuite.from_path(path, k=2, **options).run(AngleAdapter(QUERY_VECTORS))
+    options = RetrievalBiasOptions(image_root=str(tmp_path / "images"), cache_dir=str(tmp_path / "cache"))
+    options = options.with_statistics(n_bootstrap=20)
+    output = measure_suite(RetrievalBiasSuite.from_path(path, replace(options, k=2)), AngleAdapter(QUERY_VECTORS))
     (entry,) = [entry for entry in output.skipped if entry.get("scope") == "gallery"]
     assert entry["item"] == "w2.png" and "could not be decoded" in entry["reason"]
     assert output.metrics["gallery/n_woman"] == 1
     with pytest.raises(InputError, match=r"Only 4 of the 5 gallery images of .* could be embedded, fewer than `k` = 5"):
-        RetrievalBiasSuite.from_path(path, k=5, **options).run(AngleAdapter(QUERY_VECTORS))
+        measure_suite(RetrievalBiasSuite.from_path(path, replace(options, k=5)), AngleAdapter(QUERY_VECTORS))
 
 
 # ----------------------------------------------------------------------------- end to end, tiny CLIP
 def test_measure_clip_on_biasworld_writes_the_results_and_one_row_per_query(tmp_path, run_cli):
     argv = ["measure", "--suite", "retrieval_bias", "--model", "clip", "--tiny", "--data", "biasworld"]
     argv += ["--out", str(tmp_path / "out"), "--biasworld.eval_per_combination", "2"]
-    code, out, err = run_cli([*argv, "--suite_options", "{k: [3, 5], n_bootstrap: 50}"])
+    code, out, err = run_cli([*argv, "--suite_options", "{k: [3, 5], statistics: {n_bootstrap: 50}}"])
     assert code == 0, err
     results = read_results(tmp_path / "out" / "retrieval_bias.json")
     items = read_items(tmp_path / "out" / "retrieval_bias.json")
@@ -307,7 +328,12 @@ def sharded_case():
     gallery.images[4, 1] = math.nan
     queries = [Query(f"at {a}", g, f"q{i}") for i, (a, g) in enumerate([(5, "g1"), (33, "g1"), (71, "g2"), (12, "g2")])]
     queries += [Query("at 47", "g1", "q4"), Query("at 88", "g1", "q5"), Query("nan", "g3", "q6")]
-    suite = RetrievalBiasSuite(queries, gallery, {"data": "angles"}, k=[1, 3], n_bootstrap=40, batch_size=2)
+    suite = RetrievalBiasSuite(
+        queries,
+        gallery,
+        {"data": "angles"},
+        RetrievalBiasOptions(k=[1, 3], batch_size=2).with_statistics(n_bootstrap=40),
+    )
     return suite, AngleAdapter()
 
 

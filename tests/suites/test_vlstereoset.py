@@ -15,6 +15,8 @@ from vlbias.data.vlstereoset import image_name
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.results import read_items, read_results
+from vlbias.suites.options import VLStereoSetOptions, check_suite_options
+from vlbias.suites.run import measure_suite
 from vlbias.suites.vlstereoset import ProbeItem, VLStereoSetSuite, biasworld_items
 
 HEADER = "bias_type,target,context,stereotype,anti-stereotype,unrelated,label,Imaeg URL,\n"
@@ -119,9 +121,10 @@ class TextOnlyStereotyper(ModelAdapter):
 @pytest.mark.parametrize("probe, temperature", [("match", 1.0), ("embed", 0.25)])
 def test_a_text_only_stereotyper_gets_exact_scores(probe, temperature):
     suite = VLStereoSetSuite.from_biasworld(
-        BiasWorld(n_train=4, eval_per_combination=1), probe=probe, temperature=temperature, n_bootstrap=20, batch_size=5
+        BiasWorld(n_train=4, eval_per_combination=1),
+        VLStereoSetOptions(probe=probe, temperature=temperature, batch_size=5).with_statistics(n_bootstrap=20),
     )
-    output = suite.run(TextOnlyStereotyper())
+    output = measure_suite(suite, TextOnlyStereotyper())
     metrics = output.metrics
     assert (metrics["vlrs"], metrics["vlbs"], metrics["ivlas"]) == (100.0, 100.0, 0.0)  # exactly BIM
     assert [metrics[f"reference/BIM/{k}"] for k in ("vlrs", "vlbs", "ivlas")] == [100.0, 100.0, 0.0]
@@ -144,20 +147,22 @@ def test_a_text_only_stereotyper_gets_exact_scores(probe, temperature):
 
 
 def test_without_shift_there_are_no_lmss_or_vlss():
-    suite = VLStereoSetSuite.from_biasworld(BiasWorld(n_train=4, eval_per_combination=1), shift=False, n_bootstrap=10)
-    output = suite.run(TextOnlyStereotyper())
+    suite = VLStereoSetSuite.from_biasworld(
+        BiasWorld(n_train=4, eval_per_combination=1), VLStereoSetOptions(shift=False).with_statistics(n_bootstrap=10)
+    )
+    output = measure_suite(suite, TextOnlyStereotyper())
     assert output.metrics["vlbs"] == 100.0 and not any(key.startswith(("lmss", "vlss")) for key in output.metrics)
     assert all(row["neutral_stereotype"] is None for row in output.items)
 
 
 def test_options_are_checked_before_any_compute():
     world = BiasWorld(n_train=4, eval_per_combination=1)
-    with pytest.raises(ConfigError, match="`probe` to be 'embed' or 'match'"):
-        VLStereoSetSuite.from_biasworld(world, probe="itm")
+    with pytest.raises(ConfigError, match="`probe` to be one of 'embed', 'match'"):
+        check_suite_options("vlstereoset", {"probe": "itm"})
     with pytest.raises(ConfigError, match="`temperature`"):
-        VLStereoSetSuite.from_biasworld(world, temperature=0)
-    assert VLStereoSetSuite.from_biasworld(world, probe="match").config["temperature"] == 1.0
-    assert VLStereoSetSuite.from_biasworld(world).config["temperature"] == 0.01
+        check_suite_options("vlstereoset", {"temperature": 0})
+    assert VLStereoSetSuite.from_biasworld(world, VLStereoSetOptions(probe="match")).config["temperature"] == 1.0
+    assert VLStereoSetSuite.from_biasworld(world, VLStereoSetOptions()).config["temperature"] == 0.01
 
 
 # ----------------------------------------------------------------------------- two ranks
@@ -233,17 +238,15 @@ def sharded_case():
     suite = VLStereoSetSuite(
         items,
         {"data": "sharded_case"},
+        VLStereoSetOptions(temperature=0.05, batch_size=1).with_statistics(n_bootstrap=50),
         skipped=[{"item": "row 9", "reason": "label '2' is not 0 or 1", "scope": "all"}],
-        temperature=0.05,
-        n_bootstrap=50,
-        batch_size=1,
     )
     return suite, ColourLetterMatcher()
 
 
 def test_sharded_case_measures_every_kind_of_item():
     suite, adapter = sharded_case()
-    output = suite.run(adapter)
+    output = measure_suite(suite, adapter)
     assert output.n_items == 8 and output.metrics["n_anti"] == 5 and output.metrics["n_items/religion"] == 0
     assert output.metrics["n_skipped/image_missing"] == 1 and output.metrics["n_skipped/bad_row"] == 1
     assert output.metrics["n_not_neutralised"] == 1 and output.metrics["n_shift_items"] == 4
@@ -351,7 +354,7 @@ def test_cli_on_a_folder_with_bad_rows_and_missing_or_corrupt_images(tmp_path, r
         "--out",
         str(out),
         "--suite_options",
-        "{n_bootstrap: 50, batch_size: 3}",
+        "{statistics: {n_bootstrap: 50}, batch_size: 3}",
     ]
     code, stdout, err = run_cli(argv)
     assert code == 0, err
@@ -407,7 +410,7 @@ def test_cli_match_probe_on_biasworld_with_a_tiny_albef(tmp_path, run_cli):
         "--out",
         str(tmp_path),
         "--suite_options",
-        "{probe: match, n_bootstrap: 20}",
+        "{probe: match, statistics: {n_bootstrap: 20}}",
     ]
     code, _, err = run_cli(argv)
     assert code == 0, err
@@ -440,22 +443,24 @@ def test_no_measurable_item_is_an_error_that_names_the_cause(tmp_path):
     write_data(tmp_path / "data")
     for image in (tmp_path / "data" / "images").iterdir():
         image.unlink()
-    suite = VLStereoSetSuite.from_path(tmp_path / "data", n_bootstrap=10)
+    suite = VLStereoSetSuite.from_path(tmp_path / "data", VLStereoSetOptions().with_statistics(n_bootstrap=10))
     with pytest.raises(InputError, match="No VLStereoSet item could be measured"):
-        suite.run(TextOnlyStereotyper())
+        measure_suite(suite, TextOnlyStereotyper())
     with pytest.raises(InputError, match="image folder .*elsewhere.* does not exist"):
-        VLStereoSetSuite.from_path(tmp_path / "data", image_dir=str(tmp_path / "elsewhere"))
+        VLStereoSetSuite.from_path(tmp_path / "data", VLStereoSetOptions(image_dir=str(tmp_path / "elsewhere")))
 
 
 def test_capability_follows_the_probe():
     world = BiasWorld(n_train=4, eval_per_combination=1)
-    assert VLStereoSetSuite.from_biasworld(world, probe="match").capability is Capability.MATCH
-    from vlbias.models import require_capability
-    from vlbias.models.registry import adapter_class
+    assert VLStereoSetSuite.from_biasworld(world, VLStereoSetOptions(probe="match")).capability is Capability.MATCH
+    from vlbias.models.base import require_capability
+    from vlbias.models.catalog import adapter_class
 
     with pytest.raises(CapabilityError, match="'match'"):
         require_capability(
-            adapter_class("clip"), VLStereoSetSuite.from_biasworld(world, probe="match").capability, "vlstereoset"
+            adapter_class("clip"),
+            VLStereoSetSuite.from_biasworld(world, VLStereoSetOptions(probe="match")).capability,
+            "vlstereoset",
         )
 
 
@@ -469,7 +474,7 @@ def test_the_shipped_config_runs_on_whatever_subset_of_real_images_is_present(tm
     import yaml
 
     from vlbias.data.vlstereoset import read_vlstereoset
-    from vlbias.models import load
+    from vlbias.models.registry import load
     from vlbias.suites.run import build_suite
 
     config = yaml.safe_load((ROOT / "configs" / "suite" / "vlstereoset.yaml").read_text())
@@ -478,10 +483,15 @@ def test_the_shipped_config_runs_on_whatever_subset_of_real_images_is_present(tm
     present = [rows[0], rows[700], rows[1500]]  # race, profession and gender rows
     for row in present:
         Image.new("RGB", (32, 32), "gray").save(tmp_path / row.image_name, format="PNG")
-    options = {**config["suite_options"], "image_dir": str(tmp_path), "probe": "embed", "n_bootstrap": 20}
-    suite = build_suite("vlstereoset", REAL_CSV, options)
+    options = {
+        **config["suite_options"],
+        "image_dir": str(tmp_path),
+        "probe": "embed",
+        "statistics": {"n_bootstrap": 20},
+    }
+    suite = build_suite(check_suite_options("vlstereoset", options), REAL_CSV)
     assert len(suite.items) == 1958 and suite.skipped == []
-    output = suite.run(load("clip", tiny=True))
+    output = measure_suite(suite, load("clip", tiny=True))
     names = {row.image_name for row in present}
     with_image = [row for row in rows if row.image_name in names]  # some rows share an image URL
     assert output.metrics["n_skipped/image_missing"] == 1958 - len(with_image)

@@ -28,9 +28,11 @@ from vlbias.metrics.functional.weat import (
     p_value_from_associations,
     weat_association,
 )
-from vlbias.models import load
 from vlbias.models.base import Capability, ModelAdapter
+from vlbias.models.registry import load
 from vlbias.models.vocab import word_tokenizer
+from vlbias.suites.options import WEATOptions, check_suite_options
+from vlbias.suites.run import measure_suite
 from vlbias.suites.weat import WEATSuite
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -156,8 +158,8 @@ def embed(model: FakeAdapter, spec_set: dict, key: str = "images") -> torch.Tens
 
 def test_grounded_experiments_compare_the_right_sets(grounded_dir):
     model, spec = FakeAdapter(), grounded_spec()
-    suite = WEATSuite.from_path(grounded_dir, embedding="sentence", n_bootstrap=50)
-    rows = {row["experiment"]: row for row in suite.run(model, seed=0).items}
+    suite = WEATSuite.from_path(grounded_dir, WEATOptions(embedding="sentence").with_statistics(n_bootstrap=50))
+    rows = {row["experiment"]: row for row in measure_suite(suite, model, seed=0).items}
     x, y = embed(model, spec["targ1"]), embed(model, spec["targ2"])
     ax, ay = (
         embed(model, spec["attr1"], "Man_Images"),
@@ -210,8 +212,10 @@ def test_grounded_experiments_compare_the_right_sets(grounded_dir):
 
 def test_contextual_embedding_is_the_first_piece_of_the_contextual_word(grounded_dir):
     model = FakeAdapter()
-    suite = WEATSuite.from_path(grounded_dir, embedding="contextual", experiments=["2"], n_bootstrap=50)
-    row = suite.run(model, seed=0).items[0]
+    suite = WEATSuite.from_path(
+        grounded_dir, WEATOptions(embedding="contextual", experiments=["2"]).with_statistics(n_bootstrap=50)
+    )
+    row = measure_suite(suite, model, seed=0).items[0]
     spec = grounded_spec()
 
     def states(
@@ -238,9 +242,12 @@ def test_missing_images_are_listed_then_skipped_or_stop(grounded_dir):
     with pytest.raises(
         InputError, match=r"g \(.*g\.jsonl\): 2 missing, e\.g\. m1\.png \(targ1\.images\), w1\.png \(targ2\.images\)"
     ):
-        WEATSuite.from_path(grounded_dir, on_missing_images="stop")
-    output = WEATSuite.from_path(grounded_dir, experiments=["2"], embedding="sentence", n_bootstrap=20).run(
-        FakeAdapter()
+        WEATSuite.from_path(grounded_dir, WEATOptions(on_missing_images="stop"))
+    output = measure_suite(
+        WEATSuite.from_path(
+            grounded_dir, WEATOptions(experiments=["2"], embedding="sentence").with_statistics(n_bootstrap=20)
+        ),
+        FakeAdapter(),
     )
     assert {s["item"] for s in output.skipped} == {"g: image m1.png", "g: image w1.png"}
     assert {s["reason"].split("(listed in ")[1] for s in output.skipped} == {"targ1.images)", "targ2.images)"}
@@ -255,8 +262,11 @@ def test_missing_images_are_listed_then_skipped_or_stop(grounded_dir):
 
 def test_missing_images_that_empty_a_set_skip_the_test(grounded_dir):
     (grounded_dir / "images" / "wb.png").unlink()
-    output = WEATSuite.from_path(grounded_dir, experiments=["2"], embedding="sentence", n_bootstrap=20).run(
-        FakeAdapter()
+    output = measure_suite(
+        WEATSuite.from_path(
+            grounded_dir, WEATOptions(experiments=["2"], embedding="sentence").with_statistics(n_bootstrap=20)
+        ),
+        FakeAdapter(),
     )
     assert output.items == []
     assert any(
@@ -269,11 +279,12 @@ def test_unequal_targets_get_an_exact_p_value_over_re_partitions_of_their_sizes(
     grounded_dir,
 ):
     (grounded_dir / "images" / "m1.png").unlink()  # X: 2 pairs, Y: 3 pairs
-    row = (
-        WEATSuite.from_path(grounded_dir, experiments=["1"], embedding="sentence", n_bootstrap=20)
-        .run(FakeAdapter())
-        .items[0]
-    )
+    row = measure_suite(
+        WEATSuite.from_path(
+            grounded_dir, WEATOptions(experiments=["1"], embedding="sentence").with_statistics(n_bootstrap=20)
+        ),
+        FakeAdapter(),
+    ).items[0]
     assert (row["n_x"], row["n_y"]) == (2, 3)  # exact over the C(5, 2) = 10 re-partitions of the sizes
     assert math.isfinite(row["effect_size"]) and row["p_value"] * 10 == pytest.approx(round(row["p_value"] * 10))
     assert 0 < row["p_value"] <= 1 and math.isfinite(row["p_holm"])
@@ -286,7 +297,12 @@ def test_nan_embeddings_are_skipped_with_a_reason(grounded_dir):
             man = self.tokenizer.convert_tokens_to_ids("man")
             return torch.where((tokens["input_ids"] == man).any(1)[:, None, None], torch.nan, states)
 
-    output = WEATSuite.from_path(grounded_dir, experiments=["2"], embedding="sentence", n_bootstrap=20).run(NanForMan())
+    output = measure_suite(
+        WEATSuite.from_path(
+            grounded_dir, WEATOptions(experiments=["2"], embedding="sentence").with_statistics(n_bootstrap=20)
+        ),
+        NanForMan(),
+    )
     assert output.items == []
     assert sum(s["reason"] == "embedding holds NaN or inf" for s in output.skipped) == 3
     assert any("empty set(s)" in s["reason"] and "/x" in s["reason"] for s in output.skipped)
@@ -326,7 +342,11 @@ def test_seat_on_a_text_only_model_with_mean_pooling(tmp_path):
         device="cpu",
         options={"tokenizer": word_tokenizer(WORDS)},
     )
-    output = WEATSuite.from_path(seat_dir(tmp_path), pooling="mean", n_bootstrap=50).run(model, seed=0)
+    output = measure_suite(
+        WEATSuite.from_path(seat_dir(tmp_path), WEATOptions(pooling="mean").with_statistics(n_bootstrap=50)),
+        model,
+        seed=0,
+    )
     (row,) = output.items
     tokens = model.prepare_texts(
         [
@@ -360,13 +380,13 @@ def test_grounded_tests_refuse_text_only_models_and_region_masking_needs_regions
     grounded_dir,
 ):
     with pytest.raises(CapabilityError, match="text-only"):
-        WEATSuite.from_path(grounded_dir).run(load("sentence_bert", tiny=True, device="cpu"))
+        measure_suite(WEATSuite.from_path(grounded_dir, WEATOptions()), load("sentence_bert", tiny=True, device="cpu"))
     with pytest.raises(CapabilityError, match="reads no regions"):
-        WEATSuite.from_path(grounded_dir, person_object_ids=[1]).run(FakeAdapter())
+        measure_suite(WEATSuite.from_path(grounded_dir, WEATOptions(person_object_ids=[1])), FakeAdapter())
     with pytest.raises(ConfigError, match="person_object_ids"):
-        WEATSuite.from_path(grounded_dir, experiments=["3_mask_image"])
+        WEATSuite.from_path(grounded_dir, WEATOptions(experiments=["3_mask_image"]))
     with pytest.raises(ConfigError, match="'cls', 'mean'"):
-        WEATSuite.from_path(grounded_dir, pooling="max")
+        check_suite_options("weat", {"pooling": "max"})
 
 
 def test_person_region_masking_on_a_region_model(grounded_dir):
@@ -392,27 +412,31 @@ def test_person_region_masking_on_a_region_model(grounded_dir):
     )
     suite = WEATSuite.from_path(
         grounded_dir,
-        embedding="sentence",
-        experiments=["2", "3_mask_image"],
-        person_object_ids=[1],
-        n_bootstrap=20,
+        WEATOptions(embedding="sentence", experiments=["2", "3_mask_image"], person_object_ids=[1]).with_statistics(
+            n_bootstrap=20
+        ),
     )
-    rows = {row["experiment"]: row for row in suite.run(model, seed=0).items}
+    rows = {row["experiment"]: row for row in measure_suite(suite, model, seed=0).items}
     assert rows["3_mask_image"]["effect_size"] != pytest.approx(rows["2"]["effect_size"])
     none = WEATSuite.from_path(
         grounded_dir,
-        embedding="sentence",
-        experiments=["3_mask_image"],
-        person_object_ids=[99],
-        n_bootstrap=20,
+        WEATOptions(embedding="sentence", experiments=["3_mask_image"], person_object_ids=[99]).with_statistics(
+            n_bootstrap=20
+        ),
     )
-    output = none.run(model, seed=0)
+    output = measure_suite(none, model, seed=0)
     assert output.items == [] and "no region" in output.skipped[-1]["reason"]
 
 
 def test_embed_models_use_text_and_image_embeddings(grounded_dir):
     clip = load("clip", tiny=True, device="cpu")
-    output = WEATSuite.from_path(grounded_dir, source="embed", experiments=["1", "2"], n_bootstrap=20).run(clip, seed=0)
+    output = measure_suite(
+        WEATSuite.from_path(
+            grounded_dir, WEATOptions(source="embed", experiments=["1", "2"]).with_statistics(n_bootstrap=20)
+        ),
+        clip,
+        seed=0,
+    )
     assert [row["experiment"] for row in output.items] == ["1", "2"]
     assert any(s["item"] == "g/contextual" for s in output.skipped)
 
@@ -423,8 +447,7 @@ def test_measure_cli_end_to_end_is_deterministic(grounded_dir, tmp_path):
     for out in ("a", "b"):
         options = json.dumps(
             {
-                "n_bootstrap": 50,
-                "n_permutations": 200,
+                "statistics": {"n_bootstrap": 50, "n_permutations": 200},
                 "experiments": ["1", "2", "3_congruence", "3_mask_text"],
             }
         )
@@ -475,7 +498,10 @@ def test_real_minilm_on_every_public_seat_spec(minilm_dir):
     pooling finds the career/family gender association of SEAT 6 in both its word and sentence forms."""
     model = load("sentence_bert", checkpoint=minilm_dir, device="cpu")
     rows = {
-        row["test"]: row for row in WEATSuite.from_path(DATA / "seat", pooling="mean", n_bootstrap=200).run(model).items
+        row["test"]: row
+        for row in measure_suite(
+            WEATSuite.from_path(DATA / "seat", WEATOptions(pooling="mean").with_statistics(n_bootstrap=200)), model
+        ).items
     }
     assert sorted(rows) == ["sent-weat6", "sent-weat8", "weat6", "weat8"]
     assert rows["sent-weat6"]["effect_size"] > 1.0 and rows["sent-weat6"]["p_holm"] < 0.01
@@ -493,9 +519,9 @@ def test_real_grounded_specs_without_their_images(tmp_path):
         InputError,
         match=r"; weat6 \(\S*coco/weat6\.jsonl\): 252 missing, e\.g\. COCO_val2014_",
     ):
-        WEATSuite.from_path(DATA / "grounded_weat" / "coco", images=tmp_path, on_missing_images="stop")
-    suite = WEATSuite.from_path(DATA / "grounded_weat" / "coco", images=tmp_path, experiments=["2"])
-    output = suite.run(FakeAdapter())
+        WEATSuite.from_path(DATA / "grounded_weat" / "coco", WEATOptions(images=tmp_path, on_missing_images="stop"))
+    suite = WEATSuite.from_path(DATA / "grounded_weat" / "coco", WEATOptions(images=tmp_path, experiments=["2"]))
+    output = measure_suite(suite, FakeAdapter())
     assert output.items == [] and sum(s["reason"].startswith("not found in") for s in output.skipped) > 1000
 
 
@@ -538,10 +564,9 @@ def sharded_case():
     shutil.rmtree(seat)
     suite = WEATSuite.from_path(
         root,
-        experiments=["1", "2", "3_congruence", "3_mask_text"],
-        n_bootstrap=40,
-        n_permutations=50,
-        batch_size=4,
+        WEATOptions(experiments=["1", "2", "3_congruence", "3_mask_text"], batch_size=4).with_statistics(
+            n_bootstrap=40, n_permutations=50
+        ),
     )
     torch.manual_seed(0)
     return suite, NanForSewing()
@@ -549,7 +574,7 @@ def sharded_case():
 
 def test_sharded_case_runs_every_kind_of_row():
     suite, adapter = sharded_case()
-    output = suite.run(adapter, seed=1)
+    output = measure_suite(suite, adapter, seed=1)
     assert len(suite.stimuli()) == output.n_items == 63
     assert sum(s["reason"] == "embedding holds NaN or inf" for s in output.skipped) == 13
     rows = {row["key"]: row for row in output.items}
@@ -566,7 +591,7 @@ def test_sharded_case_runs_every_kind_of_row():
 def test_missing_attribute_image_names_its_key(grounded_dir):
     (grounded_dir / "images" / "ma.png").unlink()
     with pytest.raises(InputError, match=r"e\.g\. ma\.png \(attr1\.Man_Images\)"):
-        WEATSuite.from_path(grounded_dir, on_missing_images="stop")
+        WEATSuite.from_path(grounded_dir, WEATOptions(on_missing_images="stop"))
 
 
 def test_embed_model_without_token_states_is_told_about_source(tmp_path, run_cli):

@@ -4,12 +4,16 @@ one (``sentence_bert``: its checkpoint's), else [CLS]; each row of the item tabl
 import pytest
 
 from tests.suites.test_weat import FakeAdapter, seat_dir
-from vlbias.models import load
+from vlbias.models.registry import load
+from vlbias.suites.options import WEATOptions
+from vlbias.suites.run import measure_suite
 from vlbias.suites.weat import WEATSuite
 
 
 def rows(tmp_path, adapter, **options) -> dict:
-    (row,) = WEATSuite.from_path(seat_dir(tmp_path), n_bootstrap=20, **options).run(adapter, seed=0).items
+    (row,) = measure_suite(
+        WEATSuite.from_path(seat_dir(tmp_path), WEATOptions(**options).with_statistics(n_bootstrap=20)), adapter, seed=0
+    ).items
     return row
 
 

@@ -13,16 +13,18 @@ from typing_extensions import override
 
 from vlbias.errors import ConfigError
 from vlbias.results import Results, is_count, write_results
-from vlbias.suites import Suite
+from vlbias.suites.base import Suite
+from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 
 
 @dataclass
 class SuiteSpec:
-    """One suite the callback runs: ``suite`` (a name from ``vlbias.suites``), ``data`` (a path in the suite's
+    """One suite the callback runs: ``suite`` (a name from ``vlbias.suites.registry``), ``data`` (a path in the suite's
     public format, or ``"biasworld"``: the datamodule's world when it has one, else a world built from the
-    callback's ``biasworld`` options), the suite's keyword ``options``, and ``name``, the log prefix
-    (default: the suite name; give distinct names when one suite runs on two data sets)."""
+    callback's ``biasworld`` options), the suite's ``options`` as in ``vlbias measure --suite_options``
+    (:mod:`vlbias.suites.options`, e.g. ``{probe: match, statistics: {n_bootstrap: 200}}``), and ``name``, the log
+    prefix (default: the suite name; give distinct names when one suite runs on two data sets)."""
 
     suite: str
     data: str = "biasworld"
@@ -38,7 +40,8 @@ class BiasSuiteCallback(Callback):
     """Measure bias while training: after every ``every_n_epochs``-th validation epoch of ``fit``, and after
     every ``validate`` and ``test`` epoch, run each suite of ``suites`` on ``pl_module.adapter``.
 
-    Suites are built once, in ``setup`` (their data read once per fit). Under DDP every rank measures its
+    Each suite's options are checked when the callback is made (before any data or model is loaded), and the suites
+    are built once, in ``setup`` (their data read once per fit). Under DDP every rank measures its
     own shard of each suite's stimuli and all ranks get the same numbers, equal to a one-process run
     (:func:`vlbias.suites.run.measure_suite`). Skipped during the sanity check and ``fast_dev_run``.
 
@@ -77,6 +80,7 @@ class BiasSuiteCallback(Callback):
             raise ConfigError(
                 f"Expected distinct suite names (give `name` to tell two runs of a suite apart) but got {names}"
             )
+        self.options = {spec.key: check_suite_options(spec.suite, spec.options) for spec in self.specs}
         self.every_n_epochs = every_n_epochs
         self.out_dir = out_dir
         self.seed = seed
@@ -97,7 +101,7 @@ class BiasSuiteCallback(Callback):
         world = getattr(trainer.datamodule, "world", None) if trainer.datamodule is not None else None
         for spec in self.specs:
             data = world if spec.data == "biasworld" and world is not None else spec.data
-            self.suites[spec.key] = build_suite(spec.suite, data, spec.options, self.biasworld)
+            self.suites[spec.key] = build_suite(self.options[spec.key], data, self.biasworld)
 
     @override
     def on_validation_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:

@@ -20,11 +20,11 @@ def _suites_help() -> str:
     """Every suite and its options (:mod:`vlbias.suites.options`)."""
     from vlbias.suites.options import SUITE_OPTIONS, options_help
 
-    lines = ["suites and their --suite_options (e.g. --suite_options '{n_permutations: 2000, confidence: 0.9}'):"]
+    lines = ["suites and their --suite_options (e.g. --suite_options '{statistics: {n_permutations: 2000}}'):"]
     for suite, declaration in SUITE_OPTIONS.items():
         lines.append(f"  {suite}: {declaration.__doc__.splitlines()[0].replace('``', '')}")
         for name, text in options_help(declaration):
-            lines.append(textwrap.fill(text, 116, initial_indent=f"    {name:<22} ", subsequent_indent=" " * 27))
+            lines.append(textwrap.fill(text, 116, initial_indent=f"    {name:<28} ", subsequent_indent=" " * 33))
     return "\n".join(lines)
 
 

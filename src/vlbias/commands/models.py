@@ -23,7 +23,7 @@ def parser() -> ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> None:
-    from vlbias.models import describe_models
+    from vlbias.models.catalog import describe_models
 
     as_json = parse(parser(), argv)["json"]
     models = describe_models()

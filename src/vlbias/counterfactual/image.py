@@ -36,7 +36,7 @@ Counterfactual images are cached on disk keyed by (model fingerprint, image pixe
 config, autocast dtype, bias prompt and words, target concept), so repeating a measurement does no attack.
 
 Example:
-    >>> from vlbias.models import load
+    >>> from vlbias.models.registry import load
     >>> adapter = load("vilt", tiny=True, device="cpu")
     >>> generator = CounterfactualImages(adapter, ["man", "woman"], AttackConfig(eps=0.1, steps=3))
     >>> pixels = torch.rand(2, 3, 32, 32)

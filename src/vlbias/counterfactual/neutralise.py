@@ -26,11 +26,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
-import yaml
-
+from vlbias.data.lexicon import read_lexicon
 from vlbias.errors import InputError
 
 DEFAULT_LEXICON = "neutral_lexicon.yaml"
@@ -66,25 +64,12 @@ class NeutralLexicon:
     @classmethod
     def default(cls) -> NeutralLexicon:
         """The lexicon shipped with the package."""
-        resource = resources.files("vlbias") / "resources" / DEFAULT_LEXICON
-        return cls._from_text(resource.read_text(encoding="utf-8"), f"vlbias/resources/{DEFAULT_LEXICON}")
+        return cls.load()
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> NeutralLexicon:
         """The lexicon at ``path`` (YAML with ``replace`` and optional ``ambiguous``), or the default."""
-        if path is None:
-            return cls.default()
-        path = Path(path)
-        if not path.is_file():
-            raise InputError(f"Neutral lexicon {str(path)!r} does not exist.")
-        return cls._from_text(path.read_text(encoding="utf-8"), str(path))
-
-    @classmethod
-    def _from_text(cls, text: str, source: str) -> NeutralLexicon:
-        try:
-            spec = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            raise InputError(f"Neutral lexicon {source!r} is not valid YAML: {err}.") from err
+        spec, source = read_lexicon(path, DEFAULT_LEXICON, "Neutral lexicon")
         if not isinstance(spec, dict) or not isinstance(spec.get("replace"), dict) or not spec["replace"]:
             raise InputError(f"Neutral lexicon {source!r}: expected a mapping with a non-empty `replace` mapping.")
         bad = {

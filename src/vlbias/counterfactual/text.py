@@ -3,8 +3,8 @@
 "We manually replace the bias concept word in factual text L_f, e.g. gendered word *woman* is
 replaced by *man*. The generated counterfactual text is denoted as L_cf." FairVLP (Sec. 5.1)
 makes its training counterfactuals the same way. The pairs live in an editable YAML lexicon
-shipped with the package (``vlbias/resources/gender_swap_lexicon.yaml``); another file with the
-same layout gives another bias axis.
+shipped with the package (``vlbias/resources/gender_swap_lexicon.yaml``, read by
+:class:`~vlbias.data.lexicon.WordPairs`); another file with the same layout gives another bias axis.
 
 Swaps are whole-word and case-preserving: ``"Woman's"`` -> ``"Man's"``, ``"HE'LL"`` ->
 ``"SHE'LL"``, and ``"humane"`` or ``"shepherd"`` stay as they are. A word is a maximal run of
@@ -20,14 +20,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from importlib import resources
 from pathlib import Path
 
-import yaml
-
+from vlbias.data.lexicon import WORD, WordPairs
 from vlbias.errors import InputError
 
-DEFAULT_LEXICON = "gender_swap_lexicon.yaml"
 MASK = "{mask}"  # the placeholder of the mask token in the templates below
 
 #: The four caption templates of CounterBias Table 1 (Sw/O, Sw/, Pw/O, Pw/), with ``{gender}``
@@ -40,8 +37,6 @@ CAPTION_TEMPLATES: dict[str, str] = {
 }
 #: The bias prompt of Eq. 2: the masked word is the bias concept seen in the image.
 BIAS_PROMPT = "a {mask} is in the picture"
-
-_WORD = re.compile(r"[^\W\d_]+")  # a maximal run of letters
 
 
 def fill_template(template: str, mask_token: str, **words: str) -> str:
@@ -67,27 +62,17 @@ class SwapLexicon:
     """Pairs of bias-concept words; :meth:`swap` replaces each with its counterpart.
 
     Args:
-        pairs: ``(a, b)`` word pairs (lower case); ``a`` and ``b`` swap both ways. A word in
-            several pairs goes where its first pair sends it.
+        pairs: ``(a, b)`` word pairs (lower case; :class:`~vlbias.data.lexicon.WordPairs` or checked as
+            one); ``a`` and ``b`` swap both ways. A word in several pairs goes where its first pair sends it.
 
     Example:
         >>> SwapLexicon([("man", "woman")]).swap("A MAN and a Woman")
         'A WOMAN and a Man'
     """
 
-    def __init__(self, pairs: Iterable[tuple[str, str]]) -> None:
+    def __init__(self, pairs: Iterable[tuple[str, str]] | WordPairs) -> None:
         mapping: dict[str, str] = {}
-        for index, pair in enumerate(pairs):
-            if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(w, str) for w in pair)):
-                raise InputError(f"Expected lexicon entry {index} to be a pair of words [a, b] but got {pair!r}.")
-            a, b = pair
-            for word in (a, b):
-                if not _WORD.fullmatch(word) or word != word.lower():
-                    raise InputError(
-                        f"Expected lexicon entry {index} to hold lower-case words of letters only but got {word!r}."
-                    )
-            if a == b:
-                raise InputError(f"Expected lexicon entry {index} to pair two different words but got {pair!r}.")
+        for a, b in WordPairs.of(pairs).pairs:
             mapping.setdefault(a, b)
             mapping.setdefault(b, a)
         self.mapping: Mapping[str, str] = mapping
@@ -95,29 +80,12 @@ class SwapLexicon:
     @classmethod
     def from_yaml(cls, path: str | Path) -> SwapLexicon:
         """Read a lexicon file: a mapping with a ``pairs`` list of ``[a, b]`` entries."""
-        path = Path(path)
-        try:
-            content = yaml.safe_load(path.read_text())
-        except FileNotFoundError as err:
-            raise InputError(f"Swap lexicon {str(path)!r} does not exist.") from err
-        except yaml.YAMLError as err:
-            raise InputError(f"Swap lexicon {str(path)!r} is not valid YAML: {err}") from err
-        return cls._from_content(content, str(path))
+        return cls(WordPairs.load(path))
 
     @classmethod
     def default(cls) -> SwapLexicon:
         """The gender lexicon shipped with vlbias (``vlbias/resources/gender_swap_lexicon.yaml``)."""
-        text = resources.files("vlbias.resources").joinpath(DEFAULT_LEXICON).read_text()
-        return cls._from_content(yaml.safe_load(text), DEFAULT_LEXICON)
-
-    @classmethod
-    def _from_content(cls, content: object, name: str) -> SwapLexicon:
-        if not (isinstance(content, dict) and isinstance(content.get("pairs"), list)):
-            raise InputError(f"Swap lexicon {name!r}: expected a mapping with a `pairs` list of [a, b] entries.")
-        try:
-            return cls(content["pairs"])
-        except InputError as err:
-            raise InputError(f"Swap lexicon {name!r}: {err}") from err
+        return cls(WordPairs.load())
 
     def counterpart(self, word: str) -> str:
         """The word ``word`` swaps to (case preserved), or :class:`InputError` if it has none."""
@@ -134,8 +102,8 @@ class SwapLexicon:
             swapped = self.mapping.get(word.lower())
             return word if swapped is None else _match_case(swapped, word)
 
-        return _WORD.sub(replace, text)
+        return WORD.sub(replace, text)
 
     def n_swaps(self, text: str) -> int:
         """How many words of ``text`` :meth:`swap` replaces (0: the text has no bias concept)."""
-        return sum(1 for match in _WORD.finditer(text) if match.group(0).lower() in self.mapping)
+        return sum(1 for match in WORD.finditer(text) if match.group(0).lower() in self.mapping)

@@ -10,11 +10,11 @@ import numpy as np
 import torch
 from lightning.pytorch import LightningDataModule
 from PIL import Image
-from torch.utils.data import DataLoader, Dataset, default_collate
+from torch.utils.data import Dataset, default_collate
 
 from vlbias.data.captions import SPLITS, CaptionSplit, RetrievalSplit, load_entries, read_captions, sniff_format
 from vlbias.data.images import load_image
-from vlbias.data.resumable import ResumableTraining
+from vlbias.data.resumable import SplitLoaders
 from vlbias.errors import ConfigError, InputError
 
 logger = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ def collate_pairs(items: list[dict[str, object] | None]) -> dict[str, object]:
     return default_collate(loaded)
 
 
-class CaptionDataModule(ResumableTraining, LightningDataModule):
+class CaptionDataModule(SplitLoaders, LightningDataModule):
     """Caption pairs of a COCO/Flickr30K-style corpus as train/val/test dataloaders, and the retrieval view.
 
     Batches are dicts ``pixel_values`` (B, 3, S, S) float in [0, 1], ``caption`` (list of B str) and
@@ -93,6 +93,8 @@ class CaptionDataModule(ResumableTraining, LightningDataModule):
         seed: seed of the training shuffle.
         predict_split: the split ``predict_dataloader`` serves.
     """
+
+    collate_fn = staticmethod(collate_pairs)
 
     def __init__(
         self,
@@ -159,21 +161,5 @@ class CaptionDataModule(ResumableTraining, LightningDataModule):
             raise ConfigError(f"Expected `split` to be one of {', '.join(SPLITS)} but got {split!r}.")
         return self._read(split).retrieval()
 
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("val")
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test")
-
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader(self.hparams.predict_split)
-
-    def _loader(self, split: str, kind: type[DataLoader] = DataLoader, **kwargs) -> DataLoader:
-        return kind(
-            CaptionPairDataset(self._read(split), self.hparams.image_size),
-            batch_size=self.hparams.batch_size,
-            num_workers=self.hparams.num_workers,
-            persistent_workers=self.hparams.num_workers > 0,
-            collate_fn=collate_pairs,
-            **kwargs,
-        )
+    def _dataset(self, split: str) -> CaptionPairDataset:
+        return CaptionPairDataset(self._read(split), self.hparams.image_size)

@@ -170,16 +170,7 @@ def load_entries(
 
 
 def _karpathy_entries(batch: dict[str, list], indices: list[int]) -> dict[str, list]:
-    n = len(indices)
-    out: dict[str, list] = {
-        "entry": indices,
-        "image": [],
-        "split": [],
-        "captions": [],
-        "n_captions": [],
-        "empty": [],
-        "problem": [],
-    }
+    n, out = len(indices), _entry_columns(indices)
     for folder, name, split, sentences in zip(
         batch.get("filepath", [None] * n), batch.get("filename", [None] * n), batch.get("split", [None] * n),
         batch.get("sentences", [None] * n),
@@ -195,21 +186,18 @@ def _karpathy_entries(batch: dict[str, list], indices: list[int]) -> dict[str, l
 
 
 def _annotation_entries(batch: dict[str, list], indices: list[int], split: str) -> dict[str, list]:
-    n = len(indices)
-    out: dict[str, list] = {
-        "entry": indices,
-        "image": [],
-        "split": [],
-        "captions": [],
-        "n_captions": [],
-        "empty": [],
-        "problem": [],
-    }
+    n, out = len(indices), _entry_columns(indices)
     for image, caption in zip(batch.get("image", [None] * n), batch.get("caption", [None] * n)):
         _append(out, image, split, [caption] if isinstance(caption, str) else list(caption or []))
         if not image:
             out["problem"][-1] = "entry without `image`"
     return out
+
+
+def _entry_columns(indices: list[int]) -> dict[str, list]:
+    """The columns of a batch of normalised entries, empty but for the entries' indices; :func:`_append` fills a
+    row."""
+    return {"entry": indices, "image": [], "split": [], "captions": [], "n_captions": [], "empty": [], "problem": []}
 
 
 def _append(out: dict[str, list], image: str | None, split: str | None, raws: list) -> None:

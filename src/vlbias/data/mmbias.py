@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vlbias.data.images import IMAGE_SUFFIXES, image_problem
-from vlbias.data.seat import dropped_from_both, repeated
+from vlbias.data.set_rules import drop_shared, kept_once
 from vlbias.data.text_files import read_json
 from vlbias.errors import InputError
 
@@ -224,15 +224,6 @@ def _resolve(root: Path, given: str | Path | None, default: str) -> Path:
     return given if given.is_absolute() else root / given
 
 
-def _kept_once(phrases: list[str], file: str, key: str, duplicates: list[dict[str, str]]) -> list[str]:
-    """``phrases`` (the list under ``key`` in ``file``) with each repeat kept once, reported in ``duplicates``."""
-    duplicates += [
-        {"item": f"{file}: {key}: {phrase!r}", "reason": "listed more than once in the set; kept once"}
-        for phrase in repeated(phrases)
-    ]
-    return list(dict.fromkeys(phrases))
-
-
 def read_mmbias(
     root: str | Path,
     phrases: str | Path | None = None,
@@ -255,23 +246,22 @@ def read_mmbias(
     path = _resolve(root, phrases, PHRASES_FILE)
     pleasant, unpleasant, group_phrases = read_phrases(path)
     duplicates: list[dict[str, str]] = []
-    pleasant = _kept_once(pleasant, path.name, PLEASANT_KEY, duplicates)
-    unpleasant = _kept_once(unpleasant, path.name, UNPLEASANT_KEY, duplicates)
-    pleasant, unpleasant, shared = dropped_from_both(pleasant, unpleasant)  # no attribute can stand for both A and B
-    duplicates += [
-        {
-            "item": f"{path.name}: {PLEASANT_KEY}+{UNPLEASANT_KEY}: {word!r}",
-            "reason": f"in both {PLEASANT_KEY} and {UNPLEASANT_KEY}; dropped from both",
-        }
-        for word in shared
-    ]
+    pleasant = kept_once(pleasant, f"{path.name}: {PLEASANT_KEY}", duplicates)
+    unpleasant = kept_once(unpleasant, f"{path.name}: {UNPLEASANT_KEY}", duplicates)
+    pleasant, unpleasant = drop_shared(  # no attribute can stand for both A and B
+        pleasant,
+        unpleasant,
+        (PLEASANT_KEY, UNPLEASANT_KEY),
+        f"{path.name}: {PLEASANT_KEY}+{UNPLEASANT_KEY}",
+        duplicates,
+    )
     for key, words in ((PLEASANT_KEY, pleasant), (UNPLEASANT_KEY, unpleasant)):
         if not words:
             raise InputError(
                 f"{str(path)!r}: attribute set {key!r} is empty once the words it shares with the other are dropped"
             )
     group_phrases = {
-        group: _kept_once(listed, path.name, f"{GROUPS_KEY}.{group}", duplicates)
+        group: kept_once(listed, f"{path.name}: {GROUPS_KEY}.{group}", duplicates)
         for group, listed in group_phrases.items()
     }
     data = MMBiasData(pleasant, unpleasant, group_phrases, duplicates=duplicates)

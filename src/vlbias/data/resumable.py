@@ -17,6 +17,8 @@ On restore the next iterator replays the epoch from its start and skips the comp
 loaded and dropped: cheap next to training on them). A checkpoint taken after the epoch's last batch keeps
 the generator as it is, so the next epoch starts as it would have.
 
+:class:`SplitLoaders` gives a LightningDataModule its four dataloaders, training through this one.
+
 Why not ``torchdata``'s ``StatefulDataLoader``: it is a separate package pinned to torch versions, and this
 state is two numbers.
 """
@@ -26,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset
 
 #: ``() -> (batches of the current epoch the trainer completed, batches per epoch or None if unknown)``.
 Progress = Callable[[], tuple[int, int | float | None]]
@@ -105,13 +107,39 @@ class ResumableDataLoader(DataLoader):
         self._skip = skip
 
 
-class ResumableTraining:
-    """A LightningDataModule's ``train_dataloader``: shuffled by a generator seeded with ``hparams.seed`` and
-    resumable mid-epoch (:class:`ResumableDataLoader`). The data module builds its loaders with
-    ``_loader(split, kind, **loader_options)``."""
+class SplitLoaders:
+    """A LightningDataModule's dataloaders over its splits: ``train`` shuffled by a generator seeded with
+    ``hparams.seed`` and resumable mid-epoch (:class:`ResumableDataLoader`), ``val`` and ``test`` in order, and
+    ``predict`` over ``hparams.predict_split``; ``hparams.batch_size`` items per batch, ``hparams.num_workers``
+    worker processes (kept alive between epochs). The data module gives each split's dataset with
+    ``_dataset(split)``, and ``collate_fn`` where its items need one."""
+
+    collate_fn: Callable | None = None
+
+    def _dataset(self, split: str) -> Dataset:
+        raise NotImplementedError
 
     def train_dataloader(self) -> ResumableDataLoader:
         generator = torch.Generator().manual_seed(self.hparams.seed)
         return self._loader(
             "train", ResumableDataLoader, shuffle=True, generator=generator, progress=trainer_progress(self)
+        )
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("val")
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test")
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._loader(self.hparams.predict_split)
+
+    def _loader(self, split: str, kind: type[DataLoader] = DataLoader, **kwargs) -> DataLoader:
+        return kind(
+            self._dataset(split),
+            batch_size=self.hparams.batch_size,
+            num_workers=self.hparams.num_workers,
+            persistent_workers=self.hparams.num_workers > 0,
+            collate_fn=self.collate_fn,
+            **kwargs,
         )

@@ -5,12 +5,14 @@ queries made from captions.
 Shopping"; Hendricks et al., 2018, "Women Also Snowboard"; Wang et al., 2021, for Bias@K): an image is
 ``man`` when its captions mention a men's word and no women's word, ``woman`` the other way round, ``both``
 when they mention both and ``neither`` when they mention none (:func:`annotate`). Words match whole and
-case-insensitively; a word is a maximal run of letters, so "woman's" holds "woman".
+case-insensitively; a word is a maximal run of letters (:data:`vlbias.data.lexicon.WORD`), so "woman's" holds
+"woman".
 
-**Gender words** are the pairs of a swap lexicon in :mod:`vlbias.counterfactual.text`'s YAML layout,
-``pairs: [[men's word, women's word], ...]``, read in that order (:class:`GenderWords`); the default is the
-lexicon shipped with the package (``vlbias/resources/gender_swap_lexicon.yaml``), whose pairs all list the
-men's word first ("his"/"him" pair with "her").
+**Gender words** are the pairs of a swap lexicon (:class:`~vlbias.data.lexicon.WordPairs`, the layout
+:mod:`vlbias.counterfactual.text` swaps with), ``pairs: [[men's word, women's word], ...]``, read in that order
+(:class:`GenderWords`); the default is the lexicon shipped with the package
+(``vlbias/resources/gender_swap_lexicon.yaml``), whose pairs all list the men's word first ("his"/"him" pair
+with "her").
 
 **Queries from captions** (:func:`caption_queries`): a caption that mentions a gender word is neutralised
 with a :class:`~vlbias.counterfactual.neutralise.NeutralLexicon` ("A man riding a horse." -> "A person riding
@@ -27,15 +29,12 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import yaml
-
+from vlbias.data.lexicon import WordPairs, text_words
 from vlbias.errors import InputError
 
 if TYPE_CHECKING:
@@ -43,9 +42,6 @@ if TYPE_CHECKING:
 
 GENDERS: tuple[str, str] = ("man", "woman")
 LABELS: tuple[str, ...] = (*GENDERS, "both", "neither")  # what :func:`annotate` says of an image
-DEFAULT_WORDS = "gender_swap_lexicon.yaml"
-
-_WORD = re.compile(r"[^\W\d_]+")  # a maximal run of letters, as in vlbias.counterfactual.text
 
 
 @dataclass(frozen=True)
@@ -59,56 +55,27 @@ class GenderWords:
     @classmethod
     def default(cls) -> GenderWords:
         """The pairs of the swap lexicon shipped with the package."""
-        text = resources.files("vlbias.resources").joinpath(DEFAULT_WORDS).read_text(encoding="utf-8")
-        return cls._from_text(text, f"vlbias/resources/{DEFAULT_WORDS}")
+        return cls.load()
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> GenderWords:
-        """The pairs ``[men's word, women's word]`` of the swap lexicon at ``path``, or :meth:`default`."""
-        if path is None:
-            return cls.default()
-        path = Path(path)
-        if not path.is_file():
-            raise InputError(f"Gender word file {str(path)!r} does not exist.")
-        return cls._from_text(path.read_text(encoding="utf-8"), str(path))
-
-    @classmethod
-    def _from_text(cls, text: str, source: str) -> GenderWords:
-        try:
-            spec = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            raise InputError(f"Gender word file {source!r} is not valid YAML: {err}") from err
-        pairs = spec.get("pairs") if isinstance(spec, dict) else None
-        if not isinstance(pairs, list) or not pairs:
-            raise InputError(f"Gender word file {source!r}: expected a mapping with a non-empty `pairs` list.")
-        for index, pair in enumerate(pairs):
-            if not (isinstance(pair, list) and len(pair) == 2 and all(_is_word(word) for word in pair)):
-                raise InputError(
-                    f"Gender word file {source!r}: expected entry {index} of `pairs` to be [men's word, women's word] "
-                    f"in lower-case letters but got {pair!r}"
-                )
-        man, woman = frozenset(pair[0] for pair in pairs), frozenset(pair[1] for pair in pairs)
+        """The pairs ``[men's word, women's word]`` of the swap lexicon at ``path``, or of the shipped one; a word
+        on both sides is refused."""
+        pairs = WordPairs.load(path)
+        man, woman = frozenset(a for a, _ in pairs.pairs), frozenset(b for _, b in pairs.pairs)
         both = sorted(man & woman)
         if both:
-            raise InputError(f"Gender word file {source!r}: {both} listed as both men's and women's words")
-        return cls(man, woman, source)
+            raise InputError(f"Swap lexicon {pairs.source!r}: {both} listed as both men's and women's words")
+        return cls(man, woman, pairs.source)
 
     def found(self, text: str) -> list[str]:
         """The gender words of ``text``, lower-cased, in order."""
-        return [word for word in _words(text) if word in self.man or word in self.woman]
+        return [word for word in text_words(text) if word in self.man or word in self.woman]
 
     def mentioned(self, text: str) -> tuple[str, ...]:
         """The genders (:data:`GENDERS`, in that order) whose words ``text`` holds."""
-        words = set(_words(text))
-        return tuple(gender for gender, listed in zip(GENDERS, (self.man, self.woman)) if words & listed)
-
-
-def _is_word(word: object) -> bool:
-    return isinstance(word, str) and _WORD.fullmatch(word) is not None and word == word.lower()
-
-
-def _words(text: str) -> list[str]:
-    return [match.group(0).lower() for match in _WORD.finditer(text)]
+        found = set(text_words(text))
+        return tuple(gender for gender, listed in zip(GENDERS, (self.man, self.woman)) if found & listed)
 
 
 def annotate(captions: Sequence[str], words: GenderWords) -> str:
@@ -142,7 +109,7 @@ def caption_queries(
         if not words.found(caption):
             continue
         neutral = lexicon.neutralise(caption)
-        left = words.found(neutral) + [word for word in _words(neutral) if word in lexicon.ambiguous]
+        left = words.found(neutral) + [word for word in text_words(neutral) if word in lexicon.ambiguous]
         if left:
             reason = (
                 f"neutralised caption {neutral!r} still holds {left[0]!r}, which the neutral lexicon "

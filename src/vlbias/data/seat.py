@@ -34,6 +34,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vlbias.data.set_rules import drop_shared, kept_once, repeated
 from vlbias.data.text_files import json_field, read_text
 from vlbias.errors import InputError
 
@@ -232,24 +233,12 @@ def _parse(record: object, path: Path, line: int, lines: list[str], name: str) -
             raise InputError(
                 f"{path}: line {at}: set {key} ({category}) is empty; a WEAT/SEAT test needs items in all four sets."
             )
-        kept = list(dict.fromkeys(examples))
-        duplicates += [
-            {
-                "item": f"{name}/{key}: {e!r}",
-                "reason": "listed more than once in the set; kept once",
-            }
-            for e in repeated(examples)
-        ]
-        sets[key] = SeatSet(key, category, kept)
+        sets[key] = SeatSet(key, category, kept_once(examples, f"{name}/{key}", duplicates))
     for first, second in (("targ1", "targ2"), ("attr1", "attr2")):
-        kept_first, kept_second, shared = dropped_from_both(sets[first].examples, sets[second].examples)
-        duplicates += [
-            {
-                "item": f"{name}/{first}+{second}: {e!r}",
-                "reason": f"in both {first} and {second}; dropped from both",
-            }
-            for e in shared
-        ]
+        where = f"{name}/{first}+{second}"
+        kept_first, kept_second = drop_shared(
+            sets[first].examples, sets[second].examples, (first, second), where, duplicates
+        )
         for key, kept in ((first, kept_first), (second, kept_second)):
             if not kept:
                 raise InputError(
@@ -257,29 +246,6 @@ def _parse(record: object, path: Path, line: int, lines: list[str], name: str) -
                 )
             sets[key] = SeatSet(key, sets[key].category, kept)
     return SeatTest(name, path, line, **sets, contextual_words=contextual, duplicates=duplicates)
-
-
-def dropped_from_both(first: list, second: list) -> tuple[list, list, list]:
-    """The rule for an item in both sets of a pair (both targets, or both attributes): it can stand for
-    neither, so it is dropped from both. Returns ``first`` and ``second`` without the shared items, and
-    the shared items, sorted.
-
-    Example:
-        >>> dropped_from_both(["he", "man", "boy"], ["she", "man"])
-        (['he', 'boy'], ['she'], ['man'])
-    """
-    shared = set(first) & set(second)
-    return [v for v in first if v not in shared], [v for v in second if v not in shared], sorted(shared)
-
-
-def repeated(values: list) -> list:
-    """The values that occur more than once in ``values``, each once, in order of their second occurrence."""
-    seen, repeated = set(), []
-    for value in values:
-        if value in seen and value not in repeated:
-            repeated.append(value)
-        seen.add(value)
-    return repeated
 
 
 def _parse_grounded(

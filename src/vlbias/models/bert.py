@@ -4,25 +4,22 @@ language-only reference against which the vision-language models' text side is c
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 from torch import Tensor
-from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+from transformers import BertConfig, BertForMaskedLM
 
-from vlbias.errors import InputError
-from vlbias.models.base import Capability, ModelAdapter, at_positions, gathered_rows
-from vlbias.models.loading import from_pretrained_strict
+from vlbias.models.base import Capability, at_positions, gathered_rows
+from vlbias.models.pretrained import TextOnlyAdapter, tiny_layers, tiny_vocabulary_ids
 from vlbias.models.vocab import tiny_tokenizer
 
 
-class BertAdapter(ModelAdapter):
+class BertAdapter(TextOnlyAdapter):
     """Masked-LM logits and last-layer token states of a text-only ``BertForMaskedLM``.
 
-    BERT takes no image: :meth:`no_image` is ``None`` and the capability methods require
-    ``pixel_values is None``. An image passed to it raises :class:`InputError` rather than
-    being silently dropped, so a suite that means to condition on an image cannot quietly
-    measure the text-only model instead.
+    BERT takes no image (:class:`~vlbias.models.pretrained.TextOnlyAdapter`). :meth:`from_pretrained` loads a
+    hub id (e.g. ``bert-base-uncased``) or a local ``save_pretrained`` directory; the checkpoint must hold the
+    MLM head: a bare ``BertModel`` (a sentence encoder such as MiniLM) is refused with the missing
+    ``cls.predictions.*`` keys listed.
 
     Example:
         >>> model = BertAdapter.tiny()
@@ -33,23 +30,10 @@ class BertAdapter(ModelAdapter):
 
     name = "bert"
     capabilities = frozenset({Capability.FILL_MASK, Capability.TOKEN_STATES})
-    text_only = True
-
-    def __init__(self, model: BertForMaskedLM, tokenizer) -> None:
-        super().__init__()
-        self.model = model
-        self.tokenizer = tokenizer
-        self.max_text_length = model.config.max_position_embeddings
-
-    def prepare_images(self, images) -> Tensor:
-        raise InputError(f"Model {self.name!r} is text-only and takes no images; use pixel_values=None.")
-
-    def no_image(self, batch_size: int) -> None:
-        """BERT takes no image: "no image" is ``None``."""
-        return None
+    model_class = BertForMaskedLM
 
     def fill_mask_logits(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
-        self._check_no_image(pixel_values)
+        self.check_no_image(pixel_values)
         return self.model(**tokens).logits  # (B, T, V)
 
     def paired_fill_mask_logits(
@@ -67,7 +51,7 @@ class BertAdapter(ModelAdapter):
         return self.model.cls(states if positions is None else at_positions(states, positions))
 
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
-        self._check_no_image(pixel_values)
+        self.check_no_image(pixel_values)
         return self.model.bert(**tokens).last_hidden_state  # (B, T, H)
 
     def direct_call(self, capability: Capability, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
@@ -87,18 +71,6 @@ class BertAdapter(ModelAdapter):
             ).last_hidden_state
         raise self._lacks(capability)
 
-    def save_pretrained(self, directory: str | Path) -> None:
-        self.model.save_pretrained(directory)
-        self.tokenizer.save_pretrained(directory)
-
-    @classmethod
-    def from_pretrained(cls, name_or_path: str | Path) -> BertAdapter:
-        """Load a hub id (e.g. ``bert-base-uncased``) or a local ``save_pretrained`` directory.
-        The checkpoint must hold the MLM head: a bare ``BertModel`` (a sentence encoder such
-        as MiniLM) is refused with the missing ``cls.predictions.*`` keys listed."""
-        model = from_pretrained_strict(BertForMaskedLM, name_or_path, cls.name)
-        return cls(model, AutoTokenizer.from_pretrained(str(name_or_path)))
-
     @classmethod
     def tiny(
         cls,
@@ -114,23 +86,12 @@ class BertAdapter(ModelAdapter):
         torch.manual_seed(seed)
         return cls(BertForMaskedLM(config), tokenizer)
 
-    def _check_no_image(self, pixel_values: Tensor | None) -> None:
-        if pixel_values is not None:
-            raise InputError(
-                f"Model {self.name!r} is text-only but got pixel_values of shape {tuple(pixel_values.shape)}; "
-                f"pass pixel_values=None (model.no_image(batch_size))."
-            )
-
 
 def tiny_bert_config(tokenizer, hidden_size: int, num_layers: int, max_text_length: int) -> BertConfig:
     """A small ``BertConfig`` sized to ``tokenizer`` (4 heads, feed-forward 2 x hidden) for the
     tiny text-only BERT adapters."""
     return BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden_size,
-        num_hidden_layers=num_layers,
-        num_attention_heads=4,
-        intermediate_size=2 * hidden_size,
+        **tiny_layers(hidden_size, num_layers, intermediate_size=2 * hidden_size),
+        **tiny_vocabulary_ids(tokenizer),
         max_position_embeddings=max_text_length,
-        pad_token_id=tokenizer.pad_token_id,
     )

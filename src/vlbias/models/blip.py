@@ -3,21 +3,18 @@ image-text contrastive (ITC) projections, MATCH from the image-text matching (IT
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from transformers import AutoTokenizer, BlipConfig, BlipForImageTextRetrieval
+from transformers import BlipConfig, BlipForImageTextRetrieval
 
-from vlbias.models.base import Capability, ImageInput, ModelAdapter, pair_batches, patch_tokens
-from vlbias.models.loading import from_pretrained_strict
+from vlbias.models.base import Capability, pair_batches, patch_tokens
 from vlbias.models.preprocess import ImageTransform
+from vlbias.models.pretrained import ImageTextAdapter, tiny_layers, tiny_vocabulary_ids
 from vlbias.models.vocab import tiny_tokenizer
 
 
-class BLIPAdapter(ModelAdapter):
+class BLIPAdapter(ImageTextAdapter):
     """ITC embeddings and ITM logits of a ``BlipForImageTextRetrieval``.
 
     EMBED: the unimodal encoders' first-token states through ``vision_proj``/``text_proj``,
@@ -32,7 +29,10 @@ class BLIPAdapter(ModelAdapter):
     needs some image to attend to.
 
     Images are resized straight to ``image_size`` x ``image_size`` (bicubic, no crop) and
-    normalised with CLIP's mean and std, as ``BlipImageProcessor`` does.
+    normalised with CLIP's mean and std, as ``BlipImageProcessor`` does. :meth:`from_pretrained` loads a hub id
+    (e.g. ``Salesforce/blip-itm-base-coco``) or a local ``save_pretrained`` directory (weights, tokenizer and
+    ``preprocessor_config.json``; missing preprocessing fields take BLIP's defaults: the vision config's image
+    size, CLIP's mean and std).
 
     Example:
         >>> model = BLIPAdapter.tiny()
@@ -44,19 +44,12 @@ class BLIPAdapter(ModelAdapter):
 
     name = "blip"
     capabilities = frozenset({Capability.EMBED, Capability.MATCH})
+    model_class = BlipForImageTextRetrieval
+    size_key = "size"
+    center_crop = False
     # The vision model's states that paired_match_logits holds at once (images are processed in chunks that
     # fit): 1 GiB is about 600 base-size images at 384 px (577 tokens, width 768).
     image_states_cache_bytes: int = 1 << 30
-
-    def __init__(self, model: BlipForImageTextRetrieval, tokenizer, transform: ImageTransform) -> None:
-        super().__init__()
-        self.model = model
-        self.tokenizer = tokenizer
-        self.transform = transform
-        self.max_text_length = model.config.text_config.max_position_embeddings
-
-    def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
-        return self.transform(images).to(self.device)
 
     def no_image(self, batch_size: int) -> Tensor:
         """``(batch_size, 3, S, S)`` zeros: the normalisation mean colour everywhere."""
@@ -140,22 +133,6 @@ class BLIPAdapter(ModelAdapter):
         text = F.normalize(self.model.text_proj(out.question_embeds[:, 0]), dim=-1)
         return image, text
 
-    def save_pretrained(self, directory: str | Path) -> None:
-        directory = Path(directory)
-        self.model.save_pretrained(directory)
-        self.tokenizer.save_pretrained(directory)
-        self.transform.save(directory, size_key="size")
-
-    @classmethod
-    def from_pretrained(cls, name_or_path: str | Path) -> BLIPAdapter:
-        """Load a hub id (e.g. ``Salesforce/blip-itm-base-coco``) or a local ``save_pretrained``
-        directory (weights, tokenizer and ``preprocessor_config.json``; missing preprocessing
-        fields take BLIP's defaults: the vision config's image size, CLIP's mean and std)."""
-        model = from_pretrained_strict(BlipForImageTextRetrieval, name_or_path, cls.name)
-        tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
-        transform = ImageTransform.load(name_or_path, "size", model.config.vision_config.image_size, center_crop=False)
-        return cls(model, tokenizer, transform)
-
     @classmethod
     def tiny(
         cls,
@@ -169,26 +146,18 @@ class BLIPAdapter(ModelAdapter):
     ) -> BLIPAdapter:
         """A small random BLIP (``tiny_tokenizer()`` unless ``tokenizer`` is given)."""
         tokenizer = tiny_tokenizer(tokenizer)
-        shared = dict(
-            hidden_size=hidden_size,
-            num_hidden_layers=num_layers,
-            num_attention_heads=4,
-            intermediate_size=2 * hidden_size,
-        )
+        layers = tiny_layers(hidden_size, num_layers, intermediate_size=2 * hidden_size)
         config = BlipConfig(
             text_config=dict(
-                **shared,
-                vocab_size=len(tokenizer),
+                **layers,
+                **tiny_vocabulary_ids(tokenizer, start_and_end=True),
+                sep_token_id=tokenizer.sep_token_id,
                 encoder_hidden_size=hidden_size,
                 max_position_embeddings=64,
-                pad_token_id=tokenizer.pad_token_id,
-                bos_token_id=tokenizer.cls_token_id,
-                eos_token_id=tokenizer.sep_token_id,
-                sep_token_id=tokenizer.sep_token_id,
             ),
-            vision_config=dict(**shared, image_size=image_size, patch_size=patch_size, initializer_range=0.02),
+            vision_config=dict(**layers, image_size=image_size, patch_size=patch_size, initializer_range=0.02),
             image_text_hidden_size=projection_dim,
         )
         torch.manual_seed(seed)
-        transform = ImageTransform(image_size=image_size, center_crop=False)
+        transform = ImageTransform(image_size=image_size, center_crop=cls.center_crop)
         return cls(BlipForImageTextRetrieval(config), tokenizer, transform)

@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from transformers import AutoTokenizer, CLIPConfig, CLIPModel
+from transformers import CLIPConfig, CLIPModel
 
-from vlbias.models.base import Capability, ImageInput, ModelAdapter
-from vlbias.models.loading import from_pretrained_strict
+from vlbias.models.base import Capability
 from vlbias.models.preprocess import ImageTransform
+from vlbias.models.pretrained import ImageTextAdapter, tiny_layers, tiny_vocabulary_ids
 from vlbias.models.vocab import tiny_tokenizer
 
 
-class CLIPAdapter(ModelAdapter):
+class CLIPAdapter(ImageTextAdapter):
     """Normalised image and text embeddings from a ``CLIPModel``.
 
     The text tower pools at the tokenizer's end-of-text token, so any tokenizer works as long as
     ``text_config.eos_token_id`` names its end token (set by :meth:`tiny` from the tokenizer).
-    "No image" is not defined for a dual encoder; EMBED never needs one.
+    "No image" is not defined for a dual encoder; EMBED never needs one. :meth:`from_pretrained` loads a hub id
+    or a local ``save_pretrained`` directory (weights, tokenizer and ``preprocessor_config.json``; missing
+    preprocessing fields take CLIP's defaults).
 
     Example:
         >>> model = CLIPAdapter.tiny()
@@ -31,16 +30,8 @@ class CLIPAdapter(ModelAdapter):
 
     name = "clip"
     capabilities = frozenset({Capability.EMBED})
-
-    def __init__(self, model: CLIPModel, tokenizer, transform: ImageTransform) -> None:
-        super().__init__()
-        self.model = model
-        self.tokenizer = tokenizer
-        self.transform = transform
-        self.max_text_length = model.config.text_config.max_position_embeddings
-
-    def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
-        return self.transform(images).to(self.device)
+    model_class = CLIPModel
+    size_key = "crop_size"
 
     def embed_images(self, pixel_values: Tensor) -> Tensor:
         features = self.model.get_image_features(pixel_values=pixel_values).pooler_output
@@ -67,21 +58,6 @@ class CLIPAdapter(ModelAdapter):
     def logit_scale(self) -> Tensor:
         return self.model.logit_scale
 
-    def save_pretrained(self, directory: str | Path) -> None:
-        directory = Path(directory)
-        self.model.save_pretrained(directory)
-        self.tokenizer.save_pretrained(directory)
-        self.transform.save(directory, size_key="crop_size")
-
-    @classmethod
-    def from_pretrained(cls, name_or_path: str | Path) -> CLIPAdapter:
-        """Load a hub id or a local ``save_pretrained`` directory (weights, tokenizer and
-        ``preprocessor_config.json``; missing preprocessing fields take CLIP's defaults)."""
-        model = from_pretrained_strict(CLIPModel, name_or_path, cls.name)
-        tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
-        transform = ImageTransform.load(name_or_path, "crop_size", model.config.vision_config.image_size)
-        return cls(model, tokenizer, transform)
-
     @classmethod
     def tiny(
         cls,
@@ -95,22 +71,12 @@ class CLIPAdapter(ModelAdapter):
     ) -> CLIPAdapter:
         """A small random CLIP (``tiny_tokenizer()`` unless ``tokenizer`` is given)."""
         tokenizer = tiny_tokenizer(tokenizer)
-        shared = dict(
-            hidden_size=hidden_size,
-            num_hidden_layers=num_layers,
-            num_attention_heads=4,
-            intermediate_size=2 * hidden_size,
-        )
+        layers = tiny_layers(hidden_size, num_layers, intermediate_size=2 * hidden_size)
         config = CLIPConfig(
             text_config=dict(
-                **shared,
-                vocab_size=len(tokenizer),
-                max_position_embeddings=32,
-                pad_token_id=tokenizer.pad_token_id,
-                bos_token_id=tokenizer.cls_token_id,
-                eos_token_id=tokenizer.sep_token_id,
+                **layers, **tiny_vocabulary_ids(tokenizer, start_and_end=True), max_position_embeddings=32
             ),
-            vision_config=dict(**shared, image_size=image_size, patch_size=patch_size),
+            vision_config=dict(**layers, image_size=image_size, patch_size=patch_size),
             projection_dim=projection_dim,
         )
         torch.manual_seed(seed)

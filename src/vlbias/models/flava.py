@@ -47,20 +47,21 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from transformers import AutoTokenizer, FlavaConfig, FlavaForPreTraining, FlavaImageProcessor
+from transformers import FlavaConfig, FlavaForPreTraining, FlavaImageProcessor
 
 from vlbias.errors import InputError
-from vlbias.models.base import Capability, ImageInput, ModelAdapter, at_positions
+from vlbias.models.base import Capability, ImageInput, at_positions
 from vlbias.models.loading import check_checkpoint, check_keys
 from vlbias.models.patches import PatchProjection
 from vlbias.models.preprocess import CLIP_MEAN, CLIP_STD, ImageTransform
+from vlbias.models.pretrained import ImageTextAdapter, tiny_layers, tiny_vocabulary_ids
 from vlbias.models.read_positions import encoder_at_positions
 from vlbias.models.vocab import tiny_tokenizer
 
 CODEBOOK_PREFIX = "image_codebook."
 
 
-class FLAVAAdapter(ModelAdapter):
+class FLAVAAdapter(ImageTextAdapter):
     """Contrastive embeddings, ITM log-odds, masked-word logits and text-token states from FLAVA.
 
     The image encoder's patch embedding (a ``Conv2d`` whose stride is its kernel) is replaced, in
@@ -71,15 +72,13 @@ class FLAVAAdapter(ModelAdapter):
 
     name = "flava"
     capabilities = frozenset({Capability.EMBED, Capability.MATCH, Capability.FILL_MASK, Capability.TOKEN_STATES})
+    model_class = FlavaForPreTraining
+    center_crop = False
 
     def __init__(self, model: FlavaForPreTraining, tokenizer, transform: ImageTransform) -> None:
-        super().__init__()
+        super().__init__(model, tokenizer, transform)
         patch_embeddings = model.flava.image_model.embeddings.patch_embeddings
         patch_embeddings.projection = PatchProjection.replacing(patch_embeddings.projection)
-        self.model = model
-        self.tokenizer = tokenizer
-        self.transform = transform
-        self.max_text_length = model.config.text_config.max_position_embeddings
 
     # -- preprocessing ---------------------------------------------------------------
     def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
@@ -200,35 +199,34 @@ class FLAVAAdapter(ModelAdapter):
         return self.model.flava.logit_scale
 
     # -- persistence -----------------------------------------------------------------
-    def save_pretrained(self, directory: str | Path) -> None:
-        """Write weights, config, tokenizer and ``preprocessor_config.json`` to ``directory``."""
+    @classmethod
+    def _load_model(cls, name_or_path: str | Path) -> FlavaForPreTraining:
+        """A hub id (e.g. ``facebook/flava-full``) or a local ``save_pretrained`` directory, without the image
+        codebook; any other missing or unexpected key is an error."""
+        check_checkpoint(name_or_path, cls.name, {cls.model_class.config_class.model_type})
+        model, info = cls.model_class.from_pretrained(str(name_or_path), init_codebook=False, output_loading_info=True)
+        unexpected = [key for key in info["unexpected_keys"] if not key.startswith(CODEBOOK_PREFIX)]
+        check_keys(cls.name, name_or_path, info["missing_keys"], unexpected)
+        return model
+
+    def _save_transform(self, directory: str | Path) -> None:
+        """``preprocessor_config.json`` as ``FlavaImageProcessor`` writes it (size and crop size both the square)."""
         size = {"height": self.transform.image_size, "width": self.transform.image_size}
         processor = FlavaImageProcessor(
             size=size, crop_size=size, image_mean=list(self.transform.mean), image_std=list(self.transform.std)
         )
-        self.model.save_pretrained(directory)
-        self.tokenizer.save_pretrained(directory)
         processor.save_pretrained(directory)
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str | Path) -> FLAVAAdapter:
-        """Load a hub id (e.g. ``facebook/flava-full``) or a local ``save_pretrained`` directory,
-        without the image codebook; any other missing or unexpected key is an error."""
-        check_checkpoint(name_or_path, cls.name, {FlavaForPreTraining.config_class.model_type})
-        model, info = FlavaForPreTraining.from_pretrained(
-            str(name_or_path), init_codebook=False, output_loading_info=True
-        )
-        unexpected = [key for key in info["unexpected_keys"] if not key.startswith(CODEBOOK_PREFIX)]
-        check_keys(cls.name, name_or_path, info["missing_keys"], unexpected)
-        tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
+    def _load_transform(cls, name_or_path: str | Path, model: FlavaForPreTraining) -> ImageTransform:
+        """The crop size, mean and std that ``FlavaImageProcessor`` reads from ``name_or_path``."""
         processor = FlavaImageProcessor.from_pretrained(str(name_or_path))
-        transform = ImageTransform(
+        return ImageTransform(
             image_size=processor.crop_size["height"],
             mean=tuple(processor.image_mean),
             std=tuple(processor.image_std),
-            center_crop=False,
+            center_crop=cls.center_crop,
         )
-        return cls(model, tokenizer, transform)
 
     @classmethod
     def tiny(
@@ -244,22 +242,15 @@ class FLAVAAdapter(ModelAdapter):
         """A small random FLAVA without image codebook (``tiny_tokenizer()`` unless
         ``tokenizer`` is given)."""
         tokenizer = tiny_tokenizer(tokenizer)
-        shared = dict(
-            hidden_size=hidden_size,
-            num_hidden_layers=num_layers,
-            num_attention_heads=4,
-            intermediate_size=4 * hidden_size,
-        )
+        layers = tiny_layers(hidden_size, num_layers, intermediate_size=4 * hidden_size)
         config = FlavaConfig(
-            text_config=dict(
-                **shared, vocab_size=len(tokenizer), max_position_embeddings=40, pad_token_id=tokenizer.pad_token_id
-            ),
-            image_config=dict(**shared, image_size=image_size, patch_size=patch_size, vocab_size=64),
-            multimodal_config=shared,
+            text_config=dict(**layers, **tiny_vocabulary_ids(tokenizer), max_position_embeddings=40),
+            image_config=dict(**layers, image_size=image_size, patch_size=patch_size, vocab_size=64),
+            multimodal_config=layers,
             hidden_size=hidden_size,
             projection_dim=projection_dim,
             init_codebook=False,
         )
         torch.manual_seed(seed)
-        transform = ImageTransform(image_size=image_size, mean=CLIP_MEAN, std=CLIP_STD, center_crop=False)
+        transform = ImageTransform(image_size=image_size, mean=CLIP_MEAN, std=CLIP_STD, center_crop=cls.center_crop)
         return cls(FlavaForPreTraining(config), tokenizer, transform)

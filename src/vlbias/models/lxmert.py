@@ -5,13 +5,12 @@ encoder (FILL_MASK, MATCH, TOKEN_STATES).
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor
 from transformers import LxmertConfig, LxmertForPreTraining
 
 from vlbias.models.base import Capability
-from vlbias.models.regions import RegionAdapter, RegionFeatures
-from vlbias.models.vocab import tiny_tokenizer
+from vlbias.models.region_adapter import RegionAdapter
+from vlbias.models.regions import RegionFeatures
 
 
 class LXMERTAdapter(RegionAdapter):
@@ -49,8 +48,12 @@ class LXMERTAdapter(RegionAdapter):
 
     def _inputs(self, regions: RegionFeatures, tokens: dict[str, Tensor]) -> dict[str, Tensor]:
         self._one_image_per_text(regions, tokens)
-        text = {key: tokens[key] for key in ("input_ids", "attention_mask", "token_type_ids") if key in tokens}
-        return dict(**text, visual_feats=regions.features, visual_pos=regions.boxes, visual_attention_mask=regions.mask)
+        return dict(
+            **self._text_inputs(tokens),
+            visual_feats=regions.features,
+            visual_pos=regions.boxes,
+            visual_attention_mask=regions.mask,
+        )
 
     def fill_mask_logits(self, pixel_values: RegionFeatures, tokens: dict[str, Tensor]) -> Tensor:
         return self.model(**self._inputs(pixel_values, tokens)).prediction_logits  # (B, T, V)
@@ -82,21 +85,11 @@ class LXMERTAdapter(RegionAdapter):
         return output.language_hidden_states[-1]
 
     @classmethod
-    def tiny(
-        cls,
-        seed: int = 0,
-        tokenizer: object | None = None,
-        hidden_size: int = 32,
-        num_layers: int = 2,
-        visual_dim: int = 16,
-        region_features: str | None = None,
-    ) -> LXMERTAdapter:
-        """A small random LXMERT (``tiny_tokenizer()`` unless ``tokenizer`` is
-        given) reading ``visual_dim``-d regions from ``region_features`` or a tiny random grid.
-        Its unused pre-training heads (object, attribute and answer prediction) are kept, with
-        a few classes each, so the module tree is the real one."""
-        tokenizer = tiny_tokenizer(tokenizer)
-        config = LxmertConfig(
+    def _tiny_config(cls, tokenizer, hidden_size: int, num_layers: int, visual_dim: int) -> LxmertConfig:
+        """``num_layers`` language, cross-modality and object-relationship layers each. The unused pre-training
+        heads (object, attribute and answer prediction) are kept, with a few classes each, so the module tree is
+        the real one."""
+        return LxmertConfig(
             vocab_size=len(tokenizer),
             hidden_size=hidden_size,
             num_attention_heads=4,
@@ -110,5 +103,3 @@ class LXMERTAdapter(RegionAdapter):
             num_object_labels=5,
             num_attr_labels=4,
         )
-        torch.manual_seed(seed)
-        return cls(LxmertForPreTraining(config), tokenizer, **cls.tiny_regions(visual_dim, region_features))

@@ -95,7 +95,7 @@ def word_log_probs(
     few templates, and each image with several texts).
 
     Example:
-        >>> from vlbias.models import load
+        >>> from vlbias.models.registry import load
         >>> bert = load("bert", tiny=True)
         >>> word_log_probs(bert, None, "the [MASK] is cooking.", ["man", "woman", "person"]).shape
         torch.Size([1, 3])

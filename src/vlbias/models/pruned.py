@@ -27,6 +27,7 @@ from torch import Tensor, nn
 
 from vlbias.errors import CapabilityError, InputError
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.catalog import adapter_class
 from vlbias.models.clip import CLIPAdapter
 from vlbias.models.loading import check_checkpoint
 
@@ -59,7 +60,7 @@ class PrunedEmbeddings(ModelAdapter):
 
     Preprocessing, tokenizer and device are the inner adapter's. ``save_pretrained(directory)`` writes the
     inner adapter to ``directory/inner`` and :data:`PRUNED_FILE` (inner model name, kept dimensions,
-    full dimension); :meth:`from_pretrained` reads both back through the registry.
+    full dimension); :meth:`from_pretrained` reads both back through the catalog.
     """
 
     name = "pruned"
@@ -109,8 +110,6 @@ class PrunedEmbeddings(ModelAdapter):
     @classmethod
     def from_pretrained(cls, name_or_path: str | Path) -> PrunedEmbeddings:
         """Load a :meth:`save_pretrained` directory."""
-        from vlbias.models.registry import adapter_class
-
         check_checkpoint(name_or_path, cls.name)
         path = Path(name_or_path) / PRUNED_FILE
         if not path.is_file():
@@ -139,7 +138,7 @@ def export_pruned_clip(clip_adapter: CLIPAdapter, kept_dims: Sequence[int] | Ten
     keeping rows ``kept_dims`` of ``visual_projection`` and ``text_projection`` (and setting
     ``config.projection_dim``) gives exactly the kept coordinates; CLIP's normalisation then re-normalises
     them, as :class:`PrunedEmbeddings` does. Tokenizer and preprocessing are written too, so
-    ``CLIPModel.from_pretrained(out_dir)`` and ``vlbias.models.load("clip", checkpoint=out_dir)`` both load it.
+    ``CLIPModel.from_pretrained(out_dir)`` and ``vlbias.models.registry.load("clip", checkpoint=out_dir)`` both load it.
 
     Returns:
         ``out_dir`` as a path.

@@ -28,8 +28,8 @@ These models never see pixels: they read a set of image *regions*, each a featur
   2048 for the public VisualBERT and LXMERT checkpoints): a random projection between the two
   would carry no meaning, so a mismatch is an error.
 
-Both produce a :class:`RegionFeatures` batch. :class:`RegionAdapter`, the base of the
-VisualBERT and LXMERT adapters, takes it where the adapter protocol says ``pixel_values``,
+Both produce a :class:`RegionFeatures` batch. :class:`~vlbias.models.region_adapter.RegionAdapter`, the base of
+the VisualBERT and LXMERT adapters, takes it where the adapter protocol says ``pixel_values``,
 and holds the region source (store or grid) with the model.
 """
 
@@ -37,11 +37,9 @@ from __future__ import annotations
 
 import base64
 import json
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 import timm
@@ -49,11 +47,10 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
-from transformers import AutoTokenizer, PreTrainedModel
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.models.base import ImageInput, ModelAdapter
-from vlbias.models.loading import check_keys, from_pretrained_strict
+from vlbias.models.base import ImageInput
+from vlbias.models.loading import check_keys
 from vlbias.models.preprocess import ImageTransform
 
 TSV_FIELDS = (
@@ -443,134 +440,3 @@ class GridFeatures(nn.Module):
     @classmethod
     def is_saved_in(cls, directory: Path) -> bool:
         return (directory / cls.CONFIG_FILE).is_file()
-
-
-class RegionAdapter(ModelAdapter):
-    """What the region-based adapters share: where regions come from, and persistence.
-
-    For these adapters the protocol's ``pixel_values`` is a :class:`RegionFeatures` batch.
-    :meth:`prepare_images` makes one from images (paths or PIL images looked up by file stem
-    in ``store`` when one is given, otherwise run through ``grid``) or passes a ready
-    :class:`RegionFeatures` through. Subclasses set ``model_class`` and ``visual_dim_field``
-    (the config field holding the region feature size).
-    """
-
-    model_class: ClassVar[type[PreTrainedModel]]
-    visual_dim_field: ClassVar[str]
-    base_tokenizer = "google-bert/bert-base-uncased"  # the vocabulary both families were trained with
-
-    def __init__(
-        self,
-        model: PreTrainedModel,
-        tokenizer,
-        store: RegionFeatureStore | None = None,
-        grid: GridFeatures | None = None,
-    ) -> None:
-        super().__init__()
-        if (store is None) == (grid is None):
-            raise ConfigError(
-                f"Model {self.name!r} needs exactly one region source: a feature store or a grid backbone."
-            )
-        self.model = model
-        self.tokenizer = tokenizer
-        self.max_text_length = model.config.max_position_embeddings
-        self.store = store
-        self.grid = grid
-        if grid is not None and grid.dim != self.visual_dim:
-            raise ConfigError(
-                f"Grid backbone {grid.backbone_name!r} gives {grid.dim}-d features but model {self.name!r} expects "
-                f"{self.visual_dim}-d regions ({self.visual_dim_field}); choose a backbone with {self.visual_dim} "
-                "output channels (resnet50 has 2048) or use precomputed region features."
-            )
-
-    @property
-    def visual_dim(self) -> int:
-        return getattr(self.model.config, self.visual_dim_field)
-
-    @staticmethod
-    def _one_image_per_text(regions: RegionFeatures | None, tokens: dict[str, Tensor]) -> None:
-        """Refuse region sets and texts of different batch sizes, which the models would reject deep inside transformers."""
-        texts = tokens["input_ids"].shape[0]
-        if regions is not None and len(regions) != texts:
-            raise InputError(f"Expected one image per text, but got {len(regions)} images and {texts} texts.")
-
-    def train(self, mode: bool = True) -> RegionAdapter:
-        """Train mode for the model; the grid backbone stays a frozen extractor in eval mode,
-        as the detector is."""
-        super().train(mode)
-        if self.grid is not None:
-            self.grid.eval()
-        return self
-
-    def prepare_images(self, images: RegionFeatures | Sequence[ImageInput] | Tensor) -> RegionFeatures:
-        """Images -> :class:`RegionFeatures` on this adapter's device and dtype."""
-        if isinstance(images, RegionFeatures):
-            regions, source = images, "the given RegionFeatures"
-        elif self.store is not None:
-            if isinstance(images, Tensor):
-                raise InputError(
-                    f"Model {self.name!r} reads precomputed regions from {str(self.store.path)!r}; "
-                    "pass image paths (looked up by file stem), not a pixel tensor."
-                )
-            regions = RegionFeatures.stack([self.store[self.store.image_id(image)] for image in images])
-            source = f"region features {str(self.store.path)!r}"
-        else:
-            regions = self.grid(images)
-            source = f"grid backbone {self.grid.backbone_name!r}"
-        if regions.dim != self.visual_dim:
-            raise InputError(
-                f"{source[0].upper() + source[1:]} hold {regions.dim}-d region features but model {self.name!r} "
-                f"expects {self.visual_dim}-d ({self.visual_dim_field})."
-            )
-        return regions.to(self.device, self.model.dtype)
-
-    # -- persistence -------------------------------------------------------------------------
-    def save_pretrained(self, directory: str | Path) -> None:
-        """Weights, config, tokenizer and, in grid mode, the grid backbone. A feature store's
-        path is data, not model: it is not saved; pass ``region_features`` when loading."""
-        directory = Path(directory)
-        self.model.save_pretrained(directory)
-        self.tokenizer.save_pretrained(directory)
-        if self.grid is not None:
-            self.grid.save(directory)
-
-    @classmethod
-    def from_pretrained(
-        cls,
-        name_or_path: str | Path,
-        region_features: str | Path | None = None,
-        grid_backbone: str = "resnet50",
-        grid_size: int = 6,
-        image_size: int = 448,
-    ) -> RegionAdapter:
-        """Load a hub id or a local ``save_pretrained`` directory, refusing missing or
-        unexpected keys. Regions come from ``region_features`` (see :class:`RegionFeatureStore`)
-        when given; otherwise from the grid backbone saved in the directory, or else a new
-        ImageNet-pretrained timm ``grid_backbone`` (an approximation; see :class:`GridFeatures`).
-        The tokenizer is the checkpoint's own, or ``bert-base-uncased``'s where it has none."""
-        model = from_pretrained_strict(cls.model_class, name_or_path, cls.name)
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
-        except (OSError, ValueError):
-            warnings.warn(
-                f"Checkpoint {str(name_or_path)!r} has no tokenizer; using {cls.base_tokenizer!r}.", stacklevel=2
-            )
-            tokenizer = AutoTokenizer.from_pretrained(cls.base_tokenizer)
-        if region_features is not None:
-            return cls(model, tokenizer, store=RegionFeatureStore(region_features))
-        if GridFeatures.is_saved_in(Path(name_or_path)):
-            return cls(model, tokenizer, grid=GridFeatures.load(Path(name_or_path), cls.name))
-        grid = GridFeatures.create(grid_backbone, pretrained=True, grid_size=grid_size, image_size=image_size)
-        return cls(model, tokenizer, grid=grid)
-
-    @classmethod
-    def tiny_regions(cls, dim: int, region_features: str | Path | None) -> dict[str, object]:
-        """Region source of a tiny instance: the store at ``region_features``, or a random
-        narrow ``resnet10t`` with ``dim`` output channels on 64-pixel images (a 2 x 2 grid)."""
-        if region_features is not None:
-            return {"store": RegionFeatureStore(region_features)}
-        channels = (max(dim // 4, 1), max(dim // 2, 1), max(dim // 2, 1), dim)
-        grid = GridFeatures.create(
-            "resnet10t", pretrained=False, grid_size=2, image_size=64, channels=channels, stem_width=channels[0]
-        )
-        return {"grid": grid}

@@ -1,29 +1,24 @@
-"""Model names -> adapter classes (the table is :mod:`vlbias.models.catalog`), and :func:`load`,
-the one way to get a model."""
+"""Model names -> adapter classes (the table is :mod:`vlbias.models.catalog`), :func:`load`, the one way to get a
+model, and the checks of its arguments at the door.
+
+What a user writes (a ``--device``, ``--model_options``, a module's or a suite's model options) is checked once,
+where it enters, by :func:`check_device` and :func:`check_model_options`, before any data or model is loaded;
+:func:`load` then takes the checked values and does not check them again.
+"""
 
 from __future__ import annotations
 
 import difflib
-import functools
 from pathlib import Path
 
 import torch
 
 from vlbias.errors import ConfigError
 from vlbias.models.base import ModelAdapter
-from vlbias.models.catalog import adapter_class, describe_models, list_models, models_with
+from vlbias.models.catalog import adapter_class
 from vlbias.options import accepted_types, check_options
 
-__all__ = [
-    "adapter_class",
-    "available_devices",
-    "check_device",
-    "check_model_options",
-    "describe_models",
-    "list_models",
-    "load",
-    "models_with",
-]
+__all__ = ["available_devices", "check_device", "check_model_options", "default_device", "load"]
 
 
 def load(
@@ -35,14 +30,14 @@ def load(
     options: dict | None = None,
 ) -> ModelAdapter:
     """Build adapter ``name`` from ``checkpoint`` (hub id, local directory or file), or a tiny
-    random instance when ``tiny`` is true, in eval mode on ``device`` (default: CUDA if present).
+    random instance when ``tiny`` is true, in eval mode on ``device`` (``None``: :func:`default_device`).
 
     ``options`` are the adapter's own keyword arguments of ``from_pretrained`` / ``tiny``
     (e.g. ``region_features`` for VisualBERT and LXMERT, ``itm_checkpoint`` for ViLT,
-    ``image_size`` for ALBEF); an option the adapter does not take is refused by name.
+    ``image_size`` for ALBEF). ``device`` and ``options`` are taken as checked: whoever takes them from a user
+    checks them first, with :func:`check_device` and :func:`check_model_options`.
 
     Example:
-        >>> from vlbias.models import load
         >>> model = load("clip", tiny=True)
         >>> sorted(c.value for c in model.capabilities)
         ['embed']
@@ -51,11 +46,9 @@ def load(
         raise ConfigError("Give either `checkpoint` or `tiny=True`, not both.")
     if not tiny and checkpoint is None:
         raise ConfigError(f"Model {name!r} needs a `checkpoint` (hub id or local path), or `tiny=True`.")
-    check_model_options(name, options, tiny)
     cls = adapter_class(name)
-    builder = cls.tiny if tiny else functools.partial(cls.from_pretrained, checkpoint)
-    adapter = builder(**(options or {}))
-    device = check_device(device)
+    adapter = cls.tiny(**(options or {})) if tiny else cls.from_pretrained(checkpoint, **(options or {}))
+    device = default_device() if device is None else device
     adapter = adapter.to(device=device, dtype=dtype) if dtype is not None else adapter.to(device)
     return adapter.eval()
 
@@ -82,8 +75,13 @@ def available_devices() -> list[str]:
     return ["cpu", *(f"cuda:{index}" for index in range(torch.cuda.device_count())), *(["mps"] if mps else [])]
 
 
+def default_device() -> torch.device:
+    """The device a model goes to when none is named: CUDA if present, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
 def check_device(device: str | torch.device | None) -> torch.device:
-    """``device`` as a :class:`torch.device` (``None``: CUDA if present, else CPU); a name torch does not know, or a
+    """``device`` as a :class:`torch.device` (``None``: :func:`default_device`); a name torch does not know, or a
     device this machine lacks, is refused with the devices it has.
 
     Example:
@@ -91,7 +89,7 @@ def check_device(device: str | torch.device | None) -> torch.device:
         device(type='cpu')
     """
     if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return default_device()
     available = available_devices()
     try:
         parsed = torch.device(device)

@@ -24,10 +24,10 @@ from transformers import AutoTokenizer, BertModel
 from transformers.utils import cached_file
 
 from vlbias.atomic import atomic_write
-from vlbias.errors import ConfigError, InputError
-from vlbias.models.base import Capability, ModelAdapter
+from vlbias.errors import ConfigError
+from vlbias.models.base import Capability
 from vlbias.models.bert import tiny_bert_config
-from vlbias.models.loading import from_pretrained_strict
+from vlbias.models.pretrained import TextOnlyAdapter
 from vlbias.models.vocab import tiny_tokenizer
 
 POOLINGS = ("cls", "mean")
@@ -73,12 +73,11 @@ def _read_json(path: Path, kind: type, expected: str) -> list | dict:
     return payload
 
 
-class SentenceBertAdapter(ModelAdapter):
+class SentenceBertAdapter(TextOnlyAdapter):
     """Last-layer token states ``(B, T, H)`` of a text-only ``BertModel``, and its sentence
     :attr:`pooling` (``"cls"`` or ``"mean"``; module docstring).
 
-    It takes no image: :meth:`no_image` is ``None``, and pixel values passed to it raise
-    :class:`InputError` rather than being dropped.
+    It takes no image (:class:`~vlbias.models.pretrained.TextOnlyAdapter`).
 
     Example:
         >>> model = SentenceBertAdapter.tiny()
@@ -89,29 +88,16 @@ class SentenceBertAdapter(ModelAdapter):
 
     name = "sentence_bert"
     capabilities = frozenset({Capability.TOKEN_STATES})
-    text_only = True
+    model_class = BertModel
 
     def __init__(self, model: BertModel, tokenizer, pooling: Literal["cls", "mean"] = "cls") -> None:
-        super().__init__()
+        super().__init__(model, tokenizer)
         if pooling not in POOLINGS:
             raise ConfigError(f"Expected `pooling` to be one of {list(POOLINGS)} but got {pooling!r}.")
-        self.model = model
-        self.tokenizer = tokenizer
         self.pooling = pooling
-        self.max_text_length = model.config.max_position_embeddings
-
-    def prepare_images(self, images) -> Tensor:
-        raise InputError(f"Model {self.name!r} is text-only and takes no images; use pixel_values=None.")
-
-    def no_image(self, batch_size: int) -> None:
-        """A text-only encoder: "no image" is ``None``."""
 
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
-        if pixel_values is not None:
-            raise InputError(
-                f"Model {self.name!r} is text-only but got pixel_values of shape {tuple(pixel_values.shape)}; "
-                "pass pixel_values=None."
-            )
+        self.check_no_image(pixel_values)
         return self.model(**tokens).last_hidden_state  # (B, T, H)
 
     def direct_call(
@@ -133,8 +119,7 @@ class SentenceBertAdapter(ModelAdapter):
         """The model, its tokenizer and its pooling, as sentence-transformers lays them out (``modules.json``
         and ``1_Pooling/config.json``), so :meth:`from_pretrained` reads the same pooling back."""
         directory = Path(directory)
-        self.model.save_pretrained(directory)
-        self.tokenizer.save_pretrained(directory)
+        super().save_pretrained(directory)
         modules = [
             {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
             {"idx": 1, "name": "1", "path": "1_Pooling", "type": POOLING_MODULE},
@@ -152,7 +137,7 @@ class SentenceBertAdapter(ModelAdapter):
         """Load a hub id (e.g. ``sentence-transformers/all-MiniLM-L6-v2``) or a local directory
         holding a ``BertModel`` (keys checked strictly) and its tokenizer. ``pooling``: the sentence pooling;
         ``None`` reads the checkpoint's own (:func:`checkpoint_pooling`; [CLS] without one)."""
-        model = from_pretrained_strict(BertModel, name_or_path, cls.name)
+        model = cls._load_model(name_or_path)
         pooling = checkpoint_pooling(name_or_path) if pooling is None else pooling
         return cls(model, AutoTokenizer.from_pretrained(str(name_or_path)), pooling)
 

@@ -9,8 +9,9 @@ from torch import Tensor
 from transformers import VisualBertConfig, VisualBertForPreTraining
 
 from vlbias.models.base import Capability
-from vlbias.models.regions import RegionAdapter, RegionFeatures
-from vlbias.models.vocab import tiny_tokenizer
+from vlbias.models.pretrained import tiny_layers, tiny_vocabulary_ids
+from vlbias.models.region_adapter import RegionAdapter
+from vlbias.models.regions import RegionFeatures
 
 
 class VisualBERTAdapter(RegionAdapter):
@@ -49,9 +50,6 @@ class VisualBERTAdapter(RegionAdapter):
             visual_attention_mask=regions.mask,
             visual_token_type_ids=torch.ones_like(regions.mask),
         )
-
-    def _text_inputs(self, tokens: dict[str, Tensor]) -> dict[str, Tensor]:
-        return {key: tokens[key] for key in ("input_ids", "attention_mask", "token_type_ids") if key in tokens}
 
     def fill_mask_logits(self, pixel_values: RegionFeatures | None, tokens: dict[str, Tensor]) -> Tensor:
         output = self.model(**self._text_inputs(tokens), **self._visual_inputs(pixel_values, tokens))
@@ -94,27 +92,11 @@ class VisualBERTAdapter(RegionAdapter):
         return output.hidden_states[-1][:, :text_length]
 
     @classmethod
-    def tiny(
-        cls,
-        seed: int = 0,
-        tokenizer: object | None = None,
-        hidden_size: int = 32,
-        num_layers: int = 2,
-        visual_dim: int = 16,
-        region_features: str | None = None,
-    ) -> VisualBERTAdapter:
-        """A small random VisualBERT (``tiny_tokenizer()`` unless ``tokenizer`` is
-        given) reading ``visual_dim``-d regions from ``region_features`` or a tiny random grid."""
-        tokenizer = tiny_tokenizer(tokenizer)
-        config = VisualBertConfig(
-            vocab_size=len(tokenizer),
-            hidden_size=hidden_size,
-            num_hidden_layers=num_layers,
-            num_attention_heads=4,
-            intermediate_size=37,
+    def _tiny_config(cls, tokenizer, hidden_size: int, num_layers: int, visual_dim: int) -> VisualBertConfig:
+        """One BERT stream of ``num_layers`` layers."""
+        return VisualBertConfig(
+            **tiny_layers(hidden_size, num_layers, intermediate_size=37),
+            **tiny_vocabulary_ids(tokenizer),
             max_position_embeddings=64,
             visual_embedding_dim=visual_dim,
-            pad_token_id=tokenizer.pad_token_id,
         )
-        torch.manual_seed(seed)
-        return cls(VisualBertForPreTraining(config), tokenizer, **cls.tiny_regions(visual_dim, region_features))

@@ -12,7 +12,7 @@ from lightning.pytorch.utilities.types import OptimizerLRScheduler
 
 from vlbias.errors import ConfigError
 from vlbias.models.base import Capability, ModelAdapter, require_capability
-from vlbias.models.registry import load
+from vlbias.models.registry import check_model_options, load
 from vlbias.models.vocab import word_tokenizer
 
 SCHEDULER_MONITOR = "val/loss"  # what a ReduceLROnPlateau scheduler watches; every module logs it
@@ -78,6 +78,7 @@ class AdapterModule(LightningModule):
             options = {**(model_options or {}), **(tiny_sizes or {}), "seed": seed}
             if tiny_vocabulary is not None:
                 options["tokenizer"] = word_tokenizer(tiny_vocabulary)
+        check_model_options(model, options, tiny)  # where a module's model options enter; load takes them checked
         self.adapter = load(model, checkpoint=checkpoint, tiny=tiny, device="cpu", options=options).train()
         require_capability(self.adapter, capability, suite=purpose)
 

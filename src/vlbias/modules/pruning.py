@@ -50,7 +50,8 @@ from vlbias.mitigation.pruning import (
 )
 from vlbias.mitigation.tradeoff import tradeoff_rows
 from vlbias.models.base import Capability, require_capability
-from vlbias.models.registry import adapter_class, load
+from vlbias.models.catalog import adapter_class
+from vlbias.models.registry import check_model_options, load
 
 MAX_DIMS_FRACTION = 0.25  # default end of the trade-off curve, as a share of D
 
@@ -105,6 +106,7 @@ class EmbeddingPruning(LightningModule):
         self.class_prompts = _checked_prompts(class_prompts)
         options = {**(model_options or {}), **({"seed": seed} if tiny else {})}
         require_capability(adapter_class(model), Capability.EMBED, suite="prune")  # before loading weights
+        check_model_options(model, options, tiny)  # where the module's model options enter; load takes them checked
         self.adapter = load(model, checkpoint=checkpoint, tiny=tiny, device="cpu", options=options).eval()
         self.outcome: dict | None = None
         self._batches: list[tuple[Tensor, Tensor, Tensor]] = []

@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 from vlbias.errors import ConfigError
 from vlbias.models.base import Capability, ModelAdapter
+from vlbias.suites.options import SuiteOptions
 
 if TYPE_CHECKING:
     from torchmetrics import Metric
+
+    from vlbias.data.biasworld import BiasWorld
 
 
 @dataclass
@@ -50,24 +53,29 @@ class Suite(abc.ABC):
        :class:`SuiteOutput`, equal to a one-process run.
 
     Subclasses set ``name`` and ``capability`` and implement :meth:`stimuli`, :meth:`start` and
-    :attr:`config`. ``capability`` is what a model needs for this suite; an instance may override it when an
-    option picks the probe (e.g. mmbias with ``probe="match"``). ``capability_hint`` is added to the refusal
-    of a model that lacks it (e.g. which option selects another probe). ``batch_size`` is how many stimuli
-    one :meth:`Measurement.probe` call gets.
+    :attr:`config`; they keep their checked options object (:mod:`vlbias.suites.options`) as ``options``, whose
+    ``batch_size`` is how many stimuli one :meth:`Measurement.probe` call gets. ``capability`` is what a model needs
+    for this suite; an instance may override it when an option picks the probe (e.g. mmbias with ``probe="match"``).
+    ``capability_hint`` is added to the refusal of a model that lacks it (e.g. which option selects another probe).
     """
 
     name: ClassVar[str]
     capability: Capability
     capability_hint: ClassVar[str] = ""
-    batch_size: int = 64
+    options: SuiteOptions
+
+    @property
+    def batch_size(self) -> int:
+        """How many stimuli one :meth:`Measurement.probe` call gets (the options' ``batch_size``)."""
+        return self.options.batch_size
 
     @classmethod
-    def from_biasworld(cls, world, **options) -> Suite:
+    def from_biasworld(cls, world: BiasWorld, options: SuiteOptions) -> Suite:
         """This suite's stimuli taken from a :class:`~vlbias.data.biasworld.BiasWorld`."""
         raise ConfigError(f"Suite {cls.name!r} cannot read its stimuli from BiasWorld; give a data directory.")
 
     @classmethod
-    def from_path(cls, path: Path, **options) -> Suite:
+    def from_path(cls, path: Path, options: SuiteOptions) -> Suite:
         """This suite's stimuli read from ``path`` in the suite's public data format."""
         raise ConfigError(
             f"Suite {cls.name!r} reads its stimuli from BiasWorld only (`--data biasworld`), not from {str(path)!r}."
@@ -80,13 +88,6 @@ class Suite(abc.ABC):
     @abc.abstractmethod
     def start(self, adapter: ModelAdapter, seed: int) -> Measurement:
         """A fresh measurement of ``adapter``; ``seed`` seeds the metrics' permutations and bootstraps."""
-
-    def run(self, adapter: ModelAdapter, seed: int = 0) -> SuiteOutput:
-        """Measure ``adapter`` over this process's shard (all of it without ``torch.distributed``);
-        deterministic for a given ``seed``. See :func:`vlbias.suites.run.measure_suite`."""
-        from vlbias.suites.run import measure_suite
-
-        return measure_suite(self, adapter, seed=seed)
 
     @property
     @abc.abstractmethod

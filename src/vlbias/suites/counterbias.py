@@ -59,48 +59,27 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Literal
 
 import torch
-from jsonargparse.typing import OpenUnitInterval, PositiveInt
 from torch import Tensor
 
-from vlbias.counterfactual.image import (
-    AttackConfig,
-    CounterfactualImages,
-    normalise,
-    pixel_transform,
-    unit_pixels,
-)
-from vlbias.counterfactual.text import CAPTION_TEMPLATES, SwapLexicon, fill_template
+from vlbias.counterfactual.image import AttackConfig, CounterfactualImages, pixel_transform, unit_pixels
+from vlbias.counterfactual.text import CAPTION_TEMPLATES, SwapLexicon
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.images import load_image
 from vlbias.data.vl_bias import coverage, image_path, read_release_index, read_vl_bias
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.counterbias import CounterBiasScore, CounterBiasUncertainty
-from vlbias.metrics.functional.counterbias import (
-    DEFAULT_MIN_BIAS_CHANGE,
-    language_bias,
-    log_language_bias,
-    multimodal_bias,
-    visual_bias,
-)
-from vlbias.metrics.functional.multiple_testing import (
-    benjamini_hochberg,
-    holm_bonferroni,
-)
+from vlbias.metrics.functional.counterbias import language_bias, log_language_bias, multimodal_bias, visual_bias
+from vlbias.metrics.functional.multiple_testing import benjamini_hochberg, holm_bonferroni
 from vlbias.models.base import Capability, ModelAdapter
-from vlbias.models.inference import measuring
-from vlbias.models.masked_words import word_log_probs, word_pieces
-from vlbias.models.unseen_text import TRUNCATED, UnseenText, unseen_masked
-from vlbias.options import PositiveUnitInterval, check_options
+from vlbias.models.unseen_text import TRUNCATED
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
-from vlbias.suites.options import Strategy
+from vlbias.suites.counterbias_probe import Attacked, ConceptReader, CounterBiasItem, Measured, Probed
+from vlbias.suites.options import CounterBiasOptions
 
-NORMALISATIONS = ("concepts", "vocabulary")
-UNANNOTATED = ("skip", "model_reading")
 MEASURES = ("B@V-L", "B@V", "B@L", "B@L_log")
 #: Why an item was not measured: the ``kind`` of its ``skipped`` entry, counted in ``n_skipped/<kind>``.
 SKIP_KINDS = (
@@ -114,130 +93,34 @@ SKIP_KINDS = (
 )
 
 
-@dataclass(frozen=True)
-class CounterBiasItem:
-    """One image: its target concept, concept group and annotated bias concept (None: unannotated)."""
-
-    id: str
-    image: Path | Tensor  # a file, or (3, H, W) float pixels in [0, 1]
-    target: str
-    group: str
-    bias: str | None
-    bias_annotated: bool = True  # False: ``bias`` is the model's reading (``unannotated="model_reading"``)
-
-
-@dataclass
-class _Attacked:
-    """The ``n`` images of one batch that loaded, attacked toward their counterfactual concept B': their
-    stimulus indices and items (an unannotated one carrying the model's reading), B' ``(n,)`` as an index
-    into the bias concepts, P(B | V_f) and P(B | V_cf) ``(n, n_bias)`` (Eq. 2), and which of them are
-    measured ``(n,)`` (all, or with ``require_attack_success`` those whose attack succeeded)."""
-
-    indices: list[int]
-    items: list[CounterBiasItem]
-    counter: Tensor
-    p_bias_f: Tensor
-    p_bias_cf: Tensor
-    keep: Tensor
-
-
-@dataclass
-class _Measured:
-    """The ``n`` measured images of one batch: stimulus indices and items, P(B | V) of each one's factual
-    concept in V_f and V_cf ``(n,)``, whether the attack succeeded (B' is the most likely concept in V_cf), whether
-    V_cf came from the cache and its L-infinity distance to V_f ``(n,)``, and P(T | V, L) of its target ``(K, 4, n)``: per template, the (V, L) combinations
-    (V_f, L_f), (V_cf, L_cf), (V_cf, L_f), (V_f, L_cf)."""
-
-    indices: list[int]
-    items: list[CounterBiasItem]
-    p_bias_f: Tensor
-    p_bias_cf: Tensor
-    attack_succeeded: Tensor
-    cache_hit: Tensor
-    linf_delta: Tensor
-    p_target: Tensor
-
-
-@dataclass
-class _Probed:
-    """A batch's model outputs: skip entries of its images that did not load (by stimulus index), and the
-    attack and measurement of the others (``None`` when there are none)."""
-
-    unreadable: list[tuple[int, dict]]
-    attacked: _Attacked | None = None
-    measured: _Measured | None = None
-
-
 class CounterBiasSuite(Suite):
     """CounterBias measurement (module docstring) for FILL_MASK models that read pixels.
 
     Args:
         items: the images and their annotations.
         data_config: how the items were made (recorded in results).
-        bias_concepts: the bias concept words; each one's lexicon counterpart must be among them.
-        b0: the bias concept of positive sign in Eq. 7 (its counterpart is B1), or a list of them when there are
-            more than two bias concepts (``[man, boy]`` for ``[man, woman, boy, girl]``): the B0 side, whose
-            lexicon counterparts form the B1 side.
-        templates: names of the Table 1 templates to use (default all four).
-        attack: :class:`~vlbias.counterfactual.image.AttackConfig` options (``method``, ``eps``,
-            ``alpha``, ``steps``, ``random_start``); its seed is the run's seed.
-        require_attack_success: skip items whose attack did not make B' the most likely concept.
-        unannotated: ``"skip"`` an image without a gender annotation (reported), or ``"model_reading"``: take as
-            its factual bias concept the one the model reads in it, argmax P(B | V_f) at the bias prompt (Eq. 2),
-            as the authors' released scripts do for every image. Rows record ``bias_annotated``.
-        min_bias_change: smallest |ΔP(B)| for an item to enter a measure (else excluded, counted).
-        target_normalisation: ``"concepts"`` or ``"vocabulary"`` (module docstring).
-        bias_normalisation: ``"concepts"`` or ``"vocabulary"`` for P(B | V).
-        language_baseline: a text-only model for Table 3, ``{"model": "bert", "checkpoint": ...}``
-            or ``{"model": "bert", "tiny": true}``; ``None`` for none.
-        lexicon: a swap lexicon YAML file (default: the gender lexicon shipped with vlbias).
-        cache_dir: directory of cached counterfactual images (``None``: no cache).
-        batch_size: stimuli per probe: images attacked and measured together.
-        max_rows: most (image, text) rows in one forward pass.
-        strategy: multi-piece word strategy of :mod:`vlbias.models.masked_words`.
-        n_bootstrap: bootstrap resamples for the intervals.
-        n_permutations: sign flips for the p-values (all of them when a target has few enough items).
-        confidence: interval coverage.
+        options: the suite's options (:class:`~vlbias.suites.options.CounterBiasOptions`); here, where the lexicon
+            is read, each bias concept is checked to swap to another one, and ``b0`` to name one side of each pair.
     """
 
     name = "counterbias"
     capability = Capability.FILL_MASK
 
     def __init__(
-        self,
-        items: Sequence[CounterBiasItem],
-        data_config: dict[str, object],
-        bias_concepts: Sequence[str] = ("man", "woman"),
-        b0: str | Sequence[str] = "man",
-        templates: Sequence[str] | None = None,
-        attack: dict | None = None,
-        require_attack_success: bool = True,
-        unannotated: Literal["skip", "model_reading"] = "skip",
-        min_bias_change: PositiveUnitInterval = DEFAULT_MIN_BIAS_CHANGE,
-        target_normalisation: Literal["concepts", "vocabulary"] = "concepts",
-        bias_normalisation: Literal["concepts", "vocabulary"] = "concepts",
-        language_baseline: dict | None = None,
-        lexicon: str | None = None,
-        cache_dir: str | None = None,
-        batch_size: PositiveInt = 32,
-        max_rows: PositiveInt = 512,
-        strategy: Strategy = "mean_all_masked",
-        n_bootstrap: PositiveInt = 1000,
-        n_permutations: PositiveInt = 10_000,
-        confidence: OpenUnitInterval = 0.95,
+        self, items: Sequence[CounterBiasItem], data_config: dict[str, object], options: CounterBiasOptions
     ) -> None:
         if not items:
             raise InputError("CounterBias needs at least one item.")
-        self.items, self.data_config = list(items), data_config
-        self.bias_concepts = [word.lower() for word in bias_concepts]
-        self.lexicon_path = lexicon
-        self.lexicon = SwapLexicon.from_yaml(lexicon) if lexicon else SwapLexicon.default()
+        self.items, self.data_config, self.options = list(items), data_config, options
+        self.bias_concepts = [word.lower() for word in options.bias_concepts]
+        self.lexicon = SwapLexicon.from_yaml(options.lexicon) if options.lexicon else SwapLexicon.default()
         for word in self.bias_concepts:
             if word not in self.lexicon.mapping or self.lexicon.mapping[word] not in self.bias_concepts:
                 raise ConfigError(
                     f"Bias concept {word!r} must swap to another bias concept ({', '.join(self.bias_concepts)}) "
                     f"in the lexicon, but swaps to {self.lexicon.mapping.get(word)!r}."
                 )
+        b0 = options.b0
         self.b0 = [b0] if isinstance(b0, str) else list(b0)
         b1 = [self.lexicon.mapping.get(word) for word in self.b0]
         if any(word not in self.bias_concepts for word in self.b0) or sorted(self.b0 + b1) != sorted(
@@ -248,41 +131,8 @@ class CounterBiasSuite(Suite):
                 f"every one of {', '.join(self.bias_concepts)} is on one side, but got {b0!r}; with more than two "
                 "concepts give a list, e.g. [man, boy] for [man, woman, boy, girl]."
             )
-        self.templates = list(templates) if templates is not None else list(CAPTION_TEMPLATES)
-        unknown = [t for t in self.templates if t not in CAPTION_TEMPLATES]
-        if unknown or not self.templates:
-            raise ConfigError(f"Expected `templates` from {', '.join(CAPTION_TEMPLATES)} but got {self.templates}.")
-        self.attack_options = dict(attack or {})
-        if "seed" in self.attack_options:
-            raise ConfigError("The attack's seed is the run's `--seed`; do not set `attack.seed`.")
-        AttackConfig(**check_options(attack, AttackConfig, "attack option"))  # refuse bad options before any model
-        if unannotated not in UNANNOTATED:
-            raise ConfigError(f"Expected `unannotated` to be one of {', '.join(UNANNOTATED)} but got {unannotated!r}.")
-        self.unannotated = unannotated
-        for name, value in (("target_normalisation", target_normalisation), ("bias_normalisation", bias_normalisation)):
-            if value not in NORMALISATIONS:
-                raise ConfigError(f"Expected `{name}` to be one of {', '.join(NORMALISATIONS)} but got {value!r}.")
-        if not min_bias_change > 0:
-            raise ConfigError(f"Expected `min_bias_change` to be positive but got {min_bias_change!r}.")
-        if language_baseline is not None and "model" not in language_baseline:
-            raise ConfigError(f"Expected `language_baseline` to name a `model` but got {language_baseline!r}.")
-        for name, value in (
-            ("batch_size", batch_size),
-            ("max_rows", max_rows),
-            ("n_bootstrap", n_bootstrap),
-            ("n_permutations", n_permutations),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"Expected `{name}` to be a positive integer but got {value!r}.")
-        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
-            raise ConfigError(f"Expected `confidence` in (0, 1) but got {confidence!r}.")
-        self.n_bootstrap, self.n_permutations, self.confidence = n_bootstrap, n_permutations, float(confidence)
-        self.require_attack_success = require_attack_success
-        self.min_bias_change = min_bias_change
-        self.target_normalisation, self.bias_normalisation = target_normalisation, bias_normalisation
-        self.language_baseline = language_baseline
-        self.cache_dir = cache_dir
-        self.batch_size, self.max_rows, self.strategy = batch_size, max_rows, strategy
+        self.templates = list(options.templates) if options.templates is not None else list(CAPTION_TEMPLATES)
+        self.reader = ConceptReader(options, self.bias_concepts, self.lexicon)
         self.groups: dict[str, list[str]] = {}
         for item in self.items:
             targets = self.groups.setdefault(item.group, [])
@@ -294,17 +144,18 @@ class CounterBiasSuite(Suite):
         }
 
     @classmethod
-    def from_biasworld(cls, world: BiasWorld, split: str = "test", **options) -> CounterBiasSuite:
+    def from_biasworld(cls, world: BiasWorld, options: CounterBiasOptions) -> CounterBiasSuite:
         """BiasWorld's ``split`` images: targets = activities, bias concepts = its groups."""
+        split = options.split
         images = world.images(split).float() / 255.0
         items = [
             CounterBiasItem(f"{split}/{item.index}", images[i], item.activity, "activity", item.group)
             for i, item in enumerate(world.items(split))
         ]
-        return cls(items, {"data": "biasworld", "split": split, **world.config}, **options)
+        return cls(items, {"data": "biasworld", "split": split, **world.config}, options)
 
     @classmethod
-    def from_path(cls, path: Path, **options) -> CounterBiasSuite:
+    def from_path(cls, path: Path, options: CounterBiasOptions) -> CounterBiasSuite:
         """A VL-Bias folder in the layout of :mod:`vlbias.data.vl_bias`, or an index file of the authors'
         released scripts (:func:`~vlbias.data.vl_bias.read_release_index`; it annotates no gender, so
         measure it with ``unannotated="model_reading"``)."""
@@ -320,96 +171,30 @@ class CounterBiasSuite(Suite):
             for item, image in zip(annotated, images)
         ]
         data = {"data": "vl_bias", "root": str(path), "layout": layout, "coverage": coverage(annotated)}
-        return cls(items, data, **options)
+        return cls(items, data, options)
 
     @property
     def config(self) -> dict[str, object]:
+        options = self.options
         return {
             "data": self.data_config,
             "bias_concepts": self.bias_concepts,
             "b0": self.b0,
             "templates": {name: CAPTION_TEMPLATES[name] for name in self.templates},
-            "attack": AttackConfig(**self.attack_options).key(),
-            "require_attack_success": self.require_attack_success,
-            "unannotated": self.unannotated,
-            "min_bias_change": self.min_bias_change,
-            "target_normalisation": self.target_normalisation,
-            "bias_normalisation": self.bias_normalisation,
-            "language_baseline": self.language_baseline,
-            "lexicon": self.lexicon_path or "vlbias/resources/gender_swap_lexicon.yaml",
-            "cache_dir": self.cache_dir,
-            "batch_size": self.batch_size,
-            "strategy": self.strategy,
-            "n_bootstrap": self.n_bootstrap,
-            "n_permutations": self.n_permutations,
-            "confidence": self.confidence,
+            "attack": AttackConfig(**(options.attack or {})).key(),
+            "require_attack_success": options.require_attack_success,
+            "unannotated": options.unannotated,
+            "min_bias_change": options.min_bias_change,
+            "target_normalisation": options.target_normalisation,
+            "bias_normalisation": options.bias_normalisation,
+            "language_baseline": options.language_baseline,
+            "lexicon": options.lexicon or "vlbias/resources/gender_swap_lexicon.yaml",
+            "cache_dir": options.cache_dir,
+            "batch_size": options.batch_size,
+            "strategy": options.strategy,
+            "statistics": options.recorded_statistics(),
             "groups": {group: len(targets) for group, targets in self.groups.items()},
         }
-
-    # -- scoring ---------------------------------------------------------------------------
-    def _target_log_probs(
-        self,
-        adapter: ModelAdapter,
-        pixel_values: Tensor | None,
-        image_rows: Tensor | None,
-        texts: list[str],
-        words: list[str],
-        group_columns: list[list[int]],
-    ) -> Tensor:
-        """``(R, n_words)`` log P(T | V, L) of every target word for ``R`` rows, row ``r`` reading text ``texts[r]``
-        and image ``image_rows[r]`` of ``pixel_values`` (no image when it is ``None``), normalised per the option
-        (over each group's columns, or the whole vocabulary)."""
-        chunks = []
-        for start in range(0, len(texts), self.max_rows):
-            pixels, rows = pixel_values, None
-            if pixel_values is not None:  # only the images this chunk reads, each once
-                used, rows = image_rows[start : start + self.max_rows].unique(return_inverse=True)
-                pixels = pixel_values.index_select(0, used)
-            scores = word_log_probs(
-                adapter, pixels, texts[start : start + self.max_rows], words, self.strategy, image_rows=rows
-            )
-            chunks.append(scores.float().cpu())
-        scores = torch.cat(chunks)
-        if self.target_normalisation == "vocabulary":
-            return scores
-        normalised = torch.empty_like(scores)
-        for columns in group_columns:
-            normalised[:, columns] = scores[:, columns].log_softmax(dim=-1)
-        return normalised
-
-    def _bias_probs(self, generator: CounterfactualImages, pixels: Tensor) -> Tensor:
-        """``(B, n_bias)`` P(B | V) at the bias prompt (Eq. 2)."""
-        with measuring(generator.logits.adapter.device):
-            scores = torch.cat([generator.logits(chunk).cpu() for chunk in pixels.split(self.max_rows)])
-        return scores.softmax(dim=-1) if self.bias_normalisation == "concepts" else scores.exp()
-
-    def _vocabulary_problems(self, tokenizer, words: list[str]) -> dict[str, str]:
-        problems = {}
-        for word in words:
-            try:
-                word_pieces(tokenizer, [word], self.strategy)
-            except InputError as err:
-                problems[word] = str(err)
-        return problems
-
-    def _text_only_log_probs(
-        self, adapter: ModelAdapter, templates: list[str], words: list[str], columns: list[list[int]]
-    ) -> dict[tuple[str, str], Tensor]:
-        """log P(T | L) with no image (Eq. 12) of every target word, per (template of ``templates``, bias word):
-        captions depend on nothing else. Words outside ``adapter``'s vocabulary get NaN."""
-        problems = self._vocabulary_problems(adapter.tokenizer, words)
-        usable = [w for w in words if w not in problems]
-        keys = [(name, b) for name in templates for b in self.bias_concepts]
-        table = torch.full((len(keys), len(words)), torch.nan)
-        if usable:
-            texts = [fill_template(CAPTION_TEMPLATES[name], adapter.tokenizer.mask_token, gender=b) for name, b in keys]
-            local = [[usable.index(words[c]) for c in cols if words[c] in usable] for cols in columns]
-            blank = adapter.no_image(1)  # one "no image" for every row, or None for a model that reads text alone
-            rows = None if blank is None else torch.zeros(len(texts), dtype=torch.long, device=blank.device)
-            with measuring(adapter.device):
-                scores = self._target_log_probs(adapter, blank, rows, texts, usable, [c for c in local if c])
-            table[:, [words.index(w) for w in usable]] = scores
-        return dict(zip(keys, table))
 
     # -- the run ---------------------------------------------------------------------------
     def stimuli(self) -> list[CounterBiasItem]:
@@ -421,7 +206,7 @@ class CounterBiasSuite(Suite):
 
     def _annotation_skip(self, item: CounterBiasItem) -> dict[str, str] | None:
         """The skip entry of an item whose annotation this suite cannot measure (whatever the model), else None."""
-        if item.bias is None and self.unannotated == "skip":
+        if item.bias is None and self.options.unannotated == "skip":
             kind, reason = (
                 "no_gender",
                 "no gender annotation (unannotated='model_reading' would take the model's reading)",
@@ -448,23 +233,10 @@ class CounterBiasSuite(Suite):
             return None
         return {"item": item.id, "kind": kind, "reason": reason}
 
-    def _caption_problems(self, model: ModelAdapter, name: str, words: list[str]) -> list[tuple[str, UnseenText]]:
-        """The captions of template ``name`` that ``model`` reads for ``words`` (every bias concept, and its
-        swap; the mask repeated once per word piece, for each piece count among the words ``model`` can score,
-        as :func:`~vlbias.models.masked_words.word_log_probs` feeds them) that it cannot see as written, with why."""
-        mask = model.tokenizer.mask_token
-        problems = self._vocabulary_problems(model.tokenizer, words)
-        usable = [word for word in words if word not in problems]
-        counts = sorted({len(pieces) for pieces in word_pieces(model.tokenizer, usable, self.strategy)})
-        factual = [fill_template(CAPTION_TEMPLATES[name], mask, gender=b) for b in self.bias_concepts]
-        captions = list(dict.fromkeys([*factual, *map(self.lexicon.swap, factual)]))
-        expanded = [caption.replace(mask, " ".join([mask] * count)) for count in counts for caption in captions]
-        return [(c, p) for c, p in zip(expanded, unseen_masked(model, expanded), strict=True) if p is not None]
-
     def _baseline(self, adapter: ModelAdapter) -> tuple[str, ModelAdapter]:
-        from vlbias.models import load
+        from vlbias.models.registry import load
 
-        options = dict(self.language_baseline)
+        options = dict(self.options.language_baseline)
         name = options.pop("model")
         return name, load(name, device=adapter.device, **options)
 
@@ -486,7 +258,7 @@ class CounterBiasMeasurement(Measurement):
         super().__init__()
         self.suite, self.adapter = suite, adapter
         targets = sorted({t for ts in suite.groups.values() for t in ts})
-        problems = suite._vocabulary_problems(adapter.tokenizer, sorted(set(targets) | set(suite.bias_concepts)))
+        problems = suite.reader.vocabulary_problems(adapter.tokenizer, sorted(set(targets) | set(suite.bias_concepts)))
         self.excluded = {  # stimulus index -> skip entry, in stimulus order
             index: entry
             for index, item in enumerate(suite.items)
@@ -497,7 +269,7 @@ class CounterBiasMeasurement(Measurement):
         columns = [[self.words.index(t) for t in ts if t not in problems] for ts in suite.groups.values()]
         self.columns = [c for c in columns if c]
         measurable = len(self.excluded) < len(suite.items)
-        self.baseline = suite._baseline(adapter) if measurable and suite.language_baseline else None
+        self.baseline = suite._baseline(adapter) if measurable and suite.options.language_baseline else None
         self.templates, self.template_skips, self.template_notes = self._seen_templates()
         self.text_only = self._text_only_tables() if measurable else {}
         self.measures = list(MEASURES) + [measure for measure in self.text_only if measure not in MEASURES]
@@ -513,9 +285,9 @@ class CounterBiasMeasurement(Measurement):
             (group, measure): CounterBiasUncertainty(
                 len(targets),
                 len(self.templates),
-                n_bootstrap=suite.n_bootstrap,
-                n_permutations=suite.n_permutations,
-                confidence=suite.confidence,
+                n_bootstrap=suite.options.statistics.n_bootstrap,
+                n_permutations=suite.options.statistics.n_permutations,
+                confidence=suite.options.statistics.confidence,
                 seed=seed,
                 sync_on_compute=False,
             )
@@ -526,9 +298,9 @@ class CounterBiasMeasurement(Measurement):
         self.generator = CounterfactualImages(
             adapter,
             suite.bias_concepts,
-            AttackConfig(**suite.attack_options, seed=seed),
-            suite.cache_dir,
-            strategy=suite.strategy,
+            AttackConfig(**(suite.options.attack or {}), seed=seed),
+            suite.options.cache_dir,
+            strategy=suite.options.strategy,
         )
 
     def _seen_templates(self) -> tuple[list[str], list[dict[str, str]], dict[str, str]]:
@@ -538,7 +310,7 @@ class CounterBiasMeasurement(Measurement):
         models = [self.adapter] + ([self.baseline[1]] if self.baseline else [])
         kept, skips, notes = [], [], {}
         for name in self.suite.templates:
-            found = [(m, c, p) for m in models for c, p in self.suite._caption_problems(m, name, self.words)]
+            found = [(m, c, p) for m in models for c, p in self.suite.reader.caption_problems(m, name, self.words)]
             blocking = [(m, c, p) for m, c, p in found if p.skip]
             if blocking:
                 model, caption, problem = blocking[0]
@@ -555,24 +327,26 @@ class CounterBiasMeasurement(Measurement):
     def _text_only_tables(self) -> dict[str, dict[tuple[str, str], Tensor]]:
         """Eq. 12's log P(T | L) tables of the model (``B@L_log``) and of the language baseline, if any."""
         suite = self.suite
-        tables = {"B@L_log": suite._text_only_log_probs(self.adapter, self.templates, self.words, self.columns)}
+        tables = {"B@L_log": suite.reader.text_only_log_probs(self.adapter, self.templates, self.words, self.columns)}
         if self.baseline:
             name, baseline = self.baseline
-            tables[f"B@L_log/{name}"] = suite._text_only_log_probs(baseline, self.templates, self.words, self.columns)
+            tables[f"B@L_log/{name}"] = suite.reader.text_only_log_probs(
+                baseline, self.templates, self.words, self.columns
+            )
         return tables
 
     def metrics(self) -> list[CounterBiasScore | CounterBiasUncertainty]:
         return [*self.scores.values(), *self.uncertainty.values()]
 
     # -- probe: the model's outputs ----------------------------------------------------------
-    def probe(self, batch: Batch) -> _Probed:
+    def probe(self, batch: Batch) -> Probed:
         """Load the batch's measurable images, read P(B | V_f), attack toward B', read P(B | V_cf), and for the
         items kept P(T | V, L) of the four (V, L) combinations."""
         suite = self.suite
         unreadable, indices, items, pixels = self._load(batch)
         if not items:
-            return _Probed(unreadable)
-        p_bias_f = suite._bias_probs(self.generator, pixels)
+            return Probed(unreadable)
+        p_bias_f = suite.reader.bias_probs(self.generator, pixels)
         read = [suite.bias_concepts[int(row.argmax())] for row in p_bias_f]  # the concept the model reads
         items = [  # unannotated images kept by `unannotated="model_reading"` take the model's reading
             item if item.bias is not None else replace(item, bias=read[b], bias_annotated=False)
@@ -580,16 +354,16 @@ class CounterBiasMeasurement(Measurement):
         ]
         counter = torch.tensor([suite.bias_concepts.index(suite.lexicon.mapping[item.bias]) for item in items])
         result = self.generator.generate(pixels, counter)
-        p_bias_cf = suite._bias_probs(self.generator, result.pixels)
+        p_bias_cf = suite.reader.bias_probs(self.generator, result.pixels)
         succeeded = p_bias_cf.argmax(dim=-1) == counter
-        keep = succeeded if suite.require_attack_success else torch.ones(len(items), dtype=torch.bool)
-        attacked = _Attacked(indices, items, counter, p_bias_f, p_bias_cf, keep)
+        keep = succeeded if suite.options.require_attack_success else torch.ones(len(items), dtype=torch.bool)
+        attacked = Attacked(indices, items, counter, p_bias_f, p_bias_cf, keep)
         rows = keep.nonzero().flatten()
         if not len(rows):
-            return _Probed(unreadable, attacked)
+            return Probed(unreadable, attacked)
         kept = [items[r] for r in rows.tolist()]
         factual = torch.tensor([suite.bias_concepts.index(item.bias) for item in kept])
-        measured = _Measured(
+        measured = Measured(
             [indices[r] for r in rows.tolist()],
             kept,
             p_bias_f[rows, factual],
@@ -597,9 +371,17 @@ class CounterBiasMeasurement(Measurement):
             succeeded[rows],
             result.cache_hit[rows],
             (result.pixels[rows] - pixels[rows]).abs().flatten(1).amax(dim=1).cpu(),
-            self._target_probs(kept, pixels[rows], result.pixels[rows]),
+            suite.reader.target_probs(
+                self.adapter,
+                [(item.bias, item.target) for item in kept],
+                pixels[rows],
+                result.pixels[rows],
+                self.templates,
+                self.words,
+                self.columns,
+            ),
         )
-        return _Probed(unreadable, attacked, measured)
+        return Probed(unreadable, attacked, measured)
 
     def _load(self, batch: Batch) -> tuple[list[tuple[int, dict]], list[int], list[CounterBiasItem], Tensor]:
         """Skip entries of the batch's unreadable images, and the stimulus indices, items and ``[0, 1]`` pixels
@@ -622,29 +404,8 @@ class CounterBiasMeasurement(Measurement):
             images = torch.stack(images)
         return unreadable, indices, items, unit_pixels(self.adapter, images).cpu()
 
-    def _target_probs(self, items: list[CounterBiasItem], pixels: Tensor, cf_pixels: Tensor) -> Tensor:
-        """P(T | V, L) ``(K, 4, n)`` of each item's target for every template and the four (V, L) combinations
-        (V_f, L_f), (V_cf, L_cf), (V_cf, L_f), (V_f, L_cf)."""
-        suite, adapter = self.suite, self.adapter
-        n, mask = len(items), adapter.tokenizer.mask_token
-        # Rows: per template, (V_f, L_f), (V_cf, L_cf), (V_cf, L_f), (V_f, L_cf), n each; images V_f then V_cf.
-        pick, texts = [], []
-        for name in self.templates:
-            factual = [fill_template(CAPTION_TEMPLATES[name], mask, gender=item.bias) for item in items]
-            swapped = [suite.lexicon.swap(text) for text in factual]
-            for offset, captions in ((0, factual), (n, swapped), (n, factual), (0, swapped)):
-                pick.extend(range(offset, offset + n))
-                texts.extend(captions)
-        with measuring(adapter.device):
-            pixel_values = normalise(adapter, torch.cat([pixels, cf_pixels]).to(adapter.device))
-            rows = torch.tensor(pick, device=adapter.device)
-            log_probs = suite._target_log_probs(adapter, pixel_values, rows, texts, self.words, self.columns)
-        target = torch.tensor([self.words.index(item.target) for item in items])
-        at_target = log_probs[torch.arange(len(texts)), target.repeat(4 * len(self.templates))].exp()
-        return at_target.view(len(self.templates), 4, n)
-
     # -- update: metric inputs, skips, counts, item rows ------------------------------------
-    def update(self, batch: Batch, outputs: _Probed) -> None:
+    def update(self, batch: Batch, outputs: Probed) -> None:
         for index, entry in outputs.unreadable:
             self.note_skip(index, entry)
         if outputs.attacked is not None:
@@ -652,7 +413,7 @@ class CounterBiasMeasurement(Measurement):
         if outputs.measured is not None:
             self._score(outputs.measured)
 
-    def _note_attacks(self, attacked: _Attacked) -> None:
+    def _note_attacks(self, attacked: Attacked) -> None:
         """Count the attacks, their successes (B' is the most likely concept in V_cf) and the images already read
         as B'; skip the items not kept, with the reason."""
         concepts, counter, p_bias_cf = self.suite.bias_concepts, attacked.counter, attacked.p_bias_cf
@@ -670,7 +431,7 @@ class CounterBiasMeasurement(Measurement):
                 },
             )
 
-    def _score(self, measured: _Measured) -> None:
+    def _score(self, measured: Measured) -> None:
         """Eq. 6, 9, 11 and 13 per item and template into the metrics, and the item rows."""
         suite, items, n = self.suite, measured.items, len(measured.items)
         target = torch.tensor([self.words.index(item.target) for item in items])
@@ -690,8 +451,10 @@ class CounterBiasMeasurement(Measurement):
         for t, name in enumerate(self.templates):
             p_f, p_vl, p_v, p_l = measured.p_target[t]
             values = {
-                "B@V-L": multimodal_bias(p_f, p_vl, measured.p_bias_f, measured.p_bias_cf, suite.min_bias_change),
-                "B@V": visual_bias(p_f, p_v, measured.p_bias_f, measured.p_bias_cf, suite.min_bias_change),
+                "B@V-L": multimodal_bias(
+                    p_f, p_vl, measured.p_bias_f, measured.p_bias_cf, suite.options.min_bias_change
+                ),
+                "B@V": visual_bias(p_f, p_v, measured.p_bias_f, measured.p_bias_cf, suite.options.min_bias_change),
                 "B@L": language_bias(p_f, p_l),
             }
             for measure, table in self.text_only.items():  # Eq. 13, the model's own and the baselines'

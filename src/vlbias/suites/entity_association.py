@@ -54,7 +54,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
-from jsonargparse.typing import OpenUnitInterval, PositiveInt
 from torch import Tensor
 
 from vlbias.data.biasworld import ACTIVITIES, BiasWorld
@@ -77,11 +76,11 @@ from vlbias.metrics.entity_association import (
 )
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
-from vlbias.models.masked_words import STRATEGIES, word_log_probs, word_pieces
-from vlbias.models.registry import adapter_class, load
+from vlbias.models.masked_words import word_log_probs, word_pieces
+from vlbias.models.registry import load
 from vlbias.models.unseen_text import TRUNCATED, UnseenText, unseen_masked
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
-from vlbias.suites.options import Strategy
+from vlbias.suites.options import EntityAssociationOptions
 
 if TYPE_CHECKING:
     from torchmetrics import Metric
@@ -99,16 +98,11 @@ class EntityAssociationSuite(Suite):
     Args:
         spec: templates, entities and agents.
         images: per (entity, group) images, or ``None`` for the text-only scores.
-        text_model: registered FILL_MASK model giving ``P_L`` (the paper's BERT).
-        text_checkpoint: its weights (hub id or local directory); the paper used BERT-base.
-        text_tiny: use a tiny random text model instead (tests); it is built with the measured
-            model's tokenizer, so both score the same word pieces. ``text_checkpoint`` is unused.
-        text_options: the text model's own loading options (see :func:`vlbias.models.load`).
-        strategy: multi-piece entity strategy of :mod:`vlbias.models.masked_words`.
-        batch_size: units (so at most that many images) per forward pass.
-        n_bootstrap: bootstrap resamples for the intervals of ``B_L`` and ``B_V``.
-        confidence: interval coverage.
         data_config: where the stimuli came from (recorded in results).
+        options: the suite's options (:class:`~vlbias.suites.options.EntityAssociationOptions`): the text model
+            giving ``P_L`` (the paper's BERT; with ``text_tiny`` a tiny random one built with the measured model's
+            tokenizer, so both score the same word pieces, and ``text_checkpoint`` unused), the multi-piece entity
+            strategy, units (so at most that many images) per forward pass, and the intervals of ``B_L`` and ``B_V``.
     """
 
     name = "entity_association"
@@ -117,68 +111,34 @@ class EntityAssociationSuite(Suite):
     def __init__(
         self,
         spec: EntitySpec,
-        images: EntityImages | None = None,
-        text_model: str = "bert",
-        text_checkpoint: str | None = "bert-base-uncased",
-        text_tiny: bool = False,
-        text_options: dict | None = None,
-        strategy: Strategy = "mean_all_masked",
-        batch_size: PositiveInt = 16,
-        n_bootstrap: PositiveInt = 1000,
-        confidence: OpenUnitInterval = 0.95,
-        data_config: dict | None = None,
+        images: EntityImages | None,
+        data_config: dict[str, object],
+        options: EntityAssociationOptions,
     ) -> None:
-        if Capability.FILL_MASK not in adapter_class(text_model).capabilities:
-            raise ConfigError(
-                f"Suite option `text_model` must be a model with capability 'fill_mask' but {text_model!r} lacks it."
-            )
-        if not text_tiny and text_checkpoint is None:
-            raise ConfigError(
-                "Suite option `text_checkpoint` (e.g. 'bert-base-uncased') or `text_tiny: true` is needed for P_L."
-            )
-        if strategy not in STRATEGIES:
-            raise ConfigError(
-                f"Expected suite option `strategy` to be one of {', '.join(STRATEGIES)} but got {strategy!r}."
-            )
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ConfigError(f"Expected suite option `batch_size` to be a positive integer but got {batch_size!r}.")
-        if not isinstance(n_bootstrap, int) or isinstance(n_bootstrap, bool) or n_bootstrap < 1:
-            raise ConfigError(f"Expected suite option `n_bootstrap` to be a positive integer but got {n_bootstrap!r}.")
-        if not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
-            raise ConfigError(f"Expected suite option `confidence` in (0, 1) but got {confidence!r}.")
-        self.spec = spec
-        self.images = images
-        self.text_model = text_model
-        self.text_checkpoint = None if text_tiny else text_checkpoint
-        self.text_tiny = text_tiny
-        self.text_options = text_options or {}
-        self.strategy = strategy
-        self.batch_size = batch_size
-        self.n_bootstrap = n_bootstrap
-        self.confidence = confidence
-        self.data_config = data_config or {}
+        self.spec, self.images, self.data_config, self.options = spec, images, data_config, options
 
     @classmethod
-    def from_path(cls, path: Path, spec: str | Path | None = None, **options) -> EntityAssociationSuite:
+    def from_path(cls, path: Path, options: EntityAssociationOptions) -> EntityAssociationSuite:
         """``path`` is an image folder (``<path>/<entity>/<group>/*``, spec from the ``spec``
         option or the shipped one) or a spec YAML file (text-only scores)."""
         path = Path(path)
         if path.is_file():
-            if spec is not None:
+            if options.spec is not None:
                 raise ConfigError(
-                    f"Give the spec once: data {str(path)!r} is a spec file and suite option `spec` is {str(spec)!r}."
+                    f"Give the spec once: data {str(path)!r} is a spec file and suite option `spec` is "
+                    f"{str(options.spec)!r}."
                 )
-            read = read_spec(path)
-            return cls(read, None, data_config={"spec": str(path), "images": None}, **options)
-        read = read_spec(spec)
-        return cls(read, read_images(path, read), data_config={"spec": read.source, "images": str(path)}, **options)
+            return cls(read_spec(path), None, {"spec": str(path), "images": None}, options)
+        read = read_spec(options.spec)
+        return cls(read, read_images(path, read), {"spec": read.source, "images": str(path)}, options)
 
     @classmethod
-    def from_biasworld(cls, world: BiasWorld, split: str = "test", **options) -> EntityAssociationSuite:
+    def from_biasworld(cls, world: BiasWorld, options: EntityAssociationOptions) -> EntityAssociationSuite:
         """BiasWorld's activities as entities in "the {agent} is {entity}.", with agents woman /
         man / person and the balanced ``split``'s images of each (activity, group). ``B > 0`` means
         woman-leaning: a model that learned the planted bias gives ``B > 0`` for cooking,
         cleaning and sewing and ``B < 0`` for repairing, driving and coding."""
+        split = options.split
         spec = parse_spec(BIASWORLD_SPEC, "biasworld")
         pictures = world.images(split).float() / 255.0  # (N, 3, H, W)
         found = EntityImages(source=f"biasworld/{split}", images={})
@@ -186,7 +146,12 @@ class EntityAssociationSuite(Suite):
             found.images.setdefault((item.activity, item.group), []).append(
                 (f"biasworld/{split}/{item.index}", picture)
             )
-        return cls(spec, found, data_config={"data": "biasworld", "split": split, **world.config}, **options)
+        return cls(spec, found, {"data": "biasworld", "split": split, **world.config}, options)
+
+    @property
+    def text_checkpoint(self) -> str | None:
+        """The text model's weights (``None`` for a tiny one)."""
+        return None if self.options.text_tiny else self.options.text_checkpoint
 
     @property
     def config(self) -> dict[str, object]:
@@ -195,13 +160,12 @@ class EntityAssociationSuite(Suite):
             "groups": self.spec.groups,
             "neutral": self.spec.neutral,
             "templates": [{"name": t.name, "text": t.text, "entities": list(t.entities)} for t in self.spec.templates],
-            "text_model": self.text_model,
+            "text_model": self.options.text_model,
             "text_checkpoint": self.text_checkpoint,
-            "text_tiny": self.text_tiny,
-            "text_options": {key: str(value) for key, value in self.text_options.items()},
-            "strategy": self.strategy,
-            "n_bootstrap": self.n_bootstrap,
-            "confidence": self.confidence,
+            "text_tiny": self.options.text_tiny,
+            "text_options": {key: str(value) for key, value in (self.options.text_options or {}).items()},
+            "strategy": self.options.strategy,
+            "statistics": self.options.recorded_statistics(),
         }
 
     # -- measurement -----------------------------------------------------------------
@@ -234,13 +198,13 @@ class EntityAssociationSuite(Suite):
         return EntityAssociationMeasurement(self, adapter, text_adapter, refused, notes, seed)
 
     def _text_adapter(self, adapter: ModelAdapter) -> ModelAdapter:
-        options = dict(self.text_options)
-        if self.text_tiny:
+        options = dict(self.options.text_options or {})
+        if self.options.text_tiny:
             options.setdefault("tokenizer", adapter.tokenizer)
         return load(
-            self.text_model,
+            self.options.text_model,
             checkpoint=self.text_checkpoint,
-            tiny=self.text_tiny,
+            tiny=self.options.text_tiny,
             device=adapter.device,
             options=options,
         )
@@ -260,7 +224,7 @@ class EntityAssociationSuite(Suite):
         for entity in self.spec.entities:
             try:
                 for model in models:
-                    word_pieces(model.tokenizer, [entity], self.strategy)
+                    word_pieces(model.tokenizer, [entity], self.options.strategy)
             except InputError as err:
                 refused.append({"item": entity, "reason": f"model {model.name!r}: {err}"})
         return refused
@@ -294,7 +258,7 @@ class EntityAssociationSuite(Suite):
         piece of ``entity``, as :func:`~vlbias.models.masked_words.word_log_probs` feeds them) that it cannot
         see as written, each with why."""
         mask = model.tokenizer.mask_token
-        (pieces,) = word_pieces(model.tokenizer, [entity], self.strategy)
+        (pieces,) = word_pieces(model.tokenizer, [entity], self.options.strategy)
         masks = " ".join([mask] * len(pieces))
         template = self.spec.template_of(entity)
         captions = [template.caption(agent, mask).replace(mask, masks) for agent in self.spec.agents().values()]
@@ -360,7 +324,9 @@ class EntityAssociationMeasurement(Measurement):
         self.intervals: dict[str, Metric] = {}
         if suite.images is not None:
             self.scores.update(L=per_group(LanguageAssociation), V=per_group(VisualAssociation))
-            bootstrap = {"n_bootstrap": suite.n_bootstrap, "confidence": suite.confidence, "seed": seed, **options}
+            statistics = suite.options.statistics
+            bootstrap = {"n_bootstrap": statistics.n_bootstrap, "confidence": statistics.confidence, "seed": seed}
+            bootstrap |= options
             self.intervals = {
                 "L": LanguageBiasInterval(n_entities, **bootstrap),
                 "V": VisualBiasInterval(n_entities, **bootstrap),
@@ -396,7 +362,9 @@ class EntityAssociationMeasurement(Measurement):
         """``{agent key: (B, len(entities))}`` log-scores with each agent in the caption."""
         mask = adapter.tokenizer.mask_token
         return {
-            key: word_log_probs(adapter, pixel_values, template.caption(agent, mask), entities, self.suite.strategy)
+            key: word_log_probs(
+                adapter, pixel_values, template.caption(agent, mask), entities, self.suite.options.strategy
+            )
             .float()
             .cpu()
             for key, agent in self.suite.spec.agents().items()
@@ -424,7 +392,7 @@ class EntityAssociationMeasurement(Measurement):
             pixels = self.adapter.prepare_images(torch.stack(images) if isinstance(images[0], Tensor) else images)
             scores = self._scores(self.adapter, pixels, template, entities)  # (n_units, n_E) per agent
             no_image = (
-                word_log_probs(self.adapter, self.adapter.no_image(1), neutral, entities, self.suite.strategy)
+                word_log_probs(self.adapter, self.adapter.no_image(1), neutral, entities, self.suite.options.strategy)
                 .float()
                 .cpu()
             )

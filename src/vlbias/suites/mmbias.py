@@ -58,165 +58,52 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import torch
-from jsonargparse.typing import OpenUnitInterval, PositiveInt
 from torch import Tensor
 
-from vlbias.data.biasworld import (
-    GROUPS,
-    STEREOTYPES,
-    BiasWorld,
-    activity_phrases,
-    group_phrases,
-)
-from vlbias.data.mmbias import TABLE2_PAIRS, MMBiasData, group_id, read_mmbias
-from vlbias.data.seat import dropped_from_both
+from vlbias.data.biasworld import BiasWorld
+from vlbias.data.mmbias import TABLE2_PAIRS, read_mmbias
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics import CosineZeroShotRanking, ITMTest, WEATTest, ZeroShotRanking
-from vlbias.metrics.functional.weat import check_interval_method
 from vlbias.metrics.functional.zero_shot import pleasant_share
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.models.unseen_text import EMPTY, UNKNOWN, UnseenText, unseen_by
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
-from vlbias.suites.options import IntervalMethod, Probe
+from vlbias.suites.mmbias_stimuli import (
+    AssociationTest,
+    RankingTask,
+    Stimuli,
+    Stimulus,
+    biasworld_tests,
+    check_pairs,
+    image_problems,
+    mmbias_rankings,
+    mmbias_tests,
+    stimulus_list,
+)
+from vlbias.suites.options import MMBiasOptions
 from vlbias.suites.rows import association_row, report_tests
 
 if TYPE_CHECKING:
     from torchmetrics import Metric
 
 PROBES: dict[str, Capability] = {"embed": Capability.EMBED, "match": Capability.MATCH}
-EXPERIMENTS: dict[str, tuple[str, ...]] = {
-    "embed": ("cross_modal", "textual", "visual", "zero_shot"),
-    "match": ("itm", "zero_shot"),
-}
-BIASWORLD_EXPERIMENTS: dict[str, tuple[str, ...]] = {"embed": ("cross_modal", "textual"), "match": ("itm",)}
-BIASWORLD_DEFAULTS: dict[str, tuple[str, ...]] = {"embed": ("cross_modal",), "match": ("itm",)}
-MISSING_IMAGE_POLICIES = ("skip", "stop")
-
-
-@dataclass
-class Stimuli:
-    """One set of a test. ``key`` names it (``images/muslim``, ``phrases/muslim``, ``attributes/pleasant``)
-    and identifies it for the cache: sets with the same key are embedded once."""
-
-    key: str
-    modality: Literal["image", "text"]
-    items: Tensor | list  # images: float (N, 3, H, W) in [0, 1], paths or PIL images; texts: strings
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-
-@dataclass
-class AssociationTest:
-    """One test of Eq. 1: targets X, Y and attributes A, B; ``kind`` is one of :data:`EXPERIMENTS`' tests."""
-
-    name: str
-    kind: str
-    x: Stimuli
-    y: Stimuli
-    a: Stimuli
-    b: Stimuli
-
-    @property
-    def sets(self) -> tuple[Stimuli, Stimuli, Stimuli, Stimuli]:
-        return self.x, self.y, self.a, self.b
-
-
-@dataclass
-class RankingTask:
-    """Rank ``words`` (pleasant where ``is_pleasant``) for the images of ``group`` (Fig. 5)."""
-
-    group: str
-    images: Stimuli
-    words: Stimuli
-    is_pleasant: list[bool]
-
-    @property
-    def name(self) -> str:
-        return f"zero_shot/{_slug(self.group)}"
-
-    @property
-    def sets(self) -> tuple[Stimuli, Stimuli]:
-        return self.images, self.words
-
-
-def biasworld_tests(
-    world: BiasWorld, split: str = "test", experiments: Sequence[str] = ("cross_modal",)
-) -> list[AssociationTest]:
-    """BiasWorld's two groups against their stereotyped activities: ``cross_modal`` (images vs activity
-    phrases, named ``man_vs_woman/stereotyped_activities``), ``textual`` (group phrases, ``.../textual``)
-    and ``itm`` (match probabilities of the images, ``.../itm``)."""
-    images = world.images(split).float() / 255.0
-    groups = [item.group for item in world.items(split)]
-    first, second = GROUPS
-    name = f"{first}_vs_{second}/stereotyped_activities"
-
-    def pick(group: str) -> Stimuli:
-        return Stimuli(f"images/{group}", "image", images[[i for i, g in enumerate(groups) if g == group]])
-
-    def activities(group: str) -> Stimuli:
-        return Stimuli(
-            f"activities/{group}", "text", [p for activity in STEREOTYPES[group] for p in activity_phrases(activity)]
-        )
-
-    def phrases(group: str) -> Stimuli:
-        return Stimuli(f"phrases/{group}", "text", group_phrases(group))
-
-    a, b = activities(first), activities(second)
-    build = {
-        "cross_modal": lambda: AssociationTest(name, "cross_modal", pick(first), pick(second), a, b),
-        "textual": lambda: AssociationTest(f"{name}/textual", "textual", phrases(first), phrases(second), a, b),
-        "itm": lambda: AssociationTest(f"{name}/itm", "itm", pick(first), pick(second), a, b),
-    }
-    unknown = sorted(set(experiments) - set(build))
-    if unknown:
-        raise ConfigError(f"Expected BiasWorld `experiments` among {sorted(build)} but got {unknown}")
-    return [build[kind]() for kind in experiments]
-
-
-def _slug(group: str) -> str:
-    return group.replace(" ", "_")
-
-
-def _check_options(
-    probe: str, experiments: Sequence[str] | None, allowed: dict[str, tuple[str, ...]]
-) -> tuple[str, ...]:
-    if probe not in PROBES:
-        raise ConfigError(f"Expected `probe` to be one of {sorted(PROBES)} but got {probe!r}")
-    if experiments is None:
-        return allowed[probe]
-    if isinstance(experiments, str):
-        experiments = [experiments]
-    wrong = [kind for kind in experiments if kind not in allowed[probe]]
-    if wrong or not experiments:
-        raise ConfigError(
-            f"Expected `experiments` to be a non-empty list among {list(allowed[probe])} for probe {probe!r} but got "
-            f"{list(experiments)!r}"
-        )
-    return tuple(dict.fromkeys(experiments))
 
 
 class MMBiasSuite(Suite):
     """MMBias association tests (Eq. 1) and zero-shot rankings; see the module docstring.
 
     Args:
-        tests: the association tests to run.
+        tests: the association tests to run; ``itm`` tests with ``probe="match"``, the others with ``"embed"``.
         data_config: how the stimuli were made (recorded in results).
+        options: the suite's options (:class:`~vlbias.suites.options.MMBiasOptions`).
         rankings: the zero-shot rankings to compute.
         skipped: items and tests already known not to run (missing images, empty sets), with reasons.
-        probe: ``"embed"`` (cosine, EMBED models) or ``"match"`` (ITM probabilities, MATCH models).
-        top_k: matches kept per attribute set for ``itm``, and words per zero-shot ranking.
-        n_permutations: sampled re-partitions for the p-value (exact when the sets are small).
-        n_bootstrap: bootstrap resamples for the interval.
-        confidence: interval coverage.
-        interval_method: ``"bca"`` or ``"percentile"`` bootstrap interval of the effect sizes (recorded in ``config``).
-        batch_size: images, texts or image-text pairs per forward pass.
     """
 
     name = "mmbias"
@@ -227,70 +114,30 @@ class MMBiasSuite(Suite):
         self,
         tests: list[AssociationTest],
         data_config: dict[str, object],
+        options: MMBiasOptions,
         rankings: list[RankingTask] | None = None,
         skipped: list[dict[str, str]] | None = None,
-        probe: Probe = "embed",
-        top_k: PositiveInt = 15,
-        n_permutations: PositiveInt = 10_000,
-        n_bootstrap: PositiveInt = 1_000,
-        confidence: OpenUnitInterval = 0.95,
-        interval_method: IntervalMethod = "bca",
-        batch_size: PositiveInt = 64,
     ) -> None:
-        _check_options(probe, None, EXPERIMENTS)
-        wrong = [test.name for test in tests if (test.kind == "itm") != (probe == "match")]
+        wrong = [test.name for test in tests if (test.kind == "itm") != (options.probe == "match")]
         if wrong:
             raise ConfigError(
-                f"Tests {wrong} do not fit probe {probe!r}: 'itm' tests need probe 'match', the others 'embed'"
+                f"Tests {wrong} do not fit probe {options.probe!r}: 'itm' tests need probe 'match', the others 'embed'"
             )
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise ConfigError(f"Expected `top_k` to be a positive integer but got {top_k!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"Expected `batch_size` to be a positive integer but got {batch_size!r}")
-        self.tests = tests
-        self.data_config = data_config
+        self.tests, self.data_config, self.options = tests, data_config, options
         self.rankings = rankings or []
         self.skipped = skipped or []
-        self.probe = probe
-        self.capability = PROBES[probe]
-        self.top_k = top_k
-        self.n_permutations = n_permutations
-        self.n_bootstrap = n_bootstrap
-        self.confidence = confidence
-        check_interval_method(interval_method, "interval_method")
-        self.interval_method = interval_method
-        self.batch_size = batch_size
+        self.capability = PROBES[options.probe]
 
     @classmethod
-    def from_biasworld(
-        cls,
-        world: BiasWorld,
-        split: str = "test",
-        probe: str = "embed",
-        experiments: Sequence[str] | None = None,
-        **options,
-    ) -> MMBiasSuite:
-        """BiasWorld's tests (:func:`biasworld_tests`); ``experiments`` default to ``cross_modal`` for
-        ``probe="embed"`` and ``itm`` for ``probe="match"``."""
-        if probe in PROBES and experiments is None:
-            experiments = BIASWORLD_DEFAULTS[probe]
-        kinds = _check_options(probe, experiments, BIASWORLD_EXPERIMENTS)
-        config = {"data": "biasworld", "split": split, **world.config}
-        return cls(biasworld_tests(world, split, kinds), config, probe=probe, **options)
+    def from_biasworld(cls, world: BiasWorld, options: MMBiasOptions) -> MMBiasSuite:
+        """BiasWorld's tests (:func:`~vlbias.suites.mmbias_stimuli.biasworld_tests`); ``experiments`` default to
+        ``cross_modal`` for ``probe="embed"`` and ``itm`` for ``probe="match"``."""
+        kinds = options.chosen_experiments(biasworld=True)
+        config = {"data": "biasworld", "split": options.split, **world.config}
+        return cls(biasworld_tests(world, options.split, kinds), config, options)
 
     @classmethod
-    def from_path(
-        cls,
-        path: Path,
-        phrases: str | None = None,
-        images: str | None = None,
-        valence_images: str | None = None,
-        pairs: Sequence[Sequence[str]] | None = None,
-        probe: str = "embed",
-        experiments: Sequence[str] | None = None,
-        on_missing_images: str = "skip",
-        **options,
-    ) -> MMBiasSuite:
+    def from_path(cls, path: Path, options: MMBiasOptions) -> MMBiasSuite:
         """The tests of ``pairs`` (default: the paper's Table 2, :data:`~vlbias.data.mmbias.TABLE2_PAIRS`) on an
         MMBias data directory (layout in :mod:`vlbias.data.mmbias`; ``phrases``, ``images`` and
         ``valence_images`` point its parts elsewhere, relative to ``path`` or absolute).
@@ -303,16 +150,12 @@ class MMBiasSuite(Suite):
         name, most likely) stop with a :class:`ConfigError` listing the data's groups; the default pairs
         skip such tests, since data may cover only part of Table 2.
         """
-        kinds = _check_options(probe, experiments, EXPERIMENTS)
-        if on_missing_images not in MISSING_IMAGE_POLICIES:
-            raise ConfigError(
-                f"Expected `on_missing_images` to be one of {list(MISSING_IMAGE_POLICIES)} but got {on_missing_images!r}"
-            )
-        data = read_mmbias(path, phrases=phrases, images=images, valence_images=valence_images)
-        if pairs is None:
+        kinds = options.chosen_experiments(biasworld=False)
+        data = read_mmbias(path, phrases=options.phrases, images=options.images, valence_images=options.valence_images)
+        if options.pairs is None:
             pairs = TABLE2_PAIRS  # data may cover a part of Table 2: the other tests are skipped with the reason
         else:  # a group the user names but the data lacks entirely is most likely misspelt
-            pairs = _check_pairs(pairs)
+            pairs = check_pairs(options.pairs)
             known = set(data.group_phrases) | set(data.group_folders)
             unknown = sorted({group for pair in pairs for group in pair} - known)
             if unknown:
@@ -320,8 +163,8 @@ class MMBiasSuite(Suite):
                     f"`pairs` name group(s) {unknown} that MMBias data {str(path)!r} has neither phrases nor an image "
                     f"folder for; its groups are {sorted(known)}"
                 )
-        problems = _image_problems(data, pairs, kinds)
-        if problems and on_missing_images == "stop":
+        problems = image_problems(data, pairs, kinds)
+        if problems and options.on_missing_images == "stop":
             listed = "; ".join(f"{p['item']}: {p['reason']}" for p in problems[:10])
             more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
             raise InputError(
@@ -331,157 +174,40 @@ class MMBiasSuite(Suite):
         rankings = mmbias_rankings(data) if "zero_shot" in kinds else []
         config = {
             "data": str(path),
-            "phrases": phrases,
-            "images": images,
-            "valence_images": valence_images,
+            "phrases": options.phrases,
+            "images": options.images,
+            "valence_images": options.valence_images,
             "pairs": [list(pair) for pair in pairs],
             "experiments": list(kinds),
-            "on_missing_images": on_missing_images,
+            "on_missing_images": options.on_missing_images,
             "n_images": {group: len(files) for group, files in sorted(data.group_images.items())},
             "n_valence_images": {valence: len(files) for valence, files in data.valence_images.items()},
         }
-        return cls(
-            tests, config, rankings=rankings, skipped=problems + data.duplicates + skipped, probe=probe, **options
-        )
+        return cls(tests, config, options, rankings=rankings, skipped=problems + data.duplicates + skipped)
 
     @property
     def config(self) -> dict[str, object]:
         return {
             "data": self.data_config,
-            "probe": self.probe,
+            "probe": self.options.probe,
             "tests": [test.name for test in self.tests],
             "rankings": [task.group for task in self.rankings],
-            "top_k": self.top_k,
-            "n_permutations": self.n_permutations,
-            "n_bootstrap": self.n_bootstrap,
-            "confidence": self.confidence,
-            "interval_method": self.interval_method,
+            "top_k": self.options.top_k,
+            "statistics": self.options.recorded_statistics(),
         }
 
     def stimuli(self) -> list[Stimulus]:
         """Every item of every set the run reads, each set once: with ``probe="embed"`` images and texts (each
         embedded once), with ``probe="match"`` the images (each matched with all the texts it meets)."""
-        if self.probe == "match":
-            return _stimuli(
+        if self.options.probe == "match":
+            return stimulus_list(
                 [images for t in self.tests for images in (t.x, t.y)] + [task.images for task in self.rankings]
             )
         sets = [s for t in self.tests for s in (t.x, t.y, t.a, t.b)]
-        return _stimuli(sets + [s for task in self.rankings for s in (task.images, task.words)])
+        return stimulus_list(sets + [s for task in self.rankings for s in (task.images, task.words)])
 
     def start(self, adapter: ModelAdapter, seed: int) -> Measurement:
         return _MMBiasMeasurement(self, adapter, seed)
-
-
-def _image_problems(data: MMBiasData, pairs: Sequence[tuple[str, str]], kinds: Sequence[str]) -> list[dict[str, str]]:
-    """Missing image roots, unreadable files and empty group folders, for the experiments that use images. A
-    group with no folder at all is not a problem here: its image tests are skipped, like the paper's "-"
-    cells of Table 2 (no French, Italian, visual- or hearing-disability images)."""
-    problems = []
-    if any(kind != "textual" for kind in kinds):
-        problems += data.missing_images + data.unreadable
-        problems += [
-            {"item": str(folder), "reason": f"group {group!r} has an image folder but no readable image in it"}
-            for group, folder in sorted(data.group_folders.items())
-            if not data.group_images[group] and any(group in pair for pair in pairs)
-        ]
-    if "visual" in kinds:
-        problems += data.missing_valence + data.unreadable_valence
-    return problems
-
-
-def _check_pairs(pairs: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
-    checked = []
-    for index, pair in enumerate(pairs):
-        if isinstance(pair, str) or len(pair) != 2 or not all(isinstance(g, str) and g.strip() for g in pair):
-            raise ConfigError(f"Expected `pairs[{index}]` to be two group names [X, Y] but got {pair!r}")
-        x, y = group_id(pair[0]), group_id(pair[1])
-        if x == y:
-            raise ConfigError(f"Expected `pairs[{index}]` to name two different groups but both are {x!r}")
-        checked.append((x, y))
-    if not checked:
-        raise ConfigError("Expected `pairs` to hold at least one [X, Y] pair but it is empty")
-    return tuple(checked)
-
-
-def mmbias_tests(
-    data: MMBiasData, pairs: Sequence[tuple[str, str]], kinds: Sequence[str]
-) -> tuple[list[AssociationTest], list[dict[str, str]]]:
-    """The association tests of ``pairs`` for each of ``kinds`` on :class:`~vlbias.data.mmbias.MMBiasData`,
-    and the tests that cannot run (an empty set) with the reason."""
-    unpleasant = Stimuli("attributes/unpleasant", "text", data.unpleasant)
-    pleasant = Stimuli("attributes/pleasant", "text", data.pleasant)
-    valence = {
-        v: Stimuli(f"valence_images/{v}", "image", data.valence_images.get(v, [])) for v in ("unpleasant", "pleasant")
-    }
-
-    def images(group: str) -> Stimuli:
-        return Stimuli(f"images/{group}", "image", data.group_images.get(group, []))
-
-    def phrases(group: str) -> Stimuli:
-        return Stimuli(f"phrases/{group}", "text", data.group_phrases.get(group, []))
-
-    sets = {
-        "cross_modal": lambda x, y: (images(x), images(y), unpleasant, pleasant),
-        "textual": lambda x, y: (phrases(x), phrases(y), unpleasant, pleasant),
-        "visual": lambda x, y: (images(x), images(y), valence["unpleasant"], valence["pleasant"]),
-        "itm": lambda x, y: (images(x), images(y), unpleasant, pleasant),
-    }
-    tests, skipped = [], []
-    for kind in kinds:
-        if kind == "zero_shot":
-            continue
-        for x, y in pairs:
-            test = AssociationTest(f"{_slug(x)}_vs_{_slug(y)}/{kind}", kind, *sets[kind](x, y))
-            shared = []  # a phrase cannot stand for both groups: dropped from both, as SEAT's reader does
-            if test.x.modality == "text":
-                x_kept, y_kept, shared = dropped_from_both(test.x.items, test.y.items)
-            if shared:
-                skipped += [
-                    {
-                        "item": f"{test.name}: {item!r}",
-                        "reason": f"in both {test.x.key} and {test.y.key}; dropped from both",
-                    }
-                    for item in shared
-                ]
-                test = replace(  # new keys: the cache embeds a set once per key
-                    test,
-                    x=Stimuli(f"{test.x.key} without {test.y.key}", "text", x_kept),
-                    y=Stimuli(f"{test.y.key} without {test.x.key}", "text", y_kept),
-                )
-            empty = [s.key for s in (test.x, test.y, test.a, test.b) if len(s) == 0]
-            if empty:
-                skipped.append({"item": test.name, "reason": f"empty set(s) {empty}: no stimuli for them in the data"})
-            else:
-                tests.append(test)
-    return tests, skipped
-
-
-def mmbias_rankings(data: MMBiasData) -> list[RankingTask]:
-    """A zero-shot ranking of all attribute words (unpleasant, then pleasant) for every group with images."""
-    words = Stimuli("attributes/all", "text", data.unpleasant + data.pleasant)
-    is_pleasant = [False] * len(data.unpleasant) + [True] * len(data.pleasant)
-    return [
-        RankingTask(group, Stimuli(f"images/{group}", "image", files), words, is_pleasant)
-        for group, files in sorted(data.group_images.items())
-        if files
-    ]
-
-
-@dataclass(frozen=True)
-class Stimulus:
-    """One item of a set: ``key`` names the set, ``position`` its place there; ``item`` is an image (a float
-    ``(3, H, W)`` tensor in [0, 1], a path or a PIL image) or a text."""
-
-    key: str
-    modality: Literal["image", "text"]
-    position: int
-    item: object
-
-
-def _stimuli(sets: Sequence[Stimuli]) -> list[Stimulus]:
-    """Every item of ``sets`` once per set key, set by set in order of first appearance."""
-    unique = {stimuli.key: stimuli for stimuli in sets}
-    return [Stimulus(s.key, s.modality, i, item) for s in unique.values() for i, item in enumerate(s.items)]
 
 
 def _unseen_texts(adapter: ModelAdapter, suite: MMBiasSuite) -> dict[str, UnseenText]:
@@ -546,26 +272,24 @@ class _MMBiasMeasurement(Measurement):
         self.run_tests = self._runnable(suite.tests, _seen_test)
         self.run_rankings = self._runnable(suite.rankings, _seen_ranking)
         self.word_positions = {task.words.key: _seen_positions(task.words, self.unseen) for task in suite.rankings}
-        options = {
-            "n_permutations": suite.n_permutations,
-            "n_bootstrap": suite.n_bootstrap,
-            "confidence": suite.confidence,
-            "interval_method": suite.interval_method,
+        options = asdict(suite.options.statistics) | {
+            "seed": seed,
+            "sync_on_compute": False,
+            "allow_unequal_sizes": True,
         }
-        options |= {"seed": seed, "sync_on_compute": False, "allow_unequal_sizes": True}
         self.tests = {}
         for test in self.run_tests:
             if test.kind == "itm":
-                self.tests[test.name] = ITMTest(top_k=min(suite.top_k, len(test.a), len(test.b)), **options)
+                self.tests[test.name] = ITMTest(top_k=min(suite.options.top_k, len(test.a), len(test.b)), **options)
             else:
                 self.tests[test.name] = WEATTest(**options)
         self.rankings = {
-            task.group: (ZeroShotRanking if suite.probe == "match" else CosineZeroShotRanking)(
-                n_words=len(task.words), top_k=min(suite.top_k, len(task.words)), sync_on_compute=False
+            task.group: (ZeroShotRanking if suite.options.probe == "match" else CosineZeroShotRanking)(
+                n_words=len(task.words), top_k=min(suite.options.top_k, len(task.words)), sync_on_compute=False
             )
             for task in self.run_rankings
         }
-        self.texts = _match_texts(self.run_tests, self.run_rankings) if suite.probe == "match" else {}
+        self.texts = _match_texts(self.run_tests, self.run_rankings) if suite.options.probe == "match" else {}
 
     def _runnable(self, tasks: list, seen) -> list:
         """``tasks`` (tests or rankings) on their sets without the texts the model cannot see (``seen`` makes

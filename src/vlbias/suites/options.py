@@ -1,48 +1,125 @@
-"""Every suite's options (``--suite_options``) and BiasWorld's (``--biasworld.*``), declared once with their types,
-ranges and defaults, and checked by :func:`check_suite_options` before any data or model is loaded.
+"""Every suite's options (``--suite_options``, the callback's ``options:``) and BiasWorld's (``--biasworld.*``),
+each declared once, on a frozen dataclass, with its type, range, default and help text (its ``Args:`` line).
 
-Each declaration is a dataclass whose fields are the keyword parameters of the suite's ``from_biasworld`` /
-``from_path`` and ``__init__`` that a user sets (``tests/hardening/test_options.py`` holds the two to the same
-names and defaults). ``BIASWORLD_ONLY`` / ``PATH_ONLY`` name the options of one data source. This module imports
-no torch: ``vlbias measure --help`` lists these options from here.
+:func:`check_suite_options` turns a user's mapping into a suite's options object before any data or model is
+loaded: unknown and moved keys (:mod:`vlbias.renamed`) are refused by name, each value is checked against its type
+(:mod:`vlbias.options`), the nested ``statistics`` mapping changes the suite's own default
+:class:`~vlbias.options.StatisticsOptions` field by field, and the dataclass's ``__post_init__`` checks the rules
+between fields. Suites take the object (``CounterBiasSuite(items, data_config, options)``) and check again only
+what needs their data (a lexicon, a gallery's size). ``BIASWORLD_ONLY`` / ``PATH_ONLY`` name the options of one
+data source (:meth:`SuiteOptions.check_source`). This module imports no torch: ``vlbias measure --help`` lists these
+options from here.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import json
 import typing
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import ClassVar, Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Self
 
 import docstring_parser
-from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, NonNegativeInt, OpenUnitInterval, PositiveInt
+from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, NonNegativeInt, PositiveInt
 from jsonargparse.typing import restricted_number_type as _restricted
 
 from vlbias.errors import ConfigError
-from vlbias.options import PositiveUnitInterval, Seed, check_options, describe
+from vlbias.models.catalog import model_capabilities
+from vlbias.options import PositiveUnitInterval, Seed, StatisticsOptions, check_options, describe
+from vlbias.renamed import renamed_hint
 
 Split = Literal["train", "val", "test"]
 Probe = Literal["embed", "match"]
 OnMissing = Literal["skip", "stop"]
 Strategy = Literal["mean_all_masked", "refuse"]  # vlbias.models.masked_words.STRATEGIES
-IntervalMethod = Literal["percentile", "bca"]  # vlbias.metrics.functional.weat.INTERVAL_METHODS
 #: A softmax temperature: logits / T stay finite in float64 for |logit| up to 1e3 (1e-300 overflows).
 Temperature = _restricted("Temperature", float, [(">=", 1e-3), ("<=", 1e3)])
 ImageSize = _restricted("ImageSize", int, [(">=", 32)])
 
+#: Why a suite's statistics field is fixed: no permutation test; percentile intervals only; both.
+NO_PERMUTATION_TEST = "it runs no permutation test"
+PERCENTILE_ONLY = "its intervals are percentile bootstrap intervals"
+PERCENTILE_BOOTSTRAP_ONLY = {
+    "n_permutations": NO_PERMUTATION_TEST,
+    "exact_limit": NO_PERMUTATION_TEST,
+    "interval_method": PERCENTILE_ONLY,
+}
+
 
 @dataclass(frozen=True)
 class SuiteOptions:
-    """The options every suite takes."""
+    """What every suite's options have: the suite's name (``SUITE``), the options of one data source
+    (``BIASWORLD_ONLY``, ``PATH_ONLY``), and a ``statistics`` field, declared last by each suite with the suite's
+    defaults, whose fields listed in ``FIXED_STATISTICS`` (field -> why) the suite does not use or cannot change:
+    those are refused when set away from the suite's default."""
 
+    SUITE: ClassVar[str]
     BIASWORLD_ONLY: ClassVar[tuple[str, ...]] = ()
     PATH_ONLY: ClassVar[tuple[str, ...]] = ()
+    FIXED_STATISTICS: ClassVar[dict[str, str]] = {}
+
+    def __post_init__(self) -> None:
+        default = self.default_statistics()
+        for name, why in self.FIXED_STATISTICS.items():
+            value, fixed = getattr(self.statistics, name), getattr(default, name)
+            if value != fixed:
+                raise ConfigError(
+                    f"Suite {self.SUITE!r} takes no statistics option `{name}` other than {fixed!r} ({why}) but got "
+                    f"{value!r}: remove it."
+                )
+
+    @classmethod
+    def default_statistics(cls) -> StatisticsOptions:
+        """This suite's default statistics."""
+        return cls.__dataclass_fields__["statistics"].default
+
+    def with_statistics(self, **fields: object) -> Self:
+        """These options with the statistics ``fields`` changed (the suite's other statistics kept).
+
+        Example:
+            >>> VLStereoSetOptions().with_statistics(n_bootstrap=200).statistics.n_bootstrap
+            200
+        """
+        return replace(self, statistics=replace(self.statistics, **fields))
+
+    def recorded_statistics(self) -> dict[str, object]:
+        """The statistics fields this suite uses, as recorded in its results' ``config``."""
+        return {
+            field.name: getattr(self.statistics, field.name)
+            for field in dataclasses.fields(StatisticsOptions)
+            if field.name not in self.FIXED_STATISTICS
+        }
+
+    def check_source(self, biasworld: bool) -> None:
+        """Refuse options of the other data source set away from their defaults (those of a data path when the data is
+        BiasWorld, and the other way round); the shipped configs list them at their defaults."""
+        other = self.PATH_ONLY if biasworld else self.BIASWORLD_ONLY
+        defaults = {field.name: field.default for field in dataclasses.fields(self)}
+        misplaced = [name for name in other if getattr(self, name) != defaults[name]]
+        if misplaced:
+            applies = "a data path (not --data biasworld)" if biasworld else "BiasWorld data (--data biasworld)"
+            raise ConfigError(
+                f"Suite {self.SUITE!r} option(s) {misplaced} apply to {applies} only: remove them or set them to their "
+                f"defaults ({', '.join(f'{name}: {defaults[name]!r}' for name in misplaced)})."
+            )
 
     @classmethod
     def with_tiny_models(cls, options: dict) -> dict:
-        """``options`` under ``--tiny``: every model the suite loads besides the measured one is tiny too."""
+        """``options`` (a checked mapping) under ``--tiny``: every model the suite loads besides the measured one is
+        tiny too."""
         return options
+
+
+#: MMBias's tests and rankings per probe, on a data path and on BiasWorld, and BiasWorld's default.
+MMBIAS_EXPERIMENTS: dict[str, tuple[str, ...]] = {
+    "embed": ("cross_modal", "textual", "visual", "zero_shot"),
+    "match": ("itm", "zero_shot"),
+}
+MMBIAS_BIASWORLD_EXPERIMENTS: dict[str, tuple[str, ...]] = {"embed": ("cross_modal", "textual"), "match": ("itm",)}
+MMBIAS_BIASWORLD_DEFAULTS: dict[str, tuple[str, ...]] = {"embed": ("cross_modal",), "match": ("itm",)}
 
 
 @dataclass(frozen=True)
@@ -57,16 +134,15 @@ class MMBiasOptions(SuiteOptions):
         pairs: group pairs to test, e.g. [[Christian, Muslim]]; default the paper's Table 2.
         on_missing_images: run on the images present ("skip") or stop.
         probe: cosine of embeddings ("embed") or ITM probabilities ("match").
-        experiments: which tests: cross_modal, textual, visual, zero_shot (embed) or itm, zero_shot (match).
+        experiments: which tests: cross_modal, textual, visual, zero_shot (embed) or itm, zero_shot (match);
+            default all of the probe's (BiasWorld: cross_modal, or itm).
         top_k: matches kept per attribute set for itm, and words per zero-shot ranking.
-        n_permutations: sampled re-partitions for the p-value (exact when the sets are small).
-        n_bootstrap: bootstrap resamples for the interval.
-        confidence: interval coverage.
-        interval_method: bootstrap interval of the effect sizes, bca (closer to nominal coverage at small sets) or
-            percentile.
         batch_size: images, texts or image-text pairs per forward pass.
+        statistics: permutation tests (p-values; exact when the sets are small) and bootstrap intervals of the
+            effect sizes (bca: closer to nominal coverage at small sets).
     """
 
+    SUITE: ClassVar[str] = "mmbias"
     BIASWORLD_ONLY: ClassVar[tuple[str, ...]] = ("split",)
     PATH_ONLY: ClassVar[tuple[str, ...]] = ("phrases", "images", "valence_images", "pairs", "on_missing_images")
 
@@ -79,11 +155,31 @@ class MMBiasOptions(SuiteOptions):
     probe: Probe = "embed"
     experiments: list[Literal["cross_modal", "textual", "visual", "zero_shot", "itm"]] | None = None
     top_k: PositiveInt = 15
-    n_permutations: PositiveInt = 10_000
-    n_bootstrap: PositiveInt = 1_000
-    confidence: OpenUnitInterval = 0.95
-    interval_method: IntervalMethod = "bca"
     batch_size: PositiveInt = 64
+    statistics: StatisticsOptions = StatisticsOptions(interval_method="bca")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.chosen_experiments(biasworld=False)
+
+    def check_source(self, biasworld: bool) -> None:
+        super().check_source(biasworld)
+        self.chosen_experiments(biasworld)
+
+    def chosen_experiments(self, biasworld: bool) -> tuple[str, ...]:
+        """The experiments to run, each once: ``experiments``, or the probe's default for the data source; refused
+        when one does not fit the probe (and, on BiasWorld, its stimuli)."""
+        allowed = (MMBIAS_BIASWORLD_EXPERIMENTS if biasworld else MMBIAS_EXPERIMENTS)[self.probe]
+        if self.experiments is None:
+            return MMBIAS_BIASWORLD_DEFAULTS[self.probe] if biasworld else allowed
+        wrong = [kind for kind in self.experiments if kind not in allowed]
+        if wrong or not self.experiments:
+            where = " on BiasWorld" if biasworld else ""
+            raise ConfigError(
+                f"Expected suite 'mmbias' option `experiments` to be a non-empty list among {list(allowed)} for probe "
+                f"{self.probe!r}{where} but got {list(self.experiments)!r}."
+            )
+        return tuple(dict.fromkeys(self.experiments))
 
 
 @dataclass(frozen=True)
@@ -93,11 +189,12 @@ class CounterBiasOptions(SuiteOptions):
     Args:
         split: BiasWorld split to measure.
         bias_concepts: the bias concept words; each one's lexicon counterpart must be among them.
-        b0: the bias concept(s) of positive sign in Eq. 7.
+        b0: the bias concept(s) of positive sign in Eq. 7: one word (its counterpart is B1), or with more than two
+            concepts the B0 side, e.g. [man, boy] for [man, woman, boy, girl].
         templates: Table 1 templates to use (default all four).
-        attack: the image attack's options: method, eps, alpha, steps, random_start.
+        attack: the image attack's options: method, eps, alpha, steps, random_start (its seed is the run's seed).
         require_attack_success: skip items whose attack did not make B' the most likely concept.
-        unannotated: skip an image without a gender annotation, or take the model's reading.
+        unannotated: skip an image without a gender annotation, or take the model's reading (argmax P(B | V_f)).
         min_bias_change: smallest |ΔP(B)| for an item to enter a measure.
         target_normalisation: P(T | V) over the concepts or the vocabulary.
         bias_normalisation: P(B | V) over the concepts or the vocabulary.
@@ -107,12 +204,16 @@ class CounterBiasOptions(SuiteOptions):
         batch_size: images attacked and measured together.
         max_rows: most (image, text) rows in one forward pass.
         strategy: multi-piece word strategy.
-        n_bootstrap: bootstrap resamples for the intervals.
-        n_permutations: sign flips for the p-values.
-        confidence: interval coverage.
+        statistics: sign-flip p-values of bias(T) = 0 (every flip when there are at most n_permutations) and
+            percentile bootstrap intervals over each target's images.
     """
 
+    SUITE: ClassVar[str] = "counterbias"
     BIASWORLD_ONLY: ClassVar[tuple[str, ...]] = ("split",)
+    FIXED_STATISTICS: ClassVar[dict[str, str]] = {
+        "exact_limit": "its sign-flip test counts every flip when there are at most n_permutations",
+        "interval_method": PERCENTILE_ONLY,
+    }
 
     split: Split = "test"
     bias_concepts: Sequence[str] = ("man", "woman")
@@ -130,9 +231,22 @@ class CounterBiasOptions(SuiteOptions):
     batch_size: PositiveInt = 32
     max_rows: PositiveInt = 512
     strategy: Strategy = "mean_all_masked"
-    n_bootstrap: PositiveInt = 1000
-    n_permutations: PositiveInt = 10_000
-    confidence: OpenUnitInterval = 0.95
+    statistics: StatisticsOptions = StatisticsOptions()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.templates is not None and not self.templates:
+            raise ConfigError(
+                "Expected suite 'counterbias' option `templates` to name at least one template but got []."
+            )
+        if self.attack:
+            if "seed" in self.attack:
+                raise ConfigError("The attack's seed is the run's `--seed`; do not set `attack.seed`.")
+            from vlbias.counterfactual.image import AttackConfig  # torch: only when an attack option is given
+
+            AttackConfig(**check_options(self.attack, AttackConfig, "attack option"))
+        if self.language_baseline is not None and "model" not in self.language_baseline:
+            raise ConfigError(f"Expected `language_baseline` to name a `model` but got {self.language_baseline!r}.")
 
     @classmethod
     def with_tiny_models(cls, options: dict) -> dict:
@@ -158,13 +272,14 @@ class VLStereoSetOptions(SuiteOptions):
         lexicon: neutral lexicon YAML (default the shipped one).
         shift: compute lmss and vlss.
         blank_size: side of the white image I'.
-        n_bootstrap: bootstrap resamples per interval.
-        confidence: interval coverage.
         batch_size: images per forward pass.
+        statistics: percentile bootstrap intervals of the scores.
     """
 
+    SUITE: ClassVar[str] = "vlstereoset"
     BIASWORLD_ONLY: ClassVar[tuple[str, ...]] = ("split", "template", "unrelated")
     PATH_ONLY: ClassVar[tuple[str, ...]] = ("image_dir",)
+    FIXED_STATISTICS: ClassVar[dict[str, str]] = PERCENTILE_BOOTSTRAP_ONLY
 
     image_dir: str | None = None
     split: Split = "test"
@@ -175,9 +290,12 @@ class VLStereoSetOptions(SuiteOptions):
     lexicon: str | None = None
     shift: bool = True
     blank_size: PositiveInt = 224
-    n_bootstrap: PositiveInt = 1000
-    confidence: OpenUnitInterval = 0.95
     batch_size: PositiveInt = 32
+    statistics: StatisticsOptions = StatisticsOptions()
+
+
+#: WEAT's grounded experiments (Ross et al., 2021, Sec. 4.1-4.3).
+WEAT_EXPERIMENTS = ("1", "2", "3_congruence", "3_mask_text", "3_mask_image")
 
 
 @dataclass(frozen=True)
@@ -191,16 +309,15 @@ class WEATOptions(SuiteOptions):
         pooling: model (the model's own sentence pooling: sentence_bert's checkpoint pooling, else cls), cls or
             mean, for word/sentence embeddings from token states.
         source: token_states, or embed (for EMBED models such as clip).
-        experiments: grounded experiments to run.
+        experiments: grounded experiments to run; default all but 3_mask_image, added with person_object_ids.
         person_object_ids: detector class ids of people, for 3_mask_image.
-        n_permutations: sampled re-partitions for the p-values (default exact where feasible).
-        n_bootstrap: bootstrap resamples for the intervals.
-        confidence: interval coverage.
-        interval_method: bootstrap interval of the effect sizes, bca (closer to nominal coverage at small sets) or
-            percentile.
         batch_size: stimuli per forward pass.
+        statistics: permutation tests of every row (exact_limit: re-partitions of X ∪ Y counted exactly; the
+            3_congruence sign-flip test counts up to 2^24 sign vectors exactly) and bootstrap intervals of the effect
+            sizes (bca: closer to nominal coverage at small sets).
     """
 
+    SUITE: ClassVar[str] = "weat"
     PATH_ONLY: ClassVar[tuple[str, ...]] = ("images",)
 
     images: str | None = None
@@ -210,11 +327,24 @@ class WEATOptions(SuiteOptions):
     source: Literal["token_states", "embed"] = "token_states"
     experiments: list[Literal["1", "2", "3_congruence", "3_mask_text", "3_mask_image"]] | None = None
     person_object_ids: Sequence[NonNegativeInt] = ()
-    n_permutations: PositiveInt | None = None
-    n_bootstrap: PositiveInt = 1_000
-    confidence: OpenUnitInterval = 0.95
-    interval_method: IntervalMethod = "bca"
     batch_size: PositiveInt = 32
+    #: 99,999 re-partitions: with the observed one, May et al.'s 100,000 samples.
+    statistics: StatisticsOptions = StatisticsOptions(n_permutations=99_999, interval_method="bca")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.source == "embed" and self.embedding == "contextual":
+            raise ConfigError("Option `embedding='contextual'` needs token states; `source='embed'` has none.")
+        if "3_mask_image" in self.chosen_experiments() and not self.person_object_ids:
+            raise ConfigError(
+                "Experiment '3_mask_image' needs option `person_object_ids` (detector class ids of people)."
+            )
+
+    def chosen_experiments(self) -> list[str]:
+        """``experiments``, or by default every experiment but ``3_mask_image`` (added with ``person_object_ids``)."""
+        if self.experiments is not None:
+            return [str(experiment) for experiment in self.experiments]
+        return [e for e in WEAT_EXPERIMENTS if e != "3_mask_image" or self.person_object_ids]
 
 
 @dataclass(frozen=True)
@@ -226,16 +356,18 @@ class EntityAssociationOptions(SuiteOptions):
         split: BiasWorld split to measure.
         text_model: registered FILL_MASK model giving P_L.
         text_checkpoint: its weights (hub id or local directory).
-        text_tiny: a tiny random text model instead (always so under --tiny).
+        text_tiny: a tiny random text model instead, built with the measured model's tokenizer (always so under
+            --tiny).
         text_options: the text model's own loading options.
         strategy: multi-piece entity strategy.
         batch_size: units per forward pass.
-        n_bootstrap: bootstrap resamples for the intervals.
-        confidence: interval coverage.
+        statistics: percentile bootstrap intervals of B_L and B_V (images resampled).
     """
 
+    SUITE: ClassVar[str] = "entity_association"
     BIASWORLD_ONLY: ClassVar[tuple[str, ...]] = ("split",)
     PATH_ONLY: ClassVar[tuple[str, ...]] = ("spec",)
+    FIXED_STATISTICS: ClassVar[dict[str, str]] = PERCENTILE_BOOTSTRAP_ONLY
 
     spec: str | None = None
     split: Split = "test"
@@ -245,8 +377,18 @@ class EntityAssociationOptions(SuiteOptions):
     text_options: dict | None = None
     strategy: Strategy = "mean_all_masked"
     batch_size: PositiveInt = 16
-    n_bootstrap: PositiveInt = 1000
-    confidence: OpenUnitInterval = 0.95
+    statistics: StatisticsOptions = StatisticsOptions()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if "fill_mask" not in model_capabilities(self.text_model):
+            raise ConfigError(
+                f"Suite option `text_model` must be a model with capability 'fill_mask' but {self.text_model!r} lacks it."
+            )
+        if not self.text_tiny and self.text_checkpoint is None:
+            raise ConfigError(
+                "Suite option `text_checkpoint` (e.g. 'bert-base-uncased') or `text_tiny: true` is needed for P_L."
+            )
 
     @classmethod
     def with_tiny_models(cls, options: dict) -> dict:
@@ -270,14 +412,15 @@ class RetrievalBiasOptions(SuiteOptions):
         verify_images: decode every image up front.
         cache_dir: the datasets cache of the parsed caption file.
         k: the cut-off K, or several.
-        n_bootstrap: bootstrap resamples of the queries for the intervals.
-        confidence: interval coverage.
         eps: smoothing inside the skews' log (0: Geyik et al.'s formula).
         batch_size: images or queries per forward pass.
+        statistics: percentile bootstrap intervals, resampling the queries.
     """
 
+    SUITE: ClassVar[str] = "retrieval_bias"
     BIASWORLD_ONLY: ClassVar[tuple[str, ...]] = ("queries_from",)
     PATH_ONLY: ClassVar[tuple[str, ...]] = ("image_root", "prompts", "gender_words", "verify_images", "cache_dir")
+    FIXED_STATISTICS: ClassVar[dict[str, str]] = PERCENTILE_BOOTSTRAP_ONLY
 
     split: Split = "test"
     queries_from: Literal["activities", "captions"] = "activities"
@@ -288,10 +431,25 @@ class RetrievalBiasOptions(SuiteOptions):
     verify_images: bool = False
     cache_dir: str | None = None
     k: PositiveInt | list[PositiveInt] = 10
-    n_bootstrap: PositiveInt = 1_000
-    confidence: OpenUnitInterval = 0.95
     eps: NonNegativeFloat = 1e-4
     batch_size: PositiveInt = 64
+    statistics: StatisticsOptions = StatisticsOptions()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.k, list) and not self.k:
+            raise ConfigError("Expected `k` to be a positive integer or a non-empty list of them but got []")
+        prompts = self.prompts
+        if prompts is not None:
+            grouped = prompts if isinstance(prompts, dict) else {"prompts": prompts}
+            if not grouped or any(isinstance(texts, str) or not texts for texts in grouped.values()):
+                raise ConfigError(
+                    f"Expected `prompts` to be a non-empty list of texts or {{group: [texts]}} but got {prompts!r}"
+                )
+
+    def cut_offs(self) -> tuple[int, ...]:
+        """The cut-offs K, sorted, each once."""
+        return tuple(sorted({int(value) for value in ([self.k] if isinstance(self.k, int) else self.k)}))
 
 
 @dataclass(frozen=True)
@@ -319,55 +477,116 @@ class BiasWorldOptions:
 
 #: suite name -> its options; one line per suite of :mod:`vlbias.suites.registry`.
 SUITE_OPTIONS: dict[str, type[SuiteOptions]] = {
-    "counterbias": CounterBiasOptions,
-    "entity_association": EntityAssociationOptions,
-    "mmbias": MMBiasOptions,
-    "retrieval_bias": RetrievalBiasOptions,
-    "vlstereoset": VLStereoSetOptions,
-    "weat": WEATOptions,
+    declaration.SUITE: declaration
+    for declaration in (
+        CounterBiasOptions,
+        EntityAssociationOptions,
+        MMBiasOptions,
+        RetrievalBiasOptions,
+        VLStereoSetOptions,
+        WEATOptions,
+    )
 }
 
 
-def check_suite_options(suite: str, options: dict | None, biasworld: bool, tiny: bool = False) -> dict:
-    """``options`` of ``suite`` checked against its declaration (those of BiasWorld data when ``biasworld``, else
-    those of a data path; the other source's are dropped when left at their defaults, as the shipped configs
-    list them, else refused), converted to their types, and with :meth:`SuiteOptions.with_tiny_models` under
-    ``tiny``.
+def is_biasworld(data: object) -> bool:
+    """Whether ``data`` names BiasWorld (``"biasworld"``) or is a world, not a path in a suite's public format."""
+    return not isinstance(data, str | Path) or str(data) == "biasworld"
+
+
+def suite_options_class(suite: str) -> type[SuiteOptions]:
+    """The options declaration of ``suite``; an unknown suite is refused with the known ones."""
+    if suite not in SUITE_OPTIONS:
+        raise ConfigError(f"Unknown suite {suite!r}; expected one of: {', '.join(sorted(SUITE_OPTIONS))}.")
+    return SUITE_OPTIONS[suite]
+
+
+def check_suite_options(suite: str, options: Mapping[str, Any] | None, tiny: bool = False) -> SuiteOptions:
+    """``options`` of ``suite`` (a user's mapping) checked against the suite's declaration and turned into its options
+    object (the nested ``statistics`` mapping over the suite's default statistics), with
+    :meth:`SuiteOptions.with_tiny_models` under ``tiny``. Refused, with one line: an unknown key (with the closest
+    accepted ones, nested statistics fields included), a key that moved (naming its new place), a value of the
+    wrong type or range, a statistics field the suite does not use, a broken rule between fields.
 
     Example:
-        >>> check_suite_options("mmbias", {"n_permutation": 100}, biasworld=True)
+        >>> check_suite_options("mmbias", {"n_permutations": 100})
         Traceback (most recent call last):
-        vlbias.errors.ConfigError: Unknown suite 'mmbias' option `n_permutation`; did you mean `n_permutations`? Accepted: split, probe, experiments, top_k, n_permutations, n_bootstrap, confidence, interval_method, batch_size.
+        vlbias.errors.ConfigError: Suite 'mmbias' option `n_permutations` moved to `statistics.n_permutations`: write {statistics: {n_permutations: 100}}.
+        >>> check_suite_options("vlstereoset", {"statistics": {"n_bootstrap": 200}}).statistics.n_bootstrap
+        200
     """
-    declaration = SUITE_OPTIONS.get(suite)
-    if declaration is None:
-        raise ConfigError(f"Unknown suite {suite!r}; expected one of: {', '.join(sorted(SUITE_OPTIONS))}.")
-    other_source = declaration.PATH_ONLY if biasworld else declaration.BIASWORLD_ONLY
-    if isinstance(options, dict):  # the other source's options are refused, unless left at their defaults
-        defaults = {field.name: field.default for field in dataclasses.fields(declaration)}
-        misplaced = sorted(name for name in set(options) & set(other_source) if options[name] != defaults[name])
-        if misplaced:
-            applies = "a data path (not --data biasworld)" if biasworld else "BiasWorld data (--data biasworld)"
-            raise ConfigError(
-                f"Suite {suite!r} option(s) {misplaced} apply to {applies} only: remove them or set them to their "
-                f"defaults ({', '.join(f'{name}: {defaults[name]!r}' for name in misplaced)})."
-            )
-        options = {name: value for name, value in options.items() if name not in other_source}
-    checked = check_options(options, declaration, f"suite {suite!r} option", skip=other_source)
-    return declaration.with_tiny_models(checked) if tiny else checked
+    declaration = suite_options_class(suite)
+    if not isinstance(options, Mapping | None):
+        raise ConfigError(f"Expected the suite {suite!r} options as a mapping {{name: value}} but got {options!r}.")
+    options = dict(options or {})
+    accepted = [field.name for field in dataclasses.fields(declaration)]
+    for name in options:
+        if name not in accepted:
+            _refuse_unknown(suite, name, options[name], accepted)
+    statistics = options.pop("statistics", None)
+    checked = check_options(options, declaration, f"suite {suite!r} option")
+    if tiny:
+        checked = declaration.with_tiny_models(checked)
+    return declaration(**checked, statistics=_statistics(suite, declaration, statistics))
+
+
+def _refuse_unknown(suite: str, name: object, value: object, accepted: list[str]) -> None:
+    moved = renamed_hint(f"suite_options.{name}")
+    if moved is not None:
+        new = moved.removeprefix("suite_options.")
+        example = json.dumps(value, default=str)
+        for part in reversed(new.split(".")):
+            example = f"{{{part}: {example}}}"
+        raise ConfigError(f"Suite {suite!r} option `{name}` moved to `{new}`: write {example}.")
+    candidates = accepted + [f"statistics.{field.name}" for field in dataclasses.fields(StatisticsOptions)]
+    close = difflib.get_close_matches(str(name), candidates, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(f'`{c}`' for c in close)}?" if close else "."
+    raise ConfigError(f"Unknown suite {suite!r} option `{name}`{hint} Accepted: {', '.join(accepted)}.")
+
+
+def _statistics(suite: str, declaration: type[SuiteOptions], given: object) -> StatisticsOptions:
+    """The suite's default statistics with the fields ``given`` (a mapping, checked) changed."""
+    default = declaration.default_statistics()
+    if given is None:
+        return default
+    return replace(default, **check_options(given, StatisticsOptions, f"suite {suite!r} statistics option"))
+
+
+def with_statistics_preset(suite: str, options: Mapping[str, Any], preset: Mapping[str, object]) -> dict[str, Any]:
+    """``options`` of ``suite`` (a mapping) with the ``preset`` statistics fields the suite uses (it leaves out the
+    others, e.g. ``n_permutations`` for a suite without a permutation test) under the options' own ``statistics``.
+
+    Example:
+        >>> with_statistics_preset("vlstereoset", {"statistics": {"n_bootstrap": 50}},
+        ...                        {"n_permutations": 1000, "n_bootstrap": 200, "confidence": 0.9})
+        {'statistics': {'n_bootstrap': 50, 'confidence': 0.9}}
+    """
+    fixed = suite_options_class(suite).FIXED_STATISTICS
+    used = {name: value for name, value in preset.items() if name not in fixed}
+    given = options.get("statistics") or {}
+    if not isinstance(given, Mapping):  # refused by the check, as given
+        return dict(options)
+    return {**options, "statistics": {**used, **given}}
 
 
 def options_help(declaration: type) -> list[tuple[str, str]]:
-    """``[(name, "doc; accepts ... (default ...)"), ...]`` of a declaration's fields, for ``--help``."""
+    """``[(name, "doc Accepts ... (default ...)."), ...]`` of a declaration's fields, for ``--help``; a suite's
+    ``statistics`` as one line per field it uses (``statistics.n_bootstrap``), with the suite's defaults."""
+    lines = []
+    for field in dataclasses.fields(declaration):
+        if field.name != "statistics":
+            lines.append((field.name, _help(declaration, field.name, field.default)))
+            continue
+        for nested in dataclasses.fields(StatisticsOptions):
+            if nested.name not in declaration.FIXED_STATISTICS:
+                text = _help(StatisticsOptions, nested.name, getattr(field.default, nested.name))
+                lines.append((f"statistics.{nested.name}", text))
+    return lines
+
+
+def _help(declaration: type, name: str, default: object) -> str:
     docs = {param.arg_name: param.description for param in docstring_parser.parse(declaration.__doc__).params}
-    hints = typing.get_type_hints(declaration)
-    sources = {name: " BiasWorld only." for name in getattr(declaration, "BIASWORLD_ONLY", ())}
-    sources |= {name: " Data path only." for name in getattr(declaration, "PATH_ONLY", ())}
-    return [
-        (
-            field.name,
-            f"{docs.get(field.name, '')} Accepts {describe(hints[field.name])} (default {field.default!r})."
-            + sources.get(field.name, ""),
-        )
-        for field in dataclasses.fields(declaration)
-    ]
+    kind = typing.get_type_hints(declaration)[name]
+    source = {name: " BiasWorld only." for name in getattr(declaration, "BIASWORLD_ONLY", ())}
+    source |= {name: " Data path only." for name in getattr(declaration, "PATH_ONLY", ())}
+    return f"{docs.get(name, '')} Accepts {describe(kind)} (default {default!r}).{source.get(name, '')}"

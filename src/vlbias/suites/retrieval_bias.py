@@ -48,10 +48,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import torch
-from jsonargparse.typing import NonNegativeFloat, OpenUnitInterval, PositiveInt
 from torch import Tensor
 
 from vlbias.counterfactual.neutralise import NeutralLexicon
@@ -60,11 +59,12 @@ from vlbias.data.captions import read_captions
 from vlbias.data.retrieval_bias import GENDERS, LABELS, GenderWords, Query, annotate, caption_queries
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics import RankingBias
-from vlbias.metrics.functional.ranking_bias import DEFAULT_EPS, STATISTICS, top_attributes
+from vlbias.metrics.functional.ranking_bias import STATISTICS, top_attributes
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, UnseenText, unseen_by
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+from vlbias.suites.options import RetrievalBiasOptions
 
 if TYPE_CHECKING:
     from torchmetrics import Metric
@@ -102,13 +102,9 @@ def biasworld_queries(
 
 
 def prompt_queries(prompts: Sequence[str] | dict[str, Sequence[str]], words: GenderWords) -> list[Query]:
-    """``prompts`` as queries: a list (group ``prompts``) or ``{group: [prompts]}``; a prompt that names a gender
-    is refused."""
+    """``prompts`` as queries: a list (group ``prompts``) or ``{group: [prompts]}`` (non-empty, as
+    :class:`~vlbias.suites.options.RetrievalBiasOptions` checks); a prompt that names a gender is refused."""
     grouped = prompts if isinstance(prompts, dict) else {"prompts": prompts}
-    if not grouped or any(isinstance(texts, str) or not texts for texts in grouped.values()):
-        raise ConfigError(
-            f"Expected `prompts` to be a non-empty list of texts or {{group: [texts]}} but got {prompts!r}"
-        )
     queries = [Query(text, str(group), text) for group, texts in grouped.items() for text in dict.fromkeys(texts)]
     gendered = [(query.text, words.found(query.text)) for query in queries if words.found(query.text)]
     if gendered:
@@ -119,23 +115,14 @@ def prompt_queries(prompts: Sequence[str] | dict[str, Sequence[str]], words: Gen
     return queries
 
 
-def _check_positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"Expected `{name}` to be a positive integer but got {value!r}")
-    return int(value)
-
-
-def _cut_offs(k: int | Sequence[int], gallery: Gallery, data: object) -> tuple[int, ...]:
-    values = [k] if isinstance(k, int) else list(k)
-    if not values:
-        raise ConfigError("Expected `k` to be a positive integer or a non-empty list of them but got []")
-    for value in values:
-        _check_positive_int("k", value)
-        if value > len(gallery):
-            raise ConfigError(
-                f"Expected `k` to be at most the gallery size, {len(gallery)} annotated images of {data}, but got {value}"
-            )
-    return tuple(sorted({int(value) for value in values}))
+def _cut_offs(options: RetrievalBiasOptions, gallery: Gallery, data: object) -> tuple[int, ...]:
+    """The options' cut-offs K, each at most the gallery's size."""
+    ks = options.cut_offs()
+    if ks[-1] > len(gallery):
+        raise ConfigError(
+            f"Expected `k` to be at most the gallery size, {len(gallery)} annotated images of {data}, but got {ks[-1]}"
+        )
+    return ks
 
 
 class RetrievalBiasSuite(Suite):
@@ -145,13 +132,9 @@ class RetrievalBiasSuite(Suite):
         queries: the gender-neutral queries (the stimuli), each in a group.
         gallery: the annotated images every query ranks.
         data_config: how the stimuli were made (recorded in results).
+        options: the suite's options (:class:`~vlbias.suites.options.RetrievalBiasOptions`); each cut-off K is
+            checked here against the gallery's size.
         skipped: captions and images already known not to be used, with reasons.
-        k: the cut-off K, or several.
-        n_bootstrap: bootstrap resamples of the queries for the intervals.
-        confidence: coverage of the intervals.
-        eps: smoothing inside the skews' log (``0``: Geyik et al.'s formula, MinSkew is -inf when a gender is
-            absent from the top K).
-        batch_size: images or queries per forward pass.
     """
 
     name = "retrieval_bias"
@@ -163,12 +146,8 @@ class RetrievalBiasSuite(Suite):
         queries: list[Query],
         gallery: Gallery,
         data_config: dict[str, object],
+        options: RetrievalBiasOptions,
         skipped: list[dict[str, str]] | None = None,
-        k: PositiveInt | list[PositiveInt] = 10,
-        n_bootstrap: PositiveInt = 1_000,
-        confidence: OpenUnitInterval = 0.95,
-        eps: NonNegativeFloat = DEFAULT_EPS,
-        batch_size: PositiveInt = 64,
     ) -> None:
         data = data_config.get("data", "the data")
         if not len(gallery):
@@ -179,35 +158,18 @@ class RetrievalBiasSuite(Suite):
         wrong = sorted(set(gallery.attributes) - set(GENDERS))
         if wrong:
             raise ConfigError(f"Expected gallery attributes among {list(GENDERS)} but got {wrong}")
-        self.ks = _cut_offs(k, gallery, data)
-        if not 0 < confidence < 1:
-            raise ConfigError(f"Expected `confidence` to be in (0, 1) but got {confidence!r}")
-        if not eps >= 0:
-            raise ConfigError(f"Expected `eps` to be a non-negative number but got {eps!r}")
-        self.batch_size = _check_positive_int("batch_size", batch_size)
-        self.queries, self.gallery, self.data_config = queries, gallery, data_config
+        self.ks = _cut_offs(options, gallery, data)
+        self.queries, self.gallery, self.data_config, self.options = queries, gallery, data_config, options
         self.skipped = skipped or []
         self.groups = list(dict.fromkeys(query.group for query in queries))  # in order of first appearance
-        self.n_bootstrap = _check_positive_int("n_bootstrap", n_bootstrap)
-        self.confidence, self.eps = float(confidence), float(eps)
 
     @classmethod
-    def from_biasworld(
-        cls,
-        world: BiasWorld,
-        split: Literal["train", "val", "test"] = "test",
-        queries_from: Literal["activities", "captions"] = "activities",
-        lexicon: str | None = None,
-        **options,
-    ) -> RetrievalBiasSuite:
+    def from_biasworld(cls, world: BiasWorld, options: RetrievalBiasOptions) -> RetrievalBiasSuite:
         """The images of ``split`` with their ground-truth group, ranked for the neutral phrases of every
         activity (``queries_from="activities"``) or the split's captions neutralised with ``lexicon`` (a
         :class:`~vlbias.counterfactual.neutralise.NeutralLexicon` file; ``None``: the shipped one)."""
-        if queries_from not in ("activities", "captions"):
-            raise ConfigError(
-                f"Expected `queries_from` to be one of ['activities', 'captions'] but got {queries_from!r}"
-            )
-        neutral = NeutralLexicon.load(lexicon)
+        split, queries_from = options.split, options.queries_from
+        neutral = NeutralLexicon.load(options.lexicon)
         found, repeats = biasworld_queries(world, split, queries_from, neutral)
         items = world.items(split)
         gallery = Gallery(
@@ -222,31 +184,22 @@ class RetrievalBiasSuite(Suite):
             **_label_counts(gallery.attributes),
             **world.config,
         }
-        return cls(found, gallery, config, **options)
+        return cls(found, gallery, config, options)
 
     @classmethod
-    def from_path(
-        cls,
-        path: Path,
-        split: Literal["train", "val", "test"] = "test",
-        image_root: str | None = None,
-        prompts: list[str] | dict[str, list[str]] | None = None,
-        lexicon: str | None = None,
-        gender_words: str | None = None,
-        verify_images: bool = False,
-        cache_dir: str | None = None,
-        **options,
-    ) -> RetrievalBiasSuite:
+    def from_path(cls, path: Path, options: RetrievalBiasOptions) -> RetrievalBiasSuite:
         """``split`` of a Karpathy or ALBEF/LAVIS caption file (:func:`~vlbias.data.captions.read_captions`),
         images under ``image_root`` (``None``: the file's folder), each annotated by the gender words of its
         own captions (``gender_words``: a swap lexicon file whose pairs read [men's word, women's word];
         ``None``: the shipped one). Queries: ``prompts`` when given, else the split's gendered captions
         neutralised with ``lexicon`` (``None``: the shipped neutral lexicon). ``verify_images`` decodes every
         image up front; ``cache_dir`` is the ``datasets`` cache of the parsed file."""
-        path = Path(path)
-        words, neutral = GenderWords.load(gender_words), NeutralLexicon.load(lexicon)
-        root = path.parent if image_root is None else Path(image_root)
-        corpus = read_captions(path, split, root, verify_images=verify_images, cache_dir=cache_dir).retrieval()
+        path, split, prompts = Path(path), options.split, options.prompts
+        words, neutral = GenderWords.load(options.gender_words), NeutralLexicon.load(options.lexicon)
+        root = path.parent if options.image_root is None else Path(options.image_root)
+        corpus = read_captions(
+            path, split, root, verify_images=options.verify_images, cache_dir=options.cache_dir
+        ).retrieval()
         labels = [annotate([corpus.captions[c] for c in captions], words) for captions in corpus.image_to_captions]
         annotated = [i for i, label in enumerate(labels) if label in GENDERS]
         gallery = Gallery(
@@ -272,7 +225,7 @@ class RetrievalBiasSuite(Suite):
             "n_repeated_queries": repeats,
             **_label_counts(labels),
         }
-        return cls(queries, gallery, config, skipped, **options)
+        return cls(queries, gallery, config, options, skipped)
 
     def stimuli(self) -> list[Query]:
         return self.queries
@@ -288,10 +241,9 @@ class RetrievalBiasSuite(Suite):
             "groups": self.groups,
             "n_queries": len(self.queries),
             "n_gallery": len(self.gallery),
-            "n_bootstrap": self.n_bootstrap,
-            "confidence": self.confidence,
-            "eps": self.eps,
-            "batch_size": self.batch_size,
+            "eps": self.options.eps,
+            "batch_size": self.options.batch_size,
+            "statistics": self.options.recorded_statistics(),
         }
 
 
@@ -320,7 +272,9 @@ class _RetrievalBiasMeasurement(Measurement):
                 f"`k` = {suite.ks[-1]}: {self.gallery_skipped[:3]}"
             )
         self.attributes = torch.tensor([GENDERS.index(suite.gallery.attributes[i]) for i in kept])  # (N',)
-        options = {"n_bootstrap": suite.n_bootstrap, "confidence": suite.confidence, "eps": suite.eps, "seed": seed}
+        statistics = suite.options.statistics
+        options = {"n_bootstrap": statistics.n_bootstrap, "confidence": statistics.confidence, "seed": seed}
+        options["eps"] = suite.options.eps
         self.ranking = {
             (k, scope): RankingBias(k=k, sync_on_compute=False, **options)
             for k in suite.ks

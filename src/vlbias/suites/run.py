@@ -1,6 +1,7 @@
-"""Running a suite: build it from a name and data, measure one adapter over this rank's shard, wrap the
-numbers in :class:`~vlbias.results.Results`. ``vlbias measure`` and
-:class:`~vlbias.callbacks.BiasSuiteCallback` both come here.
+"""Running a suite: build it from its checked options (:func:`~vlbias.suites.options.check_suite_options`) and
+data, measure one adapter over this rank's shard (:func:`measure_suite`), wrap the numbers in
+:class:`~vlbias.results.Results`. ``vlbias measure``, ``vlbias audit`` and :class:`~vlbias.callbacks.BiasSuiteCallback`
+all come here.
 
 Under ``torch.distributed`` (a DDP trainer, or any initialised process group) every rank measures its own
 shard of :meth:`Suite.stimuli` and all ranks return the same output, equal to a one-process run up to the
@@ -27,28 +28,21 @@ from vlbias.models.base import ModelAdapter, require_capability
 from vlbias.options import check_options
 from vlbias.results import Results
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
-from vlbias.suites.options import BiasWorldOptions, check_suite_options
+from vlbias.suites.options import BiasWorldOptions, SuiteOptions, is_biasworld
 from vlbias.suites.registry import suite_class
 
 if TYPE_CHECKING:
     from vlbias.data.biasworld import BiasWorld
 
 
-def build_suite(
-    name: str,
-    data: str | Path | BiasWorld,
-    options: dict | None = None,
-    biasworld: dict | None = None,
-    tiny: bool = False,
-) -> Suite:
-    """Suite ``name`` over ``data``: ``"biasworld"`` (built from ``biasworld`` options), a
-    :class:`~vlbias.data.biasworld.BiasWorld`, or a directory or file in the suite's public format.
-
-    ``options`` and ``biasworld`` are checked against their declarations (:mod:`vlbias.suites.options`) before
-    any data is read; ``tiny``: every model the suite loads besides the measured one is tiny too."""
-    from_world = str(data) == "biasworld" or not isinstance(data, (str, Path))
-    options = check_suite_options(name, options, biasworld=from_world, tiny=tiny)
-    cls = suite_class(name)
+def build_suite(options: SuiteOptions, data: str | Path | BiasWorld, biasworld: dict | None = None) -> Suite:
+    """The suite of ``options`` (checked by :func:`~vlbias.suites.options.check_suite_options`) over ``data``:
+    ``"biasworld"`` (a world built from the ``biasworld`` options, checked here), a
+    :class:`~vlbias.data.biasworld.BiasWorld`, or a directory or file in the suite's public format. Options of the
+    other data source are refused (:meth:`~vlbias.suites.options.SuiteOptions.check_source`) before any data is read."""
+    from_world = is_biasworld(data)
+    options.check_source(biasworld=from_world)
+    cls = suite_class(options.SUITE)
     if from_world:
         from vlbias.data.biasworld import BiasWorld
 
@@ -56,13 +50,14 @@ def build_suite(
             world = data
         else:
             world = BiasWorld(**check_options(biasworld, BiasWorldOptions, "BiasWorld option"))
-        return cls.from_biasworld(world, **options)
+        return cls.from_biasworld(world, options)
     path = Path(data)
     if not path.exists():
         raise ConfigError(
-            f"Data path {str(path)!r} does not exist; expected a directory or file in the {name!r} format or 'biasworld'."
+            f"Data path {str(path)!r} does not exist; expected a directory or file in the {options.SUITE!r} format or "
+            "'biasworld'."
         )
-    return cls.from_path(path, **options)
+    return cls.from_path(path, options)
 
 
 PROBED = "stimuli_probed/rank"  # the count of stimuli each rank probed, in ``Gathered.counts``
@@ -166,7 +161,7 @@ def run_suite(
     """Run ``suite`` on ``adapter`` (refusing a model without the suite's capability before any compute)
     and wrap its output in :class:`Results`, with the item table."""
     require_capability(adapter, suite.capability, suite.name, suite.capability_hint)
-    output = suite.run(adapter, seed=seed)
+    output = measure_suite(suite, adapter, seed=seed)
     results = Results(
         suite=suite.name,
         model=model,

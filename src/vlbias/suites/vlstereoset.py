@@ -51,7 +51,6 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
-from jsonargparse.typing import OpenUnitInterval, PositiveInt
 from PIL import Image
 from torch import Tensor
 
@@ -71,9 +70,8 @@ from vlbias.metrics.vlstereoset import VLStereoSetScores, VLStereoSetShift
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, UnseenText, unseen_by
-from vlbias.options import check_value
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
-from vlbias.suites.options import Probe, Temperature
+from vlbias.suites.options import VLStereoSetOptions
 
 if TYPE_CHECKING:
     from torchmetrics import Metric
@@ -208,16 +206,10 @@ class VLStereoSetSuite(Suite):
     Args:
         items: the probe items.
         data_config: how the stimuli were made (recorded in results).
+        options: the suite's options (:class:`~vlbias.suites.options.VLStereoSetOptions`); ``probe`` is the model
+            capability used, and the temperature defaults to 1 for ``match`` and 0.01 for ``embed`` (see the module
+            docstring).
         skipped: items already skipped while reading the data.
-        probe: ``"embed"`` (cosine similarities) or ``"match"`` (ITM logits); the model capability used.
-        temperature: softmax temperature of the saved probabilities and of lmss/vlss; default 1 for
-            ``match`` and 0.01 for ``embed`` (see the module docstring).
-        lexicon: path of a neutral lexicon YAML; default the one shipped with the package.
-        shift: compute lmss and vlss.
-        blank_size: side of the white image ``I'``.
-        n_bootstrap: bootstrap resamples per interval.
-        confidence: interval coverage.
-        batch_size: images per forward pass.
     """
 
     name = "vlstereoset"
@@ -227,57 +219,36 @@ class VLStereoSetSuite(Suite):
         self,
         items: list[ProbeItem],
         data_config: dict[str, object],
+        options: VLStereoSetOptions,
         skipped: list[dict[str, str]] | None = None,
-        probe: Probe = "embed",
-        temperature: Temperature | None = None,
-        lexicon: str | None = None,
-        shift: bool = True,
-        blank_size: PositiveInt = 224,
-        n_bootstrap: PositiveInt = 1000,
-        confidence: OpenUnitInterval = 0.95,
-        batch_size: PositiveInt = 32,
     ) -> None:
-        if probe not in ("embed", "match"):
-            raise ConfigError(f"Expected suite option `probe` to be 'embed' or 'match' but got {probe!r}.")
-        self.capability = Capability(probe)
-        temperature = check_value("temperature", temperature, Temperature | None, "suite option")
+        self.items, self.data_config, self.options, self.skipped = items, data_config, options, list(skipped or [])
+        self.capability = Capability(options.probe)
+        temperature = options.temperature
         self.temperature = DEFAULT_TEMPERATURE[self.capability] if temperature is None else temperature
-        for option, value in (("blank_size", blank_size), ("batch_size", batch_size)):
-            if not (isinstance(value, int) and value >= 1):
-                raise ConfigError(f"Expected suite option `{option}` to be an integer >= 1 but got {value!r}.")
-        self.items, self.data_config, self.skipped = items, data_config, list(skipped or [])
-        self.lexicon_path, self.lexicon = lexicon, NeutralLexicon.load(lexicon)
-        self.shift, self.blank_size = shift, blank_size
-        self.n_bootstrap, self.confidence, self.batch_size = n_bootstrap, confidence, batch_size
-        VLStereoSetScores(n_bootstrap=n_bootstrap, confidence=confidence)  # checks the options before any compute
+        self.lexicon = NeutralLexicon.load(options.lexicon)
 
     @classmethod
-    def from_path(cls, path: Path, image_dir: str | None = None, **options) -> VLStereoSetSuite:
+    def from_path(cls, path: Path, options: VLStereoSetOptions) -> VLStereoSetSuite:
         """Items of ``path`` (a directory holding ``VLStereoSet.csv``, or the CSV itself) with images in
         ``image_dir`` (default: ``images/`` beside the CSV), named by :func:`~vlbias.data.vlstereoset.image_name`."""
         path = Path(path)
         csv_path = path / CSV_NAME if path.is_dir() else path
-        images = Path(image_dir) if image_dir is not None else csv_path.parent / "images"
+        images = Path(options.image_dir) if options.image_dir is not None else csv_path.parent / "images"
         if not images.is_dir():
             raise InputError(
                 f"VLStereoSet image folder {str(images)!r} does not exist; fetch the images with scripts/fetch_vlstereoset_images.py or pass the suite option `image_dir`."
             )
         items, skipped = csv_items(csv_path, images)
-        return cls(items, {"data": "csv", "csv": str(csv_path), "image_dir": str(images)}, skipped=skipped, **options)
+        return cls(items, {"data": "csv", "csv": str(csv_path), "image_dir": str(images)}, options, skipped)
 
     @classmethod
-    def from_biasworld(
-        cls,
-        world: BiasWorld,
-        split: str = "test",
-        template: str = "the {group} is {activity}.",
-        unrelated: str = "photo",
-        **options,
-    ) -> VLStereoSetSuite:
+    def from_biasworld(cls, world: BiasWorld, options: VLStereoSetOptions) -> VLStereoSetSuite:
         """Items of BiasWorld's ``split`` built by :func:`biasworld_items`."""
+        split, template, unrelated = options.split, options.template, options.unrelated
         items = biasworld_items(world, split, template, unrelated)
         config = {"data": "biasworld", "split": split, "template": template, "unrelated": unrelated, **world.config}
-        return cls(items, config, **options)
+        return cls(items, config, options)
 
     @property
     def config(self) -> dict[str, object]:
@@ -285,11 +256,10 @@ class VLStereoSetSuite(Suite):
             "data": self.data_config,
             "probe": self.capability.value,
             "temperature": self.temperature,
-            "lexicon": self.lexicon_path or self.lexicon.source,
-            "shift": self.shift,
-            "blank_size": self.blank_size,
-            "n_bootstrap": self.n_bootstrap,
-            "confidence": self.confidence,
+            "lexicon": self.options.lexicon or self.lexicon.source,
+            "shift": self.options.shift,
+            "blank_size": self.options.blank_size,
+            "statistics": self.options.recorded_statistics(),
         }
 
     def stimuli(self) -> list[ProbeItem]:
@@ -331,8 +301,8 @@ class VLStereoSetMeasurement(Measurement):
         super().__init__()
         self.suite, self.adapter = suite, adapter
         options = {
-            "n_bootstrap": suite.n_bootstrap,
-            "confidence": suite.confidence,
+            "n_bootstrap": suite.options.statistics.n_bootstrap,
+            "confidence": suite.options.statistics.confidence,
             "seed": seed,
             "sync_on_compute": False,
         }
@@ -341,11 +311,11 @@ class VLStereoSetMeasurement(Measurement):
         self.shift_all, self.shift_picked = (
             VLStereoSetShift(temperature=suite.temperature, **options) for _ in range(2)
         )
-        white = Image.new("RGB", (suite.blank_size, suite.blank_size), "white")
-        self.blank = adapter.prepare_images([white]) if suite.shift else None
+        white = Image.new("RGB", (suite.options.blank_size, suite.options.blank_size), "white")
+        self.blank = adapter.prepare_images([white]) if suite.options.shift else None
 
     def metrics(self) -> list[Metric]:
-        shift = [self.shift_all, self.shift_picked] if self.suite.shift else []
+        shift = [self.shift_all, self.shift_picked] if self.suite.options.shift else []
         return [self.scores, *self.references.values(), *shift]
 
     def probe(self, batch: Batch) -> Probed:
@@ -391,7 +361,7 @@ class VLStereoSetMeasurement(Measurement):
         (empty, unknown tokens only), gets a ``lmss_vlss`` skip entry; neutralised captions the model reads
         truncated are added to the item's note."""
         neutral: dict[int, list[str]] = {}
-        if not self.suite.shift:
+        if not self.suite.options.shift:
             return neutral
         for position, (index, item) in enumerate(measured):
             if item.anti_stereotypical:
@@ -466,7 +436,7 @@ class VLStereoSetMeasurement(Measurement):
             )
         output = SuiteOutput(metrics={}, items=gathered.rows, skipped=skipped, n_items=len(gathered.rows))
         self._fill_scores(output)
-        if self.suite.shift:
+        if self.suite.options.shift:
             self._fill_shift(output)
         output.metrics = {
             key: value for key, value in output.metrics.items() if math.isfinite(value)

@@ -56,47 +56,29 @@ runs on the pairs that are present (counts per set in the item table), with ``"s
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Literal
 
 import torch
-from jsonargparse.typing import NonNegativeInt, OpenUnitInterval, PositiveInt
 from torch import Tensor
 from torchmetrics import Metric
 
 from vlbias.data.seat import GroundedTest, SeatTest, read_specs, spec_files
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.metrics import GroundedCongruenceTest, WEATTest
-from vlbias.metrics.functional.weat import INTERVAL_METHODS
 from vlbias.metrics.weat import association_test_results
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
-from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, UnseenText, unseen_by
+from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, UnseenText
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
-from vlbias.suites.options import IntervalMethod, OnMissing
+from vlbias.suites.options import WEATOptions
 from vlbias.suites.rows import association_row, report_tests
+from vlbias.suites.weat_encoder import Encoder, Stimulus, word_pattern
 
-EMBEDDINGS = ("word", "sentence", "contextual", "auto")
-POOLINGS = ("model", "cls", "mean")
-SOURCES = ("token_states", "embed")
-EXPERIMENTS = ("1", "2", "3_congruence", "3_mask_text", "3_mask_image")
-ON_MISSING = ("skip", "stop")
 _SHOWN = 10
 _SEAT_ROLES = {"targ1": "x", "targ2": "y", "attr1": "a", "attr2": "b"}
 _POOLED_ROLES = {"x": "x", "y": "y", "ax": "a", "ay": "a", "bx": "b", "by": "b"}  # Experiment 1
-
-
-@dataclass(frozen=True)
-class Stimulus:
-    """One thing to embed: a text, its image (grounded) and how it is masked."""
-
-    text: str
-    image: Path | None = None
-    mask_text: bool = False
-    mask_person: bool = False
 
 
 @dataclass(frozen=True)
@@ -128,109 +110,6 @@ class _Row:
     kind: str
     experiment: str
     sets: list[str]
-
-
-def _choice(name: str, value: object, choices: Sequence[str]) -> None:
-    if value not in choices:
-        raise ConfigError(f"Expected option `{name}` to be one of {', '.join(map(repr, choices))} but got {value!r}.")
-
-
-def _word_pattern(words: Sequence[str]) -> re.Pattern | None:
-    """Whole-word, case-insensitive alternation, longest first (``construction worker`` before ``worker``)."""
-    if not words:
-        return None
-    alternation = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-    return re.compile(rf"(?<!\w)(?:{alternation})(?!\w)", re.IGNORECASE)
-
-
-class Encoder:
-    """Embeds batches of :class:`Stimulus` with one adapter and one embedding kind; a batch shares its
-    masking and whether it has images."""
-
-    def __init__(
-        self,
-        adapter: ModelAdapter,
-        kind: str,
-        pooling: str,
-        source: str,
-        contextual: re.Pattern | None,
-        person_object_ids: Sequence[int],
-    ) -> None:
-        self.adapter, self.kind, self.pooling, self.source = adapter, kind, pooling, source
-        self.contextual, self.person_object_ids = contextual, list(person_object_ids)
-
-    def text(self, stimulus: Stimulus) -> str:
-        if not stimulus.mask_text:
-            return stimulus.text
-        return self.contextual.sub(self.adapter.tokenizer.mask_token, stimulus.text)
-
-    def anchor(self, stimulus: Stimulus) -> int | None:
-        """Character offset of the contextual word (or of the first mask) in the text fed to the model."""
-        text = self.text(stimulus)
-        if stimulus.mask_text:
-            found = text.find(self.adapter.tokenizer.mask_token)
-            return None if found < 0 else found
-        match = self.contextual.search(text) if self.contextual is not None else None
-        return None if match is None else match.start()
-
-    def unseen(self, batch: list[Stimulus]) -> list[UnseenText | None]:
-        """Why the model cannot see each stimulus's text as written (:func:`unseen_texts`); a contextual
-        stimulus whose contextual word is past the truncation is skipped (there is nothing to measure)."""
-        texts = [self.text(s) for s in batch]
-        problems = unseen_by(self.adapter, texts)
-        if self.kind != "contextual":
-            return problems
-        cut = [i for i, problem in enumerate(problems) if problem is not None and problem.kind == TRUNCATED]
-        if cut:
-            positions = self._positions([batch[i] for i in cut], [texts[i] for i in cut])
-            for i, position in zip(cut, positions):
-                if position is None:
-                    problems[i] = UnseenText(TRUNCATED, f"{problems[i].reason}; the contextual word is cut", skip=True)
-        return problems
-
-    def __call__(self, batch: list[Stimulus]) -> Tensor:
-        """Embeddings ``(len(batch), D)`` in float32 on CPU (call under :func:`measuring`)."""
-        adapter, texts = self.adapter, [self.text(s) for s in batch]
-        tokens = adapter.prepare_texts(texts)
-        images = [s.image for s in batch]
-        if self.source == "embed":
-            embedded = adapter.embed_texts(tokens).float()
-            if images[0] is not None:
-                pictures = adapter.embed_images(adapter.prepare_images(images)).float()
-                embedded = torch.cat([embedded, pictures], dim=1) / math.sqrt(2)
-            return embedded.cpu()
-        pixels = adapter.no_image(len(batch)) if images[0] is None else adapter.prepare_images(images)
-        if batch[0].mask_person:
-            ids = torch.tensor(self.person_object_ids, device=pixels.object_ids.device)
-            pixels = pixels.zero_regions(torch.isin(pixels.object_ids, ids))
-        states = adapter.token_states(pixels, tokens).float()  # (B, T, H)
-        if self.kind == "contextual":
-            positions = self._positions(batch, texts)
-            if None in positions:  # Encoder.unseen skips these before embedding
-                raise InputError(f"A contextual word of {texts[positions.index(None)]!r} was truncated away.")
-            return states[torch.arange(len(batch)), torch.tensor(positions)].cpu()
-        if self.pooling == "cls":
-            return states[:, 0].cpu()
-        mask = tokens["attention_mask"].unsqueeze(-1).to(states.dtype)  # (B, T, 1)
-        return ((states * mask).sum(1) / mask.sum(1)).cpu()
-
-    def _positions(self, batch: list[Stimulus], texts: list[str]) -> list[int | None]:
-        """Index of the first word piece covering each stimulus's anchor character (``None`` where truncation
-        cut it)."""
-        adapter = self.adapter
-        offsets = adapter.tokenizer(
-            texts,
-            return_offsets_mapping=True,
-            padding=True,
-            truncation=True,
-            max_length=adapter.max_text_length,
-        )["offset_mapping"]
-        positions = []
-        for stimulus, spans in zip(batch, offsets):
-            anchor = self.anchor(stimulus)
-            found = [t for t, (lo, hi) in enumerate(spans) if hi > lo and lo <= anchor < hi]
-            positions.append(found[0] if found else None)
-        return positions
 
 
 class _PooledTest:
@@ -280,7 +159,8 @@ class _OwnGroupTest:
         x_other, y_own = self.by_y.associations()
         if not self.congruence:
             return association_test_results(x_own, y_own, self.by_x)
-        test = GroundedCongruenceTest(**self.options)
+        # its sign-flip test counts up to its own limit of sign vectors; `exact_limit` counts re-partitions of X ∪ Y
+        test = GroundedCongruenceTest(**{key: value for key, value in self.options.items() if key != "exact_limit"})
         test.update(x_own=x_own, x_other=x_other, y_own=y_own, y_other=y_other)
         return test.compute()
 
@@ -312,19 +192,8 @@ class WEATSuite(Suite):
     Args:
         tests: the specs.
         data_config: where they came from (recorded in results).
-        images: folder of the grounded specs' images.
-        on_missing_images: ``"skip"`` (run on what is present) or ``"stop"``.
-        embedding: ``"word"``, ``"sentence"``, ``"contextual"`` or ``"auto"``.
-        pooling: ``"model"`` (the adapter's own, else [CLS]), ``"cls"`` or ``"mean"`` for word/sentence
-            embeddings from token states.
-        source: ``"token_states"`` or ``"embed"`` (the capability used).
-        experiments: grounded experiments to run; default all but ``3_mask_image``, which is added
-            when ``person_object_ids`` is given.
-        person_object_ids: detector class ids of people, for ``3_mask_image``.
-        n_permutations, n_bootstrap, confidence: see :mod:`vlbias.metrics.functional.weat`.
-        interval_method: ``"bca"`` or ``"percentile"`` bootstrap interval of every row's effect size (recorded
-            in ``config``); see :func:`~vlbias.metrics.functional.weat.interval_from_associations`.
-        batch_size: stimuli per forward pass.
+        options: the suite's options (:class:`~vlbias.suites.options.WEATOptions`); ``images``, the folder of the
+            grounded specs' images, as :meth:`from_path` resolved it.
     """
 
     name = "weat"
@@ -334,61 +203,23 @@ class WEATSuite(Suite):
     )
 
     def __init__(
-        self,
-        tests: list[SeatTest | GroundedTest],
-        data_config: dict[str, object],
-        images: str | Path | None = None,
-        on_missing_images: OnMissing = "skip",
-        embedding: Literal["word", "sentence", "contextual", "auto"] = "auto",
-        pooling: Literal["model", "cls", "mean"] = "model",
-        source: Literal["token_states", "embed"] = "token_states",
-        experiments: Sequence[str] | None = None,
-        person_object_ids: Sequence[NonNegativeInt] = (),
-        n_permutations: PositiveInt | None = None,
-        n_bootstrap: PositiveInt = 1_000,
-        confidence: OpenUnitInterval = 0.95,
-        interval_method: IntervalMethod = "bca",
-        batch_size: PositiveInt = 32,
+        self, tests: list[SeatTest | GroundedTest], data_config: dict[str, object], options: WEATOptions
     ) -> None:
-        _choice("embedding", embedding, EMBEDDINGS)
-        _choice("interval_method", interval_method, INTERVAL_METHODS)
-        _choice("pooling", pooling, POOLINGS)
-        _choice("source", source, SOURCES)
-        _choice("on_missing_images", on_missing_images, ON_MISSING)
-        if source == "embed" and embedding == "contextual":
-            raise ConfigError("Option `embedding='contextual'` needs token states; `source='embed'` has none.")
-        if experiments is None:
-            experiments = [e for e in EXPERIMENTS if e != "3_mask_image" or person_object_ids]
-        for experiment in experiments:
-            _choice("experiments[]", str(experiment), EXPERIMENTS)
-        if "3_mask_image" in experiments and not person_object_ids:
-            raise ConfigError(
-                "Experiment '3_mask_image' needs option `person_object_ids` (detector class ids of people)."
-            )
         if not tests:
             raise ConfigError("Expected at least one test spec.")
-        self.tests, self.data_config = tests, data_config
-        self.embedding, self.pooling, self.source = embedding, pooling, source
-        self.experiments = [str(e) for e in experiments]
-        self.person_object_ids = [int(i) for i in person_object_ids]
-        self.on_missing_images = on_missing_images
-        self.interval_method = interval_method
-        self.n_permutations, self.n_bootstrap, self.confidence, self.batch_size = (
-            n_permutations,
-            n_bootstrap,
-            confidence,
-            batch_size,
-        )
-        self.images = Path(images) if images is not None else None
+        self.tests, self.data_config, self.options = tests, data_config, options
+        self.experiments = options.chosen_experiments()
+        self.person_object_ids = [int(i) for i in options.person_object_ids]
+        self.images = Path(options.images) if options.images is not None else None
         self.image_paths, self.missing = self._find_images()
         self._plan()
 
     @property
     def capability(self) -> Capability:
-        return Capability.EMBED if self.source == "embed" else Capability.TOKEN_STATES
+        return Capability.EMBED if self.options.source == "embed" else Capability.TOKEN_STATES
 
     @classmethod
-    def from_path(cls, path: Path, images: str | Path | None = None, **options) -> WEATSuite:
+    def from_path(cls, path: Path, options: WEATOptions) -> WEATSuite:
         """Specs from ``path`` (a ``.jsonl`` file or a directory of them); each test is named by its path
         relative to ``path`` without the suffix (``coco/weat6``); images from ``images`` (default
         ``<path>/images``, or beside a single file)."""
@@ -398,8 +229,8 @@ class WEATSuite(Suite):
         for file in spec_files(path):
             prefix = file.relative_to(root).with_suffix("").as_posix()
             tests += [replace(test, name=prefix + test.name[len(file.stem) :]) for test in read_specs(file)]
-        images = Path(images) if images is not None else root / "images"
-        return cls(tests, {"data": str(path)}, images=images, **options)
+        images = options.images if options.images is not None else str(root / "images")
+        return cls(tests, {"data": str(path)}, replace(options, images=images))
 
     @property
     def config(self) -> dict[str, object]:
@@ -407,16 +238,13 @@ class WEATSuite(Suite):
             "data": self.data_config,
             "tests": [test.name for test in self.tests],
             "images": None if self.images is None else str(self.images),
-            "on_missing_images": self.on_missing_images,
-            "embedding": self.embedding,
-            "pooling": self.pooling,
-            "source": self.source,
+            "on_missing_images": self.options.on_missing_images,
+            "embedding": self.options.embedding,
+            "pooling": self.options.pooling,
+            "source": self.options.source,
             "experiments": self.experiments,
             "person_object_ids": self.person_object_ids,
-            "n_permutations": self.n_permutations,
-            "n_bootstrap": self.n_bootstrap,
-            "confidence": self.confidence,
-            "interval_method": self.interval_method,
+            "statistics": self.options.recorded_statistics(),
         }
 
     # ------------------------------------------------------------------------- images
@@ -437,7 +265,7 @@ class WEATSuite(Suite):
                     missing.setdefault(test.name, []).append(file)
                 else:
                     found[(test.name, file)] = path
-        if missing and self.on_missing_images == "stop":
+        if missing and self.options.on_missing_images == "stop":
             tests = {test.name: test for test in self.tests}
             lines = "; ".join(
                 f"{name} ({tests[name].path}): {len(files)} missing, e.g. "
@@ -470,15 +298,15 @@ class WEATSuite(Suite):
         self._members = list(members.values())
 
     def _kinds(self, test: SeatTest | GroundedTest) -> list[str]:
-        if self.embedding != "auto":
-            kinds = [self.embedding]
+        if self.options.embedding != "auto":
+            kinds = [self.options.embedding]
         elif isinstance(test, GroundedTest):
             kinds = list(test.test_types)
         else:
             kinds = ["sentence" if test.path.stem.startswith("sent-") else "word"]
         keep = []
         for kind in kinds:
-            if kind == "contextual" and self.source == "embed":
+            if kind == "contextual" and self.options.source == "embed":
                 reason = "source='embed' has no token states for contextual embeddings"
             elif kind == "contextual" and not test.contextual_words:
                 reason = f"{test.path} lists no contextual_words"
@@ -524,7 +352,7 @@ class WEATSuite(Suite):
 
     def _add_row(self, row: _Row, sets: dict[str, list[Stimulus]], members: dict[_Item, list[tuple[int, str]]]) -> None:
         """Enter ``row`` and its sets' stimuli (once per set), leaving out contextual sentences without the word."""
-        pattern = _word_pattern(self.tests[row.test].contextual_words)
+        pattern = word_pattern(self.tests[row.test].contextual_words)
         for name, stimuli in sets.items():
             for stimulus in dict.fromkeys(stimuli):
                 if row.kind == "contextual" and pattern.search(stimulus.text) is None:
@@ -547,7 +375,7 @@ class WEATSuite(Suite):
                 "Run text-only models on plain SEAT specs."
             )
         if "3_mask_image" in self.experiments and grounded:
-            from vlbias.models.regions import RegionAdapter
+            from vlbias.models.region_adapter import RegionAdapter
 
             if not isinstance(adapter, RegionAdapter):
                 raise CapabilityError(
@@ -571,16 +399,9 @@ class _WEATMeasurement(Measurement):
     def __init__(self, suite: WEATSuite, adapter: ModelAdapter, seed: int) -> None:
         super().__init__()
         self.suite, self.adapter = suite, adapter
-        self.pooling = getattr(adapter, "pooling", "cls") if suite.pooling == "model" else suite.pooling
+        self.pooling = getattr(adapter, "pooling", "cls") if suite.options.pooling == "model" else suite.options.pooling
         self.row_skips = self._row_skips()
-        options = {
-            "n_permutations": suite.n_permutations,
-            "n_bootstrap": suite.n_bootstrap,
-            "confidence": suite.confidence,
-            "interval_method": suite.interval_method,
-            "seed": seed,
-            "sync_on_compute": False,
-        }
+        options = asdict(suite.options.statistics) | {"seed": seed, "sync_on_compute": False}
         self.tests: dict[int, _PooledTest | _OwnGroupTest] = {
             index: self._test(row, options) for index, row in enumerate(suite.rows) if index not in self.row_skips
         }
@@ -589,8 +410,8 @@ class _WEATMeasurement(Measurement):
                 adapter,
                 row.kind,
                 self.pooling,
-                suite.source,
-                _word_pattern(suite.tests[row.test].contextual_words),
+                suite.options.source,
+                word_pattern(suite.tests[row.test].contextual_words),
                 suite.person_object_ids,
             )
             for row in suite.rows
@@ -738,7 +559,7 @@ class _WEATMeasurement(Measurement):
         else:
             counts = {f"n_{name}": size for name, size in sizes.items()}
             counts |= {"n_a": sizes["ax"] + sizes["ay"], "n_b": sizes["bx"] + sizes["by"]}
-        pooled = row.kind in ("word", "sentence") and self.suite.source == "token_states"
+        pooled = row.kind in ("word", "sentence") and self.suite.options.source == "token_states"
         return {
             "key": row.key,
             "test": test.name,
