@@ -25,10 +25,10 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.metric import CompositionalMetric
-from torchmetrics.utilities.data import dim_zero_cat
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics._list_states import TypedListStates
+from vlbias.metrics.functional.checks import check_bootstrap, check_int
 from vlbias.metrics.functional.entity_association import (
     _check_entity_batch,
     _difference_sums,
@@ -38,11 +38,6 @@ from vlbias.metrics.functional.entity_association import (
     language_bias_interval,
     visual_bias_interval,
 )
-
-
-def _check_num_entities(num_entities: int) -> None:
-    if not isinstance(num_entities, int) or isinstance(num_entities, bool) or num_entities < 1:
-        raise ConfigError(f"Expected argument `num_entities` to be a positive integer but got {num_entities!r}.")
 
 
 class _PerEntityMean(Metric):
@@ -55,7 +50,7 @@ class _PerEntityMean(Metric):
 
     def __init__(self, num_entities: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        _check_num_entities(num_entities)
+        check_int("num_entities", num_entities)
         self.num_entities = num_entities
         self.add_state("total", torch.zeros(num_entities, dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("count", torch.zeros(num_entities, dtype=torch.float64), dist_reduce_fx="sum")
@@ -115,7 +110,7 @@ class VisualAssociation(TypedListStates, Metric):
 
     def __init__(self, num_entities: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        _check_num_entities(num_entities)
+        check_int("num_entities", num_entities)
         self.num_entities = num_entities
         self.add_state("entity", [], dist_reduce_fx="cat")
         self.add_state("log_p_image", [], dist_reduce_fx="cat")
@@ -128,13 +123,8 @@ class VisualAssociation(TypedListStates, Metric):
         self.log_p_no_image.append(log_p_no_image.double())
 
     def compute(self) -> Tensor:
-        joined = [
-            dim_zero_cat(s) if not isinstance(s, Tensor) and s else s
-            for s in (self.entity, self.log_p_image, self.log_p_no_image)
-        ]
-        if isinstance(joined[0], list):  # nothing seen
-            return torch.full((self.num_entities,), float("nan"), dtype=torch.float64)
-        return _visual_compute(*joined, self.num_entities)
+        states = (self.list_state(name) for name, _, _ in self.list_state_specs)  # NaN for every entity if empty
+        return _visual_compute(*states, self.num_entities)
 
 
 class PretrainingAssociation(_PerEntityMean):
@@ -178,27 +168,11 @@ class BiasScore(CompositionalMetric):
         raise ConfigError("BiasScore has no rows of its own: update its two association metrics, one per group.")
 
 
-def _check_bootstrap_options(n_bootstrap: int, confidence: float) -> None:
-    if not isinstance(n_bootstrap, int) or isinstance(n_bootstrap, bool) or n_bootstrap < 1:
-        raise ConfigError(f"Expected argument `n_bootstrap` to be a positive integer but got {n_bootstrap!r}.")
-    if not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
-        raise ConfigError(f"Expected argument `confidence` in (0, 1) but got {confidence!r}.")
-
-
 def _check_order(order: Tensor, entity: Tensor) -> None:
     if order.dtype not in (torch.int32, torch.int64) or order.shape != entity.shape:
         raise InputError(
             f"Expected argument `order` to be an integer tensor shaped like `entity` {tuple(entity.shape)} but got {order.dtype} of shape {tuple(order.shape)}."
         )
-
-
-def _joined(states: tuple[list | Tensor, ...]) -> tuple[Tensor, ...] | None:
-    """The ``"cat"`` list states joined and put in ``order`` (the first state), or ``None`` when nothing was seen."""
-    joined = [dim_zero_cat(state) if isinstance(state, list) and state else state for state in states]
-    if isinstance(joined[0], list) or not len(joined[0]):
-        return None
-    ranked = joined[0].argsort(stable=True)
-    return tuple(state[ranked] for state in joined[1:])
 
 
 class _BootstrapInterval(TypedListStates, Metric):
@@ -213,14 +187,22 @@ class _BootstrapInterval(TypedListStates, Metric):
         self, num_entities: int, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        _check_num_entities(num_entities)
-        _check_bootstrap_options(n_bootstrap, confidence)
+        check_int("num_entities", num_entities)
+        check_bootstrap(n_bootstrap, confidence)
         self.num_entities, self.n_bootstrap, self.confidence, self.seed = num_entities, n_bootstrap, confidence, seed
         for name, _, _ in self.list_state_specs:
             self.add_state(name, [], dist_reduce_fx="cat")
 
     def _intervals(self) -> Tensor:
         return torch.full((self.num_entities, 2), float("nan"), dtype=torch.float64)
+
+    def _rows(self) -> tuple[Tensor, ...] | None:
+        """The list states after ``order`` (the first), joined and put in ``order``; ``None`` when nothing was seen."""
+        order, *states = (self.list_state(name) for name, _, _ in self.list_state_specs)
+        if not len(order):
+            return None
+        ranked = order.argsort(stable=True)
+        return tuple(state[ranked] for state in states)
 
 
 class LanguageBiasInterval(_BootstrapInterval):
@@ -259,7 +241,7 @@ class LanguageBiasInterval(_BootstrapInterval):
 
     def compute(self) -> Tensor:
         intervals = self._intervals()
-        rows = _joined((self.order, self.entity, self.log_p_first, self.log_p_second))
+        rows = self._rows()
         if rows is not None:
             entity, first, second = rows
             for index in entity.unique().tolist():
@@ -311,7 +293,7 @@ class VisualBiasInterval(_BootstrapInterval):
 
     def compute(self) -> Tensor:
         intervals = self._intervals()
-        rows = _joined((self.order, self.entity, self.group, self.log_p_image))
+        rows = self._rows()
         if rows is not None:
             entity, group, values = rows
             for index in entity.unique().tolist():

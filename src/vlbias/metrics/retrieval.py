@@ -15,7 +15,6 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 from torchmetrics import Metric
-from torchmetrics.utilities.data import dim_zero_cat
 
 from vlbias.errors import InputError
 from vlbias.metrics._list_states import TypedListStates
@@ -31,12 +30,6 @@ from vlbias.metrics.functional.retrieval import (
 )
 
 _DIRECTIONS = ("text", "image")
-
-
-def _joined(state: list[Tensor] | Tensor) -> Tensor:
-    if isinstance(state, Tensor):
-        return state
-    return dim_zero_cat(state) if state else torch.empty(0, dtype=torch.long)
 
 
 def _first_per_query(ids: Tensor, ranks: Tensor) -> Tensor:
@@ -117,8 +110,8 @@ class RetrievalRecall(TypedListStates, Metric):
 
     def compute(self) -> dict[str, Tensor]:
         """R@K of every distinct query seen since the last ``reset``."""
-        text = _first_per_query(_joined(self.text_ids), _joined(self.text_ranks))
-        image = _first_per_query(_joined(self.image_ids), _joined(self.image_ranks))
+        text = _first_per_query(self.list_state("text_ids"), self.list_state("text_ranks"))
+        image = _first_per_query(self.list_state("image_ids"), self.list_state("image_ranks"))
         out = _recall_compute(text, image, self.ks)
         out["txt_missing"] = (text == NO_GROUND_TRUTH).sum()
         return out

@@ -77,7 +77,7 @@ from vlbias.data.mmbias import TABLE2_PAIRS, MMBiasData, group_id, read_mmbias
 from vlbias.data.seat import dropped_from_both
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics import CosineZeroShotRanking, ITMTest, WEATTest, ZeroShotRanking
-from vlbias.metrics.functional.weat import check_interval_method
+from vlbias.metrics.functional.checks import check_interval_method
 from vlbias.metrics.functional.zero_shot import pleasant_share
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring

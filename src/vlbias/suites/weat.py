@@ -70,7 +70,7 @@ from torchmetrics import Metric
 from vlbias.data.seat import GroundedTest, SeatTest, read_specs, spec_files
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.metrics import GroundedCongruenceTest, WEATTest
-from vlbias.metrics.functional.weat import INTERVAL_METHODS
+from vlbias.metrics.functional.bootstrap import INTERVAL_METHODS
 from vlbias.metrics.weat import association_test_results
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
