@@ -19,6 +19,7 @@ tensor when ``num_entities`` is 1: torchmetrics squeezes single-element results)
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any
 
 import torch
@@ -193,16 +194,27 @@ class _BootstrapInterval(TypedListStates, Metric):
         for name, _, _ in self.list_state_specs:
             self.add_state(name, [], dist_reduce_fx="cat")
 
-    def _intervals(self) -> Tensor:
-        return torch.full((self.num_entities, 2), float("nan"), dtype=torch.float64)
+    def _append(self, *rows: Tensor) -> None:
+        """Append one batch's ``order``, ``entity`` and values to the list states, in the dtypes of their specs."""
+        for (name, dtype, _), values in zip(self.list_state_specs, rows, strict=True):
+            getattr(self, name).append(values.to(dtype))
 
-    def _rows(self) -> tuple[Tensor, ...] | None:
-        """The list states after ``order`` (the first), joined and put in ``order``; ``None`` when nothing was seen."""
-        order, *states = (self.list_state(name) for name, _, _ in self.list_state_specs)
-        if not len(order):
-            return None
+    @abstractmethod
+    def _entity_interval(self, *values: Tensor) -> Tensor | None:
+        """The interval of one entity from its rows of the value states (in ``order``); None when it has none."""
+
+    def compute(self) -> Tensor:
+        """``(num_entities, 2)`` float64 ``[low, high]``: each entity's rows put in ``order``, then
+        :meth:`_entity_interval`; NaN for an entity without an interval."""
+        intervals = torch.full((self.num_entities, 2), float("nan"), dtype=torch.float64)
+        order, entity, *values = (self.list_state(name) for name, _, _ in self.list_state_specs)
         ranked = order.argsort(stable=True)
-        return tuple(state[ranked] for state in states)
+        entity, values = entity[ranked], [state[ranked] for state in values]
+        for index in entity.unique().tolist():
+            interval = self._entity_interval(*(state[entity == index] for state in values))
+            if interval is not None:
+                intervals[index] = interval
+        return intervals
 
 
 class LanguageBiasInterval(_BootstrapInterval):
@@ -234,22 +246,10 @@ class LanguageBiasInterval(_BootstrapInterval):
     def update(self, order: Tensor, entity: Tensor, log_p_first: Tensor, log_p_second: Tensor) -> None:
         _check_entity_batch(entity, (log_p_first, log_p_second), ("log_p_first", "log_p_second"), self.num_entities)
         _check_order(order, entity)
-        self.order.append(order.long())
-        self.entity.append(entity.long())
-        self.log_p_first.append(log_p_first.double())
-        self.log_p_second.append(log_p_second.double())
+        self._append(order, entity, log_p_first, log_p_second)
 
-    def compute(self) -> Tensor:
-        intervals = self._intervals()
-        rows = self._rows()
-        if rows is not None:
-            entity, first, second = rows
-            for index in entity.unique().tolist():
-                of_entity = entity == index
-                intervals[index] = language_bias_interval(
-                    first[of_entity], second[of_entity], self.n_bootstrap, self.confidence, self.seed
-                )
-        return intervals
+    def _entity_interval(self, first: Tensor, second: Tensor) -> Tensor:
+        return language_bias_interval(first, second, self.n_bootstrap, self.confidence, self.seed)
 
 
 class VisualBiasInterval(_BootstrapInterval):
@@ -286,18 +286,10 @@ class VisualBiasInterval(_BootstrapInterval):
             raise InputError(
                 f"Expected argument `group` to hold 0 (first group) or 1 (second group) but got {group.tolist()}."
             )
-        self.order.append(order.long())
-        self.entity.append(entity.long())
-        self.group.append(group.long())
-        self.log_p_image.append(log_p_image.double())
+        self._append(order, entity, group, log_p_image)
 
-    def compute(self) -> Tensor:
-        intervals = self._intervals()
-        rows = self._rows()
-        if rows is not None:
-            entity, group, values = rows
-            for index in entity.unique().tolist():
-                first, second = (values[(entity == index) & (group == g)] for g in (0, 1))
-                if len(first) and len(second):
-                    intervals[index] = visual_bias_interval(first, second, self.n_bootstrap, self.confidence, self.seed)
-        return intervals
+    def _entity_interval(self, group: Tensor, values: Tensor) -> Tensor | None:
+        first, second = values[group == 0], values[group == 1]
+        if not (len(first) and len(second)):
+            return None
+        return visual_bias_interval(first, second, self.n_bootstrap, self.confidence, self.seed)

@@ -44,30 +44,20 @@ def association_test_results(s_x: Tensor, s_y: Tensor, metric: _TestOptions) -> 
     """The dict :meth:`WEATTest.compute` returns, for association scores ``s_x``, ``s_y`` and the test options
     of ``metric`` (a suite that forms the scores itself, e.g. from two metrics' :meth:`~WEATEffectSize.associations`,
     gets the same statistics)."""
-    tested = s_x.numel() == s_y.numel() or metric.allow_unequal_sizes
+    p_value = torch.tensor(float("nan"), dtype=torch.float64)
+    if s_x.numel() == s_y.numel() or metric.allow_unequal_sizes:
+        p_value = p_value_from_associations(
+            s_x, s_y, metric.n_permutations, metric.seed, metric.exact_limit, metric.allow_unequal_sizes
+        )
     return {
         "effect_size": effect_size_from_associations(s_x, s_y),
         "statistic": statistic_from_associations(s_x, s_y),
         "mean_difference": mean_difference_from_associations(s_x, s_y),
-        "p_value": p_value_from_associations(
-            s_x,
-            s_y,
-            n_permutations=metric.n_permutations,
-            seed=metric.seed,
-            exact_limit=metric.exact_limit,
-            allow_unequal_sizes=metric.allow_unequal_sizes,
-        )
-        if tested
-        else torch.tensor(float("nan"), dtype=torch.float64),
+        "p_value": p_value,
         "n_x": torch.tensor(s_x.numel()),
         "n_y": torch.tensor(s_y.numel()),
         "interval": interval_from_associations(
-            s_x,
-            s_y,
-            n_bootstrap=metric.n_bootstrap,
-            confidence=metric.confidence,
-            seed=metric.seed,
-            method=metric.interval_method,
+            s_x, s_y, metric.n_bootstrap, metric.confidence, metric.seed, metric.interval_method
         ),
     }
 
