@@ -176,6 +176,10 @@ def _check_order(order: Tensor, entity: Tensor) -> None:
         )
 
 
+#: The list states every per-image interval starts with: each row's place in a fixed order, and its entity.
+_ORDERED_ROWS = (("order", torch.int64, ()), ("entity", torch.int64, ()))
+
+
 class _BootstrapInterval(TypedListStates, Metric):
     """Per-image rows kept in ``"cat"`` list states with their ``order``; ``compute`` gives one percentile
     bootstrap interval per entity, NaN for an entity whose interval needs rows it did not get."""
@@ -194,10 +198,11 @@ class _BootstrapInterval(TypedListStates, Metric):
         for name, _, _ in self.list_state_specs:
             self.add_state(name, [], dist_reduce_fx="cat")
 
-    def _append(self, *rows: Tensor) -> None:
+    def _append(self, order: Tensor, entity: Tensor, *values: Tensor) -> None:
         """Append one batch's ``order``, ``entity`` and values to the list states, in the dtypes of their specs."""
-        for (name, dtype, _), values in zip(self.list_state_specs, rows, strict=True):
-            getattr(self, name).append(values.to(dtype))
+        _check_order(order, entity)
+        for (name, dtype, _), rows in zip(self.list_state_specs, (order, entity, *values), strict=True):
+            getattr(self, name).append(rows.to(dtype))
 
     @abstractmethod
     def _entity_interval(self, *values: Tensor) -> Tensor | None:
@@ -236,16 +241,10 @@ class LanguageBiasInterval(_BootstrapInterval):
                 [nan, nan]], dtype=torch.float64)
     """
 
-    list_state_specs = (
-        ("order", torch.int64, ()),
-        ("entity", torch.int64, ()),
-        ("log_p_first", torch.float64, ()),
-        ("log_p_second", torch.float64, ()),
-    )
+    list_state_specs = (*_ORDERED_ROWS, ("log_p_first", torch.float64, ()), ("log_p_second", torch.float64, ()))
 
     def update(self, order: Tensor, entity: Tensor, log_p_first: Tensor, log_p_second: Tensor) -> None:
         _check_entity_batch(entity, (log_p_first, log_p_second), ("log_p_first", "log_p_second"), self.num_entities)
-        _check_order(order, entity)
         self._append(order, entity, log_p_first, log_p_second)
 
     def _entity_interval(self, first: Tensor, second: Tensor) -> Tensor:
@@ -270,16 +269,10 @@ class VisualBiasInterval(_BootstrapInterval):
         tensor([[1., 1.]], dtype=torch.float64)
     """
 
-    list_state_specs = (
-        ("order", torch.int64, ()),
-        ("entity", torch.int64, ()),
-        ("group", torch.int64, ()),
-        ("log_p_image", torch.float64, ()),
-    )
+    list_state_specs = (*_ORDERED_ROWS, ("group", torch.int64, ()), ("log_p_image", torch.float64, ()))
 
     def update(self, order: Tensor, entity: Tensor, group: Tensor, log_p_image: Tensor) -> None:
         _check_entity_batch(entity, (group, log_p_image), ("group", "log_p_image"), self.num_entities)
-        _check_order(order, entity)
         if group.dtype not in (torch.int32, torch.int64) or (
             group.numel() and not bool(((group == 0) | (group == 1)).all())
         ):

@@ -72,7 +72,10 @@ class GroundedCongruenceTest(_TestOptions, TypedListStates, Metric):
         interval_method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
         **kwargs: Any,
     ) -> None:
-        super().__init__(n_permutations, exact_limit, n_bootstrap, confidence, seed, False, interval_method, **kwargs)
+        # a paired test: its sets are never re-partitioned, so there is no allow_unequal_sizes to give
+        super().__init__(
+            n_permutations, exact_limit, n_bootstrap, confidence, seed, interval_method=interval_method, **kwargs
+        )
         for name in _STATES:
             self.add_state(name, default=[], dist_reduce_fx="cat")
 
