@@ -18,12 +18,12 @@ from torchmetrics import Metric
 
 from vlbias.errors import InputError
 from vlbias.metrics._list_states import TypedListStates
+from vlbias.metrics.functional.checks import check_score_matrix
 from vlbias.metrics.functional.retrieval import (
     DEFAULT_KS,
     NO_GROUND_TRUTH,
     _check_index,
     _check_ks,
-    _check_scores,
     _image_ranks,
     _recall_compute,
     _text_ranks,
@@ -93,7 +93,7 @@ class RetrievalRecall(TypedListStates, Metric):
         """Add the ranks of the ``b`` queries whose score rows are ``scores``."""
         if direction not in _DIRECTIONS:
             raise InputError(f"Expected argument `direction` to be one of {_DIRECTIONS} but got {direction!r}")
-        scores = _check_scores("scores", scores)
+        scores = check_score_matrix("scores", scores)
         if direction == "text":  # the number of images is not known here: any non-negative image index
             caption_to_image = _check_index("caption_to_image", caption_to_image, scores.shape[1], None)
             query_ids = _check_index("query_ids", query_ids, scores.shape[0], None)
