@@ -5,7 +5,7 @@ congruence interval (both ``method="bca"``) on random float64 scores, N per set,
 
 Each size runs in a fresh process (peak RSS is per process); printed: the peak RSS after the imports, after the
 two intervals, and the intervals' CPU seconds. BCa's acceleration leaves each item out in turn (n rows of n − 1
-scores); those rows are computed in chunks (:func:`vlbias.metrics.functional.weat.leave_one_out_values`), so the
+scores); those rows are computed in chunks (:func:`vlbias.metrics.functional.bootstrap.leave_one_out_values`), so the
 intervals should add next to nothing to the imports' memory at any N.
 """
 

@@ -30,7 +30,7 @@ from vlbias.errors import ConfigError
 Seed = restricted_number_type("Seed", int, [(">=", 0), ("<=", 2**32 - 1)])
 #: A number in (0, 1]: a difference of probabilities, a step or bound in [0, 1] pixel space.
 PositiveUnitInterval = restricted_number_type("PositiveUnitInterval", float, [(">", 0.0), ("<=", 1.0)])
-#: Bootstrap interval methods (those of :func:`vlbias.metrics.functional.weat.interval_from_associations`).
+#: Bootstrap interval methods (:mod:`vlbias.metrics.functional.bootstrap`: percentile and BCa).
 IntervalMethod = Literal["percentile", "bca"]
 
 

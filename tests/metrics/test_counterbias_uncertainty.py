@@ -134,9 +134,9 @@ def test_bad_inputs_are_refused():
         counterbias_p_values(torch.ones(2, 1), target, torch.tensor([1, 0]), 2)
     with pytest.raises(InputError, match="target"):
         counterbias_intervals(torch.ones(2, 1), torch.tensor([0, 2]), direction, 2)
-    with pytest.raises(InputError, match="n_bootstrap"):
+    with pytest.raises(ConfigError, match="n_bootstrap"):
         counterbias_intervals(torch.ones(2, 1), target, direction, 2, n_bootstrap=0)
-    with pytest.raises(InputError, match="confidence"):
+    with pytest.raises(ConfigError, match="confidence"):
         counterbias_intervals(torch.ones(2, 1), target, direction, 2, confidence=1.0)
     with pytest.raises(ConfigError, match="n_templates"):
         CounterBiasUncertainty(n_targets=2, n_templates=0)

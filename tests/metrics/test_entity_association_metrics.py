@@ -96,13 +96,23 @@ def test_bias_intervals_match_reference_loops():
         (lambda: language_association(torch.zeros(0), torch.zeros(0)), "at least one image"),
         (lambda: visual_association(torch.zeros(2, 3), torch.zeros(2)), "log_p_no_image"),
         (lambda: bias_score(torch.zeros(1), torch.zeros(2)), "`s_first` and `s_second`"),
-        (lambda: language_bias_interval(torch.zeros(2), torch.zeros(2), n_bootstrap=0), "n_bootstrap"),
         (lambda: visual_bias_interval(torch.zeros(2), torch.zeros(0)), "`log_p_second`"),
-        (lambda: visual_bias_interval(torch.zeros(2), torch.zeros(2), confidence=1.0), "confidence"),
     ],
 )
 def test_shape_errors_name_the_argument(call, message):
     with pytest.raises(InputError, match=message):
+        call()
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: language_bias_interval(torch.zeros(2), torch.zeros(2), n_bootstrap=0), "n_bootstrap"),
+        (lambda: visual_bias_interval(torch.zeros(2), torch.zeros(2), confidence=1.0), "confidence"),
+    ],
+)
+def test_option_errors_name_the_argument(call, message):
+    with pytest.raises(ConfigError, match=message):
         call()
 
 

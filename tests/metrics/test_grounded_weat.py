@@ -8,6 +8,7 @@ import torch
 
 from tests.metrics.ddp import results_per_rank
 from vlbias.errors import ConfigError, InputError
+from vlbias.metrics.functional import permutation
 from vlbias.metrics.functional.grounded_weat import (
     congruence_effect_size,
     congruence_interval,
@@ -55,12 +56,10 @@ def test_exact_p_value_matches_reference_enumeration(seed, n_x, n_y):
 
 def test_exact_count_in_chunks_when_one_side_is_large(monkeypatch):
     # 2^3 chunks of the 11-item side (3 head items fixed per chunk) give the same count as one pass
-    import vlbias.metrics.functional.grounded_weat as grounded
-
     generator = torch.Generator().manual_seed(5)
     scores = [torch.rand(n, generator=generator, dtype=torch.float64) for n in (11, 11, 3, 3)]
     whole = congruence_p_value(*scores).item()
-    monkeypatch.setattr(grounded, "_CHUNK_BITS", 8)
+    monkeypatch.setattr(permutation, "_CHUNK_BITS", 8)
     assert congruence_p_value(*scores).item() == whole
     deltas = [(own - other).tolist() for own, other in ((scores[0], scores[1]), (scores[2], scores[3]))]
     assert whole == reference_exact_p(*deltas)
@@ -83,11 +82,9 @@ def binomial_exact_p(x_deltas: list[int], y_deltas: list[int]) -> float:
 @pytest.mark.parametrize(("seed", "n_x", "n_y"), [(8, 10, 10), (25, 23, 1)])  # p = 0.043, 0.064
 def test_exact_p_value_at_the_default_limit_matches_binomial_count(monkeypatch, seed, n_x, n_y):
     # 20 targets, and 24 (the most the default exact path takes; 2^3 chunks of 2^20 sums on the 23-item side)
-    import vlbias.metrics.functional.grounded_weat as grounded
-
-    assert 2 ** (n_x + n_y) <= grounded.DEFAULT_EXACT_LIMIT
-    sizes, signed_sums = [], grounded._signed_sums
-    monkeypatch.setattr(grounded, "_signed_sums", lambda deltas: sizes.append(len(deltas)) or signed_sums(deltas))
+    assert 2 ** (n_x + n_y) <= permutation.SIGN_FLIP_EXACT_LIMIT
+    sizes, signed_sums = [], permutation._signed_sums
+    monkeypatch.setattr(permutation, "_signed_sums", lambda deltas: sizes.append(len(deltas)) or signed_sums(deltas))
     generator = torch.Generator().manual_seed(seed)
     deltas = torch.randint(-1, 2, (n_x + n_y,), generator=generator, dtype=torch.float64)
     own, other = deltas + 0.5, torch.full_like(deltas, 0.5)
@@ -95,7 +92,7 @@ def test_exact_p_value_at_the_default_limit_matches_binomial_count(monkeypatch, 
     expected = binomial_exact_p([int(d) for d in deltas[:n_x]], [int(d) for d in deltas[n_x:]])
     assert 0 < p_value <= 1
     assert p_value == expected, f"{p_value} != {expected}"
-    assert max(sizes) <= grounded._CHUNK_BITS  # never more than 2^20 sums in one tensor
+    assert max(sizes) <= permutation._CHUNK_BITS  # never more than 2^20 sums in one tensor
 
 
 def test_order_of_targets_does_not_matter():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-import vlbias.metrics.functional.weat as weat_functional
+import vlbias.metrics.functional.permutation as permutation
 from vlbias.errors import ConfigError
 from vlbias.metrics import WEATTest
 from vlbias.metrics.functional import p_value_from_associations, weat_association
@@ -114,7 +114,7 @@ def test_sampled_p_value_within_monte_carlo_error_of_a_permutation_loop(n_x, n_y
 
 def subsets(total: int, n: int, draws: int, seed: int) -> np.ndarray:
     """``(draws, total)`` 0/1 membership of ``_random_subsets``'s rows (both halves' bits, in item order)."""
-    halves = weat_functional._random_subsets(total, n, draws, np.random.default_rng(seed))
+    halves = permutation._random_subsets(total, n, draws, np.random.default_rng(seed))
     bits = [np.unpackbits(half.view(np.uint8), axis=1, bitorder="little") for half in halves]
     return np.concatenate([bits[0][:, : total // 2], bits[1][:, : total - total // 2]], axis=1)
 
@@ -146,14 +146,14 @@ def test_item_and_pair_frequencies_of_half_splits(total):
 def test_proposals_are_topped_up_then_short_counts_drawn_exactly():
     # a first batch of 8 masks of 70 items and three top-ups of at most 8 cannot supply 50 masks of each of the
     # counts 2, 3 and 35: the rest is drawn with exactly those counts
-    half = weat_functional._half(70, [1])
+    half = permutation._half(70, [1])
     demand = np.zeros(71, dtype=np.int64)
     demand[[2, 3, 35]] = 50
-    words, order, starts = weat_functional._proposals_by_count(np.random.default_rng(0), half, demand, 8)
+    words, order, starts = permutation._proposals_by_count(np.random.default_rng(0), half, demand, 8)
     assert (np.diff(starts) >= demand).all()
     supply = np.diff(starts)
     assert supply[2] == supply[3] == 50  # never proposed (chance C(70, 2) / 2^70): drawn exactly, as many as needed
-    assert len(words) >= 150 and len(words) - supply[[2, 3]].sum() <= 8 * (1 + weat_functional._TOP_UPS) + 50
+    assert len(words) >= 150 and len(words) - supply[[2, 3]].sum() <= 8 * (1 + permutation._TOP_UPS) + 50
     counts = np.bitwise_count(words).sum(axis=1)
     assert (np.diff(counts[order]) >= 0).all()  # sorted by count
     for count in (2, 3, 35):
@@ -163,13 +163,11 @@ def test_proposals_are_topped_up_then_short_counts_drawn_exactly():
 def test_masks_with_exact_counts_are_uniform():
     # 6 items, 3 chosen: all 20 subsets about draws / 20 times each; a 70-item half's masks fill two words
     draws = 20_000
-    masks = weat_functional._masks_with_counts(
-        np.random.default_rng(1), weat_functional._half(6, [1]), np.full(draws, 3)
-    )
+    masks = permutation._masks_with_counts(np.random.default_rng(1), permutation._half(6, [1]), np.full(draws, 3))
     subsets, counts = np.unique(masks[:, 0], return_counts=True)
     assert [bin(int(mask)).count("1") for mask in subsets] == [3] * 20 and subsets.max() < 64
     assert (np.abs(counts - draws / 20) < 5 * math.sqrt(draws * (1 / 20) * (19 / 20))).all(), counts
-    wide = weat_functional._masks_with_counts(np.random.default_rng(2), weat_functional._half(70, [1]), np.arange(71))
+    wide = permutation._masks_with_counts(np.random.default_rng(2), permutation._half(70, [1]), np.arange(71))
     assert wide.shape == (71, 2) and (np.bitwise_count(wide).sum(axis=1) == np.arange(71)).all()
     assert (wide[:, 1] < 2**6).all()  # no bit beyond item 69
 
@@ -177,13 +175,13 @@ def test_masks_with_exact_counts_are_uniform():
 @pytest.mark.parametrize(("share", "digits"), [(0.5, [1]), (25 / 65, [1, 1, 0]), (0.001, None)])
 def test_proposal_bits_have_the_rounded_share(share, digits):
     # 25 / 65 = 0.3846 is rounded to 3/8 = 0.011 in binary (least significant digit first: 1, 1, 0)
-    found = weat_functional._bit_digits(share, 32)
+    found = permutation._bit_digits(share, 32)
     if digits is not None:
         assert found == digits
     p = sum(digit * 2.0 ** (bit - len(found)) for bit, digit in enumerate(found))
     assert abs(32 * (p - share)) <= math.sqrt(32 * share * (1 - share) / 2) / 2  # half a standard deviation
     assert abs(p - share) <= min(share, 1 - share) / 8
-    words = weat_functional._random_words(np.random.default_rng(4), (4000,), found)
+    words = permutation._random_words(np.random.default_rng(4), (4000,), found)
     ones = int(np.bitwise_count(words).sum())
     assert abs(ones / (64 * 4000) - p) < 5 * math.sqrt(p * (1 - p) / (64 * 4000))
 
@@ -202,14 +200,14 @@ def test_count_from_float32_tables_equals_the_exact_count(total):
     sums = chosen @ pooled
     for threshold in (sums[0], sums[1], float(np.median(sums)), sums.max(), sums.min()):
         rng = np.random.default_rng(6)
-        count = weat_functional._count_sums_at_least(pooled, n, draws, threshold, rng)
+        count = permutation._count_sums_at_least(pooled, n, draws, threshold, rng)
         assert count == int(np.count_nonzero(sums >= threshold)), threshold
 
 
 def test_floyd_subsets_come_up_equally_often():
     # 20 items, 3 chosen: all C(20, 3) = 1140 subsets, each about draws / 1140 times
     draws = 228_000
-    taken = weat_functional._floyd_subsets(20, 3, draws, np.random.default_rng(9))
+    taken = permutation._floyd_subsets(20, 3, draws, np.random.default_rng(9))
     assert (np.sort(taken, axis=1)[:, 1:] != np.sort(taken, axis=1)[:, :-1]).all()  # distinct items per row
     masks, counts = np.unique((1 << taken).sum(axis=1), return_counts=True)
     assert masks.size == 1140
@@ -234,7 +232,7 @@ def test_count_of_scores_beyond_float32_range_is_exact(size):
     chosen = subsets(40, 20, 3000, seed=8)
     sums = chosen @ pooled
     threshold = float(np.median(sums))
-    count = weat_functional._count_sums_at_least(pooled, 20, 3000, threshold, np.random.default_rng(8))
+    count = permutation._count_sums_at_least(pooled, 20, 3000, threshold, np.random.default_rng(8))
     assert count == int(np.count_nonzero(sums >= threshold)) == 1500
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-import vlbias.metrics.functional.weat as weat_functional
+import vlbias.metrics.functional.permutation as permutation
 from tests.metrics.ddp import results_per_rank
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics import ITMEffectSize, ITMTest, WEATEffectSize, WEATTest
@@ -154,7 +154,7 @@ def test_sampled_partitions_are_uniform():
     # 6 items, 3 chosen: all C(6, 3) = 20 subsets must come up, each about draws / 20 times; items 0-2 are the first
     # half's bits, items 3-5 the second's
     draws = 40_000
-    first, second = weat_functional._random_subsets(6, 3, draws, np.random.default_rng(1))
+    first, second = permutation._random_subsets(6, 3, draws, np.random.default_rng(1))
     masks, counts = np.unique(first[:, 0] | second[:, 0] << np.uint64(3), return_counts=True)
     assert [bin(int(mask)).count("1") for mask in masks] == [3] * 20
     sigma = math.sqrt(draws * (1 / 20) * (19 / 20))

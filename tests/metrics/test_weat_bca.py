@@ -22,9 +22,10 @@ from torch.testing import assert_close
 
 from vlbias.errors import ConfigError
 from vlbias.metrics import GroundedCongruenceTest, WEATTest
-from vlbias.metrics.functional import weat as weat_functional
+from vlbias.metrics.functional import bootstrap, chunks
+from vlbias.metrics.functional.bootstrap import _acceleration
 from vlbias.metrics.functional.grounded_weat import _congruence_jackknife, _resampled_effect_sizes, congruence_interval
-from vlbias.metrics.functional.weat import _acceleration, _effect_size_jackknife, interval_from_associations
+from vlbias.metrics.functional.weat import _effect_size_jackknife, interval_from_associations
 from vlbias.suites.mmbias import MMBiasSuite
 from vlbias.suites.options import MMBiasOptions, WEATOptions, check_suite_options
 from vlbias.suites.weat import WEATSuite
@@ -106,7 +107,7 @@ def test_acceleration_matches_a_plain_jackknife_loop():
 
 def test_jackknife_and_resamples_do_not_depend_on_the_chunks_that_bound_their_memory(monkeypatch):
     # The jackknife values (n rows of n - 1 scores each) and the congruence's resamples are computed in chunks
-    # of about _CHUNK_NUMBERS numbers, so memory stays linear in the set sizes. With 64 numbers per chunk (a row
+    # of about CHUNK_NUMBERS numbers, so memory stays linear in the set sizes. With 64 numbers per chunk (a row
     # or two) they must equal the one-chunk values, up to the order of float64 sums in a row's standard deviation.
     rng = np.random.default_rng(5)
     x_own, x_other, y_own, y_other = (torch.tensor(rng.exponential(size=n)) for n in (23, 23, 17, 17))
@@ -120,7 +121,7 @@ def test_jackknife_and_resamples_do_not_depend_on_the_chunks_that_bound_their_me
         ]
 
     whole = compute()
-    monkeypatch.setattr(weat_functional, "_CHUNK_NUMBERS", 64)
+    monkeypatch.setattr(chunks, "CHUNK_NUMBERS", 64)
     chunked = compute()
     assert [len(values) for values in chunked] == [23, 17, 23, 17, 300]
     for got, expected in zip(chunked, whole):
@@ -208,5 +209,5 @@ def test_bca_is_stable_under_rounding_noise_in_the_scores_at_small_sizes(monkeyp
         ]
 
     assert max(shifts()) < 1e-5
-    monkeypatch.setattr(weat_functional, "TIE_RELATIVE", 0.0)
+    monkeypatch.setattr(bootstrap, "TIE_RELATIVE", 0.0)
     assert max(shifts()) > 1e-3

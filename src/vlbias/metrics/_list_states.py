@@ -1,4 +1,4 @@
-"""Typed empty ``"cat"`` list states for the DDP gather.
+"""Typed empty ``"cat"`` list states for the DDP gather, and list states read as one tensor.
 
 torchmetrics' ``Metric._sync_dist`` stands in for an empty list state (a rank that received no data)
 with ``torch.tensor([], dtype=self.dtype)``: 1-D and float32 by default. Gathered with another
@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import torch
+from torch import Tensor
+from torchmetrics.utilities.data import dim_zero_cat
 
 
 class TypedListStates:
@@ -39,6 +41,12 @@ class TypedListStates:
 
     list_state_specs: ClassVar[tuple[tuple[str, torch.dtype, tuple[int, ...]], ...]] = ()
 
+    def list_state(self, name: str) -> Tensor:
+        """The list state ``name`` as one tensor (:func:`joined`), empty with the dtype and trailing shape of its
+        spec when nothing was appended."""
+        dtype, shape = next((dtype, shape) for state, dtype, shape in self.list_state_specs if state == name)
+        return joined(getattr(self, name), *shape, dtype=dtype)
+
     def sync(self, *args: Any, **kwargs: Any) -> None:
         empty = []
         for name, dtype, shape in self.list_state_specs:
@@ -53,3 +61,16 @@ class TypedListStates:
                     self._cache[name] = []
                 else:
                     setattr(self, name, [])
+
+
+def joined(state: list[Tensor] | Tensor, *shape: int, dtype: torch.dtype | None = None) -> Tensor:
+    """A ``"cat"`` list state as one tensor: its rows concatenated, an empty list as an empty ``(0, *shape)`` tensor
+    of ``dtype`` (the default dtype when None); after a sync it already is one tensor.
+
+    Example:
+        >>> joined([torch.tensor([1, 2]), torch.tensor([3])]), joined([], 3, dtype=torch.int64).shape
+        (tensor([1, 2, 3]), torch.Size([0, 3]))
+    """
+    if isinstance(state, Tensor):
+        return state
+    return dim_zero_cat(state) if state else torch.empty(0, *shape, dtype=dtype)

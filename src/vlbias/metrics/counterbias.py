@@ -15,10 +15,10 @@ from typing import Any
 import torch
 from torch import Tensor
 from torchmetrics import Metric
-from torchmetrics.utilities.data import dim_zero_cat
 
-from vlbias.errors import ConfigError, InputError
+from vlbias.errors import InputError
 from vlbias.metrics._list_states import TypedListStates
+from vlbias.metrics.functional.checks import check_bootstrap, check_int
 from vlbias.metrics.functional.counterbias import (
     _counterbias_compute,
     _counterbias_update,
@@ -77,8 +77,7 @@ class CounterBiasScore(Metric):
 
     def __init__(self, n_targets: int, percent: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if isinstance(n_targets, bool) or not isinstance(n_targets, int) or n_targets < 1:
-            raise ConfigError(f"Expected argument `n_targets` to be a positive integer but got {n_targets!r}")
+        check_int("n_targets", n_targets)
         self.n_targets, self.percent = n_targets, percent
         self.add_state("sums", default=torch.zeros(n_targets, dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("counts", default=torch.zeros(n_targets, dtype=torch.long), dist_reduce_fx="sum")
@@ -154,16 +153,9 @@ class CounterBiasUncertainty(TypedListStates, Metric):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        for name, value in (
-            ("n_targets", n_targets),
-            ("n_templates", n_templates),
-            ("n_bootstrap", n_bootstrap),
-            ("n_permutations", n_permutations),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"Expected argument `{name}` to be a positive integer but got {value!r}")
-        if not 0.0 < confidence < 1.0:
-            raise ConfigError(f"Expected argument `confidence` in (0, 1) but got {confidence!r}")
+        for name, value in (("n_targets", n_targets), ("n_templates", n_templates), ("n_permutations", n_permutations)):
+            check_int(name, value)
+        check_bootstrap(n_bootstrap, confidence)
         self.n_targets, self.n_templates, self.percent = n_targets, n_templates, percent
         self.n_bootstrap, self.n_permutations, self.confidence, self.seed = (
             n_bootstrap,
@@ -191,14 +183,7 @@ class CounterBiasUncertainty(TypedListStates, Metric):
 
     def compute(self) -> dict[str, Tensor]:
         """Intervals and p-values of everything seen (NaN where a target had no item)."""
-        states = [dim_zero_cat(s) if isinstance(s, list) and s else s for s in (self.bias, self.target, self.direction)]
-        if isinstance(states[0], list):  # nothing seen
-            states = [
-                torch.empty(0, self.n_templates, dtype=torch.float64),
-                torch.empty(0, dtype=torch.long),
-                torch.empty(0, dtype=torch.long),
-            ]
-        bias, target, direction = (s.cpu() for s in states)
+        bias, target, direction = (self.list_state(name).cpu() for name in ("bias", "target", "direction"))
         intervals = counterbias_intervals(
             bias, target, direction, self.n_targets, self.percent, self.n_bootstrap, self.confidence, self.seed
         )

@@ -19,16 +19,17 @@ tensor when ``num_entities`` is 1: torchmetrics squeezes single-element results)
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any
 
 import torch
 from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.metric import CompositionalMetric
-from torchmetrics.utilities.data import dim_zero_cat
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics._list_states import TypedListStates
+from vlbias.metrics.functional.checks import check_bootstrap, check_int
 from vlbias.metrics.functional.entity_association import (
     _check_entity_batch,
     _difference_sums,
@@ -38,11 +39,6 @@ from vlbias.metrics.functional.entity_association import (
     language_bias_interval,
     visual_bias_interval,
 )
-
-
-def _check_num_entities(num_entities: int) -> None:
-    if not isinstance(num_entities, int) or isinstance(num_entities, bool) or num_entities < 1:
-        raise ConfigError(f"Expected argument `num_entities` to be a positive integer but got {num_entities!r}.")
 
 
 class _PerEntityMean(Metric):
@@ -55,7 +51,7 @@ class _PerEntityMean(Metric):
 
     def __init__(self, num_entities: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        _check_num_entities(num_entities)
+        check_int("num_entities", num_entities)
         self.num_entities = num_entities
         self.add_state("total", torch.zeros(num_entities, dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("count", torch.zeros(num_entities, dtype=torch.float64), dist_reduce_fx="sum")
@@ -115,7 +111,7 @@ class VisualAssociation(TypedListStates, Metric):
 
     def __init__(self, num_entities: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        _check_num_entities(num_entities)
+        check_int("num_entities", num_entities)
         self.num_entities = num_entities
         self.add_state("entity", [], dist_reduce_fx="cat")
         self.add_state("log_p_image", [], dist_reduce_fx="cat")
@@ -128,13 +124,8 @@ class VisualAssociation(TypedListStates, Metric):
         self.log_p_no_image.append(log_p_no_image.double())
 
     def compute(self) -> Tensor:
-        joined = [
-            dim_zero_cat(s) if not isinstance(s, Tensor) and s else s
-            for s in (self.entity, self.log_p_image, self.log_p_no_image)
-        ]
-        if isinstance(joined[0], list):  # nothing seen
-            return torch.full((self.num_entities,), float("nan"), dtype=torch.float64)
-        return _visual_compute(*joined, self.num_entities)
+        states = (self.list_state(name) for name, _, _ in self.list_state_specs)  # NaN for every entity if empty
+        return _visual_compute(*states, self.num_entities)
 
 
 class PretrainingAssociation(_PerEntityMean):
@@ -178,13 +169,6 @@ class BiasScore(CompositionalMetric):
         raise ConfigError("BiasScore has no rows of its own: update its two association metrics, one per group.")
 
 
-def _check_bootstrap_options(n_bootstrap: int, confidence: float) -> None:
-    if not isinstance(n_bootstrap, int) or isinstance(n_bootstrap, bool) or n_bootstrap < 1:
-        raise ConfigError(f"Expected argument `n_bootstrap` to be a positive integer but got {n_bootstrap!r}.")
-    if not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
-        raise ConfigError(f"Expected argument `confidence` in (0, 1) but got {confidence!r}.")
-
-
 def _check_order(order: Tensor, entity: Tensor) -> None:
     if order.dtype not in (torch.int32, torch.int64) or order.shape != entity.shape:
         raise InputError(
@@ -192,13 +176,8 @@ def _check_order(order: Tensor, entity: Tensor) -> None:
         )
 
 
-def _joined(states: tuple[list | Tensor, ...]) -> tuple[Tensor, ...] | None:
-    """The ``"cat"`` list states joined and put in ``order`` (the first state), or ``None`` when nothing was seen."""
-    joined = [dim_zero_cat(state) if isinstance(state, list) and state else state for state in states]
-    if isinstance(joined[0], list) or not len(joined[0]):
-        return None
-    ranked = joined[0].argsort(stable=True)
-    return tuple(state[ranked] for state in joined[1:])
+#: The list states every per-image interval starts with: each row's place in a fixed order, and its entity.
+_ORDERED_ROWS = (("order", torch.int64, ()), ("entity", torch.int64, ()))
 
 
 class _BootstrapInterval(TypedListStates, Metric):
@@ -213,14 +192,34 @@ class _BootstrapInterval(TypedListStates, Metric):
         self, num_entities: int, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        _check_num_entities(num_entities)
-        _check_bootstrap_options(n_bootstrap, confidence)
+        check_int("num_entities", num_entities)
+        check_bootstrap(n_bootstrap, confidence)
         self.num_entities, self.n_bootstrap, self.confidence, self.seed = num_entities, n_bootstrap, confidence, seed
         for name, _, _ in self.list_state_specs:
             self.add_state(name, [], dist_reduce_fx="cat")
 
-    def _intervals(self) -> Tensor:
-        return torch.full((self.num_entities, 2), float("nan"), dtype=torch.float64)
+    def _append(self, order: Tensor, entity: Tensor, *values: Tensor) -> None:
+        """Append one batch's ``order``, ``entity`` and values to the list states, in the dtypes of their specs."""
+        _check_order(order, entity)
+        for (name, dtype, _), rows in zip(self.list_state_specs, (order, entity, *values), strict=True):
+            getattr(self, name).append(rows.to(dtype))
+
+    @abstractmethod
+    def _entity_interval(self, *values: Tensor) -> Tensor | None:
+        """The interval of one entity from its rows of the value states (in ``order``); None when it has none."""
+
+    def compute(self) -> Tensor:
+        """``(num_entities, 2)`` float64 ``[low, high]``: each entity's rows put in ``order``, then
+        :meth:`_entity_interval`; NaN for an entity without an interval."""
+        intervals = torch.full((self.num_entities, 2), float("nan"), dtype=torch.float64)
+        order, entity, *values = (self.list_state(name) for name, _, _ in self.list_state_specs)
+        ranked = order.argsort(stable=True)
+        entity, values = entity[ranked], [state[ranked] for state in values]
+        for index in entity.unique().tolist():
+            interval = self._entity_interval(*(state[entity == index] for state in values))
+            if interval is not None:
+                intervals[index] = interval
+        return intervals
 
 
 class LanguageBiasInterval(_BootstrapInterval):
@@ -242,32 +241,14 @@ class LanguageBiasInterval(_BootstrapInterval):
                 [nan, nan]], dtype=torch.float64)
     """
 
-    list_state_specs = (
-        ("order", torch.int64, ()),
-        ("entity", torch.int64, ()),
-        ("log_p_first", torch.float64, ()),
-        ("log_p_second", torch.float64, ()),
-    )
+    list_state_specs = (*_ORDERED_ROWS, ("log_p_first", torch.float64, ()), ("log_p_second", torch.float64, ()))
 
     def update(self, order: Tensor, entity: Tensor, log_p_first: Tensor, log_p_second: Tensor) -> None:
         _check_entity_batch(entity, (log_p_first, log_p_second), ("log_p_first", "log_p_second"), self.num_entities)
-        _check_order(order, entity)
-        self.order.append(order.long())
-        self.entity.append(entity.long())
-        self.log_p_first.append(log_p_first.double())
-        self.log_p_second.append(log_p_second.double())
+        self._append(order, entity, log_p_first, log_p_second)
 
-    def compute(self) -> Tensor:
-        intervals = self._intervals()
-        rows = _joined((self.order, self.entity, self.log_p_first, self.log_p_second))
-        if rows is not None:
-            entity, first, second = rows
-            for index in entity.unique().tolist():
-                of_entity = entity == index
-                intervals[index] = language_bias_interval(
-                    first[of_entity], second[of_entity], self.n_bootstrap, self.confidence, self.seed
-                )
-        return intervals
+    def _entity_interval(self, first: Tensor, second: Tensor) -> Tensor:
+        return language_bias_interval(first, second, self.n_bootstrap, self.confidence, self.seed)
 
 
 class VisualBiasInterval(_BootstrapInterval):
@@ -288,34 +269,20 @@ class VisualBiasInterval(_BootstrapInterval):
         tensor([[1., 1.]], dtype=torch.float64)
     """
 
-    list_state_specs = (
-        ("order", torch.int64, ()),
-        ("entity", torch.int64, ()),
-        ("group", torch.int64, ()),
-        ("log_p_image", torch.float64, ()),
-    )
+    list_state_specs = (*_ORDERED_ROWS, ("group", torch.int64, ()), ("log_p_image", torch.float64, ()))
 
     def update(self, order: Tensor, entity: Tensor, group: Tensor, log_p_image: Tensor) -> None:
         _check_entity_batch(entity, (group, log_p_image), ("group", "log_p_image"), self.num_entities)
-        _check_order(order, entity)
         if group.dtype not in (torch.int32, torch.int64) or (
             group.numel() and not bool(((group == 0) | (group == 1)).all())
         ):
             raise InputError(
                 f"Expected argument `group` to hold 0 (first group) or 1 (second group) but got {group.tolist()}."
             )
-        self.order.append(order.long())
-        self.entity.append(entity.long())
-        self.group.append(group.long())
-        self.log_p_image.append(log_p_image.double())
+        self._append(order, entity, group, log_p_image)
 
-    def compute(self) -> Tensor:
-        intervals = self._intervals()
-        rows = _joined((self.order, self.entity, self.group, self.log_p_image))
-        if rows is not None:
-            entity, group, values = rows
-            for index in entity.unique().tolist():
-                first, second = (values[(entity == index) & (group == g)] for g in (0, 1))
-                if len(first) and len(second):
-                    intervals[index] = visual_bias_interval(first, second, self.n_bootstrap, self.confidence, self.seed)
-        return intervals
+    def _entity_interval(self, group: Tensor, values: Tensor) -> Tensor | None:
+        first, second = values[group == 0], values[group == 1]
+        if not (len(first) and len(second)):
+            return None
+        return visual_bias_interval(first, second, self.n_bootstrap, self.confidence, self.seed)

@@ -13,18 +13,17 @@ from typing import Any
 import torch
 from torch import Tensor
 from torchmetrics import Metric
-from torchmetrics.utilities.data import dim_zero_cat
 
 from vlbias.errors import InputError
 from vlbias.metrics._list_states import TypedListStates
+from vlbias.metrics.functional.bootstrap import DEFAULT_BOOTSTRAP, DEFAULT_INTERVAL_METHOD, IntervalMethod
 from vlbias.metrics.functional.grounded_weat import (
-    DEFAULT_EXACT_LIMIT,
     congruence_effect_size,
     congruence_interval,
     congruence_p_value,
     congruence_statistic,
 )
-from vlbias.metrics.functional.weat import DEFAULT_BOOTSTRAP, DEFAULT_INTERVAL_METHOD, IntervalMethod
+from vlbias.metrics.functional.permutation import SIGN_FLIP_EXACT_LIMIT
 from vlbias.metrics.weat import _TestOptions
 
 _STATES = ("x_own", "x_other", "y_own", "y_other")
@@ -66,16 +65,16 @@ class GroundedCongruenceTest(_TestOptions, TypedListStates, Metric):
     def __init__(
         self,
         n_permutations: int | None = None,
-        exact_limit: int = DEFAULT_EXACT_LIMIT,
+        exact_limit: int = SIGN_FLIP_EXACT_LIMIT,
         n_bootstrap: int = DEFAULT_BOOTSTRAP,
         confidence: float = 0.95,
         seed: int = 0,
         interval_method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self._set_test_options(
-            n_permutations, exact_limit, n_bootstrap, confidence, seed, interval_method=interval_method
+        # a paired test: its sets are never re-partitioned, so there is no allow_unequal_sizes to give
+        super().__init__(
+            n_permutations, exact_limit, n_bootstrap, confidence, seed, interval_method=interval_method, **kwargs
         )
         for name in _STATES:
             self.add_state(name, default=[], dist_reduce_fx="cat")
@@ -99,8 +98,7 @@ class GroundedCongruenceTest(_TestOptions, TypedListStates, Metric):
             getattr(self, f"{group}_other").append(other.detach().to(torch.float64))
 
     def compute(self) -> dict[str, Tensor]:
-        scores = [dim_zero_cat(s) if isinstance(s, list) and s else s for s in (getattr(self, n) for n in _STATES)]
-        scores = [torch.empty(0, dtype=torch.float64) if isinstance(s, list) else s for s in scores]
+        scores = [self.list_state(name) for name in _STATES]
         return {
             "effect_size": congruence_effect_size(*scores),
             "statistic": congruence_statistic(*scores),

@@ -13,26 +13,18 @@ from typing import Any
 import torch
 from torch import Tensor
 from torchmetrics import Metric
-from torchmetrics.utilities.data import dim_zero_cat
 
 from vlbias.metrics._list_states import TypedListStates
+from vlbias.metrics.functional.bootstrap import DEFAULT_BOOTSTRAP
+from vlbias.metrics.functional.checks import check_bootstrap
 from vlbias.metrics.functional.ranking_bias import (
-    DEFAULT_BOOTSTRAP,
     DEFAULT_EPS,
     STATISTICS,
-    _check_bootstrap,
     _check_groups,
     _desired,
     _ranking_bias_compute,
     _ranking_bias_update,
 )
-
-
-def _joined(state: list[Tensor] | Tensor) -> Tensor:
-    """A list state as one tensor (an empty list as an empty one); after a sync it already is one."""
-    if isinstance(state, Tensor):
-        return state
-    return dim_zero_cat(state) if state else torch.empty(0, dtype=torch.float64)
 
 
 class RankingBias(TypedListStates, Metric):
@@ -91,7 +83,7 @@ class RankingBias(TypedListStates, Metric):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        _check_bootstrap(n_bootstrap, confidence)
+        check_bootstrap(n_bootstrap, confidence)
         self.k, self.num_attributes, self.eps = k, num_attributes, eps
         self.desired = _desired(desired, num_attributes)
         self.groups = _check_groups(groups, num_attributes)
@@ -109,5 +101,5 @@ class RankingBias(TypedListStates, Metric):
 
     def compute(self) -> dict[str, Tensor]:
         """Means over every query seen since the last ``reset``, with their bootstrap intervals."""
-        per_query = {name: _joined(getattr(self, name)) for name in STATISTICS}
+        per_query = {name: self.list_state(name) for name in STATISTICS}
         return _ranking_bias_compute(per_query, self.n_bootstrap, self.confidence, self.seed)

@@ -15,28 +15,21 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 from torchmetrics import Metric
-from torchmetrics.utilities.data import dim_zero_cat
 
 from vlbias.errors import InputError
 from vlbias.metrics._list_states import TypedListStates
+from vlbias.metrics.functional.checks import check_score_matrix
 from vlbias.metrics.functional.retrieval import (
     DEFAULT_KS,
     NO_GROUND_TRUTH,
     _check_index,
     _check_ks,
-    _check_scores,
     _image_ranks,
     _recall_compute,
     _text_ranks,
 )
 
 _DIRECTIONS = ("text", "image")
-
-
-def _joined(state: list[Tensor] | Tensor) -> Tensor:
-    if isinstance(state, Tensor):
-        return state
-    return dim_zero_cat(state) if state else torch.empty(0, dtype=torch.long)
 
 
 def _first_per_query(ids: Tensor, ranks: Tensor) -> Tensor:
@@ -100,7 +93,7 @@ class RetrievalRecall(TypedListStates, Metric):
         """Add the ranks of the ``b`` queries whose score rows are ``scores``."""
         if direction not in _DIRECTIONS:
             raise InputError(f"Expected argument `direction` to be one of {_DIRECTIONS} but got {direction!r}")
-        scores = _check_scores("scores", scores)
+        scores = check_score_matrix("scores", scores)
         if direction == "text":  # the number of images is not known here: any non-negative image index
             caption_to_image = _check_index("caption_to_image", caption_to_image, scores.shape[1], None)
             query_ids = _check_index("query_ids", query_ids, scores.shape[0], None)
@@ -117,8 +110,8 @@ class RetrievalRecall(TypedListStates, Metric):
 
     def compute(self) -> dict[str, Tensor]:
         """R@K of every distinct query seen since the last ``reset``."""
-        text = _first_per_query(_joined(self.text_ids), _joined(self.text_ranks))
-        image = _first_per_query(_joined(self.image_ids), _joined(self.image_ranks))
+        text = _first_per_query(self.list_state("text_ids"), self.list_state("text_ranks"))
+        image = _first_per_query(self.list_state("image_ids"), self.list_state("image_ranks"))
         out = _recall_compute(text, image, self.ks)
         out["txt_missing"] = (text == NO_GROUND_TRUTH).sum()
         return out

@@ -19,13 +19,12 @@ from typing import Any
 import torch
 from torch import Tensor
 from torchmetrics import Metric
-from torchmetrics.utilities.data import dim_zero_cat
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics._list_states import TypedListStates
+from vlbias.metrics.functional.checks import check_bootstrap
 from vlbias.metrics.functional.vlstereoset import (
     SCORES,
-    _check_bootstrap,
     _vlstereoset_compute,
     _vlstereoset_update,
     shift_scores,
@@ -34,13 +33,6 @@ from vlbias.metrics.functional.vlstereoset import (
 )
 
 DEFAULT_CATEGORIES: tuple[str, ...] = ("gender", "profession", "race", "religion")
-
-
-def _joined(state: list[Tensor] | Tensor, *shape: int, dtype: torch.dtype = torch.float64) -> Tensor:
-    """A list state as one tensor (an empty list as an empty tensor of ``shape``); after a sync it already is one."""
-    if isinstance(state, Tensor):
-        return state
-    return dim_zero_cat(state) if state else torch.empty(0, *shape, dtype=dtype)
 
 
 class VLStereoSetScores(TypedListStates, Metric):
@@ -87,7 +79,7 @@ class VLStereoSetScores(TypedListStates, Metric):
         super().__init__(**kwargs)
         if not categories or len(set(categories)) != len(categories):
             raise ConfigError(f"Expected argument `categories` to be distinct names but got {list(categories)!r}.")
-        _check_bootstrap(n_bootstrap, confidence)
+        check_bootstrap(n_bootstrap, confidence)
         self.categories = tuple(categories)
         self.n_bootstrap, self.confidence, self.seed = n_bootstrap, confidence, seed
         self.add_state("selection", default=[], dist_reduce_fx="cat")
@@ -110,9 +102,9 @@ class VLStereoSetScores(TypedListStates, Metric):
         self.category.append(category.long())
 
     def compute(self) -> dict[str, Tensor]:
-        selection = _joined(self.selection, 3)
-        anti = _joined(self.anti, dtype=torch.bool).bool()
-        category = _joined(self.category, dtype=torch.long).long()
+        selection = self.list_state("selection")
+        anti = self.list_state("anti").bool()
+        category = self.list_state("category").long()
         results = self._scores(selection, anti, "")
         for index, name in enumerate(self.categories):
             members = category == index
@@ -174,7 +166,7 @@ class VLStereoSetShift(TypedListStates, Metric):
         super().__init__(**kwargs)
         if not (isinstance(temperature, (int, float)) and temperature > 0):
             raise ConfigError(f"Expected argument `temperature` to be a positive number but got {temperature!r}.")
-        _check_bootstrap(n_bootstrap, confidence)
+        check_bootstrap(n_bootstrap, confidence)
         self.temperature, self.n_bootstrap, self.confidence, self.seed = (
             float(temperature),
             n_bootstrap,
@@ -191,7 +183,7 @@ class VLStereoSetShift(TypedListStates, Metric):
     def compute(self) -> dict[str, Tensor]:
         results = {}
         for name in ("lmss", "vlss"):
-            values = _joined(getattr(self, name))
+            values = self.list_state(name)
             summary = shift_summary(values, self.n_bootstrap, self.confidence, self.seed)
             results.update({f"{name}/{key}": value for key, value in summary.items()})
             results["n_items"] = torch.tensor(float(len(values)), dtype=torch.float64)

@@ -21,18 +21,15 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 from torchmetrics import Metric
-from torchmetrics.utilities.data import dim_zero_cat
 
 from vlbias.errors import ConfigError, InputError
+from vlbias.metrics._list_states import joined
+from vlbias.metrics.functional.bootstrap import DEFAULT_BOOTSTRAP, DEFAULT_INTERVAL_METHOD, IntervalMethod
+from vlbias.metrics.functional.checks import check_bootstrap, check_embeddings, check_int, check_interval_method
+from vlbias.metrics.functional.permutation import REPARTITION_EXACT_LIMIT
 from vlbias.metrics.functional.weat import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_EXACT_LIMIT,
-    DEFAULT_INTERVAL_METHOD,
-    IntervalMethod,
-    _check_embeddings,
     _itm_association,
     _target_associations,
-    check_interval_method,
     effect_size_from_associations,
     interval_from_associations,
     mean_difference_from_associations,
@@ -43,75 +40,48 @@ from vlbias.metrics.functional.weat import (
 _ROLES = ("x", "y", "a", "b")
 
 
-def _joined(state: list[Tensor] | Tensor) -> Tensor:
-    """A list state as one tensor (an empty list as an empty tensor); after a sync it already is one."""
-    if isinstance(state, Tensor):
-        return state
-    return dim_zero_cat(state) if state else torch.empty(0)
-
-
 def association_test_results(s_x: Tensor, s_y: Tensor, metric: _TestOptions) -> dict[str, Tensor]:
     """The dict :meth:`WEATTest.compute` returns, for association scores ``s_x``, ``s_y`` and the test options
     of ``metric`` (a suite that forms the scores itself, e.g. from two metrics' :meth:`~WEATEffectSize.associations`,
     gets the same statistics)."""
-    tested = s_x.numel() == s_y.numel() or metric.allow_unequal_sizes
+    p_value = torch.tensor(float("nan"), dtype=torch.float64)
+    if s_x.numel() == s_y.numel() or metric.allow_unequal_sizes:
+        p_value = p_value_from_associations(
+            s_x, s_y, metric.n_permutations, metric.seed, metric.exact_limit, metric.allow_unequal_sizes
+        )
     return {
         "effect_size": effect_size_from_associations(s_x, s_y),
         "statistic": statistic_from_associations(s_x, s_y),
         "mean_difference": mean_difference_from_associations(s_x, s_y),
-        "p_value": p_value_from_associations(
-            s_x,
-            s_y,
-            n_permutations=metric.n_permutations,
-            seed=metric.seed,
-            exact_limit=metric.exact_limit,
-            allow_unequal_sizes=metric.allow_unequal_sizes,
-        )
-        if tested
-        else torch.tensor(float("nan"), dtype=torch.float64),
+        "p_value": p_value,
         "n_x": torch.tensor(s_x.numel()),
         "n_y": torch.tensor(s_y.numel()),
         "interval": interval_from_associations(
-            s_x,
-            s_y,
-            n_bootstrap=metric.n_bootstrap,
-            confidence=metric.confidence,
-            seed=metric.seed,
-            method=metric.interval_method,
+            s_x, s_y, metric.n_bootstrap, metric.confidence, metric.seed, metric.interval_method
         ),
     }
 
 
 class _TestOptions:
-    """Options of the permutation test and the bootstrap interval, checked when set; shared by
-    :class:`WEATTest`, :class:`ITMTest` and :class:`~vlbias.metrics.grounded_weat.GroundedCongruenceTest`."""
+    """The options of the permutation test and the bootstrap interval, declared and checked once: the first base of
+    :class:`WEATTest`, :class:`ITMTest` and :class:`~vlbias.metrics.grounded_weat.GroundedCongruenceTest` (the
+    other keyword arguments go on to the next base). Arguments: see :class:`WEATTest`."""
 
-    n_permutations: int | None
-    exact_limit: int
-    n_bootstrap: int
-    confidence: float
-    seed: int
-    allow_unequal_sizes: bool
-    interval_method: IntervalMethod
-
-    def _set_test_options(
+    def __init__(
         self,
-        n_permutations: int | None,
-        exact_limit: int,
-        n_bootstrap: int,
-        confidence: float,
-        seed: int,
+        n_permutations: int | None = None,
+        exact_limit: int = REPARTITION_EXACT_LIMIT,
+        n_bootstrap: int = DEFAULT_BOOTSTRAP,
+        confidence: float = 0.95,
+        seed: int = 0,
         allow_unequal_sizes: bool = False,
         interval_method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
+        **kwargs: Any,
     ) -> None:
-        if n_permutations is not None and (not isinstance(n_permutations, int) or n_permutations < 1):
-            raise ConfigError(
-                f"Expected argument `n_permutations` to be a positive integer or None but got {n_permutations!r}"
-            )
-        if not isinstance(n_bootstrap, int) or n_bootstrap < 1:
-            raise ConfigError(f"Expected argument `n_bootstrap` to be a positive integer but got {n_bootstrap!r}")
-        if not 0 < confidence < 1:
-            raise ConfigError(f"Expected argument `confidence` to be in (0, 1) but got {confidence!r}")
+        super().__init__(**kwargs)
+        check_int("n_permutations", n_permutations, none_allowed=True)
+        check_int("exact_limit", exact_limit, low=0)
+        check_bootstrap(n_bootstrap, confidence)
         if not isinstance(allow_unequal_sizes, bool):
             raise ConfigError(
                 f"Expected argument `allow_unequal_sizes` to be True or False but got {allow_unequal_sizes!r}"
@@ -181,7 +151,7 @@ class WEATEffectSize(Metric):
         if not given:
             raise InputError("Expected at least one of the arguments `x`, `y`, `a`, `b` to be given but got none")
         for role, embeddings in given.items():
-            _check_embeddings(role, embeddings)
+            check_embeddings(role, embeddings)
             dim = int(self.embedding_dim)
             if dim and embeddings.shape[1] != dim:
                 raise InputError(
@@ -200,7 +170,7 @@ class WEATEffectSize(Metric):
                 "Expected `update` to have been called with embeddings before `compute` but none were given"
             )
         # float64: the means over A and B then do not depend (beyond ~1e-16) on the order a gather put rows in
-        return _target_associations(*(_joined(getattr(self, role)).reshape(-1, dim).double() for role in _ROLES))
+        return _target_associations(*(joined(getattr(self, role)).reshape(-1, dim).double() for role in _ROLES))
 
     def compute(self) -> Tensor:
         """Effect size over everything seen since the last ``reset``."""
@@ -237,22 +207,6 @@ class WEATTest(_TestOptions, WEATEffectSize):
     """
 
     is_differentiable: bool = False
-
-    def __init__(
-        self,
-        n_permutations: int | None = None,
-        exact_limit: int = DEFAULT_EXACT_LIMIT,
-        n_bootstrap: int = DEFAULT_BOOTSTRAP,
-        confidence: float = 0.95,
-        seed: int = 0,
-        allow_unequal_sizes: bool = False,
-        interval_method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self._set_test_options(
-            n_permutations, exact_limit, n_bootstrap, confidence, seed, allow_unequal_sizes, interval_method
-        )
 
     def compute(self) -> dict[str, Tensor]:  # type: ignore[override]
         """Effect size, statistic, mean difference, p-value and interval over everything seen."""
@@ -293,8 +247,7 @@ class ITMEffectSize(Metric):
 
     def __init__(self, top_k: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-            raise ConfigError(f"Expected argument `top_k` to be None or a positive integer but got {top_k!r}")
+        check_int("top_k", top_k, none_allowed=True)
         self.top_k = top_k
         self.add_state("x_scores", default=[], dist_reduce_fx="cat")
         self.add_state("y_scores", default=[], dist_reduce_fx="cat")
@@ -308,7 +261,7 @@ class ITMEffectSize(Metric):
 
     def associations(self) -> tuple[Tensor, Tensor]:
         r""":math:`\sigma(x, A, B)` of every target in X and :math:`\sigma(y, A, B)` of every target in Y seen so far."""
-        scores = {"x": _joined(self.x_scores), "y": _joined(self.y_scores)}
+        scores = {"x": joined(self.x_scores), "y": joined(self.y_scores)}
         for target, values in scores.items():
             if values.numel() == 0:
                 raise InputError(
@@ -334,22 +287,8 @@ class ITMTest(_TestOptions, ITMEffectSize):
 
     is_differentiable: bool = False
 
-    def __init__(
-        self,
-        top_k: int | None = None,
-        n_permutations: int | None = None,
-        exact_limit: int = DEFAULT_EXACT_LIMIT,
-        n_bootstrap: int = DEFAULT_BOOTSTRAP,
-        confidence: float = 0.95,
-        seed: int = 0,
-        allow_unequal_sizes: bool = False,
-        interval_method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, top_k: int | None = None, **kwargs: Any) -> None:
         super().__init__(top_k=top_k, **kwargs)
-        self._set_test_options(
-            n_permutations, exact_limit, n_bootstrap, confidence, seed, allow_unequal_sizes, interval_method
-        )
 
     def compute(self) -> dict[str, Tensor]:  # type: ignore[override]
         """Effect size, statistic, mean difference, p-value and interval over everything seen."""

@@ -12,7 +12,6 @@ from typing import Any
 import torch
 from torch import Tensor
 from torchmetrics import Metric
-from torchmetrics.utilities.data import dim_zero_cat
 
 from vlbias.errors import InputError
 from vlbias.metrics._list_states import TypedListStates
@@ -122,7 +121,7 @@ class CosineZeroShotRanking(TypedListStates, Metric):
 
     def compute(self) -> tuple[Tensor, Tensor]:
         dim = int(self.embedding_dim)
-        images, words, positions = (_joined(getattr(self, name)) for name in ("images", "words", "positions"))
+        images, words, positions = (self.list_state(name) for name in ("images", "words", "positions"))
         if images.numel() == 0:
             raise InputError("CosineZeroShotRanking.compute() called before any image: the group has no images")
         if sorted(positions.tolist()) != list(range(self.n_words)):
@@ -131,9 +130,3 @@ class CosineZeroShotRanking(TypedListStates, Metric):
             )
         words = words.reshape(-1, dim)[positions.argsort()]
         return zero_shot_ranking(images.reshape(-1, dim) @ words.T, self.top_k)
-
-
-def _joined(state: list[Tensor] | Tensor) -> Tensor:
-    if isinstance(state, Tensor):
-        return state
-    return dim_zero_cat(state) if state else torch.empty(0)

@@ -38,19 +38,15 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from vlbias.errors import InputError
-from vlbias.metrics.functional.weat import (
-    _check_embeddings,
-    _check_same_dim,
-    effect_size_from_associations,
-    weat_association,
-)
+from vlbias.metrics.functional.checks import check_embeddings, check_same_dim
+from vlbias.metrics.functional.weat import effect_size_from_associations, weat_association
 
 
 def checked_sets(x: Tensor, y: Tensor, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """The four sets as float64, refused unless 2-D, non-empty, finite, nonzero and of one dimension,
     with at least two targets in X ∪ Y (the effect size divides by their sample std)."""
-    sets = {name: _check_embeddings(name, value) for name, value in zip("xyab", (x, y, a, b))}
-    _check_same_dim(**sets)
+    sets = {name: check_embeddings(name, value) for name, value in zip("xyab", (x, y, a, b))}
+    check_same_dim(**sets)
     if x.shape[0] + y.shape[0] < 2:
         raise InputError(
             f"Expected at least 2 targets in X ∪ Y (sample std) but got |X| + |Y| = {x.shape[0] + y.shape[0]}"

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.metrics.functional.weat import _check_embeddings
+from vlbias.metrics.functional.checks import check_embeddings
 
 
 def orthogonal_projection(bias_embeddings: Tensor, rtol: float | None = None) -> Tensor:
@@ -44,7 +44,7 @@ def orthogonal_projection(bias_embeddings: Tensor, rtol: float | None = None) ->
     Returns:
         ``(D, D)`` symmetric, idempotent projection in the embeddings' dtype.
     """
-    bias = _check_embeddings("bias_embeddings", bias_embeddings)
+    bias = check_embeddings("bias_embeddings", bias_embeddings)
     k, dim = bias.shape
     if k >= dim:
         raise InputError(f"Expected fewer bias prompts than dimensions but got {k} prompts of dimension {dim}")
@@ -60,7 +60,7 @@ def orthogonal_projection(bias_embeddings: Tensor, rtol: float | None = None) ->
 def apply_projection(embeddings: Tensor, projection: Tensor) -> Tensor:
     """``embeddings`` ``(n, D)`` projected by ``projection`` ``(D, D)`` (:func:`orthogonal_projection`)
     and re-normalised to unit length. A row that lies in the removed span has no direction left and is refused."""
-    embeddings = _check_embeddings("embeddings", embeddings)
+    embeddings = check_embeddings("embeddings", embeddings)
     dim = embeddings.shape[1]
     if projection.shape != (dim, dim):
         raise InputError(

@@ -59,7 +59,7 @@ from sklearn.feature_selection import mutual_info_classif
 from torch import Tensor
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.metrics.functional.weat import _check_embeddings
+from vlbias.metrics.functional.checks import check_embeddings
 from vlbias.mitigation.leave_one_out import (
     checked_sets,
     effect_size_unchecked,
@@ -122,7 +122,7 @@ def mutual_information(images: Tensor, labels: Tensor, seed: int = 0, n_neighbor
     scikit-learn's ``mutual_info_classif`` (the kNN estimator of Ross, 2014, ``n_neighbors`` neighbours),
     called once on the ``(n, D)`` matrix; ``seed`` fixes the small noise it adds to break ties.
     """
-    images = _check_embeddings("images", images)
+    images = check_embeddings("images", images)
     labels = torch.as_tensor(labels)
     if labels.shape != (images.shape[0],):
         raise InputError(f"Expected one label per image, shape ({images.shape[0]},), but got {tuple(labels.shape)}")

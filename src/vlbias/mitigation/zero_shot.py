@@ -25,7 +25,7 @@ from torch import Tensor
 from torchmetrics.functional.classification import multiclass_accuracy
 
 from vlbias.errors import InputError
-from vlbias.metrics.functional.weat import _check_embeddings
+from vlbias.metrics.functional.checks import check_embeddings
 from vlbias.mitigation.leave_one_out import kept_dimensions
 
 
@@ -47,8 +47,8 @@ def zero_shot_predictions(
 ) -> Tensor:
     """``(n,)`` class of each image ``(n, D)``: argmax cosine with :func:`class_vectors` of ``prompts``
     ``(P, D)`` (class ``prompt_classes[p]`` each), the ``removed`` dimensions left out of both."""
-    images = _check_embeddings("images", images).double()
-    prompts = _check_embeddings("prompts", prompts).double()
+    images = check_embeddings("images", images).double()
+    prompts = check_embeddings("prompts", prompts).double()
     if images.shape[1] != prompts.shape[1]:
         raise InputError(
             f"Expected images and prompts of one dimension but got {images.shape[1]} and {prompts.shape[1]}"

@@ -47,7 +47,10 @@ import torch
 from torch import Tensor
 
 from vlbias.errors import InputError
+from vlbias.metrics.functional.bootstrap import percentile_interval
+from vlbias.metrics.functional.checks import check_bootstrap, check_int
 from vlbias.metrics.functional.counterbias import _check_target_direction
+from vlbias.metrics.functional.permutation import sampled_p_value
 
 
 def _checked(bias: Tensor, target: Tensor, direction: Tensor, n_targets: int) -> Tensor:
@@ -84,11 +87,6 @@ def _per_target(signed: Tensor, target: Tensor, n_targets: int) -> list[Tensor]:
     return [_canonical(signed[target == t]) for t in range(n_targets)]
 
 
-def _check_count(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"Expected argument `{name}` to be a positive integer but got {value!r}")
-
-
 def counterbias_bootstrap(
     bias: Tensor, target: Tensor, direction: Tensor, n_targets: int, n_bootstrap: int = 1000, seed: int = 0
 ) -> Tensor:
@@ -100,7 +98,7 @@ def counterbias_bootstrap(
         target: ``(N,)`` each item's target index; ``direction``: ``(N,)`` +1 for B0, -1 for B1.
     """
     signed = _checked(bias, target, direction, n_targets)
-    _check_count("n_bootstrap", n_bootstrap)
+    check_int("n_bootstrap", n_bootstrap)
     generator = torch.Generator().manual_seed(seed)
     out = torch.full((n_bootstrap, signed.shape[1], n_targets), torch.nan, dtype=torch.float64)
     for t, rows in enumerate(_per_target(signed, target, n_targets)):
@@ -111,12 +109,6 @@ def counterbias_bootstrap(
             )
             out[:, :, t] = _template_means(multiplicity, rows)
     return out
-
-
-def _interval(values: Tensor, confidence: float) -> Tensor:
-    """Percentile interval ``(..., 2)`` over the first dimension, ignoring NaN resamples."""
-    tail = (1.0 - confidence) / 2.0
-    return torch.nanquantile(values, values.new_tensor([tail, 1.0 - tail]), dim=0).movedim(0, -1)
 
 
 def counterbias_intervals(
@@ -143,17 +135,18 @@ def counterbias_intervals(
         tensor([[ 0.2000,  0.2000],
                 [-0.2000, -0.2000]], dtype=torch.float64)
     """
-    if not 0.0 < confidence < 1.0:
-        raise InputError(f"Expected argument `confidence` in (0, 1) but got {confidence!r}")
+    check_bootstrap(n_bootstrap, confidence)
     resampled = counterbias_bootstrap(bias, target, direction, n_targets, n_bootstrap, seed)  # (R, K, T)
     per_target = resampled.nanmean(dim=1)  # (R, T)
     scale = 100.0 if percent else 1.0
     mean_absolute = resampled.abs().nanmean(dim=2) * scale  # (R, K)
-    return {
-        "per_target": _interval(per_target, confidence),
-        "mean_absolute": _interval(mean_absolute, confidence),
-        "mean_absolute_avg": _interval(mean_absolute.nanmean(dim=1), confidence),
+    statistics = {
+        "per_target": per_target,
+        "mean_absolute": mean_absolute,
+        "mean_absolute_avg": mean_absolute.nanmean(dim=1),
     }
+    # NaN resamples left out; the upper level mirrored (see percentile_interval), as this interval always had it
+    return {name: percentile_interval(values, confidence, mirrored_upper=True) for name, values in statistics.items()}
 
 
 def counterbias_p_values(
@@ -162,7 +155,7 @@ def counterbias_p_values(
     """Two-sided sign-flip p-value of :math:`H_0: \\text{bias}(T) = 0` per target (module docstring):
     ``(n_targets,)`` float64, NaN for a target without items or whose bias is undefined (all excluded)."""
     signed = _checked(bias, target, direction, n_targets)
-    _check_count("n_permutations", n_permutations)
+    check_int("n_permutations", n_permutations)
     generator = torch.Generator().manual_seed(seed)
     p_values = torch.full((n_targets,), torch.nan, dtype=torch.float64)
     for t, rows in enumerate(_per_target(signed, target, n_targets)):
@@ -177,5 +170,5 @@ def counterbias_p_values(
             signs = 1.0 - 2.0 * torch.randint(2, (n_permutations, len(rows)), generator=generator).double()
         flipped = _template_means(signs, rows).nanmean(dim=1)
         reached = int((flipped.abs() >= observed.abs() * (1 - 1e-12)).sum())
-        p_values[t] = reached / len(signs) if exact else (1 + reached) / (1 + len(signs))
+        p_values[t] = reached / len(signs) if exact else sampled_p_value(reached, len(signs))
     return p_values

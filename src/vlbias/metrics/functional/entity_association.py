@@ -29,6 +29,8 @@ import torch
 from torch import Tensor
 
 from vlbias.errors import InputError
+from vlbias.metrics.functional.bootstrap import percentile_interval, resampled_means
+from vlbias.metrics.functional.checks import check_bootstrap
 
 
 def _same_shape(first: Tensor, second: Tensor, names: tuple[str, str]) -> None:
@@ -111,16 +113,10 @@ def bias_score(s_first: Tensor, s_second: Tensor) -> Tensor:
     return s_first - s_second
 
 
-def _percentile_interval(values: Tensor, confidence: float) -> Tensor:
-    tail = (1.0 - confidence) / 2.0
-    return torch.quantile(values, values.new_tensor([tail, 1.0 - tail]))
-
-
-def _check_bootstrap(n_bootstrap: int, confidence: float) -> None:
-    if not isinstance(n_bootstrap, int) or isinstance(n_bootstrap, bool) or n_bootstrap < 1:
-        raise InputError(f"Expected argument `n_bootstrap` to be a positive integer but got {n_bootstrap!r}.")
-    if not 0.0 < confidence < 1.0:
-        raise InputError(f"Expected argument `confidence` in (0, 1) but got {confidence!r}.")
+def _percentile_interval(replicates: Tensor, confidence: float) -> Tensor:
+    """The percentile interval these scores have always had: upper level mirrored, and NaN when a replicate is NaN
+    (see :func:`~vlbias.metrics.functional.bootstrap.percentile_interval`)."""
+    return percentile_interval(replicates, confidence, mirrored_upper=True, omit_nan=False)
 
 
 def language_bias_interval(
@@ -140,11 +136,10 @@ def language_bias_interval(
     """
     _same_shape(log_p_first, log_p_second, ("log_p_first", "log_p_second"))
     _non_empty(log_p_first, "log_p_first", 0)
-    _check_bootstrap(n_bootstrap, confidence)
+    check_bootstrap(n_bootstrap, confidence)
     differences = (log_p_first - log_p_second).double()
-    generator = torch.Generator().manual_seed(seed)
-    rows = torch.randint(len(differences), (n_bootstrap, len(differences)), generator=generator)
-    return _percentile_interval(differences[rows].mean(dim=-1), confidence).to(log_p_first.dtype)
+    means = resampled_means(differences, n_bootstrap, torch.Generator().manual_seed(seed))
+    return _percentile_interval(means, confidence).to(log_p_first.dtype)
 
 
 def visual_bias_interval(
@@ -164,7 +159,7 @@ def visual_bias_interval(
     """
     _non_empty(log_p_first, "log_p_first", 0)
     _non_empty(log_p_second, "log_p_second", 0)
-    _check_bootstrap(n_bootstrap, confidence)
+    check_bootstrap(n_bootstrap, confidence)
     generator = torch.Generator().manual_seed(seed)
 
     def resampled(values: Tensor) -> Tensor:  # (n_bootstrap,) log of the mean probability

@@ -43,32 +43,23 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from vlbias.errors import ConfigError, InputError
-from vlbias.metrics.functional.weat import (
+from vlbias.errors import InputError
+from vlbias.metrics.functional.bootstrap import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_INTERVAL_METHOD,
-    DEFAULT_PERMUTATIONS,
     IntervalMethod,
-    _chunk_rows,
-    _effect_size,
-    bootstrap_interval,
-    check_bootstrap,
+    bca_interval,
     leave_one_out_values,
+    percentile_interval,
 )
-
-#: Sign vectors counted by the exact test (2^24: up to 24 targets in X and Y together; the count meets in the
-#: middle, so this costs far less than sampling would).
-DEFAULT_EXACT_LIMIT = 2**24
-# The enumerated side of the exact count is split into chunks of 2^_CHUNK_BITS sums (see ``_count_sign_flips``).
-_CHUNK_BITS = 20
+from vlbias.metrics.functional.checks import check_bootstrap, check_int, check_interval_method, check_scores
+from vlbias.metrics.functional.chunks import chunk_rows
+from vlbias.metrics.functional.permutation import DEFAULT_PERMUTATIONS, SIGN_FLIP_EXACT_LIMIT, sign_flip_p_value
+from vlbias.metrics.functional.weat import _effect_size
 
 
 def _paired(name: str, own: Tensor, other: Tensor) -> tuple[Tensor, Tensor]:
-    for label, scores in ((f"{name}_own", own), (f"{name}_other", other)):
-        if not isinstance(scores, Tensor) or scores.ndim != 1 or scores.numel() == 0:
-            raise InputError(f"Expected argument `{label}` to be a non-empty 1-D tensor of association scores")
-        if not torch.isfinite(scores).all():
-            raise InputError(f"Expected finite association scores in `{label}` but some are NaN or inf")
+    own, other = check_scores(f"{name}_own", own), check_scores(f"{name}_other", other)
     if own.shape != other.shape:
         raise InputError(
             f"Expected `{name}_own` and `{name}_other` to score the same targets but got {own.numel()} and {other.numel()} scores"
@@ -108,66 +99,23 @@ def congruence_p_value(
     y_other: Tensor,
     n_permutations: int | None = None,
     seed: int = 0,
-    exact_limit: int = DEFAULT_EXACT_LIMIT,
+    exact_limit: int = SIGN_FLIP_EXACT_LIMIT,
 ) -> Tensor:
     """Paired sign-flip p-value of :func:`congruence_statistic` (module docstring; Ross Sec. 4.3, unnumbered
     "absolute value" formula); float64 in (0, 1].
 
-    Exact when :math:`2^{n_x + n_y} \\le` ``exact_limit``: the sign vectors are counted, never listed (meet in
-    the middle, :func:`_count_sign_flips`): the :math:`|S|` of the smaller of X and Y are sorted once, those of the
-    larger side are built in chunks of at most :math:`2^{20}` and each finds its partners that reach the
-    observed value by ``searchsorted``. Values within rounding of the observed one count as ties (:math:`\\ge`),
-    as in ``weat.py``. Otherwise ``n_permutations`` (default 99,999) random sign vectors from a generator seeded
-    with ``seed``."""
+    Exact when :math:`2^{n_x + n_y} \\le` ``exact_limit`` (default 2^24): the sign vectors are counted, never listed
+    (meet in the middle): the :math:`|S|` of the smaller of X and Y are sorted once, those of the larger side are
+    built in chunks of at most :math:`2^{20}` and each finds its partners that reach the observed value by
+    ``searchsorted``. Values within rounding of the observed one count as ties (:math:`\\ge`). Otherwise
+    ``n_permutations`` (default 99,999) random sign vectors from a generator seeded with ``seed``; see
+    :func:`~vlbias.metrics.functional.permutation.sign_flip_p_value`."""
     x_own, x_other = _paired("x", x_own, x_other)
     y_own, y_other = _paired("y", y_own, y_other)
+    check_int("n_permutations", n_permutations, none_allowed=True)
+    check_int("exact_limit", exact_limit, low=0)
     n_permutations = DEFAULT_PERMUTATIONS if n_permutations is None else n_permutations
-    if isinstance(n_permutations, bool) or not isinstance(n_permutations, int) or n_permutations < 1:
-        raise ConfigError(
-            f"Expected argument `n_permutations` to be a positive integer or None but got {n_permutations!r}"
-        )
-    deltas = torch.cat([x_own - x_other, y_own - y_other])  # (n,)
-    n_x = x_own.numel()
-    observed = (deltas[:n_x].sum().abs() + deltas[n_x:].sum().abs()) / 2
-    threshold = observed - 2 * deltas.numel() * torch.finfo(torch.float64).eps * deltas.abs().sum()  # ties, as weat.py
-    if 2 ** deltas.numel() <= exact_limit:
-        count = _count_sign_flips(deltas[:n_x], deltas[n_x:], threshold)
-        return torch.tensor(count / 2 ** deltas.numel(), dtype=torch.float64)
-    generator = torch.Generator().manual_seed(seed)
-    count, chunk = 0, max(1, 2**19 // deltas.numel())
-    for start in range(0, n_permutations, chunk):
-        rows = min(chunk, n_permutations - start)
-        flipped = (torch.randint(0, 2, (rows, deltas.numel()), generator=generator).to(torch.float64) * 2 - 1) * deltas
-        values = (flipped[:, :n_x].sum(1).abs() + flipped[:, n_x:].sum(1).abs()) / 2
-        count += int((values >= threshold).sum())
-    return torch.tensor((1 + count) / (1 + n_permutations), dtype=torch.float64)
-
-
-def _signed_sums(deltas: Tensor) -> Tensor:
-    r"""All :math:`2^n` sums :math:`\sum_i \epsilon_i \delta_i`, :math:`\epsilon \in \{\pm 1\}^n` (doubling: each item
-    adds itself to every sum so far and subtracts itself from a copy)."""
-    sums = deltas.new_zeros(1)
-    for delta in deltas:
-        sums = torch.cat([sums + delta, sums - delta])
-    return sums
-
-
-def _count_sign_flips(x_deltas: Tensor, y_deltas: Tensor, threshold: Tensor) -> int:
-    r"""Number of the :math:`2^{n_x + n_y}` sign vectors with :math:`(|S_X| + |S_Y|) / 2 \ge` threshold.
-
-    :math:`S_X` and :math:`S_Y` flip disjoint items, so the count is over pairs of an X sum and a Y sum (meet in
-    the middle): the :math:`2^{n_y}` values :math:`|S_Y|` are sorted once and each :math:`|S_X|` finds by
-    ``searchsorted`` how many reach :math:`2\,\text{threshold} - |S_X|`. The larger side is the one enumerated
-    in chunks of at most :math:`2^{20}` sums (its first items fixed per chunk), so memory stays bounded.
-    """
-    small, large = sorted((x_deltas, y_deltas), key=len)
-    table = _signed_sums(small).abs().sort().values
-    head, tail = large[: max(0, len(large) - _CHUNK_BITS)], large[max(0, len(large) - _CHUNK_BITS) :]
-    tail_sums, count = _signed_sums(tail), 0
-    for offset in _signed_sums(head).tolist():  # 2^(n - _CHUNK_BITS) chunks, one when the side is small
-        reach = 2 * threshold - (tail_sums + offset).abs()
-        count += int((table.numel() - torch.searchsorted(table, reach, side="left")).sum())
-    return count
+    return sign_flip_p_value(x_own - x_other, y_own - y_other, n_permutations, seed, exact_limit)
 
 
 def congruence_interval(
@@ -183,24 +131,27 @@ def congruence_interval(
     """Bootstrap interval ``[low, high]`` of :func:`congruence_effect_size`: targets of X and of Y resampled
     separately, each keeping its pair of scores; attribute sets fixed. ``method`` ``"bca"`` (default) or
     ``"percentile"`` reads the replicates as :func:`~vlbias.metrics.functional.weat.interval_from_associations`
-    does, the BCa acceleration from leaving out one target (its pair) of X, then of Y."""
+    does (:mod:`~vlbias.metrics.functional.bootstrap`), the BCa acceleration from leaving out one target (its pair)
+    of X, then of Y."""
     x_own, x_other = _paired("x", x_own, x_other)
     y_own, y_other = _paired("y", y_own, y_other)
-    check_bootstrap(n_bootstrap, confidence, method)
+    check_bootstrap(n_bootstrap, confidence)
+    check_interval_method(method)
     generator = torch.Generator().manual_seed(seed)
     d_x = _resampled_effect_sizes(x_own, x_other, n_bootstrap, generator)
     d_y = _resampled_effect_sizes(y_own, y_other, n_bootstrap, generator)
     replicates = (d_x + d_y) / 2
+    if method == "percentile":
+        return percentile_interval(replicates, confidence)
     observed = congruence_effect_size(x_own, x_other, y_own, y_other)
-    bca = (observed, _congruence_jackknife(x_own, x_other, y_own, y_other)) if method == "bca" else None
-    return bootstrap_interval(replicates, confidence, bca)
+    return bca_interval(replicates, confidence, observed, _congruence_jackknife(x_own, x_other, y_own, y_other))
 
 
 def _resampled_effect_sizes(own: Tensor, other: Tensor, n_bootstrap: int, generator: torch.Generator) -> Tensor:
     """``(n_bootstrap,)`` :math:`|d|` of one set's targets resampled with replacement, each keeping its pair of
     scores; drawn in chunks of rows (the same draws as all rows at once), so memory stays linear in the set."""
     n = own.numel()
-    step = _chunk_rows(2 * n)
+    step = chunk_rows(2 * n)
     chunks = []
     for first in range(0, n_bootstrap, step):
         pick = torch.randint(n, (min(step, n_bootstrap - first), n), generator=generator)

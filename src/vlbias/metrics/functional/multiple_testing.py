@@ -19,7 +19,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -39,37 +39,38 @@ def _check_p_values(p_values: Tensor | Sequence[float]) -> Tensor:
     return p_values
 
 
+def _in_input_order(p_values: Tensor | Sequence[float], adjust_sorted: Callable[[Tensor], Tensor]) -> Tensor:
+    """``adjust_sorted`` of the checked p-values sorted ascending, put back in the input order: ``(m,)`` in the
+    floating dtype of the input (float64 for other input)."""
+    p_values = _check_p_values(p_values)
+    order = p_values.argsort()
+    return torch.empty_like(p_values).scatter_(0, order, adjust_sorted(p_values[order]))
+
+
+def _holm_sorted(sorted_p: Tensor) -> Tensor:
+    multipliers = torch.arange(sorted_p.numel(), 0, -1, dtype=sorted_p.dtype)  # m, m-1, ..., 1
+    return torch.cummax(multipliers * sorted_p, dim=0).values.clamp(max=1)
+
+
+def _benjamini_hochberg_sorted(sorted_p: Tensor) -> Tensor:
+    m = sorted_p.numel()
+    scaled = sorted_p * m / torch.arange(1, m + 1, dtype=sorted_p.dtype)
+    return scaled.flip(0).cummin(dim=0).values.flip(0).clamp(max=1)
+
+
 def holm_bonferroni(p_values: Tensor | Sequence[float]) -> Tensor:
-    """Holm's step-down adjusted p-values (controls the family-wise error rate).
+    """Holm's step-down adjusted p-values (controls the family-wise error rate), in the input order.
 
     Args:
         p_values: ``(m,)`` p-values in [0, 1]; a list is accepted.
 
     Returns:
-        ``(m,)`` adjusted p-values in the input order (floating dtype of the input, float64 for other input).
+        ``(m,)`` adjusted p-values (floating dtype of the input, float64 for other input).
     """
-    p_values = _check_p_values(p_values)
-    m = p_values.numel()
-    order = p_values.argsort()
-    multipliers = torch.arange(m, 0, -1, dtype=p_values.dtype)  # m, m-1, ..., 1
-    adjusted_sorted = torch.cummax(multipliers * p_values[order], dim=0).values.clamp(max=1)
-    return torch.empty_like(p_values).scatter_(0, order, adjusted_sorted)
+    return _in_input_order(p_values, _holm_sorted)
 
 
 def benjamini_hochberg(p_values: Tensor | Sequence[float]) -> Tensor:
     """Benjamini–Hochberg step-up adjusted p-values (controls the false discovery rate under independence or
-    positive dependence).
-
-    Args:
-        p_values: ``(m,)`` p-values in [0, 1]; a list is accepted.
-
-    Returns:
-        ``(m,)`` adjusted p-values in the input order (floating dtype of the input, float64 for other input).
-    """
-    p_values = _check_p_values(p_values)
-    m = p_values.numel()
-    order = p_values.argsort()
-    ranks = torch.arange(1, m + 1, dtype=p_values.dtype)
-    scaled = p_values[order] * m / ranks
-    adjusted_sorted = scaled.flip(0).cummin(dim=0).values.flip(0).clamp(max=1)
-    return torch.empty_like(p_values).scatter_(0, order, adjusted_sorted)
+    positive dependence), in the input order; argument and result as :func:`holm_bonferroni`."""
+    return _in_input_order(p_values, _benjamini_hochberg_sorted)

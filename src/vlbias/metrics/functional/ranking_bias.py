@@ -44,34 +44,27 @@ import torch
 from torch import Tensor
 
 from vlbias.errors import ConfigError, InputError
+from vlbias.metrics.functional.bootstrap import DEFAULT_BOOTSTRAP, percentile_interval, resampled_means
+from vlbias.metrics.functional.checks import check_bootstrap, check_int, check_score_matrix, shape_or_type
 
 DEFAULT_EPS = 1e-4
-DEFAULT_BOOTSTRAP = 10_000
 STATISTICS = ("max_skew", "min_skew", "ndkl", "bias")
 
 
 def _check_inputs(scores: Tensor, attributes: Tensor, k: int, num_attributes: int) -> None:
-    if not isinstance(scores, Tensor) or scores.ndim != 2 or not scores.is_floating_point():
-        shape = tuple(scores.shape) if isinstance(scores, Tensor) else type(scores).__name__
-        raise InputError(f"Expected argument `scores` to be a 2-D floating-point tensor but got {shape}")
-    if bool(scores.isnan().any()):
-        raise InputError(f"Expected argument `scores` to hold no NaN but got {int(scores.isnan().sum())}")
+    check_score_matrix("scores", scores)
     if not isinstance(attributes, Tensor) or attributes.is_floating_point() or attributes.shape != scores.shape[1:]:
-        shape = tuple(attributes.shape) if isinstance(attributes, Tensor) else type(attributes).__name__
         raise InputError(
-            f"Expected argument `attributes` to be an integer tensor of shape ({scores.shape[1]},) but got {shape}"
+            f"Expected argument `attributes` to be an integer tensor of shape ({scores.shape[1]},) but got "
+            f"{shape_or_type(attributes)}"
         )
-    if isinstance(num_attributes, bool) or not isinstance(num_attributes, int) or num_attributes < 2:
-        raise ConfigError(f"Expected argument `num_attributes` to be an integer >= 2 but got {num_attributes!r}")
+    check_int("num_attributes", num_attributes, low=2)
     if attributes.numel() and (int(attributes.min()) < 0 or int(attributes.max()) >= num_attributes):
         raise InputError(
             f"Expected argument `attributes` to hold values in [0, {num_attributes}) but got "
             f"[{int(attributes.min())}, {int(attributes.max())}]"
         )
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= scores.shape[1]:
-        raise ConfigError(
-            f"Expected argument `k` to be an integer in [1, {scores.shape[1]}] (the gallery size) but got {k!r}"
-        )
+    check_int("k", k, high=scores.shape[1], high_is="the gallery size")
 
 
 def _desired(desired: Tensor | None, num_attributes: int) -> Tensor:
@@ -130,24 +123,11 @@ def _per_query(
 
 
 def _bootstrap_interval(values: Tensor, n_bootstrap: int, confidence: float, seed: int) -> Tensor:
-    """Percentile bootstrap interval ``[low, high]`` of the mean of ``values``, resampled after sorting."""
+    """Percentile bootstrap interval ``[low, high]`` of the mean of ``values``, resampled after sorting (NaN when
+    a replicate is NaN, as it always was here)."""
     values = values.double().cpu().sort().values
-    generator = torch.Generator().manual_seed(seed)
-    n = values.numel()
-    rows = max(1, 2**19 // n)  # about 4 MiB of float64 per chunk
-    means = [
-        values[torch.randint(n, (min(rows, n_bootstrap - start), n), generator=generator)].mean(dim=1)
-        for start in range(0, n_bootstrap, rows)
-    ]
-    levels = torch.tensor([(1 - confidence) / 2, (1 + confidence) / 2], dtype=torch.float64)
-    return torch.quantile(torch.cat(means), levels)
-
-
-def _check_bootstrap(n_bootstrap: int, confidence: float) -> None:
-    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 1:
-        raise ConfigError(f"Expected argument `n_bootstrap` to be a positive integer but got {n_bootstrap!r}")
-    if not 0 < confidence < 1:
-        raise ConfigError(f"Expected argument `confidence` to be in (0, 1) but got {confidence!r}")
+    means = resampled_means(values, n_bootstrap, torch.Generator().manual_seed(seed))
+    return percentile_interval(means, confidence, omit_nan=False)
 
 
 def _ranking_bias_compute(
@@ -295,6 +275,6 @@ def ranking_bias(
     """
     desired = _desired(desired, num_attributes)
     groups = _check_groups(groups, num_attributes)
-    _check_bootstrap(n_bootstrap, confidence)
+    check_bootstrap(n_bootstrap, confidence)
     per_query = _ranking_bias_update(scores, attributes, k, num_attributes, desired, eps, groups)
     return _ranking_bias_compute(per_query, n_bootstrap, confidence, seed)

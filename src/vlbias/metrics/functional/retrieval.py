@@ -29,25 +29,18 @@ import torch
 from torch import Tensor
 
 from vlbias.errors import ConfigError, InputError
+from vlbias.metrics.functional.checks import check_score_matrix, shape_or_type
 
 DEFAULT_KS = (1, 5, 10)
 NO_GROUND_TRUTH = 0  # the rank of a query without a ground truth
 
 
-def _check_scores(name: str, scores: Tensor) -> Tensor:
-    if not isinstance(scores, Tensor) or scores.ndim != 2 or not scores.is_floating_point():
-        shape = tuple(scores.shape) if isinstance(scores, Tensor) else type(scores).__name__
-        raise InputError(f"Expected argument `{name}` to be a 2-D floating-point tensor but got {shape}")
-    if bool(scores.isnan().any()):
-        raise InputError(f"Expected argument `{name}` to hold no NaN but got {int(scores.isnan().sum())}")
-    return scores
-
-
 def _check_index(name: str, index: Tensor, size: int, bound: int | None) -> Tensor:
     """``index`` as int64 ``(size,)`` with values in ``[0, bound)`` (``bound=None``: any non-negative value)."""
     if not isinstance(index, Tensor) or index.ndim != 1 or index.is_floating_point() or index.numel() != size:
-        shape = tuple(index.shape) if isinstance(index, Tensor) else type(index).__name__
-        raise InputError(f"Expected argument `{name}` to be an integer tensor of shape ({size},) but got {shape}")
+        raise InputError(
+            f"Expected argument `{name}` to be an integer tensor of shape ({size},) but got {shape_or_type(index)}"
+        )
     if size and (int(index.min()) < 0 or (bound is not None and int(index.max()) >= bound)):
         raise InputError(
             f"Expected argument `{name}` to hold indices in [0, {bound or 'inf'}) but got "
@@ -107,7 +100,7 @@ def retrieval_ranks(scores: Tensor, caption_to_image: Tensor) -> tuple[Tensor, T
         >>> retrieval_ranks(scores, torch.tensor([0, 1, 1]))
         (tensor([1, 1]), tensor([1, 1, 2]))
     """
-    scores = _check_scores("scores", scores)
+    scores = check_score_matrix("scores", scores)
     n_images, n_captions = scores.shape
     caption_to_image = _check_index("caption_to_image", caption_to_image, n_captions, n_images)
     text = _text_ranks(scores, torch.arange(n_images, device=scores.device), caption_to_image)
@@ -143,8 +136,8 @@ def retrieval_recall(
         >>> int(out["txt_missing"])  # image 2 has no caption
         1
     """
-    scores = _check_scores("scores", scores)
-    image_scores = scores if image_scores is None else _check_scores("image_scores", image_scores)
+    scores = check_score_matrix("scores", scores)
+    image_scores = scores if image_scores is None else check_score_matrix("image_scores", image_scores)
     if image_scores.shape != scores.shape:
         raise InputError(
             f"Expected argument `image_scores` to have the shape of `scores` {tuple(scores.shape)} but got "

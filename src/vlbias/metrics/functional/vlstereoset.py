@@ -47,6 +47,8 @@ import torch
 from torch import Tensor
 
 from vlbias.errors import ConfigError, InputError
+from vlbias.metrics.functional.bootstrap import percentile_interval, resampled_means
+from vlbias.metrics.functional.checks import check_bootstrap, shape_or_type
 
 CAPTIONS: tuple[str, ...] = ("stereotype", "anti-stereotype", "unrelated")  # the order of every score triple
 SCORES: tuple[str, ...] = ("vlrs", "vlbs", "ivlas")
@@ -55,8 +57,9 @@ REFERENCE_MODELS: tuple[str, ...] = ("IDM", "BIM", "RAM")
 
 def _check_scores(name: str, scores: Tensor, columns: int) -> Tensor:
     if not isinstance(scores, Tensor) or scores.ndim != 2 or scores.shape[1] != columns:
-        shape = tuple(scores.shape) if isinstance(scores, Tensor) else type(scores).__name__
-        raise InputError(f"Expected argument `{name}` to be a tensor of shape (N, {columns}) but got {shape}.")
+        raise InputError(
+            f"Expected argument `{name}` to be a tensor of shape (N, {columns}) but got {shape_or_type(scores)}."
+        )
     if not torch.isfinite(scores).all():
         raise InputError(f"Expected argument `{name}` to be finite but it holds nan or inf.")
     return scores.double()
@@ -64,8 +67,7 @@ def _check_scores(name: str, scores: Tensor, columns: int) -> Tensor:
 
 def _check_anti(anti: Tensor, n: int) -> Tensor:
     if not isinstance(anti, Tensor) or anti.shape != (n,):
-        shape = tuple(anti.shape) if isinstance(anti, Tensor) else type(anti).__name__
-        raise InputError(f"Expected argument `anti` to be a bool tensor of shape ({n},) but got {shape}.")
+        raise InputError(f"Expected argument `anti` to be a bool tensor of shape ({n},) but got {shape_or_type(anti)}.")
     return anti.bool()
 
 
@@ -135,16 +137,10 @@ def _order_free(selection: Tensor, anti: Tensor) -> tuple[Tensor, Tensor]:
     return selection[order], anti[order]
 
 
-def _percentiles(values: Tensor, confidence: float) -> Tensor:
-    alpha = (1.0 - confidence) / 2.0
-    return torch.quantile(values, torch.tensor([alpha, 1.0 - alpha], dtype=values.dtype), dim=0)
-
-
-def _check_bootstrap(n_bootstrap: int, confidence: float) -> None:
-    if not (isinstance(n_bootstrap, int) and n_bootstrap >= 1):
-        raise ConfigError(f"Expected argument `n_bootstrap` to be an integer >= 1 but got {n_bootstrap!r}.")
-    if not (isinstance(confidence, float) and 0.0 < confidence < 1.0):
-        raise ConfigError(f"Expected argument `confidence` in (0, 1) but got {confidence!r}.")
+def _percentiles(replicates: Tensor, confidence: float) -> Tensor:
+    """The percentile interval these scores have always had: upper level mirrored, and NaN when a replicate is NaN
+    (see :func:`~vlbias.metrics.functional.bootstrap.percentile_interval`)."""
+    return percentile_interval(replicates, confidence, mirrored_upper=True, omit_nan=False)
 
 
 def vlstereoset_intervals(
@@ -156,7 +152,7 @@ def vlstereoset_intervals(
     separately (a stratified bootstrap: every resample keeps |D_a|, so vlbs is always defined).
     The rows are put in a canonical order first, so the interval depends on the items, not their order.
     """
-    _check_bootstrap(n_bootstrap, confidence)
+    check_bootstrap(n_bootstrap, confidence)
     selection, anti = _order_free(selection.double(), anti.bool())
     generator = torch.Generator().manual_seed(seed)
     resampled = []
@@ -199,13 +195,12 @@ def shift_summary(
 ) -> dict[str, Tensor]:
     """``mean``, ``fraction_positive`` (the share above 0, as in the paper's Fig. 4) and a percentile
     bootstrap ``interval`` of the mean, of per-item shifting scores ``(N,)``; nan for no items."""
-    _check_bootstrap(n_bootstrap, confidence)
+    check_bootstrap(n_bootstrap, confidence)
     values = torch.sort(values.double()).values  # order-free resampling
     if not len(values):
         nan = torch.tensor(math.nan, dtype=torch.float64)
         return {"mean": nan, "fraction_positive": nan, "interval": torch.full((2,), math.nan, dtype=torch.float64)}
-    generator = torch.Generator().manual_seed(seed)
-    means = values[torch.randint(len(values), (n_bootstrap, len(values)), generator=generator)].mean(dim=1)
+    means = resampled_means(values, n_bootstrap, torch.Generator().manual_seed(seed))
     return {
         "mean": values.mean(),
         "fraction_positive": (values > 0).double().mean(),

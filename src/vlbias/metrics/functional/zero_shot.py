@@ -29,13 +29,15 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from vlbias.errors import ConfigError, InputError
+from vlbias.errors import InputError
+from vlbias.metrics.functional.checks import check_int, shape_or_type
 
 
 def _check_scores(scores: Tensor) -> Tensor:
     if not isinstance(scores, Tensor) or scores.ndim != 2:
-        shape = tuple(scores.shape) if isinstance(scores, Tensor) else type(scores).__name__
-        raise InputError(f"Expected argument `scores` to be a 2-D tensor (images, words) but got {shape}")
+        raise InputError(
+            f"Expected argument `scores` to be a 2-D tensor (images, words) but got {shape_or_type(scores)}"
+        )
     if 0 in scores.shape:
         raise InputError(f"Expected argument `scores` to be non-empty but got shape {tuple(scores.shape)}")
     bad = int((~torch.isfinite(scores)).sum())
@@ -45,10 +47,7 @@ def _check_scores(scores: Tensor) -> Tensor:
 
 
 def _check_top_k(top_k: int, n_words: int) -> None:
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= n_words:
-        raise ConfigError(
-            f"Expected argument `top_k` to be an integer in [1, {n_words}] (the number of words) but got {top_k!r}"
-        )
+    check_int("top_k", top_k, high=n_words, high_is="the number of words")
 
 
 def ranking_from_mean_scores(mean_scores: Tensor, top_k: int) -> tuple[Tensor, Tensor]:
