@@ -35,6 +35,7 @@ from vlbias.data.biasworld import ACTIVITIES, GROUPS, BiasWorld, activity_phrase
 from vlbias.data.mmbias import TABLE2_PAIRS, read_mmbias
 from vlbias.errors import ConfigError, InputError
 from vlbias.measure import seed_everything
+from vlbias.modules.model_spec import ModelSpec
 from vlbias.modules.pruning import EmbeddingPruning
 from vlbias.results import ensure_writable
 from vlbias.suites.mmbias import biasworld_tests, mmbias_tests
@@ -135,7 +136,7 @@ def prune(
         prepared = mmbias_data(data)
     seed_everything(seed)
     module = EmbeddingPruning(
-        model,
+        ModelSpec(model, checkpoint=checkpoint, tiny=tiny, options=model_options, seed=seed),
         prepared.tests,
         prepared.group_names,
         prepared.class_prompts,
@@ -147,10 +148,6 @@ def prune(
         objective=objective,
         max_dims=max_dims,
         step=step,
-        checkpoint=checkpoint,
-        tiny=tiny,
-        model_options=model_options,
-        seed=seed,
         label_key=prepared.label_key,
         group_key=prepared.group_key,
         image_key=prepared.image_key,

@@ -10,7 +10,26 @@ This module imports nothing.
 from __future__ import annotations
 
 #: old dotted key -> the new key (or what to write instead), one line per renamed key.
-RENAMED: dict[str, str] = {}
+RENAMED: dict[str, str] = {
+    # training modules: the model block is one ModelSpec (`model: {name: clip, tiny: true}`), the optimizer's
+    # arguments are its own (`optimizer: {class_path: torch.optim.AdamW, init_args: {lr: ..., weight_decay: ...}}`)
+    "model.init_args.checkpoint": "model.init_args.model.checkpoint",
+    "model.init_args.tiny": "model.init_args.model.tiny",
+    "model.init_args.tiny_sizes": "model.init_args.model.tiny_sizes",
+    "model.init_args.tiny_vocabulary": "model.init_args.model.tiny_vocabulary",
+    "model.init_args.model_options": "model.init_args.model.options",
+    "model.init_args.seed": "model.init_args.model.seed",
+    "model.init_args.learning_rate": "model.init_args.optimizer.init_args.lr",
+    "model.init_args.weight_decay": "model.init_args.optimizer.init_args.weight_decay",
+    # FairVLP: the method and its settings are one group (`method: {name: fairvlp, alpha: 0.5, ...}`)
+    "model.init_args.alpha": "model.init_args.method.alpha",
+    "model.init_args.counterfactual_targets": "model.init_args.method.counterfactual_targets",
+    "model.init_args.lexicon": "model.init_args.method.lexicon",
+    "model.init_args.image_counterfactuals": "model.init_args.method.image_counterfactuals",
+    "model.init_args.k": "model.init_args.method.k",
+    "model.init_args.attack": "model.init_args.method.attack",
+    "model.init_args.dropout": "model.init_args.method.dropout",
+}
 
 
 def renamed_hint(key: str) -> str | None:

@@ -27,7 +27,7 @@ def fit_on_biasworld(
                 "--trainer.default_root_dir", str(run_dir),
                 "--config", str(config),
                 "--seed_everything", str(seed),
-                "--model.init_args.seed", str(seed),
+                "--model.init_args.model.seed", str(seed),
                 "--data.init_args.seed", str(seed),
                 "--data.init_args.bias_strength", str(bias_strength),
                 "--trainer.logger", "false",

@@ -31,8 +31,8 @@ holds the summary and the trade-off rows on every rank.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
+from dataclasses import asdict, replace
 
 import numpy as np
 import torch
@@ -49,8 +49,8 @@ from vlbias.mitigation.pruning import (
     select_dimensions,
 )
 from vlbias.mitigation.tradeoff import tradeoff_rows
-from vlbias.models.base import Capability, require_capability
-from vlbias.models.registry import adapter_class, load
+from vlbias.models.base import Capability
+from vlbias.modules.model_spec import ModelSpec
 
 MAX_DIMS_FRACTION = 0.25  # default end of the trade-off curve, as a share of D
 
@@ -59,7 +59,8 @@ class EmbeddingPruning(LightningModule):
     """Collect image embeddings in ``predict``; choose the dimensions to remove at its end (see the module).
 
     Args:
-        model, checkpoint, tiny, model_options: the EMBED adapter, as :func:`vlbias.models.load` takes them.
+        model: the EMBED adapter (:class:`~vlbias.modules.model_spec.ModelSpec`); its ``seed`` also seeds the MI
+            estimator.
         tests: bias tests, each ``{"name": str, "x": group, "y": group, "a": [phrases], "b": [phrases]}``.
         group_names: the protected groups, in the order of the batch's ``group_key`` labels.
         class_prompts: per zero-shot class (in the order of the batch's ``label_key`` labels) its prompts.
@@ -68,7 +69,6 @@ class EmbeddingPruning(LightningModule):
         theta, theta_quantile: Θ as a value or a quantile of the MI (one of them; none for ``clip_clip``).
         objective: ``"mean_abs"`` or ``"max_abs"`` over the tests' effect sizes.
         max_dims, step: the trade-off curve's largest N (default 25 % of D, at least N) and its step.
-        seed: seeds the tiny model and the MI estimator.
         label_key, group_key, image_key: batch keys of the class label, the group label and the images.
         out: directory to write (rank 0); ``None`` writes nothing.
         data_config: what the data were, recorded in ``prune.json``.
@@ -76,7 +76,7 @@ class EmbeddingPruning(LightningModule):
 
     def __init__(
         self,
-        model: str,
+        model: ModelSpec,
         tests: list[dict],
         group_names: list[str],
         class_prompts: list[list[str]],
@@ -88,10 +88,6 @@ class EmbeddingPruning(LightningModule):
         objective: str = "mean_abs",
         max_dims: int | None = None,
         step: int = 1,
-        checkpoint: str | None = None,
-        tiny: bool = False,
-        model_options: dict | None = None,
-        seed: int = 0,
         label_key: str = "activity",
         group_key: str = "group",
         image_key: str = "pixel_values",
@@ -100,12 +96,12 @@ class EmbeddingPruning(LightningModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
+        self.hparams["model"] = asdict(model)
         _check_choice(n_dims, fraction, strategy, theta, theta_quantile)
         self.test_specs = _checked_tests(tests, group_names)
         self.class_prompts = _checked_prompts(class_prompts)
-        options = {**(model_options or {}), **({"seed": seed} if tiny else {})}
-        require_capability(adapter_class(model), Capability.EMBED, suite="prune")  # before loading weights
-        self.adapter = load(model, checkpoint=checkpoint, tiny=tiny, device="cpu", options=options).eval()
+        self.spec = model
+        self.adapter = model.load(Capability.EMBED, "prune")
         self.outcome: dict | None = None
         self._batches: list[tuple[Tensor, Tensor, Tensor]] = []
 
@@ -151,7 +147,7 @@ class EmbeddingPruning(LightningModule):
         if bad.numel():
             raise InputError(
                 f"{bad.numel()} of {images.shape[0]} image embeddings hold NaN or inf (rows {bad[:10].tolist()}); "
-                f"model {hp.model!r} cannot be pruned on them"
+                f"model {self.spec.name!r} cannot be pruned on them"
             )
         outside = groups[(groups < 0) | (groups >= len(hp.group_names))].unique()
         if outside.numel():
@@ -162,24 +158,25 @@ class EmbeddingPruning(LightningModule):
             BiasTest(spec["name"], *self._group_images(images, groups, spec), a.double().cpu(), b.double().cpu())
             for spec, (a, b) in zip(self.test_specs, self.attributes, strict=True)
         ]
-        mi = mutual_information(images, groups if hp.strategy == "clip_clip" else labels, seed=hp.seed)
+        seed = self.spec.seed
+        mi = mutual_information(images, groups if hp.strategy == "clip_clip" else labels, seed=seed)
         options = {
             "strategy": hp.strategy,
             "theta": hp.theta,
             "theta_quantile": hp.theta_quantile,
             "objective": hp.objective,
         }
-        result = dataclasses.replace(
-            select_dimensions(tests, mi, hp.n_dims if hp.n_dims is not None else hp.fraction, **options), seed=hp.seed
+        result = replace(
+            select_dimensions(tests, mi, hp.n_dims if hp.n_dims is not None else hp.fraction, **options), seed=seed
         )
         order, max_dims = self._removal_order(tests, mi, result, options, images.shape[1])
         prompts = self.prompts.double().cpu()
         rows = tradeoff_rows(tests, images, labels, prompts, self.prompt_classes, order, result.n_remove, hp.step)
         accuracy = {n: row["zero_shot_accuracy"] for n, row in ((row["n_removed"], row) for row in rows)}
         summary = {
-            "model": hp.model,
-            "checkpoint": hp.checkpoint,
-            "tiny": hp.tiny,
+            "model": self.spec.name,
+            "checkpoint": self.spec.checkpoint,
+            "tiny": self.spec.tiny,
             "data": hp.data_config,
             "n_images": images.shape[0],
             "embedding_dim": images.shape[1],
