@@ -147,19 +147,15 @@ def test_key_words_and_groups_come_from_configuration(labelled_module):
 def test_itm_labels_follow_the_configured_labels_and_else_only_identical_captions(labelled_module):
     captions = ["a man is cooking.", "someone is cooking.", "a woman is cooking.", "a man is sewing."]
     batch = {"activity": torch.tensor([0, 0, 0, 1]), "group": torch.tensor([0, 1, 1, 0])}
-    order = torch.tensor([1, 2, 0, 0])
-    shuffled = [captions[j] for j in order.tolist()]
+    order = torch.tensor([1, 2, 0, 0])  # image b is given caption order[b]
     # image 0 (man, cooking) gets "someone is cooking.": no group named, same activity -> still describes it;
     # image 1 (woman) gets "a woman is cooking." -> yes; image 2 (woman) gets "a man is cooking." -> no;
     # image 3 (sewing) gets a cooking caption -> no
-    assert labelled_module._still_describes(batch, order, captions, shuffled).tolist() == [1.0, 1.0, 0.0, 0.0]
+    assert labelled_module._describes(batch, captions)[torch.arange(4), order].tolist() == [True, True, False, False]
     unlabelled = ["a man is cooking.", "a man is cooking.", "a woman is sewing."]
-    order = torch.tensor([1, 0, 2])
-    shuffled = [unlabelled[j] for j in order.tolist()]
-    assert labelled_module._still_describes({}, order, unlabelled, shuffled).tolist() == [1.0, 1.0, 1.0]
-    order = torch.tensor([2, 0, 1])
-    shuffled = [unlabelled[j] for j in order.tolist()]
-    assert labelled_module._still_describes({}, order, unlabelled, shuffled).tolist() == [0.0, 1.0, 0.0]
+    describes = labelled_module._describes({}, unlabelled)
+    assert describes[torch.arange(3), torch.tensor([1, 0, 2])].tolist() == [True, True, True]
+    assert describes[torch.arange(3), torch.tensor([2, 0, 1])].tolist() == [False, True, False]
 
 
 def test_a_tiny_model_takes_the_configured_vocabulary():

@@ -66,7 +66,7 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability
 from vlbias.modules.masked_lm import MaskedLMPretraining
 from vlbias.modules.model_spec import TINY_ALBEF, ModelSpec
-from vlbias.objectives import IGNORE_INDEX, fairvlp_loss, itc_loss, itm_loss, sample_negatives
+from vlbias.objectives import IGNORE_INDEX, fairvlp_loss, hard_negative_itm, itc_loss
 from vlbias.options import check_options, check_value
 
 #: A dropout probability, in [0, 1).
@@ -356,26 +356,6 @@ class FairVLP(MaskedLMPretraining):
         if similarity is None and Capability.EMBED in self.adapter.capabilities:
             with torch.no_grad():
                 similarity = self.adapter.embed_images(pixel_values) @ self.adapter.embed_texts(tokens).T  # (B, B)
-        negative_text = sample_negatives(~describes, similarity, generator)
-        negative_image = sample_negatives(~describes.T, None if similarity is None else similarity.T, generator)
-        own = torch.arange(batch_size)
-        text_rows = torch.cat([own, negative_text, own]).to(pixel_values.device)
-        images = torch.cat([pixel_values, pixel_values, pixel_values[negative_image.to(pixel_values.device)]])
-        texts = {key: value.index_select(0, text_rows) for key, value in tokens.items()}
-        labels = torch.cat([torch.ones(batch_size), describes[own, negative_text], describes[negative_image, own]])
-        loss = itm_loss(self.adapter.match_logits(images, texts), labels.float())
+        loss = hard_negative_itm(self.adapter, pixel_values, tokens, describes, similarity, generator)
         self.log(f"{stage}/itm_loss", loss, batch_size=batch_size)
         return loss
-
-    def _describes(self, batch: dict[str, object], captions: list[str]) -> Tensor:
-        """``(B, B)`` bool: caption ``j`` describes image ``i``. With the batch's content and group labels:
-        the same content label and either the same group or no group word in caption ``j``; otherwise:
-        caption ``j`` is identical to image ``i``'s own."""
-        content_key, group_key = self.hparams.content_label_key, self.hparams.group_label_key
-        if content_key in batch and group_key in batch:
-            content, group = torch.as_tensor(batch[content_key]).cpu(), torch.as_tensor(batch[group_key]).cpu()
-            groups = set(self.groups)
-            names_group = torch.tensor([bool(set(text.lower().rstrip(".").split()) & groups) for text in captions])
-            same_group = group.view(-1, 1) == group.view(1, -1)
-            return (content.view(-1, 1) == content.view(1, -1)) & (same_group | ~names_group.view(1, -1))
-        return torch.tensor([[mine == theirs for theirs in captions] for mine in captions])

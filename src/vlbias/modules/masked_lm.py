@@ -137,27 +137,24 @@ class MaskedLMPretraining(AdapterModule):
         logits = self.adapter.match_logits(
             torch.cat([pixel_values, pixel_values]), self.adapter.prepare_texts(captions + shuffled)
         )  # (2B,)
-        targets = self._still_describes(batch, order, captions, shuffled)
+        targets = self._describes(batch, captions)[torch.arange(batch_size), order].float()  # (B,)
         labels = torch.cat([torch.ones(batch_size), targets]).to(logits.device)
         loss = itm_loss(logits, labels)
         self.log(f"{stage}/itm_loss", loss, batch_size=batch_size)
         return loss
 
-    def _still_describes(
-        self, batch: dict[str, object], order: Tensor, captions: list[str], shuffled: list[str]
-    ) -> Tensor:
-        """ITM labels ``(B,)`` of the shuffled captions (1.0: caption ``order[b]`` still describes image
-        ``b``): by the content and group labels when the batch has both, else by identity with the
-        image's own caption."""
+    def _describes(self, batch: dict[str, object], captions: list[str]) -> Tensor:
+        """``(B, B)`` bool: caption ``j`` describes image ``i``. With the batch's content and group labels:
+        the same content label and either the same group or no group word in caption ``j``; otherwise:
+        caption ``j`` is identical to image ``i``'s own."""
         content_key, group_key = self.hparams.content_label_key, self.hparams.group_label_key
         if content_key in batch and group_key in batch:
             content, group = torch.as_tensor(batch[content_key]).cpu(), torch.as_tensor(batch[group_key]).cpu()
             groups = set(self.groups)
-            names_group = torch.tensor([bool(set(text.lower().rstrip(".").split()) & groups) for text in shuffled])
-            still = (content[order] == content) & ((group[order] == group) | ~names_group)
-        else:
-            still = torch.tensor([mine == theirs for mine, theirs in zip(captions, shuffled)])
-        return still.float()
+            names_group = torch.tensor([bool(set(text.lower().rstrip(".").split()) & groups) for text in captions])
+            same_group = group.view(-1, 1) == group.view(1, -1)
+            return (content.view(-1, 1) == content.view(1, -1)) & (same_group | ~names_group.view(1, -1))
+        return torch.tensor([[mine == theirs for theirs in captions] for mine in captions])
 
     def _step(self, batch: dict[str, object], stage: str, generator: torch.Generator | None = None) -> Tensor:
         pixel_values = self.adapter.prepare_images(batch[self.hparams.image_key])

@@ -61,7 +61,7 @@ from vlbias.models.base import Capability
 from vlbias.modules.adapter_module import AdapterModule
 from vlbias.modules.model_spec import TINY_CLIP, ModelSpec
 from vlbias.objectives.contrastive import itc_loss
-from vlbias.objectives.itm import itm_loss, sample_negatives
+from vlbias.objectives.itm import hard_negative_itm
 from vlbias.options import check_value
 from vlbias.retrieval.rerank import rerank
 
@@ -161,17 +161,9 @@ class RetrievalFinetuning(AdapterModule):
     def _itm(self, pixel_values: Tensor, tokens: dict[str, Tensor], images: Tensor, texts: Tensor, describes: Tensor):
         """ITM on the batch's pairs, one hard negative text per image and one hard negative image per text,
         drawn by the ITC similarity among the pairs that are not positive (:mod:`vlbias.objectives.itm`)."""
-        n = len(describes)
         similarity = (images @ texts.T).detach()  # (B, B)
-        negative_text = sample_negatives(~describes, similarity)
-        negative_image = sample_negatives(~describes.T, similarity.T)
-        own = torch.arange(n)
-        text_rows = torch.cat([own, negative_text, own]).to(pixel_values.device)
-        pixels = torch.cat([pixel_values, pixel_values, pixel_values[negative_image.to(pixel_values.device)]])
-        rows = {key: value.index_select(0, text_rows) for key, value in tokens.items()}
-        labels = torch.cat([torch.ones(n), describes[own, negative_text], describes[negative_image, own]])
-        loss = itm_loss(self.adapter.match_logits(pixels, rows), labels.float())
-        self.log("train/itm_loss", loss, batch_size=n)
+        loss = hard_negative_itm(self.adapter, pixel_values, tokens, describes, similarity)
+        self.log("train/itm_loss", loss, batch_size=len(describes))
         return loss
 
     # -- evaluation ----------------------------------------------------------------------------
