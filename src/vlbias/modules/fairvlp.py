@@ -214,7 +214,8 @@ class FairVLP(MaskedLMPretraining):
         method: the method and its settings.
         itc_weight: weight of the image-text contrastive loss, >= 0 (0 turns it off; it needs an adapter with
             EMBED). Its similarities also draw the ITM hard negatives, as in ALBEF.
-        model: as :class:`MaskedLMPretraining` (default: a tiny ALBEF).
+        model: the adapter to train (:class:`~vlbias.modules.model_spec.ModelSpec`), with FILL_MASK (default: a tiny
+            ALBEF).
         kwargs: the other arguments of :class:`MaskedLMPretraining`. Its ``groups`` are the bias concept words:
             always masked like key words, the concepts the attack reads and moves (each one's lexicon counterpart
             must be among them for image counterfactuals).
@@ -249,7 +250,7 @@ class FairVLP(MaskedLMPretraining):
         if self.method.name == "dropout":
             layers = [module for module in self.adapter.modules() if isinstance(module, nn.Dropout)]
             if not layers:
-                raise ConfigError(f"`method: dropout` needs dropout layers but model {model.name!r} has none.")
+                raise ConfigError(f"`method.name: dropout` needs dropout layers but model {model.name!r} has none.")
             for layer in layers:
                 layer.p = float(self.method.dropout)
 
