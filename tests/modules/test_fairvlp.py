@@ -16,7 +16,7 @@ from vlbias.counterfactual.training import TrainingImageCounterfactuals
 from vlbias.data.biasworld import BiasWorld
 from vlbias.errors import ConfigError, InputError
 from vlbias.models import load
-from vlbias.modules.fairvlp import METHODS, SETTING_DEFAULTS, FairVLP, FairVLPMethod, settings_read, uses_images
+from vlbias.modules.fairvlp import METHODS, FairVLP, FairVLPMethod, switch_method, uses_images
 from vlbias.modules.model_spec import ModelSpec
 from vlbias.objectives import IGNORE_INDEX, itc_loss
 from vlbias.results import read_results
@@ -287,6 +287,14 @@ def test_a_bad_value_is_refused_whichever_the_method():
         FairVLPMethod("visual_swap", attack={"stepz": 1})
 
 
+def test_switching_a_configs_method_nulls_what_the_new_method_does_not_read():
+    configured = {"name": "fairvlp", "alpha": 0.3, "image_counterfactuals": "cached", "k": 128, "attack": {"steps": 5}}
+    switched = FairVLPMethod(**{**configured, **switch_method("fairvlp_l", counterfactual_targets="swapped")})
+    assert switched == FairVLPMethod("fairvlp_l", alpha=0.3, counterfactual_targets="swapped")  # the config's alpha
+    every_step = FairVLPMethod(**{**configured, **switch_method("visual_swap", image_counterfactuals="every_step")})
+    assert every_step == FairVLPMethod("visual_swap", image_counterfactuals="every_step", attack={"steps": 5})
+
+
 def test_settings_left_out_take_their_defaults_where_the_method_reads_them():
     assert FairVLPMethod("fairvlp").with_defaults() == FairVLPMethod(
         "fairvlp", alpha=0.5, counterfactual_targets="factual", image_counterfactuals="every_n_steps", k=4
@@ -315,10 +323,8 @@ SMALL = [
 
 
 def _method_group(method: str) -> str:
-    """``--model.init_args.method`` switching the config to ``method``: the settings it does not read null, and a
-    one-step attack for the image methods."""
-    group = {"name": method, **{key: None for key in SETTING_DEFAULTS if key not in settings_read(method)}}
-    return json.dumps({**group, "attack": {"steps": 1}} if uses_images(method) else group)  # JSON is YAML
+    """``--model.init_args.method`` switching the config to ``method``, with a one-step attack for the image methods."""
+    return json.dumps(switch_method(method, **({"attack": {"steps": 1}} if uses_images(method) else {})))  # YAML
 
 
 @pytest.mark.filterwarnings("ignore")

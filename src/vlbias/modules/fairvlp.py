@@ -142,14 +142,28 @@ def settings_read(method: str, policy: str = "every_n_steps") -> tuple[str, ...]
     return tuple(read)
 
 
+def switch_method(name: str, **settings: object) -> dict[str, object]:
+    """The ``method`` group, as a mapping (``--model.init_args.method '<it as YAML>'``), that switches a config to
+    method ``name`` with ``settings``: what ``name`` does not read is set to null, so that the config's values for
+    other methods are dropped; what it reads keeps the config's values unless given.
+
+    Example:
+        >>> switch_method("fairvlp_l", alpha=0.25)
+        {'name': 'fairvlp_l', 'image_counterfactuals': None, 'k': None, 'attack': None, 'dropout': None, 'alpha': 0.25}
+    """
+    policy = settings.get("image_counterfactuals") or SETTING_DEFAULTS["image_counterfactuals"]
+    read = settings_read(name, policy)
+    return {"name": name, **{key: None for key in SETTING_DEFAULTS if key not in read}, **settings}
+
+
 @dataclass(frozen=True)
 class FairVLPMethod:
     """A FairVLP method (module docstring) and its settings, each read only by the methods that use it.
 
     A setting left out (``None``) takes its default (:data:`SETTING_DEFAULTS`) where the method reads it; a setting
     given to a method that does not read it is refused by name, so that nothing given is silently ignored. To switch
-    the method of a config that sets others' settings, give the group whole with those set to null, e.g.
-    ``--model.init_args.method '{name: fairvlp_l, image_counterfactuals: null, k: null, attack: null}'``.
+    the method of a config that sets others' settings, give the group with those set to null (:func:`switch_method`),
+    e.g. ``--model.init_args.method '{name: fairvlp_l, image_counterfactuals: null, k: null, attack: null}'``.
 
     Args:
         name: one of :data:`METHODS`.
