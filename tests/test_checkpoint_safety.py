@@ -17,7 +17,14 @@ from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.models.catalog import list_models
 from vlbias.models.pruned import export_pruned_clip
 from vlbias.models.registry import load
-from vlbias.modules import ContrastivePretraining, FairVLP, MaskedLMPretraining, RetrievalFinetuning
+from vlbias.modules import (
+    ContrastivePretraining,
+    FairVLP,
+    FairVLPMethod,
+    MaskedLMPretraining,
+    ModelSpec,
+    RetrievalFinetuning,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TORCH_SUFFIXES = {".pt", ".pth", ".bin", ".ckpt"}
@@ -66,10 +73,14 @@ def test_a_prune_run_writes_only_safe_weights(tmp_path, run_cli):
 @pytest.mark.parametrize(
     "module",
     [
-        lambda: ContrastivePretraining(model="clip", tiny_sizes=TINY),
-        lambda: RetrievalFinetuning(model="clip", tiny_sizes=TINY, k_test=4, ks=(1, 5)),
-        lambda: MaskedLMPretraining(model="albef", tiny_sizes=TINY, **BIASWORLD_WORDS),
-        lambda: FairVLP(model="albef", tiny_sizes=TINY, attack={"steps": 1}, **BIASWORLD_WORDS),
+        lambda: ContrastivePretraining(model=ModelSpec("clip", tiny=True, tiny_sizes=TINY)),
+        lambda: RetrievalFinetuning(model=ModelSpec("clip", tiny=True, tiny_sizes=TINY), k_test=4, ks=(1, 5)),
+        lambda: MaskedLMPretraining(model=ModelSpec("albef", tiny=True, tiny_sizes=TINY), **BIASWORLD_WORDS),
+        lambda: FairVLP(
+            method=FairVLPMethod(attack={"steps": 1}),
+            model=ModelSpec("albef", tiny=True, tiny_sizes=TINY),
+            **BIASWORLD_WORDS,
+        ),
     ],
     ids=["contrastive", "retrieval", "masked_lm", "fairvlp"],
 )
@@ -96,7 +107,7 @@ def test_lightning_checkpoints_load_with_weights_only(module, tmp_path):
     checkpoints = assert_loads_safely(tmp_path / "checkpoints")
     assert Path("last.ckpt") in checkpoints
     state = torch.load(tmp_path / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
-    assert state["hyper_parameters"]["model"] in ("clip", "albef") and state["datamodule_hyper_parameters"]
+    assert state["hyper_parameters"]["model"]["name"] in ("clip", "albef") and state["datamodule_hyper_parameters"]
     assert any(key.startswith("BiasSuiteCallback") for key in state["callbacks"])
 
 

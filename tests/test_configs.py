@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from tests.data.corpus import write_karpathy_corpus
@@ -32,8 +33,8 @@ def small_args(configs: tuple[Path, ...], tmp_path: Path) -> tuple[str, ...]:
     args = ["--data.init_args.annotations", str(write_karpathy_corpus(tmp_path))]
     args += ["--data.init_args.image_root", str(tmp_path / "images"), "--data.init_args.num_workers", "0"]
     model = next((section["model"] for section in reversed(sections) if "model" in section), {})
-    if model.get("init_args", {}).get("tiny") is False:
-        args += ["--model.init_args.tiny", "true", "--model.init_args.checkpoint", "null"]
+    if model.get("init_args", {}).get("model", {}).get("checkpoint"):
+        args += ["--model.init_args.model", "{tiny: true, checkpoint: null}"]
     trainer = next((section["trainer"] for section in reversed(sections) if "trainer" in section), {})
     if trainer.get("accelerator") == "gpu":
         args += ["--trainer.accelerator", "cpu", "--trainer.devices", "1", "--trainer.strategy", "auto"]
@@ -83,7 +84,39 @@ def test_suite_configs_are_measure_configs(suite_config):
 def test_the_coco_experiment_keeps_the_papers_settings(tmp_path):
     experiment = ROOT / "configs" / "experiment" / "fairvlp_coco.yaml"
     cli = instantiate(experiment, small=small_args((experiment,), tmp_path))
-    assert (cli.model.hparams.learning_rate, cli.model.hparams.weight_decay) == (1e-4, 0.02)
-    assert cli.model.hparams.counterfactual_targets == "factual"  # Eq. 15: M in both terms
+    optimizer = cli.model.configure_optimizers()
+    assert isinstance(optimizer, torch.optim.AdamW)
+    assert (optimizer.defaults["lr"], optimizer.defaults["weight_decay"]) == (1e-4, 0.02)
+    assert cli.model.method.counterfactual_targets == "factual"  # Eq. 15: M in both terms
     devices = yaml.safe_load(experiment.read_text())["trainer"]["devices"]
     assert cli.datamodule.hparams.batch_size * devices == 256
+
+
+#: Each training experiment's optimizer as its config gave it before the model spec (``learning_rate``,
+#: ``weight_decay`` beside the model, AdamW by default): the move to ``optimizer: {class_path, init_args}`` kept them.
+OPTIMIZERS = {
+    "biasworld_caption_selection": (0.003, 0.01),
+    "biasworld_mlm": (0.002, 0.01),
+    "fairvlp_biasworld": (0.002, 0.01),
+    "fairvlp_coco": (1e-4, 0.02),
+    "quickstart": (0.003, 0.01),
+    "retrieval_biasworld": (0.003, 0.01),
+    "retrieval_coco": (1e-5, 0.02),
+    "retrieval_flickr30k": (1e-5, 0.02),
+}
+
+
+@pytest.mark.parametrize("experiment", sorted(OPTIMIZERS))
+def test_every_training_experiment_keeps_its_optimizer(experiment, tmp_path):
+    config = ROOT / "configs" / "experiment" / f"{experiment}.yaml"
+    configured = instantiate(config, small=small_args((config,), tmp_path)).model.configure_optimizers()
+    optimizer = configured["optimizer"] if isinstance(configured, dict) else configured
+    assert type(optimizer) is torch.optim.AdamW
+    defaults = optimizer.defaults
+    assert (defaults["lr"], defaults["weight_decay"]) == OPTIMIZERS[experiment]
+    assert (tuple(defaults["betas"]), defaults["eps"], defaults["amsgrad"]) == ((0.9, 0.999), 1e-8, False)
+
+
+def test_every_training_experiment_has_its_optimizer_listed():
+    training = {p.stem for p in (ROOT / "configs" / "experiment").glob("*.yaml") if not p.stem.startswith("prune")}
+    assert training == set(OPTIMIZERS)

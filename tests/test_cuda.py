@@ -76,7 +76,8 @@ def test_every_biasworld_experiment_fits_on_the_gpu_in_bf16(experiment, tmp_path
 
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_every_fairvlp_method_steps_on_the_gpu_under_bf16_autocast(method):
-    module = fairvlp_module(method, image_counterfactuals="every_step", itc_weight=1.0).cuda()
+    policy = {"image_counterfactuals": "every_step"} if uses_images(method) else {}
+    module = fairvlp_module(method, itc_weight=1.0, **policy).cuda()
     logged: dict[str, float] = {}
     module.log = lambda name, value, **_: logged.__setitem__(name, float(value))
     batch = {key: value.cuda() if isinstance(value, torch.Tensor) else value for key, value in fairvlp_batch(8).items()}

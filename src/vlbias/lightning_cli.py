@@ -80,6 +80,7 @@ class VlbiasCLI(LightningCLI):
         if seed is False:
             return
         config["seed"] = seed_everything(None if seed is True else seed, workers=True, verbose=False)
+        _seed_the_model(config, config["seed"])
 
     def before_instantiate_classes(self) -> None:
         if self.subcommand != "fit":
@@ -111,6 +112,20 @@ class VlbiasCLI(LightningCLI):
             trainer.callbacks.append(KeepWandbRunId())
         if self.subcommand == "fit":
             trainer.callbacks.append(RunProgress())
+
+
+def _seed_the_model(config: Any, seed: int) -> None:
+    """A training module's :class:`~vlbias.modules.model_spec.ModelSpec` takes its seed (a tiny model's weights,
+    the MI estimator's noise) from the run's one ``seed``; a spec seed given apart from it is refused by name."""
+    spec = config.get("model.init_args.model") if config.get("model") is not None else None
+    if not hasattr(spec, "get") or spec.get("seed") is None:
+        return  # a module without a model spec (any LightningModule by class_path)
+    if spec["seed"] not in (0, seed):  # 0: the spec's default, left as it is
+        raise ConfigError(
+            f"`model.init_args.model.seed` ({spec['seed']}) is set from the run's `seed` ({seed}): give `--seed "
+            f"{spec['seed']}` instead."
+        )
+    spec["seed"] = seed
 
 
 def check_checkpoint(path: Path, module: str | None) -> None:

@@ -36,10 +36,10 @@ from vlbias.data.biasworld import ACTIVITIES, GROUPS, BiasWorld, activity_phrase
 from vlbias.data.mmbias import TABLE2_PAIRS, read_mmbias
 from vlbias.errors import InputError
 from vlbias.loaded_model import seed_everything
-from vlbias.models.registry import check_model_options
+from vlbias.modules.model_spec import ModelSpec
 from vlbias.modules.pruning import EmbeddingPruning
 from vlbias.results import ensure_writable
-from vlbias.run_options import PruneOptions
+from vlbias.run_options import PruneOptions, PruningChoice
 from vlbias.suites.mmbias_stimuli import biasworld_tests, mmbias_tests
 
 
@@ -106,7 +106,7 @@ def prune(options: PruneOptions) -> dict:
     """Prune ``options.model`` on ``options.data`` (``"biasworld"`` or an MMBias directory) and write
     ``options.out``; returns :attr:`EmbeddingPruning.outcome` (``summary``, the content of ``prune.json``, and the
     ``tradeoff`` rows)."""
-    check_model_options(options.model, options.model_options, options.tiny)
+    spec = ModelSpec(options.model, options.checkpoint, options.tiny, options=options.model_options, seed=options.seed)
     out = ensure_writable(options.out)
     if options.data == "biasworld":
         prepared = biasworld_data(BiasWorld(**dataclasses.asdict(options.biasworld)), options.split or "val")
@@ -114,22 +114,13 @@ def prune(options: PruneOptions) -> dict:
         prepared = mmbias_data(options.data)
     seed_everything(options.seed)
     module = EmbeddingPruning(
-        options.model,
+        spec,
         prepared.tests,
         prepared.group_names,
         prepared.class_prompts,
-        n_dims=options.n_dims,
-        fraction=options.fraction,
-        strategy=options.strategy,
-        theta=options.theta,
-        theta_quantile=options.theta_quantile,
-        objective=options.objective,
-        max_dims=options.max_dims,
-        step=options.step,
-        checkpoint=options.checkpoint,
-        tiny=options.tiny,
-        model_options=options.model_options,
-        seed=options.seed,
+        pruning=PruningChoice(
+            **{field.name: getattr(options, field.name) for field in dataclasses.fields(PruningChoice)}
+        ),
         label_key=prepared.label_key,
         group_key=prepared.group_key,
         image_key=prepared.image_key,

@@ -17,6 +17,33 @@ RENAMED: dict[str, str] = {
     "suite_options.n_bootstrap": "suite_options.statistics.n_bootstrap",
     "suite_options.confidence": "suite_options.statistics.confidence",
     "suite_options.interval_method": "suite_options.statistics.interval_method",
+    # training modules: the model block is one ModelSpec (`model: {name: clip, tiny: true}`), the optimizer's
+    # arguments are its own (`optimizer: {class_path: torch.optim.AdamW, init_args: {lr: ..., weight_decay: ...}}`)
+    "model.init_args.checkpoint": "model.init_args.model.checkpoint",
+    "model.init_args.tiny": "model.init_args.model.tiny",
+    "model.init_args.tiny_sizes": "model.init_args.model.tiny_sizes",
+    "model.init_args.tiny_vocabulary": "model.init_args.model.tiny_vocabulary",
+    "model.init_args.model_options": "model.init_args.model.options",
+    "model.init_args.seed": "seed",
+    "model.init_args.learning_rate": "model.init_args.optimizer.init_args.lr",
+    "model.init_args.weight_decay": "model.init_args.optimizer.init_args.weight_decay",
+    # FairVLP: the method and its settings are one group (`method: {name: fairvlp, alpha: 0.5, ...}`)
+    "model.init_args.alpha": "model.init_args.method.alpha",
+    "model.init_args.counterfactual_targets": "model.init_args.method.counterfactual_targets",
+    "model.init_args.lexicon": "model.init_args.method.lexicon",
+    "model.init_args.image_counterfactuals": "model.init_args.method.image_counterfactuals",
+    "model.init_args.k": "model.init_args.method.k",
+    "model.init_args.attack": "model.init_args.method.attack",
+    "model.init_args.dropout": "model.init_args.method.dropout",
+    # pruning: how the dimensions are chosen is one group (`pruning: {fraction: 0.1, theta_quantile: 0.9}`)
+    "model.init_args.n_dims": "model.init_args.pruning.n_dims",
+    "model.init_args.fraction": "model.init_args.pruning.fraction",
+    "model.init_args.strategy": "model.init_args.pruning.strategy",
+    "model.init_args.theta": "model.init_args.pruning.theta",
+    "model.init_args.theta_quantile": "model.init_args.pruning.theta_quantile",
+    "model.init_args.objective": "model.init_args.pruning.objective",
+    "model.init_args.max_dims": "model.init_args.pruning.max_dims",
+    "model.init_args.step": "model.init_args.pruning.step",
 }
 
 

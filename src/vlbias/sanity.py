@@ -25,7 +25,6 @@ def fit_on_biasworld(
             "--trainer.default_root_dir", str(run_dir),
             "--config", str(config),
             "--seed", str(seed),
-            "--model.init_args.seed", str(seed),
             "--data.init_args.seed", str(seed),
             "--data.init_args.bias_strength", str(bias_strength),
             "--trainer.logger", "false",

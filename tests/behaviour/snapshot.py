@@ -106,9 +106,9 @@ def _experiment_overrides(config: Path, work: Path) -> list[str]:
                  "--data.init_args.image_root", str(work / "images"), "--data.init_args.num_workers", "0"]  # fmt: skip
     else:
         args += ["--data.init_args.n_train", "64", "--data.init_args.eval_per_combination", "2"]
-    if section.get("model", {}).get("init_args", {}).get("tiny") is False:
-        args += ["--model.init_args.tiny", "true", "--model.init_args.checkpoint", "null"]
-        args += ["--model.init_args.tiny_vocabulary", json.dumps(_tiny_words())]
+    if section.get("model", {}).get("init_args", {}).get("model", {}).get("checkpoint"):
+        tiny = {"tiny": True, "checkpoint": None, "tiny_vocabulary": _tiny_words()}
+        args += ["--model.init_args.model", json.dumps(tiny)]  # a mapping: a `null` flag reads as "None"
     if "k_test" in section.get("model", {}).get("init_args", {}):
         args += ["--model.init_args.k_test", "2", "--model.init_args.ks", "[1, 2]"]  # the tiny val gallery
     if section.get("trainer", {}).get("accelerator") == "gpu":

@@ -10,7 +10,7 @@ from lightning.pytorch import Trainer
 from tests.data.corpus import CAPTIONS, write_karpathy_corpus
 from vlbias.data.caption_datamodule import CaptionDataModule
 from vlbias.errors import ConfigError, InputError
-from vlbias.modules import FairVLP
+from vlbias.modules import FairVLP, FairVLPMethod, ModelSpec
 
 
 def datamodule(root, **options) -> CaptionDataModule:
@@ -102,7 +102,7 @@ def test_bad_configuration_is_named(tmp_path, change, error, match):
 @pytest.mark.filterwarnings("ignore")
 def test_fairvlp_fast_dev_run_on_a_caption_corpus(tmp_path):
     data = datamodule(tmp_path, image_size=32)
-    model = FairVLP(method="gender_swap", model="albef", tiny=True, groups=["man", "woman"])
+    model = FairVLP(method=FairVLPMethod("gender_swap"), model=ModelSpec("albef", tiny=True), groups=["man", "woman"])
     trainer = Trainer(
         fast_dev_run=True, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
         enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path,

@@ -8,7 +8,7 @@ from torch.testing import assert_close
 
 from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.data.resumable import ResumableDataLoader
-from vlbias.modules import ContrastivePretraining
+from vlbias.modules import ContrastivePretraining, ModelSpec
 
 
 def _loader(data, **options) -> ResumableDataLoader:
@@ -79,7 +79,7 @@ class _Preempted(Exception):
 
 def _fit(tmp_path, callbacks=(), ckpt_path=None) -> ContrastivePretraining:
     L.seed_everything(0, verbose=False)
-    module = ContrastivePretraining(model="clip", tiny=True, learning_rate=0.003)
+    module = ContrastivePretraining(model=ModelSpec("clip", tiny=True))  # AdamW at 0.003, the quickstart's
     data = BiasWorldDataModule(bias_strength=0.9, n_train=96, eval_per_combination=1, image_size=32, batch_size=16)
     trainer = L.Trainer(
         max_epochs=2, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,

@@ -180,7 +180,7 @@ def test_a_2x2_sweep_runs_as_one_array_and_status_reports_every_task(run_cli, tm
         run_cli,
         tmp_path / "sweep",
         "--config", str(QUICKSTART), "--config", str(cheap), *small,
-        "--grid", "model.init_args.learning_rate=0.001,0.003", "--seeds", "0", "1",
+        "--grid", "model.init_args.optimizer.init_args.lr=0.001,0.003", "--seeds", "0", "1",
         action="sweep",
     )  # fmt: skip
     _wait_for(lambda: all(task.outcome in ("finished", "failed") for task in run_status(tmp_path / "sweep")), "sweep")
@@ -196,8 +196,8 @@ def test_a_2x2_sweep_runs_as_one_array_and_status_reports_every_task(run_cli, tm
     )
     rates = {
         yaml.safe_load((tmp_path / "sweep" / f"task-{i:03d}" / "config.yaml").read_text())["model"]["init_args"][
-            "learning_rate"
-        ]
+            "optimizer"
+        ]["init_args"]["lr"]
         for i in range(4)
     }
     assert rates == {0.001, 0.003}

@@ -1,6 +1,7 @@
 """FairVLP: token-aligned counterfactuals, the branches of every method, the image-counterfactual policies,
 bad input, a fast_dev_run of every method, and the export that `vlbias measure` reads."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ from vlbias.counterfactual.training import TrainingImageCounterfactuals
 from vlbias.data.biasworld import BiasWorld
 from vlbias.errors import ConfigError, InputError
 from vlbias.models.registry import load
-from vlbias.modules.fairvlp import METHODS, FairVLP
+from vlbias.modules.fairvlp import METHODS, FairVLP, FairVLPMethod, switch_method, uses_images
+from vlbias.modules.model_spec import ModelSpec
 from vlbias.objectives import IGNORE_INDEX, itc_loss
 from vlbias.results import read_results
 
@@ -23,12 +25,15 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "experiment" / "fairvlp_biasworld.yaml"
 ACTIVITIES = ["repairing", "driving", "coding", "cooking", "cleaning", "sewing"]
 TINY = {"image_size": 32, "patch_size": 8}
+TINY_ALBEF = ModelSpec("albef", tiny=True, tiny_sizes=TINY)
 
 
-def _module(method: str, **options) -> FairVLP:
+def _module(method: str, itc_weight: float = 0.0, **settings) -> FairVLP:
+    """A tiny FairVLP on BiasWorld's words with ``method``'s ``settings`` (a one-step attack for the image methods)."""
+    attack = {"attack": {"steps": 1}} if method in METHODS and uses_images(method) else {}
     return FairVLP(
-        method=method, groups=["man", "woman"], key_words=ACTIVITIES, tiny_sizes=TINY,
-        content_label_key="activity", group_label_key="group", attack={"steps": 1}, **options,
+        method=FairVLPMethod(method, **attack, **settings), itc_weight=itc_weight, model=TINY_ALBEF,
+        groups=["man", "woman"], key_words=ACTIVITIES, content_label_key="activity", group_label_key="group",
     )  # fmt: skip
 
 
@@ -70,9 +75,10 @@ def test_masked_positions_coincide_in_factual_and_counterfactual_texts():
 @pytest.mark.parametrize("targets", ["swapped", "factual"])
 def test_counterfactual_targets_at_a_masked_bias_word(targets):
     # "the man is cooking." with "man" and "cooking" masked: L_cf keeps the [MASK]s; at "man" its target is "woman"
-    # when swapped, "man" (Eq. 15's M) when factual; gender_swap always scores its own swapped words
-    for method in ("fairvlp_l", "gender_swap"):
-        module = _module(method, counterfactual_targets=targets)
+    # when swapped, "man" (Eq. 15's M) when factual; gender_swap (which reads no targets) always scores its own
+    # swapped words
+    for method, settings in (("fairvlp_l", {"counterfactual_targets": targets}), ("gender_swap", {})):
+        module = _module(method, **settings)
         captions = ["the man is cooking."]
         tokens = module.adapter.prepare_texts(captions)
         tokenizer = module.adapter.tokenizer
@@ -146,7 +152,7 @@ class _Spy:
 @pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_each_method_touches_exactly_its_branches(method):
-    module = _module(method, image_counterfactuals="every_step")
+    module = _module(method, **({"image_counterfactuals": "every_step"} if uses_images(method) else {}))
     spy = _Spy(module)
     batch = _batch()
     loss = module.training_step(batch, 0)
@@ -234,23 +240,69 @@ def test_cached_attacks_each_image_once_per_model_version():
 # -- bad input ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("alpha", [-0.5, 1.01])
 def test_alpha_outside_unit_interval_is_refused(alpha):
-    with pytest.raises(ConfigError, match=r"Expected `alpha` in \[0, 1\] but got"):
+    with pytest.raises(
+        ConfigError, match=r"FairVLP method option `alpha` to be a number v>=0 and v<=1 or null but got"
+    ):
         _module("fairvlp", alpha=alpha)
 
 
 @pytest.mark.parametrize("weight", [-0.1, True])
 def test_a_negative_or_boolean_itc_weight_is_refused(weight):
-    with pytest.raises(ConfigError, match=r"Expected `itc_weight` >= 0 but got"):
+    with pytest.raises(ConfigError, match=r"Expected FairVLP option `itc_weight` to be a number v>=0 but got"):
         _module("vanilla", itc_weight=weight)
 
 
 def test_unknown_method_policy_and_bias_words_without_counterparts_are_refused():
-    with pytest.raises(ConfigError, match="`method` to be one of vanilla, dropout"):
+    with pytest.raises(ConfigError, match="`name` to be one of 'vanilla', 'dropout'"):
         _module("fair")
-    with pytest.raises(ConfigError, match="`image_counterfactuals` to be one of every_step"):
+    with pytest.raises(ConfigError, match="`image_counterfactuals` to be one of 'every_step'"):
         _module("fairvlp", image_counterfactuals="sometimes")
     with pytest.raises(ConfigError, match="no counterpart among them: \\['man', 'person'\\]"):
-        FairVLP(method="fairvlp_v", groups=["man", "person"], tiny_sizes=TINY)
+        FairVLP(method=FairVLPMethod("fairvlp_v"), model=TINY_ALBEF, groups=["man", "person"])
+
+
+@pytest.mark.parametrize(
+    "method, settings, unused",
+    [
+        ("vanilla", {"image_counterfactuals": "cached"}, "`image_counterfactuals`"),  # issue 44's case
+        ("vanilla", {"alpha": 0.5, "lexicon": "swaps.yaml"}, "`alpha`, `lexicon`"),
+        (
+            "gender_swap",
+            {"counterfactual_targets": "factual", "attack": {"steps": 1}},
+            "`counterfactual_targets`, `attack`",
+        ),
+        ("fairvlp", {"image_counterfactuals": "every_step", "k": 4}, "`k`"),
+        ("fairvlp_l", {"dropout": 0.1}, "`dropout`"),
+    ],
+)
+def test_a_setting_the_method_does_not_read_is_refused_by_name(method, settings, unused):
+    with pytest.raises(ConfigError, match=f"FairVLP method '{method}' does not use {unused} \\(read: "):
+        FairVLPMethod(method, **settings)
+
+
+def test_a_bad_value_is_refused_whichever_the_method():
+    with pytest.raises(ConfigError, match="`image_counterfactuals` to be one of 'every_step'"):
+        FairVLPMethod("vanilla", image_counterfactuals="sometimes")
+    with pytest.raises(ConfigError, match="Unknown attack option `stepz`; did you mean `steps`"):
+        FairVLPMethod("visual_swap", attack={"stepz": 1})
+
+
+def test_switching_a_configs_method_nulls_what_the_new_method_does_not_read():
+    configured = {"name": "fairvlp", "alpha": 0.3, "image_counterfactuals": "cached", "k": 128, "attack": {"steps": 5}}
+    switched = FairVLPMethod(**{**configured, **switch_method("fairvlp_l", counterfactual_targets="swapped")})
+    assert switched == FairVLPMethod("fairvlp_l", alpha=0.3, counterfactual_targets="swapped")  # the config's alpha
+    every_step = FairVLPMethod(**{**configured, **switch_method("visual_swap", image_counterfactuals="every_step")})
+    assert every_step == FairVLPMethod("visual_swap", image_counterfactuals="every_step", attack={"steps": 5})
+
+
+def test_settings_left_out_take_their_defaults_where_the_method_reads_them():
+    assert FairVLPMethod("fairvlp").with_defaults() == FairVLPMethod(
+        "fairvlp", alpha=0.5, counterfactual_targets="factual", image_counterfactuals="every_n_steps", k=4
+    )
+    assert FairVLPMethod("dropout").with_defaults() == FairVLPMethod("dropout", dropout=0.3)
+    assert FairVLPMethod("vanilla").with_defaults() == FairVLPMethod("vanilla")
+    every_step = FairVLPMethod("visual_swap", image_counterfactuals="every_step").with_defaults()
+    assert every_step.k is None and every_step.alpha is None
 
 
 @pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")
@@ -264,25 +316,30 @@ def test_an_empty_caption_is_refused_by_index():
 # -- fit through the CLI -----------------------------------------------------------------------------
 SMALL = [
     "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
-    "--model.init_args.tiny_sizes", "{image_size: 32, patch_size: 8}",
+    "--model.init_args.model.tiny_sizes", "{image_size: 32, patch_size: 8}",
     "--data.init_args.image_size", "32", "--data.init_args.n_train", "16",
     "--data.init_args.eval_per_combination", "1", "--data.init_args.batch_size", "8",
-    "--model.init_args.attack", "{steps: 1}",
 ]  # fmt: skip
+
+
+def _method_group(method: str) -> str:
+    """``--model.init_args.method`` switching the config to ``method``, with a one-step attack for the image methods."""
+    return json.dumps(switch_method(method, **({"attack": {"steps": 1}} if uses_images(method) else {})))  # YAML
 
 
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_fast_dev_run_of_every_method(method, tmp_path):
-    main(["fit", "--config", str(CONFIG), "--trainer.fast_dev_run", "true", "--model.init_args.method", method,
-          "--trainer.default_root_dir", str(tmp_path), *SMALL])  # fmt: skip
+    main(["fit", "--config", str(CONFIG), "--trainer.fast_dev_run", "true", "--model.init_args.method",
+          _method_group(method), "--trainer.default_root_dir", str(tmp_path), *SMALL])  # fmt: skip
 
 
 @pytest.mark.filterwarnings("ignore")
 def test_the_exported_model_reloads_and_measures(tmp_path, run_cli):
     main(
         ["fit", "--config", str(CONFIG), "--trainer.max_epochs", "1", "--trainer.callbacks", "[]",
-         "--trainer.enable_checkpointing", "false", "--trainer.logger.init_args.save_dir", str(tmp_path), *SMALL]
+         "--trainer.enable_checkpointing", "false", "--trainer.logger.init_args.save_dir", str(tmp_path), *SMALL,
+         "--model.init_args.method.attack", "{steps: 1}"]
     )  # fmt: skip
     exported = tmp_path / "fairvlp_biasworld" / "version_0" / "model"
     adapter = load("albef", checkpoint=str(exported))

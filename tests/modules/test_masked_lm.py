@@ -14,6 +14,7 @@ from vlbias.models.base import Capability
 from vlbias.models.registry import load
 from vlbias.modules.contrastive import ContrastivePretraining
 from vlbias.modules.masked_lm import IGNORE_INDEX, MaskedLMPretraining, mask_tokens
+from vlbias.modules.model_spec import ModelSpec
 from vlbias.results import read_results
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,15 +62,15 @@ def test_mask_tokens_rate_is_the_fraction_of_chosen_ordinary_tokens():
 
 def test_a_model_without_fill_mask_is_refused():
     with pytest.raises(CapabilityError, match="FILL_MASK|fill_mask"):
-        MaskedLMPretraining(model="clip")
+        MaskedLMPretraining(model=ModelSpec("clip", tiny=True))
 
 
 @pytest.mark.parametrize("module_class", [MaskedLMPretraining, ContrastivePretraining])
 def test_adapter_options_are_checked_by_the_registry(module_class):
     with pytest.raises(ConfigError, match="needs a `checkpoint`"):
-        module_class(tiny=False)
+        module_class(model=ModelSpec("albef"))
     with pytest.raises(ConfigError, match=r"does not take option\(s\) \['hidden_sise'\] in tiny"):
-        module_class(tiny_sizes={"hidden_sise": 16})
+        module_class(model=ModelSpec("albef", tiny=True, tiny_sizes={"hidden_sise": 16}))
 
 
 def test_modules_train_the_adapter_in_training_mode():
@@ -79,7 +80,7 @@ def test_modules_train_the_adapter_in_training_mode():
 @pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")
 @pytest.mark.parametrize("model", ["albef", "vilt"])
 def test_one_training_step_backpropagates_mlm_and_itm(model):
-    module = MaskedLMPretraining(model=model)
+    module = MaskedLMPretraining(model=ModelSpec(model, tiny=True))
     assert module.use_itm  # both have MATCH
     dataset = BiasWorld(bias_strength=0.9, n_train=8, eval_per_combination=1).dataset("train")
     batch = torch.utils.data.default_collate([dataset[i] for i in range(8)])
@@ -101,7 +102,7 @@ def test_fit_logs_the_losses_runs_counterbias_and_exports_a_loadable_model(tmp_p
             "--trainer.enable_progress_bar", "false",
             "--trainer.enable_checkpointing", "false",
             "--trainer.callbacks.init_args.every_n_epochs", "3",
-            "--model.init_args.learning_rate", "0.003",
+            "--model.init_args.optimizer.init_args.lr", "0.003",
             "--data.init_args.n_train", "256",
             "--data.init_args.eval_per_combination", "2",
             "--data.init_args.batch_size", "32",
@@ -146,23 +147,21 @@ def test_key_words_and_groups_come_from_configuration(labelled_module):
 def test_itm_labels_follow_the_configured_labels_and_else_only_identical_captions(labelled_module):
     captions = ["a man is cooking.", "someone is cooking.", "a woman is cooking.", "a man is sewing."]
     batch = {"activity": torch.tensor([0, 0, 0, 1]), "group": torch.tensor([0, 1, 1, 0])}
-    order = torch.tensor([1, 2, 0, 0])
-    shuffled = [captions[j] for j in order.tolist()]
+    order = torch.tensor([1, 2, 0, 0])  # image b is given caption order[b]
     # image 0 (man, cooking) gets "someone is cooking.": no group named, same activity -> still describes it;
     # image 1 (woman) gets "a woman is cooking." -> yes; image 2 (woman) gets "a man is cooking." -> no;
     # image 3 (sewing) gets a cooking caption -> no
-    assert labelled_module._still_describes(batch, order, captions, shuffled).tolist() == [1.0, 1.0, 0.0, 0.0]
+    assert labelled_module._describes(batch, captions)[torch.arange(4), order].tolist() == [True, True, False, False]
     unlabelled = ["a man is cooking.", "a man is cooking.", "a woman is sewing."]
-    order = torch.tensor([1, 0, 2])
-    shuffled = [unlabelled[j] for j in order.tolist()]
-    assert labelled_module._still_describes({}, order, unlabelled, shuffled).tolist() == [1.0, 1.0, 1.0]
-    order = torch.tensor([2, 0, 1])
-    shuffled = [unlabelled[j] for j in order.tolist()]
-    assert labelled_module._still_describes({}, order, unlabelled, shuffled).tolist() == [0.0, 1.0, 0.0]
+    describes = labelled_module._describes({}, unlabelled)
+    assert describes[torch.arange(3), torch.tensor([1, 0, 2])].tolist() == [True, True, True]
+    assert describes[torch.arange(3), torch.tensor([2, 0, 1])].tolist() == [False, True, False]
 
 
 def test_a_tiny_model_takes_the_configured_vocabulary():
-    module = MaskedLMPretraining(tiny_vocabulary=["a", "cat", "sits"], groups=["cat"])
+    module = MaskedLMPretraining(
+        model=ModelSpec("albef", tiny=True, tiny_vocabulary=["a", "cat", "sits"]), groups=["cat"]
+    )
     assert module.adapter.tokenizer.tokenize("a cat sits on a mat") == ["a", "cat", "sits", "[UNK]", "a", "[UNK]"]
     with pytest.raises(ConfigError, match="needs `tiny: true`"):
-        MaskedLMPretraining(tiny=False, checkpoint="unused", tiny_vocabulary=["a"])
+        ModelSpec("albef", checkpoint="unused", tiny_vocabulary=["a"])

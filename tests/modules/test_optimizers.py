@@ -7,9 +7,10 @@ import pytest
 import torch
 import yaml
 from lightning.pytorch import LightningModule
+from lightning.pytorch.cli import LightningArgumentParser
 
 from vlbias.lightning_cli import make_cli
-from vlbias.modules import ContrastivePretraining, MaskedLMPretraining
+from vlbias.modules import ContrastivePretraining, MaskedLMPretraining, RetrievalFinetuning
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ["--data.init_args.n_train", "8", "--data.init_args.eval_per_combination", "1"]
@@ -43,11 +44,27 @@ def test_yaml_optimizer_and_scheduler_are_used(tmp_path, experiment):
     assert configured["lr_scheduler"]["interval"] == "epoch"
 
 
-def test_without_an_optimizer_the_default_is_adamw_with_the_configured_rate(tmp_path):
-    module = configured_module(tmp_path, "quickstart", {"weight_decay": 0.05})
+def test_one_optimizer_argument_given_keeps_the_others(tmp_path):
+    module = configured_module(tmp_path, "quickstart", {"optimizer": {"init_args": {"weight_decay": 0.05}}})
     optimizer = module.configure_optimizers()
     assert isinstance(optimizer, torch.optim.AdamW)
     assert optimizer.defaults["lr"] == 0.003 and optimizer.defaults["weight_decay"] == 0.05  # quickstart's rate
+
+
+@pytest.mark.parametrize(
+    "module_class, rate", [(ContrastivePretraining, 3e-3), (MaskedLMPretraining, 1e-3), (RetrievalFinetuning, 1e-3)]
+)
+def test_the_default_optimizer_is_adamw_in_python_and_in_the_printed_config(module_class, rate):
+    """The default is a lambda whose class and arguments LightningCLI reads from its source: ``--print_config``
+    shows them as a ``class_path`` spec, and the module built in Python makes the same optimizer."""
+    parser = LightningArgumentParser()
+    parser.add_lightning_class_args(module_class, "model")
+    printed = yaml.safe_load(parser.dump(parser.get_defaults()))["model"]["optimizer"]
+    assert printed["class_path"] == "torch.optim.AdamW"
+    assert (printed["init_args"]["lr"], printed["init_args"]["weight_decay"]) == (rate, 0.01)
+    optimizer = module_class().configure_optimizers()
+    assert isinstance(optimizer, torch.optim.AdamW)
+    assert (optimizer.defaults["lr"], optimizer.defaults["weight_decay"]) == (rate, 0.01)
 
 
 def test_reduce_on_plateau_watches_the_validation_loss():
@@ -58,7 +75,11 @@ def test_reduce_on_plateau_watches_the_validation_loss():
     assert module.configure_optimizers()["lr_scheduler"]["monitor"] == "val/loss"
 
 
-def test_the_optimizer_is_not_a_hyperparameter():
+def test_an_optimizer_given_in_python_is_not_a_hyperparameter_one_from_the_cli_is(tmp_path):
+    """A callable has no serialisable form; LightningCLI's ``class_path`` spec is kept (a checkpoint records it)."""
     module = MaskedLMPretraining(optimizer=lambda params: torch.optim.SGD(params, lr=0.1))
-    assert "optimizer" not in module.hparams and "scheduler" not in module.hparams
+    assert "optimizer" not in module.hparams and module.hparams["scheduler"] is None
     assert isinstance(module.configure_optimizers(), torch.optim.SGD)
+    configured = configured_module(tmp_path, "quickstart", {})
+    assert configured.hparams["optimizer"]["class_path"] == "torch.optim.AdamW"
+    assert configured.hparams["optimizer"]["init_args"]["lr"] == 0.003

@@ -20,7 +20,7 @@ from vlbias.data.caption_datamodule import CaptionDataModule
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.metrics.functional.retrieval import retrieval_recall
 from vlbias.models.registry import load
-from vlbias.modules import RetrievalFinetuning, contrastive_loss
+from vlbias.modules import ModelSpec, RetrievalFinetuning, contrastive_loss
 from vlbias.objectives.contrastive import itc_loss
 from vlbias.retrieval.rerank import rerank
 
@@ -28,6 +28,14 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "experiment" / "retrieval_biasworld.yaml"
 TINY = {"image_size": 32, "patch_size": 8}
 RECALL_KEYS = [f"{d}_{r}" for d in ("tr", "ir") for r in ("r1", "r5", "r10", "r_mean")] + ["r_mean"]
+
+
+def _tiny(model: str) -> ModelSpec:
+    return ModelSpec(model, tiny=True, tiny_sizes=TINY)
+
+
+def _adamw(rate: float):
+    return lambda params: torch.optim.AdamW(params, lr=rate, weight_decay=0.01)
 
 
 def _trainer(tmp_path: Path, **options) -> L.Trainer:
@@ -97,7 +105,7 @@ def test_short_fit_logs_the_recall_keys_equal_to_the_functional_metric(model, tm
     """Two training steps, then validation of BiasWorld's 12 val images: the logged recall is that of the
     functional metric on the same split embedded by hand (ALBEF, BLIP: re-ranked by ITM with k_test 8)."""
     data = _biasworld()
-    module = RetrievalFinetuning(model=model, tiny_sizes=TINY, k_test=8)
+    module = RetrievalFinetuning(model=_tiny(model), k_test=8)
     trainer = _trainer(tmp_path, max_epochs=1, limit_train_batches=2, num_sanity_val_steps=0)
     trainer.fit(module, data)
     logged = trainer.callback_metrics
@@ -113,7 +121,7 @@ def test_several_captions_per_image_are_all_answers_of_text_retrieval(tmp_path):
     """The tiny Karpathy corpus's val split: image m2 with two captions, w2 with one (``image_index``)."""
     corpus = write_karpathy_corpus(tmp_path)
     data = CaptionDataModule(str(corpus), str(tmp_path / "images"), image_size=32, batch_size=2)
-    module = RetrievalFinetuning(model="clip", tiny_sizes=TINY, ks=(1, 2))
+    module = RetrievalFinetuning(model=_tiny("clip"), ks=(1, 2))
     logged = _trainer(tmp_path).validate(module, data, verbose=False)[0]
     data.setup("validate")
     view = data.retrieval("val")
@@ -142,7 +150,7 @@ def test_clip_r1_rises_above_chance_and_the_export_reloads(tmp_path):
     0.556 (1,024 items, enough before the fix, now give 0.042 and 0.021). Asserted: the mean of TR and IR R@1 at
     least 3x chance and the mean recall at least 2x chance. The exported model measures the same."""
     data = _biasworld(bias_strength=0.0, n_train=2048, eval_per_combination=4, image_size=64, batch_size=32)
-    module = RetrievalFinetuning(model="clip", learning_rate=3e-3)
+    module = RetrievalFinetuning(model=ModelSpec("clip", tiny=True), optimizer=_adamw(3e-3))
     trainer = _trainer(tmp_path, max_epochs=15, check_val_every_n_epoch=15, num_sanity_val_steps=0)
     trainer.fit(module, data)
     logged = trainer.callback_metrics
@@ -172,7 +180,7 @@ def test_albef_and_blip_rise_above_chance_and_their_exports_reload(model, tmp_pa
     pass; a machine on which seed 0 collapses would fail it, and a stable from-scratch recipe is not found yet."""
     L.seed_everything(0)
     data = _biasworld(bias_strength=0.0, n_train=2048, eval_per_combination=4, image_size=64, batch_size=32)
-    module = RetrievalFinetuning(model=model, learning_rate=3e-3, k_test=16)
+    module = RetrievalFinetuning(model=ModelSpec(model, tiny=True), k_test=16, optimizer=_adamw(3e-3))
     trainer = _trainer(tmp_path, max_epochs=15, check_val_every_n_epoch=15, num_sanity_val_steps=0)
     trainer.fit(module, data)
     logged = trainer.callback_metrics
@@ -186,7 +194,7 @@ def test_albef_and_blip_rise_above_chance_and_their_exports_reload(model, tmp_pa
 def test_gathered_shards_are_put_back_in_order_without_the_padding(monkeypatch):
     """5 val rows on 2 ranks: the unshuffled DistributedSampler gives rank 0 rows 0, 2, 4 and rank 1 rows 1, 3
     and a repeat of row 0 as padding; the gathered split is rows 0..4 once each, in order."""
-    module = RetrievalFinetuning(tiny_sizes=TINY)
+    module = RetrievalFinetuning(model=_tiny("clip"))
 
     def shard(indices: list[int]) -> dict:
         return {
@@ -212,19 +220,21 @@ def test_gathered_shards_are_put_back_in_order_without_the_padding(monkeypatch):
 
 
 def test_bad_configuration_is_refused(tmp_path):
-    with pytest.raises(ConfigError, match="`temperature` to be a positive number"):
+    with pytest.raises(ConfigError, match="`temperature` to be a number v>0 or null"):
         RetrievalFinetuning(temperature=0.0)
-    with pytest.raises(ConfigError, match="`k_test` to be a positive integer"):
+    with pytest.raises(ConfigError, match="`k_test` to be an integer v>0"):
         RetrievalFinetuning(k_test=0)
+    with pytest.raises(ConfigError, match="`itm_weight` to be a number v>=0"):
+        RetrievalFinetuning(itm_weight=-1.0)
     with pytest.raises(CapabilityError):
-        RetrievalFinetuning(model="bert")
-    module = RetrievalFinetuning(model="albef", tiny_sizes=TINY, k_test=13)  # 12 val images
+        RetrievalFinetuning(model=ModelSpec("bert", tiny=True))
+    module = RetrievalFinetuning(model=_tiny("albef"), k_test=13)  # 12 val images
     with pytest.raises(ConfigError, match="`k_test` to be an integer in \\[1, 12\\]"):
         _trainer(tmp_path).validate(module, _biasworld(), verbose=False)
 
 
 def test_fixed_temperature_is_not_learnt():
-    module = RetrievalFinetuning(tiny_sizes=TINY, temperature=0.05)
+    module = RetrievalFinetuning(model=_tiny("clip"), temperature=0.05)
     assert_close(module._logit_scale(), torch.tensor(20.0).log())
     assert not module._logit_scale().requires_grad
 
@@ -232,7 +242,7 @@ def test_fixed_temperature_is_not_learnt():
 def test_blip_learns_its_own_temperature_as_blip_does():
     """transformers' BLIP keeps no ITC temperature: the module's starts at BLIP's 0.07, is learnt, and is
     clamped to [0.001, 0.5] before use; adapters with their own (ALBEF) or a fixed one get none."""
-    module = RetrievalFinetuning(model="blip", tiny_sizes=TINY)
+    module = RetrievalFinetuning(model=_tiny("blip"))
     assert module.temperature.requires_grad and module.temperature.item() == pytest.approx(0.07)
     assert_close(module._logit_scale(), -torch.tensor(0.07).log())
     assert any(parameter is module.temperature for parameter in module.parameters())  # the optimizer's
@@ -240,8 +250,8 @@ def test_blip_learns_its_own_temperature_as_blip_does():
         module.temperature.fill_(2.0)
     assert_close(module._logit_scale(), -torch.tensor(0.5).log())
     assert module.temperature.item() == 0.5  # clamped in place, as BLIP's temp
-    assert RetrievalFinetuning(model="albef", tiny_sizes=TINY).temperature is None
-    assert RetrievalFinetuning(model="blip", tiny_sizes=TINY, temperature=0.05).temperature is None
+    assert RetrievalFinetuning(model=_tiny("albef")).temperature is None
+    assert RetrievalFinetuning(model=_tiny("blip"), temperature=0.05).temperature is None
 
 
 def _vlbias(*argv: str) -> None:
@@ -266,7 +276,7 @@ def test_the_same_recall_on_one_and_two_processes(tmp_path):
     gathers the negatives of both ranks (``ddp_find_unused_parameters_true``: ALBEF's MLM head is unused)."""
     small = ["--data.init_args.n_train", "128", "--data.init_args.eval_per_combination", "3"]
     small += [
-        "--model.init_args.model",
+        "--model.init_args.model.name",
         "albef",
         "--model.init_args.k_test",
         "8",
@@ -297,12 +307,14 @@ def test_the_same_recall_on_one_and_two_processes(tmp_path):
 
 
 def test_model_options_reach_the_adapter_loaded_from_a_checkpoint(tmp_path):
-    """``model_options`` load a checkpoint at another resolution (ALBEF at retrieval's 384 from a 256 pre-training
-    checkpoint, here a tiny 32-pixel one at 64); ``tiny_sizes`` without ``tiny`` is refused, not ignored."""
+    """The model's ``options`` load a checkpoint at another resolution (ALBEF at retrieval's 384 from a 256
+    pre-training checkpoint, here a tiny 32-pixel one at 64); ``tiny_sizes`` without ``tiny`` is refused, not
+    ignored."""
     load("albef", tiny=True, options={**TINY, "seed": 0}).save_pretrained(tmp_path / "albef")
-    module = RetrievalFinetuning(model="albef", checkpoint=str(tmp_path / "albef"), tiny=False,
-                                 model_options={"image_size": 64})  # fmt: skip
+    module = RetrievalFinetuning(
+        model=ModelSpec("albef", checkpoint=str(tmp_path / "albef"), options={"image_size": 64})
+    )
     assert module.adapter.transform.image_size == 64
-    assert module.hparams.model_options == {"image_size": 64}
+    assert module.hparams.model["options"] == {"image_size": 64}
     with pytest.raises(ConfigError, match="tiny_sizes"):
-        RetrievalFinetuning(model="albef", checkpoint=str(tmp_path / "albef"), tiny=False, tiny_sizes=TINY)
+        ModelSpec("albef", checkpoint=str(tmp_path / "albef"), tiny_sizes=TINY)

@@ -1,14 +1,17 @@
 """LightningModules."""
 
 from vlbias.modules.contrastive import ContrastivePretraining, contrastive_loss
-from vlbias.modules.fairvlp import FairVLP
+from vlbias.modules.fairvlp import FairVLP, FairVLPMethod
 from vlbias.modules.masked_lm import MaskedLMPretraining, mask_tokens
+from vlbias.modules.model_spec import ModelSpec
 from vlbias.modules.retrieval import RetrievalFinetuning
 
 __all__ = [
     "ContrastivePretraining",
     "FairVLP",
+    "FairVLPMethod",
     "MaskedLMPretraining",
+    "ModelSpec",
     "RetrievalFinetuning",
     "contrastive_loss",
     "mask_tokens",

@@ -1,93 +1,77 @@
-"""What every training module shares: one model adapter, built through the registry, an optimizer
-and an optional learning-rate scheduler from configuration, and the export when fitting ends."""
+"""What every training module shares: one model adapter built from a :class:`~vlbias.modules.model_spec.ModelSpec`,
+an optimizer and an optional learning-rate scheduler from configuration, and the export when fitting ends."""
 
 from __future__ import annotations
 
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
-import torch
 from lightning.pytorch import LightningModule
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from lightning.pytorch.utilities.types import OptimizerLRScheduler
 
-from vlbias.errors import ConfigError
-from vlbias.models.base import Capability, ModelAdapter, require_capability
-from vlbias.models.registry import check_model_options, load
-from vlbias.models.vocab import word_tokenizer
+from vlbias.models.base import Capability, ModelAdapter
+from vlbias.modules.model_spec import ModelSpec
 
 SCHEDULER_MONITOR = "val/loss"  # what a ReduceLROnPlateau scheduler watches; every module logs it
+#: Lightning's own instantiator of LightningCLI-built modules, which ``load_from_checkpoint`` trusts.
+CLI_INSTANTIATOR = "lightning.pytorch.cli.instantiate_module"
 
 
 class AdapterModule(LightningModule):
-    """Base of the training modules.
+    """Base of the training modules: ``self.adapter`` is built from ``model`` in training mode.
 
-    A subclass passes its ``optimizer`` and ``scheduler`` arguments to ``__init__``, calls
-    ``save_hyperparameters(ignore=["optimizer", "scheduler"])`` with ``learning_rate`` and
-    ``weight_decay`` among its arguments, then :meth:`build_adapter`.
+    A subclass names what its adapter must compute (:attr:`capability`) and its training (:attr:`purpose`, in
+    refusals), takes ``model``, ``optimizer`` and ``scheduler`` and passes them to ``__init__``, and gives the
+    optimizer's default as a lambda, from which LightningCLI reads the class and its arguments (a config and
+    ``--print_config`` show them)::
 
-    In YAML (LightningCLI) the optimizer and scheduler are given by class and arguments, without
-    the parameters or the optimizer, which the module passes in::
+        optimizer: OptimizerCallable = lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01)
+
+    In YAML the optimizer and scheduler are given by class and arguments, without the parameters or the optimizer,
+    which the module passes in (``--model.init_args.optimizer.lr 0.01`` changes one argument)::
 
         model:
           init_args:
-            optimizer: {class_path: torch.optim.SGD, init_args: {lr: 0.1, momentum: 0.9}}
+            optimizer: {class_path: torch.optim.AdamW, init_args: {lr: 0.003, weight_decay: 0.01}}
             scheduler: {class_path: torch.optim.lr_scheduler.StepLR, init_args: {step_size: 5}}
 
+    The hyperparameters (``hparams``, saved in checkpoints) hold plain values only, so that a checkpoint loads with
+    ``torch.load(weights_only=True)``: the model spec and other settings groups as mappings, the optimizer and
+    scheduler as LightningCLI's ``class_path`` specs where LightningCLI built the module (a callable given in Python
+    has no such form and is left out). ``load_from_checkpoint`` rebuilds a module from them through LightningCLI's
+    instantiator, whichever way it was built: the module trains with the optimizer its checkpoint names (its own
+    ``hparams`` then leave the optimizer out, as for any module built outside LightningCLI). Checkpoints written
+    before the model spec (``model: clip`` with ``tiny``, ``learning_rate``, ... beside it) do not load into these
+    modules.
+
     Args:
-        optimizer: builds the optimizer from the parameters; ``None``: AdamW with the module's
-            ``learning_rate`` and ``weight_decay`` (which a given optimizer does not read: give its
-            ``lr`` in its own arguments).
-        scheduler: builds a learning-rate scheduler from the optimizer, stepped once per epoch
-            (a ``ReduceLROnPlateau`` watches ``val/loss``); ``None``: a constant learning rate.
+        model: the adapter to train (:class:`~vlbias.modules.model_spec.ModelSpec`).
+        optimizer: builds the optimizer from the parameters.
+        scheduler: builds a learning-rate scheduler from the optimizer, stepped once per epoch (a
+            ``ReduceLROnPlateau`` watches ``val/loss``); ``None``: a constant learning rate.
     """
 
+    capability: Capability
+    purpose: str
     adapter: ModelAdapter
 
-    def __init__(
-        self, optimizer: OptimizerCallable | None = None, scheduler: LRSchedulerCallable | None = None
-    ) -> None:
+    def __init__(self, model: ModelSpec, optimizer: OptimizerCallable, scheduler: LRSchedulerCallable | None) -> None:
         super().__init__()
+        self.save_hyperparameters()  # every __init__ argument of the subclass, collected from its frame
+        for key, value in list(self.hparams.items()):
+            if is_dataclass(value):
+                self.hparams[key] = asdict(value)
+            elif key in ("optimizer", "scheduler") and callable(value):
+                del self.hparams[key]
+        self.hparams.setdefault("_instantiator", CLI_INSTANTIATOR)
+        self.spec = model
         self.make_optimizer = optimizer
         self.make_scheduler = scheduler
-
-    def build_adapter(
-        self,
-        model: str,
-        checkpoint: str | None,
-        tiny: bool,
-        tiny_sizes: dict[str, int] | None,
-        tiny_vocabulary: list[str] | None,
-        seed: int,
-        capability: Capability,
-        purpose: str,
-        model_options: dict[str, object] | None = None,
-    ) -> None:
-        """``self.adapter``: ``model`` from ``checkpoint``, or a tiny random one of ``tiny_sizes`` drawn
-        with ``seed`` whose word-level tokenizer knows ``tiny_vocabulary`` (``None``: the tiny models'
-        default words, :func:`vlbias.models.vocab.tiny_tokenizer`), through
-        :func:`~vlbias.models.registry.load` (so a missing checkpoint or a size the adapter does not
-        take is refused by name), on the CPU and in training mode; it must have ``capability``
-        (``purpose`` names the training in the error). ``model_options``: the adapter's own loading
-        options for a checkpoint (e.g. ALBEF's ``image_size: 384`` for retrieval fine-tuning)."""
-        if tiny_vocabulary is not None and not tiny:
-            raise ConfigError("`tiny_vocabulary` is the vocabulary of a tiny model; it needs `tiny: true`.")
-        if tiny_sizes and not tiny:
-            raise ConfigError("`tiny_sizes` are the sizes of a tiny model; it needs `tiny: true`.")
-        options = dict(model_options or {}) or None
-        if tiny:
-            options = {**(model_options or {}), **(tiny_sizes or {}), "seed": seed}
-            if tiny_vocabulary is not None:
-                options["tokenizer"] = word_tokenizer(tiny_vocabulary)
-        check_model_options(model, options, tiny)  # where a module's model options enter; load takes them checked
-        self.adapter = load(model, checkpoint=checkpoint, tiny=tiny, device="cpu", options=options).train()
-        require_capability(self.adapter, capability, suite=purpose)
+        self.adapter = model.load(self.capability, self.purpose).train()
 
     def configure_optimizers(self) -> OptimizerLRScheduler:
-        if self.make_optimizer is None:
-            rate, decay = self.hparams.learning_rate, self.hparams.weight_decay
-            optimizer = torch.optim.AdamW(self.parameters(), lr=rate, weight_decay=decay)
-        else:
-            optimizer = self.make_optimizer(self.parameters())
+        optimizer = self.make_optimizer(self.parameters())
         if self.make_scheduler is None:
             return optimizer
         scheduler = {"scheduler": self.make_scheduler(optimizer), "interval": "epoch", "monitor": SCHEDULER_MONITOR}
@@ -105,5 +89,8 @@ class AdapterModule(LightningModule):
             self.adapter.save_pretrained(Path(log_dir) / "model")
             datamodule = getattr(self.trainer, "datamodule", None)
             data = {} if datamodule is None else {"datamodule": type(datamodule).__name__, **datamodule.hparams}
-            card = training_card(log_dir, type(self).__name__, dict(self.hparams), data)
+            spec = asdict(self.spec)
+            settings = {"model": spec.pop("name"), **spec}
+            settings.update((key, value) for key, value in self.hparams.items() if key != "model")
+            card = training_card(log_dir, type(self).__name__, settings, data)
             write_model_card(Path(log_dir) / "model", card)

@@ -9,6 +9,7 @@ from torch import Tensor
 
 from vlbias.models.base import Capability
 from vlbias.modules.adapter_module import AdapterModule
+from vlbias.modules.model_spec import TINY_CLIP, ModelSpec
 
 
 def contrastive_loss(
@@ -37,36 +38,19 @@ class ContrastivePretraining(AdapterModule):
     ``<log_dir>/model``, loadable with ``vlbias measure --model <name> --checkpoint <log_dir>/model``.
 
     Args:
-        model: registered adapter name with the EMBED capability.
-        checkpoint: hub id or local path of pretrained weights; ``None`` with ``tiny=True``.
-        tiny: build a small random instance (``tiny_sizes`` are passed to the adapter's ``tiny``).
-        tiny_sizes: keyword sizes for ``tiny`` (e.g. ``hidden_size``, ``num_layers``).
-        tiny_vocabulary: the words of a tiny model's tokenizer (``None``: the tiny models' default).
-        learning_rate: learning rate of the default optimizer (AdamW).
-        weight_decay: weight decay of the default optimizer (AdamW).
-        seed: seed for the random initialisation of a tiny model.
-        optimizer: builds the optimizer from the parameters (``None``: AdamW; see :class:`AdapterModule`).
-        scheduler: builds a learning-rate scheduler from the optimizer (``None``: none).
+        model, optimizer, scheduler: as :class:`AdapterModule`; the model needs the EMBED capability.
     """
+
+    capability = Capability.EMBED
+    purpose = "contrastive pre-training"
 
     def __init__(
         self,
-        model: str = "clip",
-        checkpoint: str | None = None,
-        tiny: bool = True,
-        tiny_sizes: dict[str, int] | None = None,
-        tiny_vocabulary: list[str] | None = None,
-        learning_rate: float = 3e-3,
-        weight_decay: float = 0.01,
-        seed: int = 0,
-        optimizer: OptimizerCallable | None = None,
+        model: ModelSpec = TINY_CLIP,
+        optimizer: OptimizerCallable = lambda params: torch.optim.AdamW(params, lr=3e-3, weight_decay=0.01),
         scheduler: LRSchedulerCallable | None = None,
     ) -> None:
-        super().__init__(optimizer, scheduler)
-        self.save_hyperparameters(ignore=["optimizer", "scheduler"])
-        self.build_adapter(
-            model, checkpoint, tiny, tiny_sizes, tiny_vocabulary, seed, Capability.EMBED, "contrastive pre-training"
-        )
+        super().__init__(model, optimizer, scheduler)
 
     def _step(self, batch: dict[str, object], stage: str) -> Tensor:
         images = self.adapter.embed_images(self.adapter.prepare_images(batch["pixel_values"]))

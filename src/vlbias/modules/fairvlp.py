@@ -51,20 +51,26 @@ counterfactual term).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+from typing import Literal
 
 import torch
-from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
+from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, PositiveInt, restricted_number_type
 from torch import Tensor, nn
 
 from vlbias.counterfactual.image import AttackConfig, normalise, unit_pixels
 from vlbias.counterfactual.text import SwapLexicon
 from vlbias.counterfactual.tokens import TokenSwap
-from vlbias.counterfactual.training import TrainingImageCounterfactuals
+from vlbias.counterfactual.training import POLICIES, TrainingImageCounterfactuals
 from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability
 from vlbias.modules.masked_lm import MaskedLMPretraining
-from vlbias.objectives import IGNORE_INDEX, fairvlp_loss, itc_loss, itm_loss, sample_negatives
+from vlbias.modules.model_spec import TINY_ALBEF, ModelSpec
+from vlbias.objectives import IGNORE_INDEX, fairvlp_loss, hard_negative_itm, itc_loss
+from vlbias.options import check_options, check_value
+
+#: A dropout probability, in [0, 1).
+DropoutRate = restricted_number_type("DropoutRate", float, [(">=", 0.0), ("<", 1.0)])
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,7 @@ METHODS: dict[str, Branches | None] = {
     "fairvlp": Branches(text=True, image=True, kl=True),
 }
 
-#: What the counterfactual branch is scored against at a masked bias word (``FairVLP(counterfactual_targets=...)``).
+#: What the counterfactual branch is scored against at a masked bias word (:attr:`FairVLPMethod.counterfactual_targets`).
 COUNTERFACTUAL_TARGETS = ("swapped", "factual")
 
 
@@ -110,99 +116,157 @@ def reads_targets(method: str) -> bool:
     return branches is not None and branches.text and branches.kl
 
 
-class FairVLP(MaskedLMPretraining):
-    """FairVLP and its baselines (module docstring) for any FILL_MASK adapter (ITM where it has MATCH).
+#: The value of each setting of :class:`FairVLPMethod` for a method that reads it and is given none.
+SETTING_DEFAULTS: dict[str, object] = {
+    "alpha": 0.5,
+    "counterfactual_targets": "factual",
+    "lexicon": None,
+    "image_counterfactuals": "every_n_steps",
+    "k": 4,
+    "attack": None,
+    "dropout": 0.3,
+}
+
+
+def settings_read(method: str, policy: str = "every_n_steps") -> tuple[str, ...]:
+    """The settings of :class:`FairVLPMethod` that ``method`` reads, with ``policy`` its image policy: the lexicon
+    where it makes counterfactuals, ``alpha`` with the KL term, ``counterfactual_targets`` where
+    :func:`reads_targets`, the image policy and attack where it attacks images (``k`` unless the policy is
+    ``every_step``), ``dropout`` for ``dropout``."""
+    branches = METHODS[method]
+    read = ["dropout"] if method == "dropout" else []
+    if branches is not None:
+        read += ["lexicon"] + ["alpha"] * branches.kl + ["counterfactual_targets"] * reads_targets(method)
+        if branches.image:
+            read += ["image_counterfactuals", "attack"] + ["k"] * (policy != "every_step")
+    return tuple(read)
+
+
+def switch_method(name: str, **settings: object) -> dict[str, object]:
+    """The ``method`` group, as a mapping (``--model.init_args.method '<it as YAML>'``), that switches a config to
+    method ``name`` with ``settings``: what ``name`` does not read is set to null, so that the config's values for
+    other methods are dropped; what it reads keeps the config's values unless given.
+
+    Example:
+        >>> switch_method("fairvlp_l", alpha=0.25)
+        {'name': 'fairvlp_l', 'image_counterfactuals': None, 'k': None, 'attack': None, 'dropout': None, 'alpha': 0.25}
+    """
+    policy = settings.get("image_counterfactuals") or SETTING_DEFAULTS["image_counterfactuals"]
+    read = settings_read(name, policy)
+    return {"name": name, **{key: None for key in SETTING_DEFAULTS if key not in read}, **settings}
+
+
+@dataclass(frozen=True)
+class FairVLPMethod:
+    """A FairVLP method (module docstring) and its settings, each read only by the methods that use it.
+
+    A setting left out (``None``) takes its default (:data:`SETTING_DEFAULTS`) where the method reads it; a setting
+    given to a method that does not read it is refused by name, so that nothing given is silently ignored. To switch
+    the method of a config that sets others' settings, give the group with those set to null (:func:`switch_method`),
+    e.g. ``--model.init_args.method '{name: fairvlp_l, image_counterfactuals: null, k: null, attack: null}'``.
 
     Args:
-        method: one of :data:`METHODS`.
-        alpha: :math:`\\alpha` of Eq. 16, in [0, 1] (read by the KL methods only).
-        lexicon: swap-lexicon YAML file (``None``: the gender lexicon shipped with vlbias).
-        attack: :class:`~vlbias.counterfactual.image.AttackConfig` options of the image counterfactuals.
-        image_counterfactuals: when images are attacked (``every_step``, ``every_n_steps``, ``cached``;
-            :mod:`vlbias.counterfactual.training`).
-        k: the period (``every_n_steps``) or version length (``cached``) in steps.
-        dropout: the dropout probability of every dropout layer with ``method: dropout``, in [0, 1).
-        itc_weight: weight of the image-text contrastive loss, >= 0 (0 turns it off; it needs an adapter with
-            EMBED). Its similarities also draw the ITM hard negatives, as in ALBEF.
-        model, checkpoint, tiny, tiny_sizes, tiny_vocabulary, mask_rate, key_words, image_key,
-            caption_key, content_label_key, group_label_key, itm_weight, learning_rate, weight_decay,
-            seed, optimizer, scheduler: as :class:`MaskedLMPretraining`.
-        groups: the bias concept words: always masked like key words, the concepts the attack reads
-            and moves (each one's lexicon counterpart must be among them for image counterfactuals).
+        name: one of :data:`METHODS`.
+        alpha: :math:`\\alpha` of Eq. 16, in [0, 1] (the KL methods; default 0.5).
         counterfactual_targets: what the counterfactual branch of ``fairvlp_l`` and ``fairvlp`` is scored against
             where the masked word is a bias word: ``"factual"`` (the default: the masked word M itself, as Eq. 15
             writes both terms) or ``"swapped"`` (its counterpart, the word of L_cf; the default until 2026-11-26,
             which asks for the other group's word for the same image and costs gender recognition; README, "Eq. 15's
             targets"). Elsewhere the two are the same word. ``gender_swap`` always scores its swapped caption's own
             words (augmentation).
+        lexicon: swap-lexicon YAML file (the methods with counterfactuals; default: the gender lexicon shipped with
+            vlbias).
+        image_counterfactuals: when images are attacked (``every_step``, ``every_n_steps``, ``cached``;
+            :mod:`vlbias.counterfactual.training`; the image methods, default ``every_n_steps``).
+        k: the period (``every_n_steps``) or version length (``cached``) in steps (default 4).
+        attack: :class:`~vlbias.counterfactual.image.AttackConfig` options of the image counterfactuals (the image
+            methods; default: its defaults).
+        dropout: the dropout probability of every dropout layer with ``name: dropout``, in [0, 1) (default 0.3).
+    """
+
+    name: Literal[tuple(METHODS)] = "fairvlp"
+    alpha: ClosedUnitInterval | None = None
+    counterfactual_targets: Literal[COUNTERFACTUAL_TARGETS] | None = None
+    lexicon: str | None = None
+    image_counterfactuals: Literal[POLICIES] | None = None
+    k: PositiveInt | None = None
+    attack: dict | None = None
+    dropout: DropoutRate | None = None
+
+    def __post_init__(self) -> None:
+        given = {item.name: getattr(self, item.name) for item in fields(self)}
+        given = {key: value for key, value in given.items() if value is not None or key == "name"}
+        checked = check_options(given, type(self), "FairVLP method option")  # plain values of the declared types
+        for key, value in checked.items():
+            object.__setattr__(self, key, value)
+        read = settings_read(self.name, self.image_counterfactuals or SETTING_DEFAULTS["image_counterfactuals"])
+        unused = [key for key in checked if key != "name" and key not in read]
+        if unused:
+            readers = {key: ", ".join(m for m in METHODS if key in settings_read(m)) for key in unused}
+            policies = " under the every_n_steps and cached policies"
+            listed = "; ".join(f"`{key}` by {readers[key]}{policies * (key == 'k')}" for key in unused)
+            raise ConfigError(
+                f"FairVLP method {self.name!r} does not use {', '.join(f'`{key}`' for key in unused)} (read: "
+                f"{listed}); leave {'it' if len(unused) == 1 else 'them'} out or null."
+            )
+        if "attack" in read:  # its options refused by name now, before any model is loaded
+            attack = check_options(self.attack, AttackConfig, "attack option")
+            AttackConfig(**attack)
+            object.__setattr__(self, "attack", attack or None)
+
+    def with_defaults(self) -> FairVLPMethod:
+        """This method with every setting it reads and was not given set to its default (:data:`SETTING_DEFAULTS`)."""
+        policy = self.image_counterfactuals or SETTING_DEFAULTS["image_counterfactuals"]
+        unset = {key: SETTING_DEFAULTS[key] for key in settings_read(self.name, policy) if getattr(self, key) is None}
+        return FairVLPMethod(**{**asdict(self), **unset})
+
+
+class FairVLP(MaskedLMPretraining):
+    """FairVLP and its baselines (module docstring) for any FILL_MASK adapter (ITM where it has MATCH).
+
+    Args:
+        method: the method and its settings.
+        itc_weight: weight of the image-text contrastive loss, >= 0 (0 turns it off; it needs an adapter with
+            EMBED). Its similarities also draw the ITM hard negatives, as in ALBEF.
+        model: the adapter to train (:class:`~vlbias.modules.model_spec.ModelSpec`), with FILL_MASK (default: a tiny
+            ALBEF).
+        kwargs: the other arguments of :class:`MaskedLMPretraining`. Its ``groups`` are the bias concept words:
+            always masked like key words, the concepts the attack reads and moves (each one's lexicon counterpart
+            must be among them for image counterfactuals).
     """
 
     def __init__(
         self,
-        method: str = "fairvlp",
-        alpha: float = 0.5,
-        lexicon: str | None = None,
-        attack: dict | None = None,
-        image_counterfactuals: str = "every_n_steps",
-        k: int = 4,
-        dropout: float = 0.3,
-        model: str = "albef",
-        checkpoint: str | None = None,
-        tiny: bool = True,
-        tiny_sizes: dict[str, int] | None = None,
-        tiny_vocabulary: list[str] | None = None,
-        mask_rate: float = 0.15,
-        groups: list[str] | None = None,
-        key_words: list[str] | None = None,
-        image_key: str = "pixel_values",
-        caption_key: str = "caption",
-        content_label_key: str | None = None,
-        group_label_key: str | None = None,
-        itm_weight: float = 1.0,
+        method: FairVLPMethod = FairVLPMethod(),
         itc_weight: float = 0.0,
-        learning_rate: float = 1e-3,
-        weight_decay: float = 0.01,
-        seed: int = 0,
-        optimizer: OptimizerCallable | None = None,
-        scheduler: LRSchedulerCallable | None = None,
-        counterfactual_targets: str = "factual",
+        model: ModelSpec = TINY_ALBEF,
+        **kwargs,
     ) -> None:
-        if method not in METHODS:
-            raise ConfigError(f"Expected `method` to be one of {', '.join(METHODS)} but got {method!r}.")
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
-            raise ConfigError(f"Expected `alpha` in [0, 1] but got {alpha!r}.")
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-            raise ConfigError(f"Expected `dropout` in [0, 1) but got {dropout!r}.")
-        if isinstance(itc_weight, bool) or not isinstance(itc_weight, (int, float)) or itc_weight < 0:
-            raise ConfigError(f"Expected `itc_weight` >= 0 but got {itc_weight!r}.")
-        if counterfactual_targets not in COUNTERFACTUAL_TARGETS:
-            raise ConfigError(
-                f"Expected `counterfactual_targets` to be one of {', '.join(COUNTERFACTUAL_TARGETS)} "
-                f"but got {counterfactual_targets!r}."
-            )
-        super().__init__(
-            model, checkpoint, tiny, tiny_sizes, tiny_vocabulary, mask_rate, groups, key_words, image_key,
-            caption_key, content_label_key, group_label_key, itm_weight, learning_rate, weight_decay, seed,
-            optimizer, scheduler,
-        )  # fmt: skip
-        self.save_hyperparameters(ignore=["optimizer", "scheduler"])
-        self.branches = METHODS[method]
+        check_value("itc_weight", itc_weight, NonNegativeFloat, "FairVLP option")
+        super().__init__(model=model, **kwargs)
+        self.method = method.with_defaults()
+        self.hparams["method"] = asdict(self.method)
+        self.branches = METHODS[self.method.name]
         self.use_itc = itc_weight > 0
         if self.use_itc and Capability.EMBED not in self.adapter.capabilities:
-            raise ConfigError(f"`itc_weight: {itc_weight}` needs an adapter with EMBED but model {model!r} has none.")
+            raise ConfigError(
+                f"`itc_weight: {itc_weight}` needs an adapter with EMBED but model {model.name!r} has none."
+            )
+        lexicon = self.method.lexicon
         swaps = SwapLexicon.default() if lexicon is None else SwapLexicon.from_yaml(lexicon)
         self.swap = TokenSwap(swaps, self.adapter.tokenizer)
         self.images = None
-        if uses_images(method):
-            self.images = TrainingImageCounterfactuals(
-                self.adapter, self.groups, swaps, AttackConfig(**(attack or {})), image_counterfactuals, k
-            )
-        if method == "dropout":
+        if uses_images(self.method.name):
+            k = SETTING_DEFAULTS["k"] if self.method.k is None else self.method.k  # every_step reads no k
+            attack = AttackConfig(**(self.method.attack or {}))
+            policy = self.method.image_counterfactuals
+            self.images = TrainingImageCounterfactuals(self.adapter, self.groups, swaps, attack, policy, k)
+        if self.method.name == "dropout":
             layers = [module for module in self.adapter.modules() if isinstance(module, nn.Dropout)]
             if not layers:
-                raise ConfigError(f"`method: dropout` needs dropout layers but model {model!r} has none.")
+                raise ConfigError(f"`method.name: dropout` needs dropout layers but model {model.name!r} has none.")
             for layer in layers:
-                layer.p = float(dropout)
+                layer.p = float(self.method.dropout)
 
     # -- training ---------------------------------------------------------------------------
     def training_step(self, batch: dict[str, object], batch_idx: int) -> Tensor:
@@ -223,7 +287,7 @@ class FairVLP(MaskedLMPretraining):
             both["attention_mask"] = torch.cat([attention, attention[rows]])
         logits = self.adapter.fill_mask_logits(torch.cat([pixel_values, cf_pixels]), both)  # (B + N, T, V)
         n = len(captions)
-        alpha = self.hparams.alpha if uses_kl(self.hparams.method) else 0.0
+        alpha = self.method.alpha if uses_kl(self.method.name) else 0.0
         kl_positions = (cf_labels != IGNORE_INDEX) & ~self.swap.is_bias(cf_labels.clamp(min=0))
         parts = fairvlp_loss(logits[:n], labels, logits[n:], cf_labels, kl_positions, alpha, rows)
         self._log_mlm("train", parts.mlm_factual, logits[:n], tokens["input_ids"], labels, forced)
@@ -231,7 +295,7 @@ class FairVLP(MaskedLMPretraining):
         if self.branches is not None:
             self.log("train/mlm_cf_loss", parts.mlm_counterfactual, batch_size=n)
             self.log("train/cf_rate", len(rows) / n, batch_size=n)
-        if uses_kl(self.hparams.method):
+        if uses_kl(self.method.name):
             self.log("train/kl_loss", parts.kl, prog_bar=True, batch_size=n)
         similarity = None
         if self.use_itc:
@@ -263,7 +327,7 @@ class FairVLP(MaskedLMPretraining):
             has_word = torch.tensor([self.swap.lexicon.n_swaps(caption) > 0 for caption in captions])
             swap_rows = text_ok.to(device).view(-1, 1)
             cf_masked = torch.where(swap_rows, self.swap.swap(masked), masked)
-            if self.hparams.counterfactual_targets == "swapped" or not reads_targets(self.hparams.method):
+            if self.method.counterfactual_targets == "swapped" or not reads_targets(self.method.name):
                 swapped_labels = torch.where(labels == IGNORE_INDEX, labels, self.swap.swap(labels.clamp(min=0)))
                 cf_labels = torch.where(swap_rows, swapped_labels, labels)
             self.log("train/cf_text_rate", text_ok.float().mean(), batch_size=n)
@@ -307,26 +371,6 @@ class FairVLP(MaskedLMPretraining):
         if similarity is None and Capability.EMBED in self.adapter.capabilities:
             with torch.no_grad():
                 similarity = self.adapter.embed_images(pixel_values) @ self.adapter.embed_texts(tokens).T  # (B, B)
-        negative_text = sample_negatives(~describes, similarity, generator)
-        negative_image = sample_negatives(~describes.T, None if similarity is None else similarity.T, generator)
-        own = torch.arange(batch_size)
-        text_rows = torch.cat([own, negative_text, own]).to(pixel_values.device)
-        images = torch.cat([pixel_values, pixel_values, pixel_values[negative_image.to(pixel_values.device)]])
-        texts = {key: value.index_select(0, text_rows) for key, value in tokens.items()}
-        labels = torch.cat([torch.ones(batch_size), describes[own, negative_text], describes[negative_image, own]])
-        loss = itm_loss(self.adapter.match_logits(images, texts), labels.float())
+        loss = hard_negative_itm(self.adapter, pixel_values, tokens, describes, similarity, generator)
         self.log(f"{stage}/itm_loss", loss, batch_size=batch_size)
         return loss
-
-    def _describes(self, batch: dict[str, object], captions: list[str]) -> Tensor:
-        """``(B, B)`` bool: caption ``j`` describes image ``i``. With the batch's content and group labels:
-        the same content label and either the same group or no group word in caption ``j``; otherwise:
-        caption ``j`` is identical to image ``i``'s own."""
-        content_key, group_key = self.hparams.content_label_key, self.hparams.group_label_key
-        if content_key in batch and group_key in batch:
-            content, group = torch.as_tensor(batch[content_key]).cpu(), torch.as_tensor(batch[group_key]).cpu()
-            groups = set(self.groups)
-            names_group = torch.tensor([bool(set(text.lower().rstrip(".").split()) & groups) for text in captions])
-            same_group = group.view(-1, 1) == group.view(1, -1)
-            return (content.view(-1, 1) == content.view(1, -1)) & (same_group | ~names_group.view(1, -1))
-        return torch.tensor([[mine == theirs for theirs in captions] for mine in captions])

@@ -5,14 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+from jsonargparse.typing import ClosedUnitInterval
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import Tensor
 
-from vlbias.errors import ConfigError
 from vlbias.models.base import Capability
 from vlbias.modules.adapter_module import AdapterModule
+from vlbias.modules.model_spec import TINY_ALBEF, ModelSpec
 from vlbias.objectives.itm import itm_loss
 from vlbias.objectives.masked_lm import IGNORE_INDEX, mask_tokens, masked_lm_loss
+from vlbias.options import check_value
 
 __all__ = ["IGNORE_INDEX", "MaskedLMPretraining", "mask_tokens"]
 
@@ -43,12 +45,8 @@ class MaskedLMPretraining(AdapterModule):
     the adapter is exported with ``save_pretrained`` to ``<log_dir>/model``.
 
     Args:
-        model: registered adapter name with the FILL_MASK capability.
-        checkpoint: hub id or local path of pretrained weights; ``None`` with ``tiny=True``.
-        tiny: build a small random instance (``tiny_sizes`` are passed to the adapter's ``tiny``).
-        tiny_sizes: keyword sizes for ``tiny`` (e.g. ``hidden_size``, ``num_layers``).
-        tiny_vocabulary: the words of a tiny model's tokenizer (``None``: the tiny models' default).
-        mask_rate: probability that a token is masked (BERT: 0.15), besides the forced word.
+        model, optimizer, scheduler: as :class:`AdapterModule`; the model needs the FILL_MASK capability.
+        mask_rate: probability that a token is masked (BERT: 0.15), besides the forced word, in [0, 1].
         groups: group words: always masked, and a caption naming one names a group (ITM labels).
         key_words: other words of which one per caption is always masked (``None``: none).
         image_key: batch key of the images.
@@ -58,20 +56,14 @@ class MaskedLMPretraining(AdapterModule):
         group_label_key: batch key of each image's group (BiasWorld: ``group``); ``None``: no
             such label (plain shuffled-caption negatives).
         itm_weight: weight of the ITM loss (0 turns it off).
-        learning_rate: learning rate of the default optimizer (AdamW).
-        weight_decay: weight decay of the default optimizer (AdamW).
-        seed: seed for the random initialisation of a tiny model.
-        optimizer: builds the optimizer from the parameters (``None``: AdamW; see :class:`AdapterModule`).
-        scheduler: builds a learning-rate scheduler from the optimizer (``None``: none).
     """
+
+    capability = Capability.FILL_MASK
+    purpose = "masked-LM pre-training"
 
     def __init__(
         self,
-        model: str = "albef",
-        checkpoint: str | None = None,
-        tiny: bool = True,
-        tiny_sizes: dict[str, int] | None = None,
-        tiny_vocabulary: list[str] | None = None,
+        model: ModelSpec = TINY_ALBEF,
         mask_rate: float = 0.15,
         groups: list[str] | None = None,
         key_words: list[str] | None = None,
@@ -80,19 +72,11 @@ class MaskedLMPretraining(AdapterModule):
         content_label_key: str | None = None,
         group_label_key: str | None = None,
         itm_weight: float = 1.0,
-        learning_rate: float = 1e-3,
-        weight_decay: float = 0.01,
-        seed: int = 0,
-        optimizer: OptimizerCallable | None = None,
+        optimizer: OptimizerCallable = lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01),
         scheduler: LRSchedulerCallable | None = None,
     ) -> None:
-        super().__init__(optimizer, scheduler)
-        self.save_hyperparameters(ignore=["optimizer", "scheduler"])
-        if not 0.0 <= mask_rate <= 1.0:
-            raise ConfigError(f"Expected `mask_rate` in [0, 1] but got {mask_rate!r}.")
-        self.build_adapter(
-            model, checkpoint, tiny, tiny_sizes, tiny_vocabulary, seed, Capability.FILL_MASK, "masked-LM pre-training"
-        )
+        check_value("mask_rate", mask_rate, ClosedUnitInterval, "masked-LM option")
+        super().__init__(model, optimizer, scheduler)
         self.use_itm = itm_weight > 0 and Capability.MATCH in self.adapter.capabilities
         self.groups = [word.lower() for word in groups or []]
         tokenizer = self.adapter.tokenizer
@@ -153,27 +137,24 @@ class MaskedLMPretraining(AdapterModule):
         logits = self.adapter.match_logits(
             torch.cat([pixel_values, pixel_values]), self.adapter.prepare_texts(captions + shuffled)
         )  # (2B,)
-        targets = self._still_describes(batch, order, captions, shuffled)
+        targets = self._describes(batch, captions)[torch.arange(batch_size), order].float()  # (B,)
         labels = torch.cat([torch.ones(batch_size), targets]).to(logits.device)
         loss = itm_loss(logits, labels)
         self.log(f"{stage}/itm_loss", loss, batch_size=batch_size)
         return loss
 
-    def _still_describes(
-        self, batch: dict[str, object], order: Tensor, captions: list[str], shuffled: list[str]
-    ) -> Tensor:
-        """ITM labels ``(B,)`` of the shuffled captions (1.0: caption ``order[b]`` still describes image
-        ``b``): by the content and group labels when the batch has both, else by identity with the
-        image's own caption."""
+    def _describes(self, batch: dict[str, object], captions: list[str]) -> Tensor:
+        """``(B, B)`` bool: caption ``j`` describes image ``i``. With the batch's content and group labels:
+        the same content label and either the same group or no group word in caption ``j``; otherwise:
+        caption ``j`` is identical to image ``i``'s own."""
         content_key, group_key = self.hparams.content_label_key, self.hparams.group_label_key
         if content_key in batch and group_key in batch:
             content, group = torch.as_tensor(batch[content_key]).cpu(), torch.as_tensor(batch[group_key]).cpu()
             groups = set(self.groups)
-            names_group = torch.tensor([bool(set(text.lower().rstrip(".").split()) & groups) for text in shuffled])
-            still = (content[order] == content) & ((group[order] == group) | ~names_group)
-        else:
-            still = torch.tensor([mine == theirs for mine, theirs in zip(captions, shuffled)])
-        return still.float()
+            names_group = torch.tensor([bool(set(text.lower().rstrip(".").split()) & groups) for text in captions])
+            same_group = group.view(-1, 1) == group.view(1, -1)
+            return (content.view(-1, 1) == content.view(1, -1)) & (same_group | ~names_group.view(1, -1))
+        return torch.tensor([[mine == theirs for theirs in captions] for mine in captions])
 
     def _step(self, batch: dict[str, object], stage: str, generator: torch.Generator | None = None) -> Tensor:
         pixel_values = self.adapter.prepare_images(batch[self.hparams.image_key])

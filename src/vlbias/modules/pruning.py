@@ -31,8 +31,8 @@ holds the summary and the trade-off rows on every rank.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
+from dataclasses import asdict, replace
 
 import numpy as np
 import torch
@@ -42,16 +42,15 @@ from torch import Tensor
 from vlbias.errors import ConfigError, InputError
 from vlbias.mitigation.outputs import write_pruning_outputs
 from vlbias.mitigation.pruning import (
-    STRATEGIES,
     BiasTest,
     PruningResult,
     mutual_information,
     select_dimensions,
 )
 from vlbias.mitigation.tradeoff import tradeoff_rows
-from vlbias.models.base import Capability, require_capability
-from vlbias.models.catalog import adapter_class
-from vlbias.models.registry import check_model_options, load
+from vlbias.models.base import Capability
+from vlbias.modules.model_spec import ModelSpec
+from vlbias.run_options import PruningChoice
 
 MAX_DIMS_FRACTION = 0.25  # default end of the trade-off curve, as a share of D
 
@@ -60,16 +59,14 @@ class EmbeddingPruning(LightningModule):
     """Collect image embeddings in ``predict``; choose the dimensions to remove at its end (see the module).
 
     Args:
-        model, checkpoint, tiny, model_options: the EMBED adapter, as :func:`vlbias.models.load` takes them.
+        model: the EMBED adapter (:class:`~vlbias.modules.model_spec.ModelSpec`); its ``seed`` also seeds the MI
+            estimator.
         tests: bias tests, each ``{"name": str, "x": group, "y": group, "a": [phrases], "b": [phrases]}``.
         group_names: the protected groups, in the order of the batch's ``group_key`` labels.
         class_prompts: per zero-shot class (in the order of the batch's ``label_key`` labels) its prompts.
-        n_dims, fraction: N as a count or as a fraction of D; exactly one.
-        strategy: ``"ranked"`` (Algorithm 1), ``"greedy"`` or ``"clip_clip"``.
-        theta, theta_quantile: Θ as a value or a quantile of the MI (one of them; none for ``clip_clip``).
-        objective: ``"mean_abs"`` or ``"max_abs"`` over the tests' effect sizes.
-        max_dims, step: the trade-off curve's largest N (default 25 % of D, at least N) and its step.
-        seed: seeds the tiny model and the MI estimator.
+        pruning: how the dimensions are chosen (:class:`~vlbias.run_options.PruningChoice`: N or its fraction of
+            D, the strategy, Θ or its quantile, the objective, the trade-off curve's largest N — default 25 % of D,
+            at least N — and step), the options of ``vlbias prune``.
         label_key, group_key, image_key: batch keys of the class label, the group label and the images.
         out: directory to write (rank 0); ``None`` writes nothing.
         data_config: what the data were, recorded in ``prune.json``.
@@ -77,22 +74,11 @@ class EmbeddingPruning(LightningModule):
 
     def __init__(
         self,
-        model: str,
+        model: ModelSpec,
         tests: list[dict],
         group_names: list[str],
         class_prompts: list[list[str]],
-        n_dims: int | None = None,
-        fraction: float | None = None,
-        strategy: str = "ranked",
-        theta: float | None = None,
-        theta_quantile: float | None = None,
-        objective: str = "mean_abs",
-        max_dims: int | None = None,
-        step: int = 1,
-        checkpoint: str | None = None,
-        tiny: bool = False,
-        model_options: dict | None = None,
-        seed: int = 0,
+        pruning: PruningChoice | None = None,
         label_key: str = "activity",
         group_key: str = "group",
         image_key: str = "pixel_values",
@@ -101,13 +87,12 @@ class EmbeddingPruning(LightningModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
-        _check_choice(n_dims, fraction, strategy, theta, theta_quantile)
+        self.pruning = pruning or PruningChoice()
+        self.hparams["model"], self.hparams["pruning"] = asdict(model), asdict(self.pruning)
         self.test_specs = _checked_tests(tests, group_names)
         self.class_prompts = _checked_prompts(class_prompts)
-        options = {**(model_options or {}), **({"seed": seed} if tiny else {})}
-        require_capability(adapter_class(model), Capability.EMBED, suite="prune")  # before loading weights
-        check_model_options(model, options, tiny)  # where the module's model options enter; load takes them checked
-        self.adapter = load(model, checkpoint=checkpoint, tiny=tiny, device="cpu", options=options).eval()
+        self.spec = model
+        self.adapter = model.load(Capability.EMBED, "prune")
         self.outcome: dict | None = None
         self._batches: list[tuple[Tensor, Tensor, Tensor]] = []
 
@@ -153,7 +138,7 @@ class EmbeddingPruning(LightningModule):
         if bad.numel():
             raise InputError(
                 f"{bad.numel()} of {images.shape[0]} image embeddings hold NaN or inf (rows {bad[:10].tolist()}); "
-                f"model {hp.model!r} cannot be pruned on them"
+                f"model {self.spec.name!r} cannot be pruned on them"
             )
         outside = groups[(groups < 0) | (groups >= len(hp.group_names))].unique()
         if outside.numel():
@@ -164,33 +149,33 @@ class EmbeddingPruning(LightningModule):
             BiasTest(spec["name"], *self._group_images(images, groups, spec), a.double().cpu(), b.double().cpu())
             for spec, (a, b) in zip(self.test_specs, self.attributes, strict=True)
         ]
-        mi = mutual_information(images, groups if hp.strategy == "clip_clip" else labels, seed=hp.seed)
+        seed, choice = self.spec.seed, self.pruning
+        mi = mutual_information(images, groups if choice.strategy == "clip_clip" else labels, seed=seed)
         options = {
-            "strategy": hp.strategy,
-            "theta": hp.theta,
-            "theta_quantile": hp.theta_quantile,
-            "objective": hp.objective,
+            "strategy": choice.strategy,
+            "theta": choice.theta,
+            "theta_quantile": choice.theta_quantile,
+            "objective": choice.objective,
         }
-        result = dataclasses.replace(
-            select_dimensions(tests, mi, hp.n_dims if hp.n_dims is not None else hp.fraction, **options), seed=hp.seed
-        )
+        n_remove = choice.n_dims if choice.n_dims is not None else choice.fraction
+        result = replace(select_dimensions(tests, mi, n_remove, **options), seed=seed)
         order, max_dims = self._removal_order(tests, mi, result, options, images.shape[1])
         prompts = self.prompts.double().cpu()
-        rows = tradeoff_rows(tests, images, labels, prompts, self.prompt_classes, order, result.n_remove, hp.step)
+        rows = tradeoff_rows(tests, images, labels, prompts, self.prompt_classes, order, result.n_remove, choice.step)
         accuracy = {n: row["zero_shot_accuracy"] for n, row in ((row["n_removed"], row) for row in rows)}
         summary = {
-            "model": hp.model,
-            "checkpoint": hp.checkpoint,
-            "tiny": hp.tiny,
+            "model": self.spec.name,
+            "checkpoint": self.spec.checkpoint,
+            "tiny": self.spec.tiny,
             "data": hp.data_config,
             "n_images": images.shape[0],
             "embedding_dim": images.shape[1],
-            "n_dims": hp.n_dims,
-            "fraction": hp.fraction,
-            "mi_labels": hp.group_key if hp.strategy == "clip_clip" else hp.label_key,
+            "n_dims": choice.n_dims,
+            "fraction": choice.fraction,
+            "mi_labels": hp.group_key if choice.strategy == "clip_clip" else hp.label_key,
             **result.to_dict(),
             "zero_shot_accuracy": {"before": accuracy[0], "after": accuracy[result.n_remove]},
-            "tradeoff": {"max_dims": max_dims, "reached": len(order), "step": hp.step, "order": list(order)},
+            "tradeoff": {"max_dims": max_dims, "reached": len(order), "step": choice.step, "order": list(order)},
         }
         return {"summary": summary, "tradeoff": rows}
 
@@ -199,7 +184,7 @@ class EmbeddingPruning(LightningModule):
     ) -> tuple[list[int], int]:
         """The strategy's first ``max_dims`` removals, whose first N are ``result.removed`` (each strategy's
         order is a prefix-stable ranking); when fewer dimensions lower the bias, the curve ends at N."""
-        max_dims = self.hparams.max_dims if self.hparams.max_dims is not None else round(MAX_DIMS_FRACTION * dim)
+        max_dims = self.pruning.max_dims if self.pruning.max_dims is not None else round(MAX_DIMS_FRACTION * dim)
         max_dims = min(max(max_dims, result.n_remove), dim - 1)
         if max_dims == result.n_remove:
             return result.removed, max_dims
@@ -239,26 +224,6 @@ def canonical_order(images: Tensor, labels: Tensor, groups: Tensor) -> Tensor:
     number of processes, whatever order the ranks gathered them in."""
     keys = torch.cat([groups[:, None].double(), labels[:, None].double(), images.double()], dim=1)
     return torch.from_numpy(np.lexsort(keys.numpy().T[::-1]))
-
-
-def _check_choice(
-    n_dims: int | None, fraction: float | None, strategy: str, theta: float | None, theta_quantile: float | None
-) -> None:
-    """Refuse, before any model is built, option combinations that cannot run."""
-    if (n_dims is None) == (fraction is None):
-        raise ConfigError(
-            f"Expected exactly one of `n_dims` (a count) and `fraction` but got n_dims={n_dims!r}, fraction={fraction!r}"
-        )
-    if strategy not in STRATEGIES:
-        raise ConfigError(f"Expected `strategy` to be one of {STRATEGIES} but got {strategy!r}")
-    given = theta is not None or theta_quantile is not None
-    if strategy == "clip_clip" and given:
-        raise ConfigError(f"Strategy 'clip_clip' takes no Θ but got theta={theta!r}, theta_quantile={theta_quantile!r}")
-    if strategy != "clip_clip" and (theta is None) == (theta_quantile is None):
-        raise ConfigError(
-            f"Strategy {strategy!r} needs exactly one of `theta` and `theta_quantile` but got "
-            f"theta={theta!r}, theta_quantile={theta_quantile!r}"
-        )
 
 
 def _checked_tests(tests: list[dict], group_names: list[str]) -> list[dict]:

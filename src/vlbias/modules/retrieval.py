@@ -12,7 +12,7 @@ keeps no ITC temperature (BLIP's ``temp`` is not converted), so for BLIP the mod
 ``blip_retrieval.py`` does: :math:`\tau` initialised to :data:`BLIP_TEMPERATURE` and clamped to
 :data:`BLIP_TEMPERATURE_RANGE` before every step (the evaluation's rankings do not depend on it, so the exported
 model needs none). A pair is positive when it is the same image (the batch's ``image_index``, as
-:class:`~vlbias.data.CaptionDataModule` gives it) or, without image indices (BiasWorld), when the captions are
+:class:`~vlbias.data.caption_datamodule.CaptionDataModule` gives it) or, without image indices (BiasWorld), when the captions are
 identical: ALBEF's targets of its retrieval fine-tuning, where every caption of an image is a positive of it.
 :math:`\mathcal{L}_\text{ITM}`: for adapters with MATCH (ALBEF, BLIP) image-text matching with one hard negative
 text per image and one hard negative image per text, drawn within the local batch by the ITC similarity
@@ -52,15 +52,17 @@ from collections.abc import Sequence
 
 import torch
 import torch.distributed as dist
+from jsonargparse.typing import NonNegativeFloat, PositiveFloat, PositiveInt
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import Tensor, nn
 
-from vlbias.errors import ConfigError
 from vlbias.metrics.retrieval import RetrievalRecall
 from vlbias.models.base import Capability
 from vlbias.modules.adapter_module import AdapterModule
+from vlbias.modules.model_spec import TINY_CLIP, ModelSpec
 from vlbias.objectives.contrastive import itc_loss
-from vlbias.objectives.itm import itm_loss, sample_negatives
+from vlbias.objectives.itm import hard_negative_itm
+from vlbias.options import check_value
 from vlbias.retrieval.rerank import rerank
 
 #: BLIP's ITC temperature: its initial value and the range it is clamped to (``blip_retrieval.py``, ``self.temp``).
@@ -76,67 +78,38 @@ class RetrievalFinetuning(AdapterModule):
     At the end of ``fit`` the adapter is exported to ``<log_dir>/model`` (:class:`AdapterModule`).
 
     Args:
-        model: registered adapter name with the EMBED capability (``clip``, ``albef``, ``blip``, ...).
-        checkpoint: hub id or local path of pretrained weights; ``None`` with ``tiny=True``.
-        tiny: build a small random instance (``tiny_sizes`` are passed to the adapter's ``tiny``).
-        tiny_sizes: keyword sizes for ``tiny``.
-        tiny_vocabulary: the words of a tiny model's tokenizer (``None``: the tiny models' default).
-        model_options: the adapter's own loading options, e.g. ``{image_size: 384}`` to fine-tune ALBEF's
-            pre-trained 256-pixel checkpoint at the retrieval resolution (position embeddings interpolated).
-        temperature: a fixed ITC temperature :math:`\\tau` (logit scale :math:`\\log 1/\\tau`); ``None``:
+        model, optimizer, scheduler: as :class:`AdapterModule`; the model needs the EMBED capability (``clip``,
+            ``albef``, ``blip``, ...).
+        temperature: a fixed ITC temperature :math:`\\tau` > 0 (logit scale :math:`\\log 1/\\tau`); ``None``:
             the adapter's own, learnt (BLIP: the module's own, learnt; see the module docstring).
-        itm_weight: :math:`w_\\text{ITM}`; read only by adapters with MATCH (0: ITC alone).
-        k_test: candidates re-ranked by ITM per query in evaluation (MATCH adapters); at most the
+        itm_weight: :math:`w_\\text{ITM}` >= 0; read only by adapters with MATCH (0: ITC alone).
+        k_test: candidates re-ranked by ITM per query in evaluation (MATCH adapters), >= 1; at most the
             smaller gallery of the evaluated split.
         ks: the recall cut-offs K; each at most the smaller gallery.
         rerank_batch_size: pairs per ITM forward pass in evaluation.
-        learning_rate: learning rate of the default optimizer (AdamW).
-        weight_decay: weight decay of the default optimizer (AdamW).
-        seed: seed for the random initialisation of a tiny model.
-        optimizer: builds the optimizer from the parameters (``None``: AdamW; see :class:`AdapterModule`).
-        scheduler: builds a learning-rate scheduler from the optimizer (``None``: none).
     """
+
+    capability = Capability.EMBED
+    purpose = "retrieval fine-tuning"
 
     def __init__(
         self,
-        model: str = "clip",
-        checkpoint: str | None = None,
-        tiny: bool = True,
-        tiny_sizes: dict[str, int] | None = None,
-        tiny_vocabulary: list[str] | None = None,
-        model_options: dict[str, object] | None = None,
+        model: ModelSpec = TINY_CLIP,
         temperature: float | None = None,
         itm_weight: float = 1.0,
         k_test: int = 16,
         ks: Sequence[int] = (1, 5, 10),
         rerank_batch_size: int = 256,
-        learning_rate: float = 1e-3,
-        weight_decay: float = 0.01,
-        seed: int = 0,
-        optimizer: OptimizerCallable | None = None,
+        optimizer: OptimizerCallable = lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01),
         scheduler: LRSchedulerCallable | None = None,
     ) -> None:
-        if temperature is not None and (
-            isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0
-        ):
-            raise ConfigError(f"Expected `temperature` to be a positive number or null but got {temperature!r}.")
-        if isinstance(itm_weight, bool) or not isinstance(itm_weight, (int, float)) or itm_weight < 0:
-            raise ConfigError(f"Expected `itm_weight` to be a non-negative number but got {itm_weight!r}.")
-        if isinstance(k_test, bool) or not isinstance(k_test, int) or k_test < 1:
-            raise ConfigError(f"Expected `k_test` to be a positive integer but got {k_test!r}.")
-        super().__init__(optimizer, scheduler)
-        self.save_hyperparameters(ignore=["optimizer", "scheduler"])
-        self.build_adapter(
-            model,
-            checkpoint,
-            tiny,
-            tiny_sizes,
-            tiny_vocabulary,
-            seed,
-            Capability.EMBED,
-            "retrieval fine-tuning",
-            model_options=model_options,
-        )
+        for name, value, kind in [
+            ("temperature", temperature, PositiveFloat | None),
+            ("itm_weight", itm_weight, NonNegativeFloat),
+            ("k_test", k_test, PositiveInt),
+        ]:
+            check_value(name, value, kind, "retrieval option")
+        super().__init__(model, optimizer, scheduler)
         own_temperature = temperature is None and not hasattr(self.adapter, "logit_scale")
         self.temperature = nn.Parameter(torch.tensor(BLIP_TEMPERATURE)) if own_temperature else None
         self.use_itm = Capability.MATCH in self.adapter.capabilities and itm_weight > 0
@@ -188,17 +161,9 @@ class RetrievalFinetuning(AdapterModule):
     def _itm(self, pixel_values: Tensor, tokens: dict[str, Tensor], images: Tensor, texts: Tensor, describes: Tensor):
         """ITM on the batch's pairs, one hard negative text per image and one hard negative image per text,
         drawn by the ITC similarity among the pairs that are not positive (:mod:`vlbias.objectives.itm`)."""
-        n = len(describes)
         similarity = (images @ texts.T).detach()  # (B, B)
-        negative_text = sample_negatives(~describes, similarity)
-        negative_image = sample_negatives(~describes.T, similarity.T)
-        own = torch.arange(n)
-        text_rows = torch.cat([own, negative_text, own]).to(pixel_values.device)
-        pixels = torch.cat([pixel_values, pixel_values, pixel_values[negative_image.to(pixel_values.device)]])
-        rows = {key: value.index_select(0, text_rows) for key, value in tokens.items()}
-        labels = torch.cat([torch.ones(n), describes[own, negative_text], describes[negative_image, own]])
-        loss = itm_loss(self.adapter.match_logits(pixels, rows), labels.float())
-        self.log("train/itm_loss", loss, batch_size=n)
+        loss = hard_negative_itm(self.adapter, pixel_values, tokens, describes, similarity)
+        self.log("train/itm_loss", loss, batch_size=len(describes))
         return loss
 
     # -- evaluation ----------------------------------------------------------------------------

@@ -3,7 +3,7 @@ hard negatives, and FairVLP's counterfactual KL objective."""
 
 from vlbias.objectives.contrastive import itc_loss
 from vlbias.objectives.fairvlp import FairVLPLoss, counterfactual_kl, fairvlp_loss
-from vlbias.objectives.itm import itm_loss, sample_negatives
+from vlbias.objectives.itm import hard_negative_itm, itm_loss, sample_negatives
 from vlbias.objectives.masked_lm import IGNORE_INDEX, mask_tokens, masked_lm_loss
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "FairVLPLoss",
     "counterfactual_kl",
     "fairvlp_loss",
+    "hard_negative_itm",
     "itc_loss",
     "itm_loss",
     "mask_tokens",

@@ -45,3 +45,28 @@ def itm_loss(logits: Tensor, labels: Tensor) -> Tensor:
         0.6931
     """
     return F.binary_cross_entropy_with_logits(logits.float(), labels.float().to(logits.device))
+
+
+def hard_negative_itm(
+    adapter,
+    pixel_values: Tensor,
+    tokens: dict[str, Tensor],
+    describes: Tensor,
+    similarity: Tensor | None,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """ITM of ``adapter`` (a model with ``match_logits``) on a batch of B image-caption pairs with hard negatives:
+    the B own pairs (label 1), one negative text per image and one negative image per text drawn by
+    :func:`sample_negatives` among the pairs that ``describes`` ``(B, B)`` (caption ``j`` describes image ``i``)
+    says do not match, each labelled by ``describes``; :func:`itm_loss` over the 3B pairs. ``pixel_values``
+    ``(B, ...)`` and ``tokens`` (each ``(B, T)``) are the batch's, ``similarity`` ``(B, B)`` draws the negatives
+    (``None``: uniformly)."""
+    n = len(describes)
+    negative_text = sample_negatives(~describes, similarity, generator)
+    negative_image = sample_negatives(~describes.T, None if similarity is None else similarity.T, generator)
+    own = torch.arange(n)
+    text_rows = torch.cat([own, negative_text, own]).to(pixel_values.device)
+    images = torch.cat([pixel_values, pixel_values, pixel_values[negative_image.to(pixel_values.device)]])
+    texts = {key: value.index_select(0, text_rows) for key, value in tokens.items()}  # (3B, T)
+    labels = torch.cat([torch.ones(n), describes[own, negative_text], describes[negative_image, own]])
+    return itm_loss(adapter.match_logits(images, texts), labels.float())
