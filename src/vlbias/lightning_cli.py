@@ -79,7 +79,7 @@ class VlbiasCLI(LightningCLI):
         seed = config.get("seed")
         if seed is False:
             return
-        config["seed"] = seed_everything(None if seed is True else seed, workers=True, verbose=False)
+        config["seed"] = int(seed_everything(None if seed is True else int(seed), workers=True, verbose=False))
         _seed_the_model(config, config["seed"])
 
     def before_instantiate_classes(self) -> None:

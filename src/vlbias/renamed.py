@@ -3,8 +3,8 @@
 A config file, a ``--key`` flag or an options mapping that still uses an old key is refused with one line naming
 the new one (:func:`renamed_hint`). Keys are dotted paths as a user writes them: ``seed_everything`` (a
 LightningCLI config), ``model.init_args.learning_rate`` (a training module's option), ``suite_options.n_bootstrap``
-(an option of ``vlbias measure --suite_options``). When a change is listed in ``CHANGELOG.md``, its keys are here.
-This module imports nothing.
+(an option of ``vlbias measure --suite_options``), or a ``class_path`` value that moved. When a change is listed
+in ``CHANGELOG.md``, its keys are here. This module imports nothing.
 """
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ RENAMED: dict[str, str] = {
     "model.init_args.objective": "model.init_args.pruning.objective",
     "model.init_args.max_dims": "model.init_args.pruning.max_dims",
     "model.init_args.step": "model.init_args.pruning.step",
+    # class paths: the data modules are named by the module that defines them
+    "vlbias.data.BiasWorldDataModule": "vlbias.data.biasworld_datamodule.BiasWorldDataModule",
+    "vlbias.data.CaptionDataModule": "vlbias.data.caption_datamodule.CaptionDataModule",
 }
 
 

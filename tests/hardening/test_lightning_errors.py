@@ -89,3 +89,11 @@ def test_the_checkpoint_of_another_module_is_refused_by_name(tmp_path):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU config runs where there is a GPU")
 def test_a_gpu_config_on_a_machine_without_one_says_how_to_run_on_the_cpu():
     assert_only_the_error(fit("--trainer.accelerator", "gpu"), "configs/trainer/cpu.yaml")
+
+
+def test_a_class_path_that_moved_is_named_with_its_new_path(tmp_path):
+    old = tmp_path / "old_data.yaml"
+    old.write_text("data:\n  class_path: vlbias.data.BiasWorldDataModule\n")
+    assert_only_the_error(
+        fit("--config", str(old)), "`vlbias.data.BiasWorldDataModule` was renamed", "biasworld_datamodule"
+    )

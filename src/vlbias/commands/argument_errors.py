@@ -79,7 +79,11 @@ def _bad_value(parser: ArgumentParser, key: str, message: str) -> str:
 
 
 def _subclass_error(message: str, class_path: str) -> str:
-    """A refusal inside ``class_path``'s ``init_args``: an unknown key, or a value of the wrong type."""
+    """A refusal of ``class_path`` (a class that moved) or inside its ``init_args``: an unknown key, or a value of
+    the wrong type."""
+    moved = renamed_hint(class_path)
+    if moved is not None:
+        return f"Class path `{class_path}` was renamed: write `{moved}` instead."
     base = "model" if message.startswith('Parser key "model"') else "data"
     prefix = f"{base}.init_args" if _KEY.match(message) else "init_args"
     unknown = _NOT_ACCEPTED.search(message)

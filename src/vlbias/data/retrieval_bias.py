@@ -14,7 +14,7 @@ case-insensitively; a word is a maximal run of letters (:data:`vlbias.data.lexic
 (``vlbias/resources/gender_swap_lexicon.yaml``), whose pairs all list the men's word first ("his"/"him" pair
 with "her").
 
-**Queries from captions** (:func:`caption_queries`): a caption that mentions a gender word is neutralised
+**Queries from captions** (:func:`vlbias.suites.retrieval_bias.caption_queries`): a caption that mentions a gender word is neutralised
 with a :class:`~vlbias.counterfactual.neutralise.NeutralLexicon` ("A man riding a horse." -> "A person riding
 a horse."); it becomes a query only when the result mentions no gender word and no ambiguous word of the
 lexicon ("her": "their" or "them"), otherwise it is skipped with the reason. Captions that name no gender
@@ -32,13 +32,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from vlbias.data.lexicon import WordPairs, text_words
 from vlbias.errors import InputError
-
-if TYPE_CHECKING:
-    from vlbias.counterfactual.neutralise import NeutralLexicon
 
 GENDERS: tuple[str, str] = ("man", "woman")
 LABELS: tuple[str, ...] = (*GENDERS, "both", "neither")  # what :func:`annotate` says of an image
@@ -94,30 +90,3 @@ class Query:
     text: str
     group: str
     source: str
-
-
-def caption_queries(
-    captions: Sequence[str], groups: Sequence[str], lexicon: NeutralLexicon, words: GenderWords
-) -> tuple[list[Query], list[dict[str, str]], int]:
-    """Neutralised queries from the ``captions`` that name a gender, caption ``i`` reported in ``groups[i]``
-    (module docstring): the queries, the skipped captions ``{"item", "reason"}``, and how many repeats were
-    dropped."""
-    queries: dict[tuple[str, str], Query] = {}
-    skipped: list[dict[str, str]] = []
-    repeats = 0
-    for caption, group in zip(captions, groups, strict=True):
-        if not words.found(caption):
-            continue
-        neutral = lexicon.neutralise(caption)
-        left = words.found(neutral) + [word for word in text_words(neutral) if word in lexicon.ambiguous]
-        if left:
-            reason = (
-                f"neutralised caption {neutral!r} still holds {left[0]!r}, which the neutral lexicon "
-                f"{lexicon.source!r} has no single neutral form for"
-            )
-            skipped.append({"item": caption, "reason": reason})
-        elif (group, neutral) in queries:
-            repeats += 1
-        else:
-            queries[group, neutral] = Query(neutral, group, caption)
-    return list(queries.values()), skipped, repeats

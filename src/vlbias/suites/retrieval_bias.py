@@ -56,7 +56,8 @@ from torch import Tensor
 from vlbias.counterfactual.neutralise import NeutralLexicon
 from vlbias.data.biasworld import ACTIVITIES, STEREOTYPES, BiasWorld, activity_phrases
 from vlbias.data.captions import read_captions
-from vlbias.data.retrieval_bias import GENDERS, LABELS, GenderWords, Query, annotate, caption_queries
+from vlbias.data.lexicon import text_words
+from vlbias.data.retrieval_bias import GENDERS, LABELS, GenderWords, Query, annotate
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics import RankingBias
 from vlbias.metrics.functional.ranking_bias import STATISTICS, top_attributes
@@ -395,3 +396,30 @@ class _RetrievalBiasMeasurement(Measurement):
         output.items = gathered.rows
         output.n_items = len(gathered.rows)
         return output
+
+
+def caption_queries(
+    captions: Sequence[str], groups: Sequence[str], lexicon: NeutralLexicon, words: GenderWords
+) -> tuple[list[Query], list[dict[str, str]], int]:
+    """Neutralised queries from the ``captions`` that name a gender, caption ``i`` reported in ``groups[i]``
+    (module docstring): the queries, the skipped captions ``{"item", "reason"}``, and how many repeats were
+    dropped."""
+    queries: dict[tuple[str, str], Query] = {}
+    skipped: list[dict[str, str]] = []
+    repeats = 0
+    for caption, group in zip(captions, groups, strict=True):
+        if not words.found(caption):
+            continue
+        neutral = lexicon.neutralise(caption)
+        left = words.found(neutral) + [word for word in text_words(neutral) if word in lexicon.ambiguous]
+        if left:
+            reason = (
+                f"neutralised caption {neutral!r} still holds {left[0]!r}, which the neutral lexicon "
+                f"{lexicon.source!r} has no single neutral form for"
+            )
+            skipped.append({"item": caption, "reason": reason})
+        elif (group, neutral) in queries:
+            repeats += 1
+        else:
+            queries[group, neutral] = Query(neutral, group, caption)
+    return list(queries.values()), skipped, repeats
