@@ -41,7 +41,10 @@ def assert_only_the_error(result: tuple[int, str, str], *fragments: str) -> None
         (["--trainr.max_epochs", "1"], ["Unknown option `--trainr.max_epochs`"]),
         (
             ["--data.init_args.bias_strenght", "0.3"],
-            ["`data.init_args.bias_strenght` of vlbias.data.BiasWorldDataModule", "did you mean `bias_strength`"],
+            [
+                "`data.init_args.bias_strenght` of vlbias.data.biasworld_datamodule.BiasWorldDataModule",
+                "`bias_strength`",
+            ],
         ),
         (["--data.init_args.n_train", "many"], ["`data.init_args.n_train`", "but got many"]),
         (["--trainer.max_epochs", "-3"], ["`max_epochs` must be a non-negative integer"]),

@@ -83,11 +83,11 @@ def test_biasworld_declaration_matches_biasworld():
 def test_default_statistics_are_the_metrics_defaults():
     """Each suite's default statistics give today's numbers: WEAT samples May et al.'s 99,999 re-partitions (with
     the observed one, 100,000), every permutation test counts exactly up to the metrics' limit."""
-    from vlbias.metrics.functional import weat
+    from vlbias.metrics.functional import permutation
 
     defaults = {suite: declared.default_statistics() for suite, declared in SUITE_OPTIONS.items()}
-    assert defaults["weat"].n_permutations == weat.DEFAULT_PERMUTATIONS
-    assert {stats.exact_limit for stats in defaults.values()} == {weat.DEFAULT_EXACT_LIMIT}
+    assert defaults["weat"].n_permutations == permutation.DEFAULT_PERMUTATIONS
+    assert {stats.exact_limit for stats in defaults.values()} == {permutation.REPARTITION_EXACT_LIMIT}
     assert {suite: stats.interval_method for suite, stats in defaults.items() if stats.interval_method == "bca"} == {
         "mmbias": "bca",
         "weat": "bca",

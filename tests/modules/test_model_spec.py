@@ -29,7 +29,7 @@ def test_the_model_spec_is_read_from_yaml(tmp_path):
     config = tmp_path / "retrieval.yaml"
     model = {"name": "albef", "tiny": True, "tiny_sizes": TINY, "tiny_vocabulary": ["a", "man", "cooking"], "seed": 3}
     config.write_text(yaml.safe_dump({"model": {"init_args": {"model": model}}}))
-    cli = cli_of("--config", str(QUICKSTART), "--config", str(config))
+    cli = cli_of("--config", str(QUICKSTART), "--config", str(config), "--seed", "3")
     assert cli.model.spec == ModelSpec(**model)
     assert cli.model.adapter.tokenizer.tokenize("a man sews") == ["a", "man", "[UNK]"]
 
@@ -37,7 +37,7 @@ def test_the_model_spec_is_read_from_yaml(tmp_path):
 def test_the_model_spec_is_read_from_flags_one_field_at_a_time():
     cli = cli_of(
         "--config", str(QUICKSTART), "--model.init_args.model.name", "albef", "--model.init_args.model.tiny_sizes",
-        "{image_size: 32, patch_size: 8}", "--model.init_args.model.seed", "3",
+        "{image_size: 32, patch_size: 8}", "--seed", "3",
     )  # fmt: skip
     assert cli.model.spec == ModelSpec("albef", tiny=True, tiny_sizes=TINY, seed=3)  # tiny: the config's
 
@@ -49,7 +49,7 @@ def test_a_field_is_set_to_null_with_the_group_as_a_mapping(tmp_path):
     config.write_text(yaml.safe_dump({"model": {"init_args": {"model": {"checkpoint": "runs/x/model"}}}}))
     cli = cli_of(
         "--config", str(QUICKSTART), "--config", str(config), "--model.init_args.model.tiny", "false",
-        "--model.init_args.model", "{tiny: true, checkpoint: null, seed: 5}",
+        "--model.init_args.model", "{tiny: true, checkpoint: null}", "--seed", "5",
     )  # fmt: skip
     assert cli.model.spec == ModelSpec("clip", tiny=True, seed=5)
 
