@@ -10,7 +10,16 @@ This module imports nothing.
 from __future__ import annotations
 
 #: old dotted key -> the new key (or what to write instead), one line per renamed key.
-RENAMED: dict[str, str] = {}
+RENAMED: dict[str, str] = {
+    # the scripts' options are their functions' parameters (vlbias.experiments.command_line), keyed <function>.<option>
+    "bench_models.base-size": "bench_models.base_size",
+    "bench_models.batch-size": "bench_models.batch_size",
+    "bench_models.max-overhead": "bench_models.max_overhead",
+    "bench_permutation.loop-permutations": "bench_permutation.loop_permutations",
+    "bench_permutation.cold-runs": "bench_permutation.cold_runs",
+    "bootstrap_coverage.effect-sizes": "bootstrap_coverage.effect_sizes",
+    "bootstrap_coverage.n-bootstrap": "bootstrap_coverage.n_bootstrap",
+}
 
 
 def renamed_hint(key: str) -> str | None:

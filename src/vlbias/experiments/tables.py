@@ -1,0 +1,40 @@
+"""Tables of runs: every run of a table in worker processes, its rows shown and saved as they end, and the
+``mean ± sd`` cells of the tables' summaries."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from vlbias.atomic import atomic_write
+
+
+def run_table(
+    run: Callable[..., dict], jobs: Sequence[tuple], workers: int, show: Callable[[dict], None], out: Path | None
+) -> list[dict]:
+    """``run(*job)`` for every job in ``workers`` processes, in order; each row is shown (``show``) as soon as it
+    ends and, with ``out``, all rows so far are written there as JSON after every run (atomically), so a long
+    table stopped half-way keeps what it measured."""
+    rows: list[dict] = []
+    with ProcessPoolExecutor(workers) as pool:
+        for row in pool.map(run, *zip(*jobs)):
+            rows.append(row)
+            show(row)
+            if out is not None:
+                atomic_write(out, lambda handle: handle.write(json.dumps(rows, indent=1).encode()))
+    return rows
+
+
+def mean_sd(values: Sequence[float], digits: int = 2) -> str:
+    """``"mean ± sd"`` of ``values`` (the sample standard deviation) to ``digits`` decimals; the mean alone for one
+    value. The tables print their per-method summaries with it.
+
+    Example:
+        >>> mean_sd([1.0, 2.0, 4.0]), mean_sd([3.14159], digits=3)
+        ('2.33 ± 1.53', '3.142')
+    """
+    spread = f" ± {statistics.stdev(values):.{digits}f}" if len(values) > 1 else ""
+    return f"{statistics.mean(values):.{digits}f}{spread}"
