@@ -84,7 +84,8 @@ def test_a_parameter_without_help_is_refused():
 def test_a_bad_value_and_a_renamed_option_end_with_one_error_line(capsys):
     with pytest.raises(SystemExit) as stopped:
         run(table, ["--strength", "strong"])
-    assert stopped.value.code == 2 and "strength" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and error.count("\n") == 1 and 'key "strength"' in error and "strong" in error
     with pytest.raises(SystemExit) as stopped:
         run(bench_models, ["--batch-size", "2"])
     assert stopped.value.code == 2

@@ -14,6 +14,7 @@ import inspect
 import sys
 import types
 import typing
+from argparse import ArgumentError
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -59,7 +60,7 @@ def parser_for(function: Callable, prog: str | None = None) -> ArgumentParser:
     docstring = docstring_parser.parse(inspect.getdoc(function) or "")
     described = {param.arg_name: " ".join(param.description.split()) for param in docstring.params}
     hints = typing.get_type_hints(function)
-    parser = ArgumentParser(prog=prog, description=docstring.short_description)
+    parser = ArgumentParser(prog=prog, description=docstring.short_description, exit_on_error=False)
     for name, parameter in inspect.signature(function).parameters.items():
         if not described.get(name):
             raise TypeError(f"{function.__qualname__}: parameter `{name}` has no line under `Args:` to be its help.")
@@ -96,7 +97,10 @@ def run(function: Callable, argv: Sequence[str] | None = None):
     parser = parser_for(function, prog=Path(sys.argv[0]).name)
     argv = list(sys.argv[1:] if argv is None else argv)
     _refuse_renamed(parser, function, argv)
-    options = parser.parse_args(argv).as_dict()
+    try:
+        options = parser.parse_args(argv).as_dict()
+    except ArgumentError as error:  # jsonargparse's refusal of a value, in several lines
+        parser.exit(2, f"{parser.prog}: error: {' '.join(str(error).split())}\n")
     try:
         return function(**options)
     except VlbiasError as error:

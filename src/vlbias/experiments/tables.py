@@ -1,10 +1,11 @@
-"""Tables of runs: every run of a table in worker processes, its rows shown and saved as they end, and the
-``mean ± sd`` cells of the tables' summaries."""
+"""Tables of runs: every run of a table in worker processes, its rows shown and saved as they end; the runs of a
+planted-bias table, one per bias strength and seed; and the ``mean ± sd`` cells of the tables' summaries."""
 
 from __future__ import annotations
 
 import json
 import statistics
+import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -25,6 +26,21 @@ def run_table(
             show(row)
             if out is not None:
                 atomic_write(out, lambda handle: handle.write(json.dumps(rows, indent=1).encode()))
+    return rows
+
+
+def strength_seed_rows(
+    measure: Callable[[float, int, str], dict], strengths: Sequence[float], seeds: Sequence[int], progress: bool = False
+) -> list[tuple[float, int, dict]]:
+    """``(strength, seed, measure(strength, seed, run_dir))`` for every strength x seed, in this process, each model
+    exported to a temporary ``run_dir`` (dropped at the end); with ``progress``, each row printed as it ends."""
+    rows = []
+    with tempfile.TemporaryDirectory() as run_dir:
+        for strength in strengths:
+            for seed in seeds:
+                rows.append((strength, seed, measure(strength, seed, run_dir)))
+                if progress:
+                    print(f"done: strength {strength}, seed {seed}: {rows[-1][2]}", flush=True)
     return rows
 
 

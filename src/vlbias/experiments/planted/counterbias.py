@@ -13,11 +13,12 @@ absolute bias(T) over the six activities in percent, averaged over the four Tabl
 from __future__ import annotations
 
 import statistics
-import tempfile
 import time
 from collections.abc import Sequence
+from functools import partial
 
 from vlbias.experiments.biasworld_runs import callback_suite_options, experiment_config, fit_on_biasworld
+from vlbias.experiments.tables import strength_seed_rows
 from vlbias.suites.run import build_suite, run_suite
 
 MEASURES = ("B@V-L", "B@V", "B@L", "B@L_log")
@@ -57,12 +58,7 @@ def sanity_table(
         seeds: Seeds to train at each strength.
         epochs: Override the config's max_epochs.
     """
-    rows = []
-    with tempfile.TemporaryDirectory() as run_dir:  # the trained models are exported here, then dropped
-        for strength in strengths:
-            for seed in seeds:
-                rows.append((strength, seed, train_and_measure(strength, seed, run_dir, epochs)))
-                print(f"done: strength {strength}, seed {seed}: {rows[-1][2]}", flush=True)
+    rows = strength_seed_rows(partial(train_and_measure, epochs=epochs), strengths, seeds, progress=True)
     header = " | ".join(MEASURES)
     print(
         f"\n| bias_strength | seed | {header} | attack success | items measured | val acc group / activity | train s | measure s |"

@@ -11,11 +11,11 @@ this table's row for the same strength and seed).
 from __future__ import annotations
 
 import statistics
-import tempfile
 import time
 from collections.abc import Sequence
 
 from vlbias.experiments.biasworld_runs import experiment_config, fit_on_biasworld
+from vlbias.experiments.tables import strength_seed_rows
 from vlbias.suites.run import build_suite, run_suite
 
 METRIC = "man_vs_woman/stereotyped_activities/effect_size"
@@ -48,8 +48,7 @@ def sanity_table(strengths: Sequence[float] = (0.0, 0.5, 0.9), seeds: Sequence[i
         strengths: BiasWorld's bias strengths to train at.
         seeds: Seeds to train at each strength.
     """
-    with tempfile.TemporaryDirectory() as run_dir:  # the trained models are exported here, then dropped
-        rows = [(s, seed, train_and_measure(s, seed, run_dir)) for s in strengths for seed in seeds]
+    rows = strength_seed_rows(train_and_measure, strengths, seeds)
     print("\n| bias_strength | seed | effect size d | 95% CI | p (one-sided) | val accuracy | train s |")
     print("|---:|---:|---:|---|---:|---:|---:|")
     for strength, seed, r in rows:

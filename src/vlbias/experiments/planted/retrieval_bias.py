@@ -15,11 +15,12 @@ women's (< 0). The table reports both, their mean absolute value (``mean abs Bia
 from __future__ import annotations
 
 import statistics
-import tempfile
 import time
 from collections.abc import Sequence
+from functools import partial
 
 from vlbias.experiments.biasworld_runs import experiment_config, fit_on_biasworld
+from vlbias.experiments.tables import strength_seed_rows
 from vlbias.suites.run import build_suite, run_suite
 
 GROUPS = ("man_stereotyped", "woman_stereotyped")
@@ -63,12 +64,7 @@ def sanity_table(
         epochs: Override the config's max_epochs.
         k: The cut-off K.
     """
-    rows = []
-    with tempfile.TemporaryDirectory() as run_dir:  # the trained models are exported here, then dropped
-        for strength in strengths:
-            for seed in seeds:
-                rows.append((strength, seed, train_and_measure(strength, seed, run_dir, epochs, k)))
-                print(f"done: strength {strength}, seed {seed}: {rows[-1][2]}", flush=True)
+    rows = strength_seed_rows(partial(train_and_measure, epochs=epochs, k=k), strengths, seeds, progress=True)
     print(
         f"\n| bias_strength | seed | Bias@{k} men's activities | Bias@{k} women's activities | mean abs Bias@{k} "
         f"| MaxSkew@{k} | NDKL@{k} | val i2t accuracy | seconds |"

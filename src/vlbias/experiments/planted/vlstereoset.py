@@ -12,11 +12,12 @@ images, overall and separately on those whose object is visible and those whose 
 from __future__ import annotations
 
 import statistics
-import tempfile
 import time
 from collections.abc import Sequence
+from functools import partial
 
 from vlbias.experiments.biasworld_runs import experiment_config, fit_on_biasworld
+from vlbias.experiments.tables import strength_seed_rows
 from vlbias.suites.run import run_suite
 from vlbias.suites.vlstereoset import VLStereoSetSuite
 
@@ -24,7 +25,7 @@ OPTIONS = {"n_bootstrap": 1_000, "shift": False}
 
 
 def train_and_measure(
-    strength: float, hidden: float, unrelated: str, epochs: int, seed: int, run_dir: str
+    strength: float, seed: int, run_dir: str, hidden: float, unrelated: str, epochs: int
 ) -> dict[str, float]:
     """One row: the quickstart model trained at ``strength`` with ``seed`` on images of which a share ``hidden``
     hide their object; vlrs, vlbs and ivlas on all test images, and on those whose object is visible or hidden."""
@@ -71,12 +72,8 @@ def sanity_table(
         epochs: Training epochs (the quickstart's 12).
         unrelated: The irrelevant caption's word (S_i).
     """
-    with tempfile.TemporaryDirectory() as run_dir:
-        rows = [
-            (s, seed, train_and_measure(s, hidden_object_rate, unrelated, epochs, seed, run_dir))
-            for s in strengths
-            for seed in seeds
-        ]
+    measure = partial(train_and_measure, hidden=hidden_object_rate, unrelated=unrelated, epochs=epochs)
+    rows = strength_seed_rows(measure, strengths, seeds)
     print(f"\nhidden_object_rate = {hidden_object_rate}, unrelated = {unrelated!r}, epochs = {epochs}; scores in %")
     print(
         "| bias_strength | seed | vlrs | vlbs (95% CI) | ivlas | vlbs, object visible | vlbs, object hidden | train s |"
