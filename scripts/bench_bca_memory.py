@@ -1,55 +1,13 @@
-"""Peak memory of the BCa bootstrap intervals at large set sizes: a WEAT effect-size interval and a grounded
-congruence interval (both ``method="bca"``) on random float64 scores, N per set, one thread.
+"""Peak memory of the BCa bootstrap intervals at large set sizes (a WEAT effect-size interval and a grounded
+congruence interval), each size in a fresh process.
 
     python scripts/bench_bca_memory.py --sizes 10 5000 20000
 
-Each size runs in a fresh process (peak RSS is per process); printed: the peak RSS after the imports, after the
-two intervals, and the intervals' CPU seconds. BCa's acceleration leaves each item out in turn (n rows of n − 1
-scores); those rows are computed in chunks (:func:`vlbias.metrics.functional.bootstrap.leave_one_out_values`), so the
-intervals should add next to nothing to the imports' memory at any N.
+What it computes and prints: :mod:`vlbias.experiments.bench.bca_memory`; ``--help`` lists the options.
 """
 
-from __future__ import annotations
-
-import argparse
-import resource
-import subprocess
-import sys
-import time
-
-
-def measure(n: int, n_bootstrap: int) -> None:
-    """One size, in this process: prints ``n, imports MiB, peak MiB, CPU s``."""
-    import torch
-
-    from vlbias.metrics.functional.grounded_weat import congruence_interval
-    from vlbias.metrics.functional.weat import interval_from_associations
-
-    torch.set_num_threads(1)
-    imports = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    generator = torch.Generator().manual_seed(0)
-    x, y, x_other, y_other = (torch.randn(n, generator=generator, dtype=torch.float64) for _ in range(4))
-    start = time.process_time()
-    interval_from_associations(x, y, n_bootstrap=n_bootstrap, method="bca")
-    congruence_interval(x, x_other, y, y_other, n_bootstrap=n_bootstrap, method="bca")
-    seconds = time.process_time() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"| {n:,} | {imports:,.0f} | {peak:,.0f} | {seconds:.1f} |", flush=True)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 5000, 20000])
-    parser.add_argument("--n_bootstrap", type=int, default=1000)
-    parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # a child process's size
-    args = parser.parse_args(argv)
-    if args.one is not None:
-        measure(args.one, args.n_bootstrap)
-        return
-    print("| N per set | after imports MiB | peak MiB | intervals CPU s |\n|---:|---:|---:|---:|", flush=True)
-    for n in args.sizes:
-        subprocess.run([sys.executable, __file__, "--one", str(n), "--n_bootstrap", str(args.n_bootstrap)], check=True)
-
+from vlbias.experiments.bench.bca_memory import bench_bca_memory
+from vlbias.experiments.command_line import run
 
 if __name__ == "__main__":
-    main()
+    run(bench_bca_memory)

@@ -1,104 +1,12 @@
-"""Benchmark MMBias Algorithm 1 (ranked): vlbias's closed-form leave-one-out against the per-dimension loop.
+"""MMBias Algorithm 1 (ranked): vlbias's closed-form leave-one-out against the per-dimension loop.
 
-Run me like this:  python scripts/bench_prune.py [--dims 512] [--tests 10] [--threads 1] [--repeats 5]
+    python scripts/bench_prune.py [--dims 512] [--tests 10] [--threads 1] [--repeats 5]
 
-Both sides start from the same random float64 embeddings (per test 2 x 50 images and 2 x 30 words, X and A
-shifted along a shared direction so that there is a bias to remove) and the same MI per dimension, with
-Θ at the MI's 0.9 quantile and N = 10% of the dimensions (Table 3). The loop is Algorithm 1 as written:
-for each candidate dimension, drop it, re-normalise, recompute every test's effect size, then sort.
-vlbias is :func:`vlbias.mitigation.select_dimensions`, which scores all dimensions of a test in one pass.
-MI estimation is the same for both and left out. Prints the CPU, a table of median seconds over
-``--repeats`` runs (after one warm-up run each) and the ratio, and whether both chose the same dimensions.
+What it computes and prints: :mod:`vlbias.experiments.bench.prune`; ``--help`` lists the options.
 """
 
-from __future__ import annotations
-
-import argparse
-import statistics
-import time
-from collections.abc import Callable
-
-import torch
-import torch.nn.functional as F
-
-from vlbias.environment import cpu_name
-from vlbias.mitigation import BiasTest, select_dimensions
-
-N_IMAGES, N_WORDS, THETA_QUANTILE, FRACTION = 50, 30, 0.9, 0.1
-
-
-def bias_tests(n_tests: int, dim: int, seed: int = 0) -> list[BiasTest]:
-    g = torch.Generator().manual_seed(seed)
-    tests = []
-    for t in range(n_tests):
-        direction = torch.randn(dim, generator=g, dtype=torch.float64)
-        x, y, a, b = (
-            torch.randn(n, dim, generator=g, dtype=torch.float64) for n in (N_IMAGES, N_IMAGES, N_WORDS, N_WORDS)
-        )
-        tests.append(BiasTest(f"test{t}", x + 0.2 * direction, y, a + 0.2 * direction, b))
-    return tests
-
-
-def loop_effect_size(x, y, a, b) -> float:
-    x, y, a, b = (F.normalize(m, dim=1) for m in (x, y, a, b))
-    s_x = (x @ a.T).mean(1) - (x @ b.T).mean(1)
-    s_y = (y @ a.T).mean(1) - (y @ b.T).mean(1)
-    return float((s_x.mean() - s_y.mean()) / torch.cat([s_x, s_y]).std())
-
-
-def loop_ranked(tests: list[BiasTest], mi: torch.Tensor, n_remove: int) -> list[int]:
-    """Algorithm 1, one dimension at a time, mean |d| over tests."""
-    theta = float(torch.quantile(mi, THETA_QUANTILE))
-    dim = mi.numel()
-    psi_all = sum(abs(loop_effect_size(*t[1:])) for t in tests) / len(tests)
-    found = []
-    for d in range(dim):
-        if mi[d] < theta:
-            keep = torch.cat([torch.arange(d), torch.arange(d + 1, dim)])
-            psi = sum(abs(loop_effect_size(*(m[:, keep] for m in t[1:]))) for t in tests) / len(tests)
-            if psi < psi_all:
-                found.append((psi, d))
-    return [d for _, d in sorted(found)[:n_remove]]
-
-
-def median_seconds(run: Callable[[], list[int]], repeats: int) -> tuple[float, list[int]]:
-    chosen = run()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), chosen
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dims", type=int, default=512)
-    parser.add_argument("--tests", type=int, default=10)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument(
-        "--repeats", type=int, default=5, help="timed runs of each side after a warm-up; median reported"
-    )
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    tests = bias_tests(args.tests, args.dims)
-    mi = torch.rand(args.dims, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    n_remove = round(FRACTION * args.dims)
-
-    def vectorised() -> list[int]:
-        return select_dimensions(tests, mi, n_remove, theta_quantile=THETA_QUANTILE).removed
-
-    fast, fast_chosen = median_seconds(vectorised, args.repeats)
-    slow, slow_chosen = median_seconds(lambda: loop_ranked(tests, mi, n_remove), args.repeats)
-    print(
-        f"CPU: {cpu_name()}, {args.threads} thread(s); D = {args.dims}, {args.tests} tests "
-        f"(2 x {N_IMAGES} images, 2 x {N_WORDS} words each), N = {n_remove}, median of {args.repeats}"
-    )
-    print(f"{'method':<34}{'seconds':>10}{'ratio':>10}")
-    print(f"{'vlbias closed-form leave-one-out':<34}{fast:>10.4f}{1.0:>10.1f}")
-    print(f"{'per-dimension loop':<34}{slow:>10.4f}{slow / fast:>10.1f}")
-    print(f"same dimensions removed: {fast_chosen == slow_chosen} ({len(fast_chosen)} dims)")
-
+from vlbias.experiments.bench.prune import bench_prune
+from vlbias.experiments.command_line import run
 
 if __name__ == "__main__":
-    main()
+    run(bench_prune)

@@ -5,84 +5,11 @@ measured on BiasWorld's balanced test split.
     python scripts/biasworld_counterbias_sanity.py                      # strengths 0.0 0.5 0.9, seeds 0-2
     python scripts/biasworld_counterbias_sanity.py --strengths 0 0.9 --seeds 0
 
-Each run is ``vlbias fit --config configs/experiment/biasworld_mlm.yaml`` with
-``--data.init_args.bias_strength`` and the seeds overridden (no logger, no checkpoints, no
-per-epoch callback); CounterBias (Zhang et al., 2022) then runs once on the trained model with
-the same suite options as the config's callback. ``B@V-L``, ``B@V`` and ``B@L`` are the mean
-absolute bias(T) over the six activities in percent, averaged over the four Table 1 templates
-(Eq. 6-7, 9, 11; ``activity/<measure>/avg``); ``B@L_log`` is Eq. 13 with no image.
+What it computes and prints: :mod:`vlbias.experiments.planted.counterbias`; ``--help`` lists the options.
 """
 
-from __future__ import annotations
-
-import argparse
-import statistics
-import tempfile
-import time
-from pathlib import Path
-
-from vlbias.sanity import callback_suite_options, fit_on_biasworld
-from vlbias.suites.options import check_suite_options
-from vlbias.suites.run import build_suite, run_suite
-
-CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiment" / "biasworld_mlm.yaml"
-MEASURES = ("B@V-L", "B@V", "B@L", "B@L_log")
-
-
-def train_and_measure(strength: float, seed: int, run_dir: str, epochs: int | None) -> dict[str, float]:
-    overrides = ["--trainer.max_epochs", str(epochs)] if epochs else []
-    start = time.perf_counter()
-    cli = fit_on_biasworld(CONFIG, strength, seed, run_dir, overrides)
-    trained = time.perf_counter() - start
-    suite = build_suite(
-        check_suite_options("counterbias", callback_suite_options(CONFIG, "counterbias")), cli.datamodule.world
-    )
-    results, _ = run_suite(suite, cli.model.adapter, model="albef", checkpoint=None, seed=seed, config={})
-    metrics = cli.trainer.callback_metrics
-    row = {measure: results.metrics[f"activity/{measure}/avg"] for measure in MEASURES}
-    return row | {
-        "attack_success_rate": results.metrics["attack_success_rate"],
-        "n_items": results.n_items,
-        "val_group_accuracy": float(metrics["val/group_accuracy"]),
-        "val_activity_accuracy": float(metrics["val/key_word_accuracy"]),  # the activities are the key words
-        "train_s": trained,
-        "measure_s": time.perf_counter() - start - trained,
-    }
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--strengths", type=float, nargs="+", default=[0.0, 0.5, 0.9])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--epochs", type=int, default=None, help="Override the config's max_epochs.")
-    args = parser.parse_args()
-
-    rows = []
-    with tempfile.TemporaryDirectory() as run_dir:  # the trained models are exported here, then dropped
-        for strength in args.strengths:
-            for seed in args.seeds:
-                rows.append((strength, seed, train_and_measure(strength, seed, run_dir, args.epochs)))
-                print(f"done: strength {strength}, seed {seed}: {rows[-1][2]}", flush=True)
-    header = " | ".join(MEASURES)
-    print(
-        f"\n| bias_strength | seed | {header} | attack success | items measured | val acc group / activity | train s | measure s |"
-    )
-    print("|---:|---:|" + "---:|" * len(MEASURES) + "---:|---:|---|---:|---:|")
-    for strength, seed, r in rows:
-        values = " | ".join(f"{r[m]:.2f}" for m in MEASURES)
-        print(
-            f"| {strength:.2f} | {seed} | {values} | {r['attack_success_rate']:.2f} | {r['n_items']} "
-            f"| {r['val_group_accuracy']:.2f} / {r['val_activity_accuracy']:.2f} | {r['train_s']:.0f} | {r['measure_s']:.0f} |"
-        )
-    means_header = " | ".join(f"mean {m}" for m in MEASURES)
-    print(f"\n| bias_strength | {means_header} | min B@V-L | max B@V-L |")
-    print("|---:|" + "---:|" * len(MEASURES) + "---:|---:|")
-    for strength in args.strengths:
-        runs = [r for s, _, r in rows if s == strength]
-        means = " | ".join(f"{statistics.mean(r[m] for r in runs):.2f}" for m in MEASURES)
-        vl = [r["B@V-L"] for r in runs]
-        print(f"| {strength:.2f} | {means} | {min(vl):.2f} | {max(vl):.2f} |")
-
+from vlbias.experiments.command_line import run
+from vlbias.experiments.planted.counterbias import sanity_table
 
 if __name__ == "__main__":
-    main()
+    run(sanity_table)

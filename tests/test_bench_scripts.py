@@ -7,11 +7,20 @@ import re
 import pytest
 import torch
 
+from vlbias.experiments.bench.bca_memory import bench_bca_memory
+from vlbias.experiments.bench.counterbias import bench_counterbias
+from vlbias.experiments.bench.fairvlp import bench_fairvlp
+from vlbias.experiments.bench.models import bench_models
+from vlbias.experiments.bench.pair_fusion import bench_pair_fusion
+from vlbias.experiments.bench.shared_rows import bench_shared_rows
+from vlbias.experiments.command_line import run
 
-def test_bench_counterbias_agrees_with_the_per_image_loop(load_script, capsys):
+
+def test_bench_counterbias_agrees_with_the_per_image_loop(capsys):
     threads = str(torch.get_num_threads())  # leave this process's thread count alone
-    load_script("bench_counterbias").main(
-        ["--model", "albef", "--n_images", "4", "--batch_size", "2", "--repeats", "1", "--threads", threads]
+    run(
+        bench_counterbias,
+        ["--model", "albef", "--n_images", "4", "--batch_size", "2", "--repeats", "1", "--threads", threads],
     )
     out = capsys.readouterr().out
     assert "vlbias batched (2)" in out and "per-image loop" in out
@@ -25,12 +34,12 @@ def test_bench_counterbias_agrees_with_the_per_image_loop(load_script, capsys):
     assert float(setup) > 0 and float(batches) > 0 and float(statistics) > 0 and float(same_work) >= float(warm)
 
 
-def test_bench_models_labels_direct_calls_that_do_more_work(load_script, capsys):
+def test_bench_models_labels_direct_calls_that_do_more_work(capsys):
     """FLAVA's documented pre-training call runs every head where the adapter runs one, and ViLT's library
     embedding loops over the images: those rows are labelled; BERT's direct call is the adapter's own work."""
     threads = str(torch.get_num_threads())
-    arguments = ["--models", "bert", "flava", "vilt", "--batch-size", "2", "--repeats", "2", "--warmup", "1"]
-    assert load_script("bench_models").main([*arguments, "--threads", threads, "--json"]) == 0
+    arguments = ["--models", "bert", "flava", "vilt", "--batch_size", "2", "--repeats", "2", "--warmup", "1"]
+    assert run(bench_models, [*arguments, "--threads", threads, "--json"]) == 0
     rows = {(row["model"], row["capability"]): row for row in json.loads(capsys.readouterr().out)}
     assert not rows["bert", "fill_mask"]["more_direct_work"]
     assert rows["bert", "fill_mask"]["direct_flops_ratio"] == 1.0
@@ -39,7 +48,7 @@ def test_bench_models_labels_direct_calls_that_do_more_work(load_script, capsys)
     assert all(row["overhead"] > -1 for row in rows.values())
 
 
-def test_bench_shared_rows_variants_agree(load_script, capsys):
+def test_bench_shared_rows_variants_agree(capsys):
     threads = str(torch.get_num_threads())
     arguments = [
         "--images",
@@ -55,7 +64,7 @@ def test_bench_shared_rows_variants_agree(load_script, capsys):
         "--threads",
         threads,
     ]
-    load_script("bench_shared_rows").main(arguments)
+    run(bench_shared_rows, arguments)
     out = capsys.readouterr().out
     names = "per-row K/V, head everywhere|per-row K/V, head at masks|shared K/V, head at masks|shared K/V, last layer at masks"
     rows = re.findall(rf"^({names}) .* (\S+)$", out, re.MULTILINE)
@@ -63,29 +72,27 @@ def test_bench_shared_rows_variants_agree(load_script, capsys):
     assert all(float(diff) < 1e-4 for _, diff in rows)
 
 
-def test_bench_bca_memory_prints_a_row_per_size(load_script, capfd):
-    load_script("bench_bca_memory").main(["--sizes", "10", "30", "--n_bootstrap", "50"])
+def test_bench_bca_memory_prints_a_row_per_size(capfd):
+    run(bench_bca_memory, ["--sizes", "10", "30", "--n_bootstrap", "50"])
     rows = [line for line in capfd.readouterr().out.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert [row.split("|")[1].strip() for row in rows] == ["10", "30"]
     imports, peak = (float(cell.replace(",", "")) for cell in rows[1].split("|")[2:4])
     assert 0 < imports <= peak
 
 
-def test_bench_pair_fusion_refuses_no_fusion_layers(load_script, capsys):
+def test_bench_pair_fusion_refuses_no_fusion_layers(capsys):
     with pytest.raises(SystemExit) as stopped:
-        load_script("bench_pair_fusion").main(["--fusion_layers", "0"])
+        run(bench_pair_fusion, ["--fusion_layers", "0"])
     assert stopped.value.code == 2
     assert "--fusion_layers must be at least 1 (the fusion layers are what is timed), not 0" in capsys.readouterr().err
 
 
-def test_bench_fairvlp_cycles_batches_so_cached_attacks_as_often_as_in_training(load_script, capsys):
+def test_bench_fairvlp_cycles_batches_so_cached_attacks_as_often_as_in_training(capsys):
     """Two batches an epoch, 8 timed steps: the config's cached policy (k 128 at 32 steps an epoch: 4 epochs) runs
     with k 8 here, so the timed steps 2-9 attack at steps 8 and 9 alone, a quarter of them, as every_n_steps(4)
     does (steps 4 and 8); every_step attacks every image of every step."""
     threads = str(torch.get_num_threads())
-    rows = load_script("bench_fairvlp").main(
-        ["--steps", "8", "--epoch_batches", "2", "--batch_size", "4", "--threads", threads]
-    )
+    rows = run(bench_fairvlp, ["--steps", "8", "--epoch_batches", "2", "--batch_size", "4", "--threads", threads])
     attacked = {row["method"]: row["attacked"] for row in rows}
     assert attacked["fairvlp [cached(k=128, 8 here)]"] == 0.25
     assert attacked["fairvlp [every_n_steps(k=4)]"] == 0.25
@@ -94,6 +101,9 @@ def test_bench_fairvlp_cycles_batches_so_cached_attacks_as_often_as_in_training(
     assert "| fairvlp_v [cached(k=128, 8 here)] |" in capsys.readouterr().out  # the config's policy
 
 
-def test_bench_fairvlp_base_size_names_a_tokenizer_directory_without_a_vocabulary(load_script, tmp_path, capsys):
-    with pytest.raises(SystemExit, match=r"--tokenizer: no WordPiece tokenizer directory \(with a vocab.txt\) at "):
-        load_script("bench_fairvlp").main(["--size", "base", "--tokenizer", str(tmp_path)])
+def test_bench_fairvlp_base_size_names_a_tokenizer_directory_without_a_vocabulary(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        run(bench_fairvlp, ["--size", "base", "--tokenizer", str(tmp_path)])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert f"error: --tokenizer: no WordPiece tokenizer directory (with a vocab.txt) at {tmp_path}." in error

@@ -1,4 +1,5 @@
-"""scripts/fetch_vlstereoset_images.py against a local HTTP server on 127.0.0.1 (loopback only)."""
+"""``scripts/fetch_vlstereoset_images.py`` (:mod:`vlbias.experiments.fetch_vlstereoset_images`) against a local HTTP
+server on 127.0.0.1 (loopback only)."""
 
 import io
 import json
@@ -12,6 +13,8 @@ import pytest
 from PIL import Image
 
 from vlbias.data.vlstereoset import image_name
+from vlbias.experiments.command_line import run
+from vlbias.experiments.fetch_vlstereoset_images import fetch, fetch_vlstereoset_images, sha256_of
 
 HEADER = "bias_type,target,context,stereotype,anti-stereotype,unrelated,label,Imaeg URL,\n"
 
@@ -76,8 +79,7 @@ def write_csv(path: Path, base: str) -> dict[str, str]:
     return urls
 
 
-def test_fetch_downloads_verifies_retries_and_resumes(load_script, tmp_path, server):
-    script = load_script("fetch_vlstereoset_images")
+def test_fetch_downloads_verifies_retries_and_resumes(tmp_path, server):
     urls = write_csv(tmp_path / "VLStereoSet.csv", server)
     out = tmp_path / "images"
     argv = [
@@ -95,7 +97,7 @@ def test_fetch_downloads_verifies_retries_and_resumes(load_script, tmp_path, ser
         "0.01",
     ]
 
-    assert script.main(argv) == 1  # some failed
+    assert run(fetch_vlstereoset_images, argv) == 1  # some failed
     manifest = {entry["url"]: entry for entry in map(json.loads, (out / "manifest.jsonl").read_text().splitlines())}
     assert set(manifest) == set(urls.values())
     status = {name: manifest[url]["status"] for name, url in urls.items()}
@@ -111,7 +113,7 @@ def test_fetch_downloads_verifies_retries_and_resumes(load_script, tmp_path, ser
         entry = manifest[urls[name]]
         assert entry["file"] == image_name(urls[name])
         assert Image.open(out / entry["file"]).size == (8, 8)
-        assert entry["sha256"] == script.sha256_of(out / entry["file"])
+        assert entry["sha256"] == sha256_of(out / entry["file"])
     assert image_name(urls["also-good"]).endswith(".img")
     assert "not an image" in manifest[urls["text.jpg"]]["error"]
     assert "404" in manifest[urls["gone.jpg"]]["error"]
@@ -124,7 +126,7 @@ def test_fetch_downloads_verifies_retries_and_resumes(load_script, tmp_path, ser
 
     # a rerun skips what is done (and still there), retries what failed, and re-fetches a deleted file
     (out / image_name(urls["also-good"])).unlink()
-    report = script.fetch(tmp_path / "VLStereoSet.csv", out, workers=2, timeout=5, retries=0, backoff=0.01)
+    report = fetch(tmp_path / "VLStereoSet.csv", out, workers=2, timeout=5, retries=0, backoff=0.01)
     assert sorted(report["skipped"]) == sorted([urls["good.png"], urls["flaky.png"]])
     assert report["ok"] == [urls["also-good"]]
     assert {entry["url"] for entry in report["failed"]} == {urls["text.jpg"], urls["gone.jpg"], urls["broken.png"]}
@@ -132,12 +134,11 @@ def test_fetch_downloads_verifies_retries_and_resumes(load_script, tmp_path, ser
     assert len((out / "manifest.jsonl").read_text().splitlines()) == len(urls)  # compacted: one line per URL
 
 
-def test_a_tampered_file_is_fetched_again(load_script, tmp_path, server):
-    script = load_script("fetch_vlstereoset_images")
+def test_a_tampered_file_is_fetched_again(tmp_path, server):
     urls = write_csv(tmp_path / "VLStereoSet.csv", server)
     out = tmp_path / "images"
-    script.fetch(tmp_path / "VLStereoSet.csv", out, workers=2, timeout=5, retries=0, backoff=0.01)
+    fetch(tmp_path / "VLStereoSet.csv", out, workers=2, timeout=5, retries=0, backoff=0.01)
     (out / image_name(urls["good.png"])).write_bytes(b"truncated")
-    report = script.fetch(tmp_path / "VLStereoSet.csv", out, workers=2, timeout=5, retries=0, backoff=0.01)
+    report = fetch(tmp_path / "VLStereoSet.csv", out, workers=2, timeout=5, retries=0, backoff=0.01)
     assert urls["good.png"] in report["ok"]
     assert Image.open(out / image_name(urls["good.png"])).size == (8, 8)

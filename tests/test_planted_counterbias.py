@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vlbias.sanity import callback_suite_options, fit_on_biasworld
+from vlbias.experiments.biasworld_runs import callback_suite_options, fit_on_biasworld
 from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 

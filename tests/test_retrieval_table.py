@@ -1,16 +1,14 @@
-"""scripts/retrieval_table.py's reference levels: chance, and the highest TR R@K that repeated captions allow."""
+"""The retrieval table's reference levels (:func:`vlbias.experiments.retrieval_table.reference_levels`): chance, and
+the highest TR R@K that repeated captions allow."""
 
 from types import SimpleNamespace
 
 import pytest
 
-
-@pytest.fixture
-def retrieval_table(load_script):
-    return load_script("retrieval_table")
+from vlbias.experiments import retrieval_table
 
 
-def test_repeated_captions_cap_text_retrieval(retrieval_table, monkeypatch):
+def test_repeated_captions_cap_text_retrieval(monkeypatch):
     captions = ["a man cooking.", "a man cooking.", "a person sewing.", *["a woman repairing."] * 3]
     made = {}
 
@@ -30,7 +28,7 @@ def test_repeated_captions_cap_text_retrieval(retrieval_table, monkeypatch):
     assert made["seed"] == 7 and made["bias_strength"] == 0.0 and made["n_train"] == 2048  # the config's data
 
 
-def test_levels_of_the_configured_test_split(retrieval_table):
+def test_levels_of_the_configured_test_split():
     levels = retrieval_table.reference_levels(seed=0)
     assert levels["images"] == 48 and levels["ir_r1_chance"] == pytest.approx(100 / 48)
     assert 0 < levels["tr_r1_ceiling"] < 100 and levels["tr_r10_ceiling"] == 100

@@ -1,8 +1,8 @@
-"""vlbias.sanity.run_table: the runner of the scripts' tables (rows in job order, shown and saved after every run)."""
+"""vlbias.experiments.tables.run_table: the runner of the tables (rows in job order, shown and saved after every run)."""
 
 import json
 
-from vlbias.sanity import run_table
+from vlbias.experiments.tables import run_table
 
 
 def square(method: str, seed: int) -> dict:

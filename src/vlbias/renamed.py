@@ -47,6 +47,14 @@ RENAMED: dict[str, str] = {
     # class paths: the data modules are named by the module that defines them
     "vlbias.data.BiasWorldDataModule": "vlbias.data.biasworld_datamodule.BiasWorldDataModule",
     "vlbias.data.CaptionDataModule": "vlbias.data.caption_datamodule.CaptionDataModule",
+    # the scripts' options are their functions' parameters (vlbias.experiments.command_line), keyed <function>.<option>
+    "bench_models.base-size": "bench_models.base_size",
+    "bench_models.batch-size": "bench_models.batch_size",
+    "bench_models.max-overhead": "bench_models.max_overhead",
+    "bench_permutation.loop-permutations": "bench_permutation.loop_permutations",
+    "bench_permutation.cold-runs": "bench_permutation.cold_runs",
+    "bootstrap_coverage.effect-sizes": "bootstrap_coverage.effect_sizes",
+    "bootstrap_coverage.n-bootstrap": "bootstrap_coverage.n_bootstrap",
 }
 
 

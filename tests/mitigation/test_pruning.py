@@ -7,6 +7,8 @@ import pytest
 import torch
 
 from vlbias.errors import ConfigError, InputError
+from vlbias.experiments.bench.prune import bench_prune
+from vlbias.experiments.command_line import run
 from vlbias.mitigation import (
     BiasTest,
     effect_size_without,
@@ -249,8 +251,7 @@ def test_bad_data_is_refused():
         effect_size_without(x, y, a, b, torch.tensor([8]))
 
 
-def test_bench_prune_sides_choose_the_same_dimensions(load_script, capsys):
-    module = load_script("bench_prune")
-    module.main(["--dims", "40", "--tests", "2", "--repeats", "1", "--threads", str(torch.get_num_threads())])
+def test_bench_prune_sides_choose_the_same_dimensions(capsys):
+    run(bench_prune, ["--dims", "40", "--tests", "2", "--repeats", "1", "--threads", str(torch.get_num_threads())])
     out = capsys.readouterr().out
     assert "same dimensions removed: True (4 dims)" in out and "per-dimension loop" in out

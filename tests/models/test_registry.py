@@ -9,6 +9,8 @@ import yaml
 
 from vlbias.commands.measure import parser as measure_parser
 from vlbias.errors import CapabilityError, ConfigError
+from vlbias.experiments.bench.models import bench_models
+from vlbias.experiments.command_line import run
 from vlbias.models.base import Capability
 from vlbias.models.catalog import adapter_class, describe_models, list_models, models_with
 from vlbias.models.registry import check_device, check_model_options, default_device, load
@@ -102,14 +104,14 @@ def test_device_is_checked_at_the_door_and_load_takes_it_as_given():
     assert load("clip", tiny=True).device == default_device()
 
 
-def test_bench_script_times_adapter_and_direct_call_for_each_capability(load_script, capsys):
-    """``scripts/bench_models.py`` runs end to end (a smoke test; its numbers are not checked)."""
-    bench = load_script("bench_models")
+def test_bench_script_times_adapter_and_direct_call_for_each_capability(capsys):
+    """``scripts/bench_models.py`` (:mod:`vlbias.experiments.bench.models`) runs end to end (a smoke test; its numbers
+    are not checked)."""
     arguments = [
         "--models",
         "bert",
         "blip",
-        "--batch-size",
+        "--batch_size",
         "2",
         "--repeats",
         "2",
@@ -119,7 +121,7 @@ def test_bench_script_times_adapter_and_direct_call_for_each_capability(load_scr
         "--threads",
         str(torch.get_num_threads()),
     ]  # leave this process's thread count alone
-    assert bench.main(arguments) == 0
+    assert run(bench_models, arguments) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(row["model"], row["capability"]) for row in rows] == [
         ("bert", "fill_mask"),

@@ -1,17 +1,31 @@
-"""Train an experiment config on BiasWorld at a chosen bias strength and seed, quietly: the shared
-step of the planted-bias sanity scripts (``scripts/biasworld_*sanity.py``)."""
+"""Train an experiment config on BiasWorld at a chosen bias strength and seed, quietly: the first step of every
+planted-bias and method table (:mod:`vlbias.experiments`)."""
 
 from __future__ import annotations
 
-import json
-import statistics
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
+from vlbias.errors import ConfigError
 from vlbias.lightning_cli import VlbiasCLI, make_cli
+
+#: The experiment configs (``configs/experiment/`` of the repository that holds this package's source).
+EXPERIMENTS = Path(__file__).resolve().parents[3] / "configs" / "experiment"
+
+
+def experiment_config(name: str) -> Path:
+    """The experiment config ``configs/experiment/<name>.yaml`` that a table trains.
+
+    Example:
+        >>> experiment_config("quickstart").name
+        'quickstart.yaml'
+    """
+    path = EXPERIMENTS / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"No experiment config {str(path)!r}: the tables run from a checkout of the repository.")
+    return path
 
 
 def fit_on_biasworld(
@@ -48,33 +62,3 @@ def callback_suite_options(config: str | Path, suite: str) -> dict:
     callbacks = yaml.safe_load(Path(config).read_text())["trainer"]["callbacks"]
     callback = next(c for c in callbacks if c["class_path"].endswith("BiasSuiteCallback"))
     return next(spec.get("options", {}) for spec in callback["init_args"]["suites"] if spec["suite"] == suite)
-
-
-def run_table(
-    run: Callable[..., dict], jobs: Sequence[tuple], workers: int, show: Callable[[dict], None], out: Path | None
-) -> list[dict]:
-    """``run(*job)`` for every job in ``workers`` processes, in order; each row is shown (``show``) as soon as it
-    ends and, with ``out``, all rows so far are written there as JSON after every run (atomically), so a long
-    table stopped half-way keeps what it measured."""
-    from vlbias.atomic import atomic_write
-
-    rows: list[dict] = []
-    with ProcessPoolExecutor(workers) as pool:
-        for row in pool.map(run, *zip(*jobs)):
-            rows.append(row)
-            show(row)
-            if out is not None:
-                atomic_write(out, lambda handle: handle.write(json.dumps(rows, indent=1).encode()))
-    return rows
-
-
-def mean_sd(values: Sequence[float], digits: int = 2) -> str:
-    """``"mean ± sd"`` of ``values`` (the sample standard deviation) to ``digits`` decimals; the mean alone for one
-    value. The tables of the scripts print their per-method summaries with it.
-
-    Example:
-        >>> mean_sd([1.0, 2.0, 4.0]), mean_sd([3.14159], digits=3)
-        ('2.33 ± 1.53', '3.142')
-    """
-    spread = f" ± {statistics.stdev(values):.{digits}f}" if len(values) > 1 else ""
-    return f"{statistics.mean(values):.{digits}f}{spread}"

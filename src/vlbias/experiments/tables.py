@@ -1,0 +1,56 @@
+"""Tables of runs: every run of a table in worker processes, its rows shown and saved as they end; the runs of a
+planted-bias table, one per bias strength and seed; and the ``mean ± sd`` cells of the tables' summaries."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from vlbias.atomic import atomic_write
+
+
+def run_table(
+    run: Callable[..., dict], jobs: Sequence[tuple], workers: int, show: Callable[[dict], None], out: Path | None
+) -> list[dict]:
+    """``run(*job)`` for every job in ``workers`` processes, in order; each row is shown (``show``) as soon as it
+    ends and, with ``out``, all rows so far are written there as JSON after every run (atomically), so a long
+    table stopped half-way keeps what it measured."""
+    rows: list[dict] = []
+    with ProcessPoolExecutor(workers) as pool:
+        for row in pool.map(run, *zip(*jobs)):
+            rows.append(row)
+            show(row)
+            if out is not None:
+                atomic_write(out, lambda handle: handle.write(json.dumps(rows, indent=1).encode()))
+    return rows
+
+
+def strength_seed_rows(
+    measure: Callable[[float, int, str], dict], strengths: Sequence[float], seeds: Sequence[int], progress: bool = False
+) -> list[tuple[float, int, dict]]:
+    """``(strength, seed, measure(strength, seed, run_dir))`` for every strength x seed, in this process, each model
+    exported to a temporary ``run_dir`` (dropped at the end); with ``progress``, each row printed as it ends."""
+    rows = []
+    with tempfile.TemporaryDirectory() as run_dir:
+        for strength in strengths:
+            for seed in seeds:
+                rows.append((strength, seed, measure(strength, seed, run_dir)))
+                if progress:
+                    print(f"done: strength {strength}, seed {seed}: {rows[-1][2]}", flush=True)
+    return rows
+
+
+def mean_sd(values: Sequence[float], digits: int = 2) -> str:
+    """``"mean ± sd"`` of ``values`` (the sample standard deviation) to ``digits`` decimals; the mean alone for one
+    value. The tables print their per-method summaries with it.
+
+    Example:
+        >>> mean_sd([1.0, 2.0, 4.0]), mean_sd([3.14159], digits=3)
+        ('2.33 ± 1.53', '3.142')
+    """
+    spread = f" ± {statistics.stdev(values):.{digits}f}" if len(values) > 1 else ""
+    return f"{statistics.mean(values):.{digits}f}{spread}"
