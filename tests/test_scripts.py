@@ -85,7 +85,7 @@ def test_a_bad_value_and_a_renamed_option_end_with_one_error_line(capsys):
     with pytest.raises(SystemExit) as stopped:
         run(table, ["--strength", "strong"])
     error = capsys.readouterr().err
-    assert stopped.value.code == 2 and error.count("\n") == 1 and 'key "strength"' in error and "strong" in error
+    assert stopped.value.code == 2 and error.count("\n") == 1 and "`--strength` to be a number but got strong" in error
     with pytest.raises(SystemExit) as stopped:
         run(bench_models, ["--batch-size", "2"])
     assert stopped.value.code == 2

@@ -4,7 +4,9 @@ Each script in ``scripts/`` is ``run(function)``. :func:`parser_for` declares on
 of ``function``: typed by its annotation (jsonargparse checks each value: numbers, ``Literal`` choices, paths),
 defaulting to its default, and described by the parameter's line under ``Args:`` in the function's docstring, so an
 option is written once, in the function that uses it. A sequence parameter takes one or more values
-(``--seeds 0 1 2``); a ``bool`` parameter is a flag (``--levels_only``, and ``--no_levels_only``).
+(``--seeds 0 1 2``, as a table's seeds are written, where a ``vlbias`` command takes a list as ``'[0, 1, 2]'``); a
+``bool`` parameter is a flag (``--levels_only``, and ``--no_levels_only``). A refusal reads as a ``vlbias``
+command's (:func:`vlbias.commands.argument_errors.one_line`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 import docstring_parser
 from jsonargparse import ActionYesNo, ArgumentParser
 
+from vlbias.commands.argument_errors import one_line
 from vlbias.errors import VlbiasError
 from vlbias.renamed import renamed_hint
 
@@ -60,7 +63,7 @@ def parser_for(function: Callable, prog: str | None = None) -> ArgumentParser:
     docstring = docstring_parser.parse(inspect.getdoc(function) or "")
     described = {param.arg_name: " ".join(param.description.split()) for param in docstring.params}
     hints = typing.get_type_hints(function)
-    parser = ArgumentParser(prog=prog, description=docstring.short_description, exit_on_error=False)
+    parser = ArgumentParser(prog=prog, description=docstring.short_description, exit_on_error=False, allow_abbrev=False)
     for name, parameter in inspect.signature(function).parameters.items():
         if not described.get(name):
             raise TypeError(f"{function.__qualname__}: parameter `{name}` has no line under `Args:` to be its help.")
@@ -99,8 +102,8 @@ def run(function: Callable, argv: Sequence[str] | None = None):
     _refuse_renamed(parser, function, argv)
     try:
         options = parser.parse_args(argv).as_dict()
-    except ArgumentError as error:  # jsonargparse's refusal of a value, in several lines
-        parser.exit(2, f"{parser.prog}: error: {' '.join(str(error).split())}\n")
+    except ArgumentError as error:  # jsonargparse's refusal, in one line as every vlbias command gives it
+        parser.exit(2, f"{parser.prog}: error: {one_line(parser, error)}\n")
     try:
         return function(**options)
     except VlbiasError as error:
