@@ -22,9 +22,9 @@ from typing import Literal
 
 from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, OpenUnitInterval, PositiveInt
 
+from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.errors import ConfigError
 from vlbias.options import Seed
-from vlbias.suites.options import BiasWorldOptions
 
 #: MMBias Algorithm 1's dimension choice (vlbias.mitigation.pruning.STRATEGIES).
 PruneStrategy = Literal["ranked", "greedy", "clip_clip"]

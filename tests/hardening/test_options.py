@@ -16,13 +16,14 @@ import yaml
 
 from vlbias import loaded_model as measure_module
 from vlbias.callbacks import BiasSuiteCallback
+from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.errors import ConfigError, InputError
 from vlbias.models import registry as model_registry
 from vlbias.options import Seed, StatisticsOptions, check_options
 from vlbias.renamed import RENAMED
 from vlbias.results import Results
 from vlbias.suites import run as suite_run
-from vlbias.suites.options import SUITE_OPTIONS, BiasWorldOptions, check_suite_options, options_help
+from vlbias.suites.options import SUITE_OPTIONS, check_suite_options, options_help
 from vlbias.suites.registry import list_suites
 
 ROOT = Path(__file__).resolve().parents[2]

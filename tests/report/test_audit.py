@@ -10,9 +10,9 @@ import pytest
 import vlbias.audit
 from vlbias.audit import DATA_ABSENT, FAILED, MEASURED, NOT_APPLICABLE, audit, find_datasets
 from vlbias.cli import main
+from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.results import Results, read_results, write_results
 from vlbias.run_options import AuditOptions
-from vlbias.suites.options import BiasWorldOptions
 from vlbias.suites.registry import list_suites
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"

@@ -453,3 +453,10 @@ def test_sharded_case_measures_every_kind_of_item():
     assert output.metrics["n_attack_failed"] == 1 and output.metrics["attack_success_rate"] == pytest.approx(5 / 6)
     assert output.metrics["occupation/B@V-L/avg"] > 0 and output.metrics["occupation/coding/B@L_log/bert"] != 0
     assert output.p_values["occupation/coding/B@L"] == 1.0  # one image: both sign flips reach |bias|
+
+
+def test_the_language_baselines_loading_options_are_checked_with_the_suites():
+    with pytest.raises(ConfigError, match="does not take option"):
+        CounterBiasOptions(language_baseline={"model": "bert", "tiny": True, "options": {"hiden_size": 8}})
+    with pytest.raises(ConfigError, match="`language_baseline` to name a `model`"):
+        CounterBiasOptions(language_baseline={"model": "bert", "checkpont": "bert-base-uncased"})

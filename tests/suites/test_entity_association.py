@@ -488,3 +488,8 @@ def test_sharded_case_is_uneven_and_biased():
     assert output.metrics["B_V/purse"] > 0.5 and output.metrics["B_L/briefcase"] < -0.5
     assert output.metrics["n_images"] == 5 and output.n_items == 2 * 2 + 5
     assert [entry["item"] for entry in output.skipped] == ["wallet/male", "wallet"]
+
+
+def test_the_text_models_loading_options_are_checked_with_the_suites():
+    with pytest.raises(ConfigError, match="does not take option"):
+        EntityAssociationOptions(text_tiny=True, text_options={"hiden_size": 8})

@@ -236,9 +236,10 @@ class CounterBiasSuite(Suite):
     def _baseline(self, adapter: ModelAdapter) -> tuple[str, ModelAdapter]:
         from vlbias.models.registry import load
 
-        options = dict(self.options.language_baseline)
-        name = options.pop("model")
-        return name, load(name, device=adapter.device, **options)
+        baseline = self.options.language_baseline  # its options were checked with the suite's
+        name = baseline["model"]
+        checkpoint, tiny, options = baseline.get("checkpoint"), bool(baseline.get("tiny")), baseline.get("options")
+        return name, load(name, checkpoint=checkpoint, tiny=tiny, device=adapter.device, options=options)
 
 
 class CounterBiasMeasurement(Measurement):

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
 import docstring_parser
-from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, NonNegativeInt, PositiveInt
+from jsonargparse.typing import NonNegativeFloat, NonNegativeInt, PositiveInt
 from jsonargparse.typing import restricted_number_type as _restricted
 
 from vlbias.errors import ConfigError
 from vlbias.models.catalog import model_capabilities
-from vlbias.options import PositiveUnitInterval, Seed, StatisticsOptions, check_options, describe
+from vlbias.options import PositiveUnitInterval, StatisticsOptions, check_options, describe
 from vlbias.renamed import renamed_hint
 
 Split = Literal["train", "val", "test"]
@@ -37,7 +37,6 @@ OnMissing = Literal["skip", "stop"]
 Strategy = Literal["mean_all_masked", "refuse"]  # vlbias.models.masked_words.STRATEGIES
 #: A softmax temperature: logits / T stay finite in float64 for |logit| up to 1e3 (1e-300 overflows).
 Temperature = _restricted("Temperature", float, [(">=", 1e-3), ("<=", 1e3)])
-ImageSize = _restricted("ImageSize", int, [(">=", 32)])
 
 #: Why a suite's statistics field is fixed: no permutation test; percentile intervals only; both.
 NO_PERMUTATION_TEST = "it runs no permutation test"
@@ -245,8 +244,15 @@ class CounterBiasOptions(SuiteOptions):
             from vlbias.counterfactual.image import AttackConfig  # torch: only when an attack option is given
 
             AttackConfig(**check_options(self.attack, AttackConfig, "attack option"))
-        if self.language_baseline is not None and "model" not in self.language_baseline:
-            raise ConfigError(f"Expected `language_baseline` to name a `model` but got {self.language_baseline!r}.")
+        if self.language_baseline is not None:
+            baseline = dict(self.language_baseline)
+            unknown = sorted(set(baseline) - {"model", "checkpoint", "tiny", "options"})
+            if "model" not in baseline or unknown:
+                raise ConfigError(
+                    "Expected `language_baseline` to name a `model`, with any of checkpoint, tiny and options "
+                    f"({{model: bert, tiny: true}}), but got {self.language_baseline!r}."
+                )
+            _check_model_options(baseline["model"], baseline.get("options"), bool(baseline.get("tiny")))
 
     @classmethod
     def with_tiny_models(cls, options: dict) -> dict:
@@ -389,6 +395,7 @@ class EntityAssociationOptions(SuiteOptions):
             raise ConfigError(
                 "Suite option `text_checkpoint` (e.g. 'bert-base-uncased') or `text_tiny: true` is needed for P_L."
             )
+        _check_model_options(self.text_model, self.text_options, self.text_tiny)
 
     @classmethod
     def with_tiny_models(cls, options: dict) -> dict:
@@ -450,29 +457,6 @@ class RetrievalBiasOptions(SuiteOptions):
     def cut_offs(self) -> tuple[int, ...]:
         """The cut-offs K, sorted, each once."""
         return tuple(sorted({int(value) for value in ([self.k] if isinstance(self.k, int) else self.k)}))
-
-
-@dataclass(frozen=True)
-class BiasWorldOptions:
-    """BiasWorld, the synthetic world of --data biasworld (names and defaults of vlbias.data.biasworld.BiasWorld).
-
-    Args:
-        bias_strength: share s of stereotyped training items beyond chance.
-        n_train: training items.
-        eval_per_combination: val/test items per (group, activity).
-        image_size: image side in pixels.
-        neutral_caption_rate: share of captions that name no group.
-        seed: seed of the world.
-        hidden_object_rate: share of images drawn without their activity object.
-    """
-
-    bias_strength: ClosedUnitInterval = 0.5
-    n_train: PositiveInt = 2048
-    eval_per_combination: PositiveInt = 32
-    image_size: ImageSize = 64
-    neutral_caption_rate: ClosedUnitInterval = 0.5
-    seed: Seed = 0
-    hidden_object_rate: ClosedUnitInterval = 0.0
 
 
 #: suite name -> its options; one line per suite of :mod:`vlbias.suites.registry`.
@@ -590,3 +574,12 @@ def _help(declaration: type, name: str, default: object) -> str:
     source = {name: " BiasWorld only." for name in getattr(declaration, "BIASWORLD_ONLY", ())}
     source |= {name: " Data path only." for name in getattr(declaration, "PATH_ONLY", ())}
     return f"{docs.get(name, '')} Accepts {describe(kind)} (default {default!r}).{source.get(name, '')}"
+
+
+def _check_model_options(model: str, options: dict | None, tiny: bool) -> None:
+    """The loading options of a model a suite loads besides the measured one (a baseline, a text model), checked
+    where the suite's options are made, as the measured model's are at the command's door."""
+    if options:
+        from vlbias.models.registry import check_model_options  # torch: only when such options are given
+
+        check_model_options(model, options, tiny)

@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING
 import torch.distributed as dist
 from tqdm import tqdm
 
+from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.environment import environment
 from vlbias.errors import ConfigError
 from vlbias.models.base import ModelAdapter, require_capability
 from vlbias.options import check_options
 from vlbias.results import Results
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
-from vlbias.suites.options import BiasWorldOptions, SuiteOptions, is_biasworld
+from vlbias.suites.options import SuiteOptions, is_biasworld
 from vlbias.suites.registry import suite_class
 
 if TYPE_CHECKING:
