@@ -483,7 +483,13 @@ def read_checkpoint(source: str | Path) -> dict[str, Tensor]:
     ``{"model": state_dict, ...}`` (``Pretrain.py``/``Retrieval.py``: ``save_obj``)."""
     source = str(source)
     if source.startswith(("http://", "https://")):
-        checkpoint = torch.hub.load_state_dict_from_url(source, map_location="cpu", weights_only=True)
+        try:
+            checkpoint = torch.hub.load_state_dict_from_url(source, map_location="cpu", weights_only=True)
+        except OSError as err:  # urllib's URLError (no network, no such host) is an OSError
+            raise InputError(
+                f"ALBEF checkpoint {source!r} cannot be fetched ({getattr(err, 'reason', err)}): download it where the "
+                "URL is reachable and give the local .pth file as the checkpoint instead."
+            ) from None
     else:
         if not Path(source).is_file():
             raise InputError(f"ALBEF checkpoint {source!r} does not exist.")

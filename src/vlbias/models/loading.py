@@ -4,6 +4,7 @@ whose keys do not match the model is an error, not a warning."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Collection, Iterable
 from pathlib import Path
@@ -124,12 +125,20 @@ def from_pretrained_strict(model_class: type[nn.Module], source: str | Path, mod
     "cannot find it" (no weights in a directory, hub unreachable) into an :class:`InputError` naming the
     checkpoint."""
     check_checkpoint(source, model_name, {model_class.config_class.model_type})
+    hub_logger = logging.getLogger("huggingface_hub")
+    level = hub_logger.level
+    hub_logger.setLevel(logging.ERROR)  # its "thrown while requesting" warning says what the error below says
     try:
         model, info = model_class.from_pretrained(str(source), output_loading_info=True)
     except OSError as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError(
             f"Checkpoint {str(source)!r} for model {model_name!r} is neither a local directory holding "
-            f"{model_class.__name__} weights nor a reachable hub id: {err}"
+            f"{model_class.__name__} weights nor a hub id this machine can reach ({reason}): give a local directory "
+            "with its config.json and weights (one written by save_pretrained, or downloaded where the hub is "
+            "reachable), or set HF_HUB_OFFLINE=1 to use the hub cache."
         ) from err
+    finally:
+        hub_logger.setLevel(level)
     check_keys(model_name, source, info["missing_keys"], info["unexpected_keys"])
     return model
