@@ -313,9 +313,10 @@ def test_threads_must_be_positive(tmp_path, run_cli, no_loading):
 @pytest.mark.parametrize(
     ("command", "options", "message"),
     [
-        ("measure", "{hidden_size: abc}", "model 'clip' option `hidden_size` to be an integer but got 'abc'"),
+        ("measure", "{hidden_size: abc}", "model 'clip' option `hidden_size` to be an integer v>0 but got 'abc'"),
+        ("measure", "{hidden_size: 0}", "model 'clip' option `hidden_size` to be an integer v>0 but got 0"),
         ("measure", "{hiden_size: 32}", "does not take option(s) ['hiden_size'] in tiny (did you mean `hidden_size`"),
-        ("prune", "{hidden_size: abc}", "model 'clip' option `hidden_size` to be an integer but got 'abc'"),
+        ("prune", "{hidden_size: abc}", "model 'clip' option `hidden_size` to be an integer v>0 but got 'abc'"),
     ],
 )
 def test_model_options_are_checked_against_the_adapter(command, options, message, tmp_path, run_cli, no_loading):

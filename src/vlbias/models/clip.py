@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor
 from transformers import CLIPConfig, CLIPModel
@@ -10,7 +9,7 @@ from transformers import CLIPConfig, CLIPModel
 from vlbias.models.base import Capability
 from vlbias.models.preprocess import ImageTransform
 from vlbias.models.pretrained import ImageTextAdapter, tiny_layers, tiny_vocabulary_ids
-from vlbias.models.vocab import tiny_tokenizer
+from vlbias.models.tiny_sizes import TinyEmbeddingSizes
 
 
 class CLIPAdapter(ImageTextAdapter):
@@ -20,7 +19,8 @@ class CLIPAdapter(ImageTextAdapter):
     ``text_config.eos_token_id`` names its end token (set by :meth:`tiny` from the tokenizer).
     "No image" is not defined for a dual encoder; EMBED never needs one. :meth:`from_pretrained` loads a hub id
     or a local ``save_pretrained`` directory (weights, tokenizer and ``preprocessor_config.json``; missing
-    preprocessing fields take CLIP's defaults).
+    preprocessing fields take CLIP's defaults). The tiny CLIP (:meth:`tiny`) is wider than the other tiny models:
+    64 wide, on 64-pixel images, with 64-d embeddings (:attr:`tiny_sizes`).
 
     Example:
         >>> model = CLIPAdapter.tiny()
@@ -32,6 +32,7 @@ class CLIPAdapter(ImageTextAdapter):
     capabilities = frozenset({Capability.EMBED})
     model_class = CLIPModel
     size_key = "crop_size"
+    tiny_sizes = TinyEmbeddingSizes(hidden_size=64, image_size=64, projection_dim=64)
 
     def embed_images(self, pixel_values: Tensor) -> Tensor:
         features = self.model.get_image_features(pixel_values=pixel_values).pooler_output
@@ -59,25 +60,14 @@ class CLIPAdapter(ImageTextAdapter):
         return self.model.logit_scale
 
     @classmethod
-    def tiny(
-        cls,
-        seed: int = 0,
-        tokenizer: object | None = None,
-        hidden_size: int = 64,
-        num_layers: int = 2,
-        image_size: int = 64,
-        patch_size: int = 8,
-        projection_dim: int = 64,
-    ) -> CLIPAdapter:
-        """A small random CLIP (``tiny_tokenizer()`` unless ``tokenizer`` is given)."""
-        tokenizer = tiny_tokenizer(tokenizer)
-        layers = tiny_layers(hidden_size, num_layers, intermediate_size=2 * hidden_size)
+    def _tiny(cls, tokenizer, sizes: TinyEmbeddingSizes) -> CLIPAdapter:
+        """A small random CLIP: text and vision towers of ``num_layers`` layers (feed-forward 2 x hidden)."""
+        layers = tiny_layers(sizes, intermediate_size=2 * sizes.hidden_size)
         config = CLIPConfig(
             text_config=dict(
                 **layers, **tiny_vocabulary_ids(tokenizer, start_and_end=True), max_position_embeddings=32
             ),
-            vision_config=dict(**layers, image_size=image_size, patch_size=patch_size),
-            projection_dim=projection_dim,
+            vision_config=dict(**layers, image_size=sizes.image_size, patch_size=sizes.patch_size),
+            projection_dim=sizes.projection_dim,
         )
-        torch.manual_seed(seed)
-        return cls(CLIPModel(config), tokenizer, ImageTransform(image_size=image_size))
+        return cls(CLIPModel(config), tokenizer, ImageTransform(image_size=sizes.image_size))

@@ -50,13 +50,13 @@ from torch import Tensor
 from transformers import FlavaConfig, FlavaForPreTraining, FlavaImageProcessor
 
 from vlbias.errors import InputError
-from vlbias.models.base import Capability, ImageInput, at_positions
+from vlbias.models.base import Capability, ImageInput, PairedRows
 from vlbias.models.loading import check_checkpoint, check_keys
 from vlbias.models.patches import PatchProjection
 from vlbias.models.preprocess import CLIP_MEAN, CLIP_STD, ImageTransform
 from vlbias.models.pretrained import ImageTextAdapter, tiny_layers, tiny_vocabulary_ids
 from vlbias.models.read_positions import encoder_at_positions
-from vlbias.models.vocab import tiny_tokenizer
+from vlbias.models.tiny_sizes import TinyEmbeddingSizes
 
 CODEBOOK_PREFIX = "image_codebook."
 
@@ -74,6 +74,7 @@ class FLAVAAdapter(ImageTextAdapter):
     capabilities = frozenset({Capability.EMBED, Capability.MATCH, Capability.FILL_MASK, Capability.TOKEN_STATES})
     model_class = FlavaForPreTraining
     center_crop = False
+    tiny_sizes = TinyEmbeddingSizes()
 
     def __init__(self, model: FlavaForPreTraining, tokenizer, transform: ImageTransform) -> None:
         super().__init__(model, tokenizer, transform)
@@ -110,14 +111,7 @@ class FLAVAAdapter(ImageTextAdapter):
             return self.model.mlm_head(self.model.flava.text_model(**tokens).last_hidden_state)
         return self.model.mmm_text_head(self.token_states(pixel_values, tokens))
 
-    def paired_fill_mask_logits(
-        self,
-        pixel_values: Tensor | None,
-        tokens: dict[str, Tensor],
-        image_rows: Tensor | None,
-        text_rows: Tensor,
-        positions: Tensor | None = None,
-    ) -> Tensor:
+    def _paired_fill_mask(self, pixel_values: Tensor | None, tokens: dict[str, Tensor], rows: PairedRows) -> Tensor:
         """:meth:`fill_mask_logits` ``(R, T, V)``, or ``(R, K, V)`` at ``positions``, of rows sharing
         images and texts (see the base class): the image and text encoders and their projections run
         once per distinct image and text, the multimodal encoder once per row, composed as
@@ -126,33 +120,29 @@ class FLAVAAdapter(ImageTextAdapter):
         (:func:`~vlbias.models.read_positions.encoder_at_positions`) and the MLM head run there alone."""
         flava = self.model.flava
         if pixel_values is None:
-            states = flava.text_model(**tokens).last_hidden_state.index_select(0, text_rows)
-            return self.model.mlm_head(states if positions is None else at_positions(states, positions))
+            states = flava.text_model(**tokens).last_hidden_state.index_select(0, rows.text_rows)
+            return self.model.mlm_head(rows.at_positions(states))
         image = flava.image_to_mm_projection(
             flava.image_model(pixel_values=pixel_values, output_hidden_states=True).hidden_states[-1]
         )
         text = flava.text_to_mm_projection(flava.text_model(**tokens, output_hidden_states=True).hidden_states[-1])
-        if image_rows is not None:
-            image = image.index_select(0, image_rows)
-        if image.shape[0] != text_rows.shape[0]:
-            raise InputError(
-                f"Expected one image per row but got {image.shape[0]} images and {text_rows.shape[0]} rows."
-            )
-        text, attention_mask = text.index_select(0, text_rows), tokens.get("attention_mask")
+        if rows.image_rows is not None:
+            image = image.index_select(0, rows.image_rows)
+        text, attention_mask = text.index_select(0, rows.text_rows), tokens.get("attention_mask")
         multimodal = flava.multimodal_model
         image_length = image.shape[1] + int(multimodal.use_cls_token)
         if attention_mask is not None:  # the image positions, and the multimodal [CLS], are all attended to
             image_mask = torch.ones(image.shape[0], image_length, device=image.device)
-            attention_mask = torch.cat([image_mask, attention_mask.index_select(0, text_rows)], dim=1)
+            attention_mask = torch.cat([image_mask, attention_mask.index_select(0, rows.text_rows)], dim=1)
         hidden = torch.cat([image, text], dim=1)
-        if positions is None:
+        if rows.positions is None:
             states = multimodal(hidden, attention_mask=attention_mask).last_hidden_state
             return self.model.mmm_text_head(states[:, -text.shape[1] :])
         if multimodal.use_cls_token:
             hidden = torch.cat([multimodal.cls_token.expand(hidden.shape[0], -1, -1), hidden], dim=1)
         if attention_mask is None:
             attention_mask = torch.ones(hidden.shape[:2], device=hidden.device)
-        states = encoder_at_positions(multimodal.encoder.layer, hidden, attention_mask, positions + image_length)
+        states = encoder_at_positions(multimodal.encoder.layer, hidden, attention_mask, rows.positions + image_length)
         return self.model.mmm_text_head(multimodal.layernorm(states))
 
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
@@ -229,28 +219,19 @@ class FLAVAAdapter(ImageTextAdapter):
         )
 
     @classmethod
-    def tiny(
-        cls,
-        seed: int = 0,
-        tokenizer: object | None = None,
-        hidden_size: int = 32,
-        num_layers: int = 2,
-        image_size: int = 32,
-        patch_size: int = 8,
-        projection_dim: int = 32,
-    ) -> FLAVAAdapter:
-        """A small random FLAVA without image codebook (``tiny_tokenizer()`` unless
-        ``tokenizer`` is given)."""
-        tokenizer = tiny_tokenizer(tokenizer)
-        layers = tiny_layers(hidden_size, num_layers, intermediate_size=4 * hidden_size)
+    def _tiny(cls, tokenizer, sizes: TinyEmbeddingSizes) -> FLAVAAdapter:
+        """A small random FLAVA without image codebook: image, text and multimodal encoders of ``num_layers``
+        layers each (feed-forward 4 x hidden)."""
+        layers = tiny_layers(sizes, intermediate_size=4 * sizes.hidden_size)
         config = FlavaConfig(
             text_config=dict(**layers, **tiny_vocabulary_ids(tokenizer), max_position_embeddings=40),
-            image_config=dict(**layers, image_size=image_size, patch_size=patch_size, vocab_size=64),
+            image_config=dict(**layers, image_size=sizes.image_size, patch_size=sizes.patch_size, vocab_size=64),
             multimodal_config=layers,
-            hidden_size=hidden_size,
-            projection_dim=projection_dim,
+            hidden_size=sizes.hidden_size,
+            projection_dim=sizes.projection_dim,
             init_codebook=False,
         )
-        torch.manual_seed(seed)
-        transform = ImageTransform(image_size=image_size, mean=CLIP_MEAN, std=CLIP_STD, center_crop=cls.center_crop)
+        transform = ImageTransform(
+            image_size=sizes.image_size, mean=CLIP_MEAN, std=CLIP_STD, center_crop=cls.center_crop
+        )
         return cls(FlavaForPreTraining(config), tokenizer, transform)

@@ -9,7 +9,7 @@ from torch import Tensor
 from transformers import LxmertConfig, LxmertForPreTraining
 
 from vlbias.models.base import Capability
-from vlbias.models.region_adapter import RegionAdapter
+from vlbias.models.region_adapter import RegionAdapter, TinyRegionSizes
 from vlbias.models.regions import RegionFeatures
 
 
@@ -85,20 +85,20 @@ class LXMERTAdapter(RegionAdapter):
         return output.language_hidden_states[-1]
 
     @classmethod
-    def _tiny_config(cls, tokenizer, hidden_size: int, num_layers: int, visual_dim: int) -> LxmertConfig:
+    def _tiny_config(cls, tokenizer, sizes: TinyRegionSizes) -> LxmertConfig:
         """``num_layers`` language, cross-modality and object-relationship layers each. The unused pre-training
         heads (object, attribute and answer prediction) are kept, with a few classes each, so the module tree is
         the real one."""
         return LxmertConfig(
             vocab_size=len(tokenizer),
-            hidden_size=hidden_size,
+            hidden_size=sizes.hidden_size,
             num_attention_heads=4,
             intermediate_size=37,
-            l_layers=num_layers,
-            x_layers=num_layers,
-            r_layers=num_layers,
+            l_layers=sizes.num_layers,
+            x_layers=sizes.num_layers,
+            r_layers=sizes.num_layers,
             max_position_embeddings=64,
-            visual_feat_dim=visual_dim,
+            visual_feat_dim=sizes.visual_dim,
             num_qa_labels=3,
             num_object_labels=5,
             num_attr_labels=4,

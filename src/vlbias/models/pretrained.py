@@ -8,7 +8,8 @@ what is its own.
 * :class:`ImageTextAdapter`: with an :class:`~vlbias.models.preprocess.ImageTransform` saved to and read
   from ``preprocessor_config.json`` (CLIP, BLIP, FLAVA).
 * :class:`TextOnlyAdapter`: a model that takes no image (BERT, the sentence encoders).
-* :func:`tiny_layers`, :func:`tiny_vocabulary_ids`: the sizes and token ids the tiny random models share.
+* :func:`tiny_layers`, :func:`tiny_vocabulary_ids`: the layer sizes and token ids of the tiny random models'
+  ``transformers`` configs.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from vlbias.errors import InputError
 from vlbias.models.base import ImageInput, ModelAdapter
 from vlbias.models.loading import from_pretrained_strict
 from vlbias.models.preprocess import ImageTransform
+from vlbias.models.tiny_sizes import TinySizes
 
 
 class PretrainedAdapter(ModelAdapter):
@@ -127,12 +129,12 @@ class TextOnlyAdapter(PretrainedAdapter):
             )
 
 
-def tiny_layers(hidden_size: int, num_layers: int, intermediate_size: int) -> dict[str, int]:
-    """The transformer sizes of a tiny random model, as ``transformers`` configs name them: ``hidden_size``,
-    ``num_layers`` layers of 4 attention heads and a feed-forward width of ``intermediate_size``."""
+def tiny_layers(sizes: TinySizes, intermediate_size: int) -> dict[str, int]:
+    """The transformer sizes of a tiny random model, as ``transformers`` configs name them: ``sizes.hidden_size``,
+    ``sizes.num_layers`` layers of 4 attention heads and a feed-forward width of ``intermediate_size``."""
     return dict(
-        hidden_size=hidden_size,
-        num_hidden_layers=num_layers,
+        hidden_size=sizes.hidden_size,
+        num_hidden_layers=sizes.num_layers,
         num_attention_heads=4,
         intermediate_size=intermediate_size,
     )

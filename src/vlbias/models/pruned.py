@@ -30,6 +30,7 @@ from vlbias.models.base import Capability, ImageInput, ModelAdapter
 from vlbias.models.catalog import adapter_class
 from vlbias.models.clip import CLIPAdapter
 from vlbias.models.loading import check_checkpoint
+from vlbias.models.tiny_sizes import TinySizes
 
 #: The file beside the inner adapter's directory that names the inner model and the kept dimensions.
 PRUNED_FILE = "pruned_embeddings.json"
@@ -65,6 +66,7 @@ class PrunedEmbeddings(ModelAdapter):
 
     name = "pruned"
     capabilities = frozenset({Capability.EMBED})
+    tiny_sizes = CLIPAdapter.tiny_sizes
 
     def __init__(self, inner: ModelAdapter, kept_dims: Sequence[int] | Tensor) -> None:
         super().__init__()
@@ -125,9 +127,10 @@ class PrunedEmbeddings(ModelAdapter):
         return model
 
     @classmethod
-    def tiny(cls, seed: int = 0, tokenizer: object | None = None) -> PrunedEmbeddings:
-        """A tiny random CLIP (:meth:`CLIPAdapter.tiny`, 64 dimensions) that keeps its 32 even-numbered dimensions."""
-        inner = CLIPAdapter.tiny(seed=seed, tokenizer=tokenizer)
+    def tiny(cls, seed: int = 0, tokenizer: object | None = None, sizes: TinySizes | None = None) -> PrunedEmbeddings:
+        """A tiny random CLIP of ``sizes`` (:meth:`CLIPAdapter.tiny`; by default 64 dimensions) that keeps its
+        even-numbered dimensions."""
+        inner = CLIPAdapter.tiny(seed, tokenizer, sizes)
         return cls(inner, torch.arange(0, inner.model.config.projection_dim, 2))
 
 

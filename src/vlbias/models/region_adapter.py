@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-import torch
+from jsonargparse.typing import PositiveInt
 from torch import Tensor
 from transformers import AutoTokenizer, PretrainedConfig, PreTrainedModel
 
@@ -17,7 +18,18 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import ImageInput
 from vlbias.models.pretrained import PretrainedAdapter
 from vlbias.models.regions import GridFeatures, RegionFeatures, RegionFeatureStore
-from vlbias.models.vocab import tiny_tokenizer
+from vlbias.models.tiny_sizes import TinySizes
+
+
+@dataclass(frozen=True)
+class TinyRegionSizes(TinySizes):
+    """The sizes of a tiny region-based model (VisualBERT, LXMERT).
+
+    Args:
+        visual_dim: width of a region's feature vector (the tiny grid backbone's output channels).
+    """
+
+    visual_dim: PositiveInt = 16
 
 
 class RegionAdapter(PretrainedAdapter):
@@ -32,6 +44,7 @@ class RegionAdapter(PretrainedAdapter):
     """
 
     visual_dim_field: ClassVar[str]
+    tiny_sizes = TinyRegionSizes()
     base_tokenizer = "google-bert/bert-base-uncased"  # the vocabulary both families were trained with
 
     def __init__(
@@ -144,21 +157,22 @@ class RegionAdapter(PretrainedAdapter):
         cls,
         seed: int = 0,
         tokenizer: object | None = None,
-        hidden_size: int = 32,
-        num_layers: int = 2,
-        visual_dim: int = 16,
+        sizes: TinyRegionSizes | None = None,
         region_features: str | None = None,
     ) -> RegionAdapter:
-        """A small random instance (``tiny_tokenizer()`` unless ``tokenizer`` is given) of the family's
-        :meth:`_tiny_config`, reading ``visual_dim``-d regions from ``region_features`` or a tiny random grid
-        (:meth:`tiny_regions`)."""
-        tokenizer = tiny_tokenizer(tokenizer)
-        config = cls._tiny_config(tokenizer, hidden_size, num_layers, visual_dim)
-        torch.manual_seed(seed)
-        return cls(cls.model_class(config), tokenizer, **cls.tiny_regions(visual_dim, region_features))
+        """A small random instance (:meth:`ModelAdapter.tiny <vlbias.models.base.ModelAdapter.tiny>`) reading
+        ``visual_dim``-d regions from ``region_features``, or else from a tiny random grid (:meth:`tiny_regions`)."""
+        return cls._seeded_tiny(seed, tokenizer, sizes, region_features=region_features)
 
     @classmethod
-    def _tiny_config(cls, tokenizer, hidden_size: int, num_layers: int, visual_dim: int) -> PretrainedConfig:
+    def _tiny(cls, tokenizer, sizes: TinyRegionSizes, region_features: str | None = None) -> RegionAdapter:
+        """The family's :meth:`_tiny_config` model, then its region source (the grid's weights drawn after the
+        model's)."""
+        model = cls.model_class(cls._tiny_config(tokenizer, sizes))
+        return cls(model, tokenizer, **cls.tiny_regions(sizes.visual_dim, region_features))
+
+    @classmethod
+    def _tiny_config(cls, tokenizer, sizes: TinyRegionSizes) -> PretrainedConfig:
         """The family's config of a tiny random model over ``tokenizer``'s vocabulary."""
         raise NotImplementedError
 

@@ -8,6 +8,7 @@ where it enters, by :func:`check_device` and :func:`check_model_options`, before
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import torch
 from vlbias.errors import ConfigError
 from vlbias.models.base import ModelAdapter
 from vlbias.models.catalog import adapter_class
+from vlbias.models.tiny_sizes import split_sizes
 from vlbias.options import accepted_types, check_options
 
 __all__ = ["available_devices", "check_device", "check_model_options", "default_device", "load"]
@@ -34,8 +36,10 @@ def load(
 
     ``options`` are the adapter's own keyword arguments of ``from_pretrained`` / ``tiny``
     (e.g. ``region_features`` for VisualBERT and LXMERT, ``itm_checkpoint`` for ViLT,
-    ``image_size`` for ALBEF). ``device`` and ``options`` are taken as checked: whoever takes them from a user
-    checks them first, with :func:`check_device` and :func:`check_model_options`.
+    ``image_size`` for ALBEF), a tiny model's sizes among them by name (``hidden_size``: the fields of the family's
+    :attr:`~vlbias.models.base.ModelAdapter.tiny_sizes`, which replace its defaults). ``device`` and ``options``
+    are taken as checked: whoever takes them from a user checks them first, with :func:`check_device` and
+    :func:`check_model_options`.
 
     Example:
         >>> model = load("clip", tiny=True)
@@ -47,18 +51,23 @@ def load(
     if not tiny and checkpoint is None:
         raise ConfigError(f"Model {name!r} needs a `checkpoint` (hub id or local path), or `tiny=True`.")
     cls = adapter_class(name)
-    adapter = cls.tiny(**(options or {})) if tiny else cls.from_pretrained(checkpoint, **(options or {}))
+    if tiny:
+        sizes, others = split_sizes(cls.tiny_sizes, options or {})
+        adapter = cls.tiny(**others, sizes=dataclasses.replace(cls.tiny_sizes, **sizes))
+    else:
+        adapter = cls.from_pretrained(checkpoint, **(options or {}))
     device = default_device() if device is None else device
     adapter = adapter.to(device=device, dtype=dtype) if dtype is not None else adapter.to(device)
     return adapter.eval()
 
 
 def check_model_options(name: str, options: dict | None, tiny: bool) -> dict:
-    """``options`` checked against the keyword parameters of adapter ``name``'s ``tiny`` (when ``tiny``) or
-    ``from_pretrained``: an unknown name, or a value of the wrong type, is refused by name."""
-    method = "tiny" if tiny else "from_pretrained"
-    skip = {"name_or_path"}
-    accepted = list(accepted_types(adapter_class(name), skip, method))
+    """``options`` checked against the keyword parameters of adapter ``name``'s ``tiny`` (when ``tiny``; and the
+    fields of its :attr:`~vlbias.models.base.ModelAdapter.tiny_sizes`) or ``from_pretrained``: an unknown name, or
+    a value of the wrong type, is refused by name."""
+    cls, method, what = adapter_class(name), "tiny" if tiny else "from_pretrained", f"model {name!r} option"
+    skip = {"name_or_path", "sizes"}
+    accepted = list(accepted_types(cls, skip, method)) + (list(cls.tiny_sizes.names()) if tiny else [])
     unknown = sorted(set(options or {}) - set(accepted)) if isinstance(options, dict) else []
     if unknown:
         close = [match for key in unknown for match in difflib.get_close_matches(str(key), accepted, n=2)]
@@ -66,7 +75,12 @@ def check_model_options(name: str, options: dict | None, tiny: bool) -> dict:
         raise ConfigError(
             f"Model {name!r} does not take option(s) {unknown} in {method}{hint}; it takes: {', '.join(accepted) or 'none'}."
         )
-    return check_options(options, adapter_class(name), f"model {name!r} option", skip=skip, method=method)
+    if not tiny or not options:
+        return check_options(options, cls, what, skip=skip, method=method)
+    sizes, others = split_sizes(cls.tiny_sizes, options)
+    checked = check_options(others, cls, what, skip=skip, method=method)
+    checked |= check_options(sizes, type(cls.tiny_sizes), what)
+    return {key: checked[key] for key in options}
 
 
 def available_devices() -> list[str]:

@@ -15,10 +15,10 @@ without a sentence-transformers configuration (a bare ``BertModel``) pools with 
 from __future__ import annotations
 
 import json
+import typing
 from pathlib import Path
 from typing import Literal
 
-import torch
 from torch import Tensor
 from transformers import AutoTokenizer, BertModel
 from transformers.utils import cached_file
@@ -26,18 +26,19 @@ from transformers.utils import cached_file
 from vlbias.atomic import atomic_write
 from vlbias.errors import ConfigError
 from vlbias.models.base import Capability
-from vlbias.models.bert import tiny_bert_config
+from vlbias.models.bert import TinyBertSizes, tiny_bert_config
 from vlbias.models.pretrained import TextOnlyAdapter
-from vlbias.models.vocab import tiny_tokenizer
+from vlbias.models.tiny_sizes import TinySizes
 
-POOLINGS = ("cls", "mean")
+Pooling = Literal["cls", "mean"]
+POOLINGS = typing.get_args(Pooling)
 MODULES_FILE = "modules.json"
 POOLING_MODULE = "sentence_transformers.models.Pooling"
 #: sentence-transformers' ``pooling_mode_*`` flags of the poolings this adapter takes.
 _MODE_FLAGS = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens"}
 
 
-def checkpoint_pooling(name_or_path: str | Path) -> Literal["cls", "mean"]:
+def checkpoint_pooling(name_or_path: str | Path) -> Pooling:
     """The sentence pooling of a checkpoint: the mode of the ``Pooling`` module its sentence-transformers
     ``modules.json`` lists (that module's ``config.json``), or ``"cls"`` for a checkpoint without one. A
     pooling other than [CLS] or mean (max, weighted mean, ...) is refused by name and file."""
@@ -89,8 +90,9 @@ class SentenceBertAdapter(TextOnlyAdapter):
     name = "sentence_bert"
     capabilities = frozenset({Capability.TOKEN_STATES})
     model_class = BertModel
+    tiny_sizes = TinyBertSizes()
 
-    def __init__(self, model: BertModel, tokenizer, pooling: Literal["cls", "mean"] = "cls") -> None:
+    def __init__(self, model: BertModel, tokenizer, pooling: Pooling = "cls") -> None:
         super().__init__(model, tokenizer)
         if pooling not in POOLINGS:
             raise ConfigError(f"Expected `pooling` to be one of {list(POOLINGS)} but got {pooling!r}.")
@@ -131,9 +133,7 @@ class SentenceBertAdapter(TextOnlyAdapter):
             atomic_write(path, lambda handle, payload=payload: handle.write(json.dumps(payload, indent=2).encode()))
 
     @classmethod
-    def from_pretrained(
-        cls, name_or_path: str | Path, pooling: Literal["cls", "mean"] | None = None
-    ) -> SentenceBertAdapter:
+    def from_pretrained(cls, name_or_path: str | Path, pooling: Pooling | None = None) -> SentenceBertAdapter:
         """Load a hub id (e.g. ``sentence-transformers/all-MiniLM-L6-v2``) or a local directory
         holding a ``BertModel`` (keys checked strictly) and its tokenizer. ``pooling``: the sentence pooling;
         ``None`` reads the checkpoint's own (:func:`checkpoint_pooling`; [CLS] without one)."""
@@ -143,17 +143,13 @@ class SentenceBertAdapter(TextOnlyAdapter):
 
     @classmethod
     def tiny(
-        cls,
-        seed: int = 0,
-        tokenizer: object | None = None,
-        hidden_size: int = 32,
-        num_layers: int = 2,
-        max_text_length: int = 64,
-        pooling: Literal["cls", "mean"] = "cls",
+        cls, seed: int = 0, tokenizer: object | None = None, sizes: TinySizes | None = None, pooling: Pooling = "cls"
     ) -> SentenceBertAdapter:
-        """A small random ``BertModel`` (``tiny_tokenizer()`` unless ``tokenizer`` is given) pooling with
-        ``pooling``."""
-        tokenizer = tiny_tokenizer(tokenizer)
-        config = tiny_bert_config(tokenizer, hidden_size, num_layers, max_text_length)
-        torch.manual_seed(seed)
-        return cls(BertModel(config), tokenizer, pooling)
+        """A small random ``BertModel`` (:meth:`ModelAdapter.tiny <vlbias.models.base.ModelAdapter.tiny>`; ``sizes``
+        are :class:`~vlbias.models.bert.TinyBertSizes`) pooling with ``pooling``."""
+        return cls._seeded_tiny(seed, tokenizer, sizes, pooling=pooling)
+
+    @classmethod
+    def _tiny(cls, tokenizer, sizes: TinyBertSizes, pooling: Pooling = "cls") -> SentenceBertAdapter:
+        """A small random ``BertModel`` of ``num_layers`` layers (:func:`~vlbias.models.bert.tiny_bert_config`)."""
+        return cls(BertModel(tiny_bert_config(tokenizer, sizes)), tokenizer, pooling)

@@ -65,17 +65,13 @@ from transformers import (
 )
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.models.base import (
-    Capability,
-    ImageInput,
-    ModelAdapter,
-    gathered_rows,
-)
+from vlbias.models.base import Capability, ImageInput, ModelAdapter, PairedRows
 from vlbias.models.loading import from_pretrained_strict
 from vlbias.models.patches import project_patches
 from vlbias.models.preprocess import ImageTransform
+from vlbias.models.pretrained import tiny_layers
 from vlbias.models.read_positions import encoder_at_positions
-from vlbias.models.vocab import tiny_tokenizer
+from vlbias.models.tiny_sizes import TinyImageSizes
 
 DEFAULT_ITM_CHECKPOINT = "dandelin/vilt-b32-finetuned-coco"
 MLM_SUBFOLDER = "mlm"
@@ -121,6 +117,7 @@ class ViLTAdapter(ModelAdapter):
 
     name = "vilt"
     capabilities = frozenset({Capability.FILL_MASK, Capability.MATCH, Capability.TOKEN_STATES})
+    tiny_sizes = TinyImageSizes()
 
     def __init__(
         self,
@@ -156,37 +153,30 @@ class ViLTAdapter(ModelAdapter):
         with fixed_patch_order():
             return self.mlm(**self._inputs(self.mlm.vilt, pixel_values, tokens)).logits
 
-    def paired_fill_mask_logits(
-        self,
-        pixel_values: Tensor | None,
-        tokens: dict[str, Tensor],
-        image_rows: Tensor | None,
-        text_rows: Tensor,
-        positions: Tensor | None = None,
-    ) -> Tensor:
+    def _paired_fill_mask(self, pixel_values: Tensor | None, tokens: dict[str, Tensor], rows: PairedRows) -> Tensor:
         """:meth:`fill_mask_logits` of the gathered rows (see the base class), with each distinct
         image's patches embedded once; at ``positions`` the encoder's last layer and the MLM head
         (``mlm_score``, as ``ViltForMaskedLM`` applies it to the text states) run there alone
         (:func:`~vlbias.models.read_positions.encoder_at_positions`; text comes first in ViLT's
         sequence, so text positions are sequence positions)."""
         vilt = self.mlm.vilt
-        rows = gathered_rows(tokens, text_rows, None, None)[0]
+        texts = rows.gather(tokens, None)[0]
         with fixed_patch_order():
-            inputs = {**rows, **self._image_inputs(vilt, pixel_values, text_rows.shape[0], image_rows)}
-            if positions is None:
-                states = vilt(**inputs).last_hidden_state[:, : rows["input_ids"].shape[1]]
+            inputs = {**texts, **self._image_inputs(vilt, pixel_values, len(rows.text_rows), rows.image_rows)}
+            if rows.positions is None:
+                states = vilt(**inputs).last_hidden_state[:, : texts["input_ids"].shape[1]]
                 return self.mlm.mlm_score(states)
-            text_mask = rows.get("attention_mask", torch.ones_like(rows["input_ids"]))
+            text_mask = texts.get("attention_mask", torch.ones_like(texts["input_ids"]))
             embeddings, mask = vilt.embeddings(
-                input_ids=rows["input_ids"],
+                input_ids=texts["input_ids"],
                 attention_mask=text_mask,
-                token_type_ids=rows.get("token_type_ids"),
+                token_type_ids=texts.get("token_type_ids"),
                 pixel_values=inputs.get("pixel_values"),
                 pixel_mask=inputs["pixel_mask"],
                 inputs_embeds=None,
                 image_embeds=inputs.get("image_embeds"),
             )
-        states = encoder_at_positions(vilt.encoder.layer, embeddings, mask, positions)
+        states = encoder_at_positions(vilt.encoder.layer, embeddings, mask, rows.positions)
         return self.mlm.mlm_score(vilt.layernorm(states))
 
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
@@ -298,29 +288,17 @@ class ViLTAdapter(ModelAdapter):
         return cls(mlm, retrieval, tokenizer, transform)
 
     @classmethod
-    def tiny(
-        cls,
-        seed: int = 0,
-        tokenizer: object | None = None,
-        hidden_size: int = 32,
-        num_layers: int = 2,
-        image_size: int = 32,
-        patch_size: int = 8,
-    ) -> ViLTAdapter:
-        """Two small random ViLT models (``tiny_tokenizer()`` unless ``tokenizer`` is
-        given); the retrieval model's weights are drawn after the MLM model's, from the same seed."""
-        tokenizer = tiny_tokenizer(tokenizer)
+    def _tiny(cls, tokenizer, sizes: TinyImageSizes) -> ViLTAdapter:
+        """Two small random ViLT models of ``num_layers`` layers (feed-forward 4 x hidden); the retrieval model's
+        weights are drawn after the MLM model's, from the same seed."""
         config = ViltConfig(
+            **tiny_layers(sizes, intermediate_size=4 * sizes.hidden_size),
             vocab_size=len(tokenizer),
-            hidden_size=hidden_size,
-            num_hidden_layers=num_layers,
-            num_attention_heads=4,
-            intermediate_size=4 * hidden_size,
-            image_size=image_size,
-            patch_size=patch_size,
+            image_size=sizes.image_size,
+            patch_size=sizes.patch_size,
             max_position_embeddings=40,
             pad_token_id=tokenizer.pad_token_id,
         )
-        torch.manual_seed(seed)
         mlm, retrieval = ViltForMaskedLM(config), ViltForImageAndTextRetrieval(config)
-        return cls(mlm, retrieval, tokenizer, ImageTransform(image_size=image_size, mean=VILT_MEAN, std=VILT_STD))
+        transform = ImageTransform(image_size=sizes.image_size, mean=VILT_MEAN, std=VILT_STD)
+        return cls(mlm, retrieval, tokenizer, transform)

@@ -10,7 +10,7 @@ from transformers import VisualBertConfig, VisualBertForPreTraining
 
 from vlbias.models.base import Capability
 from vlbias.models.pretrained import tiny_layers, tiny_vocabulary_ids
-from vlbias.models.region_adapter import RegionAdapter
+from vlbias.models.region_adapter import RegionAdapter, TinyRegionSizes
 from vlbias.models.regions import RegionFeatures
 
 
@@ -92,11 +92,11 @@ class VisualBERTAdapter(RegionAdapter):
         return output.hidden_states[-1][:, :text_length]
 
     @classmethod
-    def _tiny_config(cls, tokenizer, hidden_size: int, num_layers: int, visual_dim: int) -> VisualBertConfig:
+    def _tiny_config(cls, tokenizer, sizes: TinyRegionSizes) -> VisualBertConfig:
         """One BERT stream of ``num_layers`` layers."""
         return VisualBertConfig(
-            **tiny_layers(hidden_size, num_layers, intermediate_size=37),
+            **tiny_layers(sizes, intermediate_size=37),
             **tiny_vocabulary_ids(tokenizer),
             max_position_embeddings=64,
-            visual_embedding_dim=visual_dim,
+            visual_embedding_dim=sizes.visual_dim,
         )

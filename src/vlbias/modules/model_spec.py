@@ -30,7 +30,9 @@ class ModelSpec:
         name: registered adapter name (``vlbias models`` lists them).
         checkpoint: hub id, URL or local path of pretrained weights; ``None`` with ``tiny``.
         tiny: build a small random instance instead of loading weights.
-        tiny_sizes: keyword sizes of the tiny instance (e.g. ``hidden_size``, ``image_size``); needs ``tiny``.
+        tiny_sizes: sizes of the tiny instance by name (e.g. ``{image_size: 64, patch_size: 8}``), over the family's
+            defaults: the fields of its :attr:`~vlbias.models.base.ModelAdapter.tiny_sizes`, declared in
+            :mod:`vlbias.models.tiny_sizes`; needs ``tiny``.
         tiny_vocabulary: the words of the tiny instance's word-level tokenizer (``None``: the tiny models' default
             words, :func:`vlbias.models.vocab.tiny_tokenizer`); needs ``tiny``.
         options: the adapter's own loading options, e.g. ``{image_size: 384}`` to fine-tune ALBEF's pre-trained

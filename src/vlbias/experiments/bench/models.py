@@ -28,7 +28,6 @@ real checkpoints, ideally on a GPU, for numbers that mean throughput.
 
 from __future__ import annotations
 
-import inspect
 import statistics
 import sys
 from collections.abc import Sequence
@@ -45,9 +44,10 @@ from vlbias.models.base import Capability
 from vlbias.models.catalog import adapter_class, list_models
 from vlbias.models.inference import measuring
 from vlbias.models.registry import load
+from vlbias.models.tiny_sizes import split_sizes
 from vlbias.threads import torch_threads
 
-# ViT-B / BERT-base sizes, passed to each adapter's ``tiny()`` where it takes that keyword.
+# ViT-B / BERT-base sizes, passed to each adapter's ``tiny()`` where its tiny sizes have that field.
 BASE_SIZE = {"hidden_size": 768, "num_layers": 12, "image_size": 224, "patch_size": 32, "projection_dim": 512}
 # A direct call with this much more FLOPs or tensor operators than the adapter's does other work (more heads, a
 # per-image loop): its row says nothing about the adapter's overhead. An adapter doing more counts against it.
@@ -79,11 +79,9 @@ def build(name: str, checkpoint: str | None, sizes: dict[str, int], device: str)
     """The adapter, and a note on its weights: the checkpoint, or the sizes its ``tiny()`` took."""
     if checkpoint is not None:
         return load(name, checkpoint=checkpoint, device=device), checkpoint
-    cls = adapter_class(name)
-    accepted = inspect.signature(cls.tiny).parameters
-    applied = {key: value for key, value in sizes.items() if key in accepted}
+    applied = split_sizes(adapter_class(name).tiny_sizes, sizes)[0]
     note = "random " + (",".join(f"{key}={value}" for key, value in applied.items()) or "tiny")
-    return cls.tiny(**applied).to(device).eval(), note
+    return load(name, tiny=True, device=device, options=applied), note
 
 
 def batch_for(model, capability: Capability, batch_size: int):
