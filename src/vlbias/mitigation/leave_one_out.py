@@ -40,6 +40,7 @@ from torch import Tensor
 from vlbias.errors import InputError
 from vlbias.metrics.functional.checks import check_embeddings, check_same_dim
 from vlbias.metrics.functional.weat import effect_size_from_associations, weat_association
+from vlbias.models.pruned import checked_dimensions
 
 
 def checked_sets(x: Tensor, y: Tensor, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -116,14 +117,7 @@ def effect_size_without(x: Tensor, y: Tensor, a: Tensor, b: Tensor, removed: Ten
 def kept_dimensions(removed: Tensor, dim: int) -> Tensor:
     """The dimensions of ``range(dim)`` not in ``removed``, ascending; refuses repeats, out-of-range
     values and removing every dimension."""
-    removed = torch.as_tensor(removed)
-    if removed.ndim != 1 or (removed.numel() and removed.is_floating_point()):
-        raise InputError(f"Expected `removed` to be a 1-D tensor of integer dimensions but got {removed!r}")
-    outside = removed[(removed < 0) | (removed >= dim)]
-    if outside.numel():
-        raise InputError(f"Expected removed dimensions in [0, {dim}) but got {outside.tolist()}")
-    if removed.unique().numel() != removed.numel():
-        raise InputError(f"Expected distinct removed dimensions but got repeats in {removed.tolist()}")
+    removed = checked_dimensions(removed, dim, "removed")
     if removed.numel() >= dim:
         raise InputError(f"Expected to keep at least one of the {dim} dimensions but all are removed")
     keep = torch.ones(dim, dtype=torch.bool)

@@ -37,17 +37,26 @@ PRUNED_FILE = "pruned_embeddings.json"
 INNER_DIR = "inner"
 
 
-def checked_kept_dims(kept_dims: Sequence[int] | Tensor, dim: int) -> Tensor:
-    """``kept_dims`` as an ascending ``long`` tensor; refuses an empty set, repeats and values outside ``[0, dim)``."""
-    kept = torch.as_tensor(kept_dims)
-    if kept.ndim != 1 or kept.numel() == 0 or kept.is_floating_point() or kept.dtype == torch.bool:
-        raise InputError(f"Expected `kept_dims` to be a non-empty 1-D list of integer dimensions but got {kept_dims!r}")
-    outside = kept[(kept < 0) | (kept >= dim)]
+def checked_dimensions(dims: Sequence[int] | Tensor, dim: int, what: str) -> Tensor:
+    """``dims`` (the ``what`` dimensions: "kept", "removed") as an ascending ``long`` tensor; refuses anything but a
+    1-D list of distinct integers in ``[0, dim)`` (an empty list is accepted here; callers add their own rule)."""
+    given = torch.as_tensor(dims)
+    integers = not given.is_floating_point() and given.dtype != torch.bool
+    if given.ndim != 1 or (given.numel() and not integers):
+        raise InputError(f"Expected the {what} dimensions as a 1-D list of integer dimensions but got {dims!r}")
+    outside = given[(given < 0) | (given >= dim)]
     if outside.numel():
-        raise InputError(f"Expected kept dimensions in [0, {dim}) but got {outside.tolist()}")
-    if kept.unique().numel() != kept.numel():
-        raise InputError(f"Expected distinct kept dimensions but got repeats in {kept.tolist()}")
-    return kept.long().sort().values
+        raise InputError(f"Expected {what} dimensions in [0, {dim}) but got {outside.tolist()}")
+    if given.unique().numel() != given.numel():
+        raise InputError(f"Expected distinct {what} dimensions but got repeats in {given.tolist()}")
+    return given.long().sort().values
+
+
+def checked_kept_dims(kept_dims: Sequence[int] | Tensor, dim: int) -> Tensor:
+    """``kept_dims`` as an ascending ``long`` tensor (:func:`checked_dimensions`), and not empty."""
+    if torch.as_tensor(kept_dims).numel() == 0:
+        raise InputError(f"Expected `kept_dims` to be a non-empty 1-D list of integer dimensions but got {kept_dims!r}")
+    return checked_dimensions(kept_dims, dim, "kept")
 
 
 def _embedding_dim(adapter: ModelAdapter) -> int:
