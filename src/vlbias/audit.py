@@ -160,6 +160,12 @@ def audit(options: AuditOptions) -> Path:
             f"Expected `suite_options` as {{suite: {{option: value}}}} with suites from {', '.join(list_suites())} "
             f"but got {suite_options!r}."
         )
+    idle = sorted(set(suite_options) - set(suites))
+    if idle:
+        raise ConfigError(
+            f"`suite_options` given for suite(s) {idle} that this audit does not run (--suites {suites}): add them "
+            "to --suites or remove their options."
+        )
     root = None if options.data_root is None else Path(options.data_root)
     if root is not None and not root.is_dir():
         raise ConfigError(f"Data root {str(root)!r} is not a directory; expected a folder of public data sets.")

@@ -2,9 +2,11 @@
 and (slow) the same numbers on 1 and 2 DDP processes and from ``vlbias measure``."""
 
 import json
+import logging
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pandas as pd
@@ -264,3 +266,20 @@ def test_printed_lines_show_bias_with_its_interval_and_only_counts_that_are_not_
         "epoch 3: bias/mmbias/man_vs_woman/effect_size = +0.500 [+0.250, +0.750] p=0.0123",
         "epoch 3: bias/mmbias/n_skipped/unknown = 2",
     ]
+
+
+@pytest.mark.parametrize(
+    ("every", "max_epochs", "said"),
+    [
+        (5, 1, "bias suites mmbias: no epoch measured (every_n_epochs is 5, max_epochs 1)"),
+        (2, 5, "bias suites mmbias: measured after epochs 1, 3"),
+        (1, 12, "bias suites mmbias: measured after epochs 0, 1, 2, ..."),
+    ],
+)
+def test_a_fit_says_on_which_epochs_bias_is_measured(every, max_epochs, said, caplog):
+    callback = BiasSuiteCallback(suites=["mmbias"], every_n_epochs=every)
+    callback.suites["mmbias"] = object()  # built in setup; only its name is said here
+    trainer = types.SimpleNamespace(max_epochs=max_epochs)
+    with caplog.at_level(logging.INFO):
+        callback.on_fit_start(trainer, None)
+    assert said in caplog.text

@@ -378,3 +378,9 @@ def test_measure_help_lists_every_suite_and_option(run_cli):
         for name, _ in options_help(declared):
             assert f"    {name} " in out, name
         assert "statistics.n_bootstrap" in dict(options_help(declared))
+
+
+def test_audit_refuses_options_of_a_suite_it_does_not_run(tmp_path, run_cli, no_loading):
+    argv = ["audit", "--model", "clip", "--tiny", "--out", str(tmp_path), "--suites", "[mmbias]"]
+    code, _, err = run_cli([*argv, "--suite_options", "{weat: {statistics: {n_bootstrap: 50}}}"])
+    assert code == 2 and "`suite_options` given for suite(s) ['weat'] that this audit does not run" in err, err

@@ -104,6 +104,23 @@ class BiasSuiteCallback(Callback):
             self.suites[spec.key] = build_suite(self.options[spec.key], data, self.biasworld)
 
     @override
+    def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        """Say on which epochs the suites will measure (none, when the fit ends before the first)."""
+        names = ", ".join(self.suites) or "none"
+        last = trainer.max_epochs if trainer.max_epochs is not None and trainer.max_epochs >= 0 else None
+        every = self.every_n_epochs
+        if last is not None and last < every:
+            rank_zero_info(
+                f"bias suites {names}: no epoch measured (every_n_epochs is {every}, max_epochs {last}); "
+                "`vlbias validate` measures the trained model"
+            )
+        else:
+            epochs = [epoch for epoch in range(every - 1, every * 3, every)]
+            more = ", ..." if last is None or last > every * 3 else ""
+            shown = [epoch for epoch in epochs if last is None or epoch < last]
+            rank_zero_info(f"bias suites {names}: measured after epochs {', '.join(map(str, shown))}{more}")
+
+    @override
     def on_validation_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if trainer.sanity_checking or trainer.fast_dev_run:
             return
