@@ -1,6 +1,9 @@
 """``vlbias fit|validate|test|predict`` answer bad input as ``vlbias measure`` does: one ``vlbias: error:`` line,
 exit status 2, nothing printed before it (no usage block, no "Seed set to 0"), the closest names of a misspelt
-key, the new name of a renamed one, and no abbreviated long options."""
+key, the new name of a renamed one, and no abbreviated long options.
+
+The cases run in this process (``run_cli``); one of each kind also runs as a user would, in a fresh process
+(:func:`fit_in_a_new_process`), where Lightning's own log lines would reach stderr."""
 
 import subprocess
 import sys
@@ -16,7 +19,13 @@ ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "configs" / "experiment" / "quickstart.yaml"
 
 
-def fit(*argv: str) -> tuple[int, str, str]:
+@pytest.fixture
+def fit(run_cli):
+    """``fit(*argv)``: ``vlbias fit --config <quickstart> *argv`` in this process -> (status, stdout, stderr)."""
+    return lambda *argv: run_cli(["fit", "--config", str(QUICKSTART), *argv])
+
+
+def fit_in_a_new_process(*argv: str) -> tuple[int, str, str]:
     done = subprocess.run(
         [sys.executable, "-m", "vlbias.cli", "fit", "--config", str(QUICKSTART), *argv],
         capture_output=True,
@@ -52,15 +61,15 @@ def assert_only_the_error(result: tuple[int, str, str], *fragments: str) -> None
     ],
     ids=["abbreviation", "misspelt_section", "misspelt_init_arg", "wrong_type", "lightning_refusal", "renamed"],
 )
-def test_a_bad_flag_is_one_line(argv, fragments):
+def test_a_bad_flag_is_one_line(argv, fragments, fit):
     assert_only_the_error(fit(*argv), *fragments)
 
 
-def test_a_missing_config_file_names_the_closest_file():
+def test_a_missing_config_file_names_the_closest_file(fit):
     assert_only_the_error(fit("--config", str(QUICKSTART.with_suffix(".yml"))), "does not exist", "quickstart.yaml")
 
 
-def test_a_config_file_with_an_old_or_misspelt_key_is_one_line(tmp_path):
+def test_a_config_file_with_an_old_or_misspelt_key_is_one_line(tmp_path, fit):
     old = tmp_path / "old.yaml"
     old.write_text("seed_everything: 3\n")
     assert_only_the_error(fit("--config", str(old)), "`seed_everything` was renamed: write `seed` instead")
@@ -69,7 +78,7 @@ def test_a_config_file_with_an_old_or_misspelt_key_is_one_line(tmp_path):
     assert_only_the_error(fit("--config", str(misspelt)), "Unknown key `trainer.max_epoks`", "`trainer.max_epochs`")
 
 
-def test_a_checkpoint_that_is_not_one_is_refused_before_lightning_reads_it(tmp_path):
+def test_a_checkpoint_that_is_not_one_is_refused_before_lightning_reads_it(tmp_path, fit):
     noise = tmp_path / "noise.ckpt"
     noise.write_bytes(bytes(range(256)) * 8)
     assert_only_the_error(fit("--ckpt_path", str(noise)), "noise.ckpt' cannot be read", "not a Lightning checkpoint")
@@ -79,7 +88,7 @@ def test_a_checkpoint_that_is_not_one_is_refused_before_lightning_reads_it(tmp_p
     assert_only_the_error(fit("--ckpt_path", str(truncated)), "truncated.ckpt' cannot be read", "truncated")
 
 
-def test_the_checkpoint_of_another_module_is_refused_by_name(tmp_path):
+def test_the_checkpoint_of_another_module_is_refused_by_name(tmp_path, fit):
     other = tmp_path / "mlm.ckpt"
     hyper = {"_class_path": "vlbias.modules.MaskedLMPretraining"}
     torch.save({"state_dict": {}, "hyper_parameters": hyper}, other)
@@ -90,13 +99,22 @@ def test_the_checkpoint_of_another_module_is_refused_by_name(tmp_path):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU config runs where there is a GPU")
-def test_a_gpu_config_on_a_machine_without_one_says_how_to_run_on_the_cpu():
+def test_a_gpu_config_on_a_machine_without_one_says_how_to_run_on_the_cpu(fit):
     assert_only_the_error(fit("--trainer.accelerator", "gpu"), "configs/trainer/cpu.yaml")
 
 
-def test_a_class_path_that_moved_is_named_with_its_new_path(tmp_path):
+def test_a_class_path_that_moved_is_named_with_its_new_path(tmp_path, fit):
     old = tmp_path / "old_data.yaml"
     old.write_text("data:\n  class_path: vlbias.data.BiasWorldDataModule\n")
     assert_only_the_error(
         fit("--config", str(old)), "`vlbias.data.BiasWorldDataModule` was renamed", "biasworld_datamodule"
     )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--trainer.max_epoch", "1"], ["--trainer.max_epochs", "-3"]],
+    ids=["refused_by_the_parser", "refused_by_lightning_after_seeding"],
+)
+def test_in_a_new_process_nothing_is_printed_before_the_error(argv):
+    assert_only_the_error(fit_in_a_new_process(*argv))
