@@ -14,8 +14,10 @@ subprocess with the workspace as its working directory.
 commands are the ones ``.ci/run`` runs (the same install command, then the tests).
 """
 
+import importlib.util
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -181,3 +183,33 @@ def test_the_api_reference_lists_every_public_module():
     public = _public_modules()
     assert sorted(public - set(entries)) == []  # a new module needs its `::: name` line
     assert sorted(set(entries) - public) == []  # a removed one must go
+
+
+CHROMIUM = next((path for name in ("chromium", "chromium-browser") if (path := shutil.which(name))), None)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason='no MkDocs (pip install -e ".[docs]")')
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (Debian: apt-get install -y chromium)")
+def test_the_site_builds_and_renders_in_chromium(tmp_path):
+    site = tmp_path / "site"
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert build.returncode == 0, build.stderr[-3000:]
+    for page, heading in [
+        ("getting-started/index.html", "Getting started"),
+        ("guides/audit/index.html", "Audit a model"),
+    ]:
+        shown = subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", (site / page).as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert shown.returncode == 0, shown.stderr[-2000:]
+        assert re.search(f"<h1[^>]*>{heading}", shown.stdout)  # the page's own heading, as the browser built the DOM
+        assert 'class="md-nav' in shown.stdout  # and the site's navigation around it
