@@ -11,7 +11,7 @@ the seeds agree more: seeds 0-4 gave vlbs 0.0-40.1 (mean 17.7) at 0.0 and 40.1-6
 seeds 0-7 at 0.0) but swings to +-1.9 at 0.0 when 80 % of the objects are hidden.
 
 Twenty full training runs (about 25-40 s each on a 2-core machine), hence ``slow``. Single seeds
-are not compared: the measures of one tiny model vary widely between seeds (the README's tables).
+are not compared: the measures of one tiny model vary widely between seeds (the tables of docs/results/planted-bias.md).
 """
 
 import statistics

@@ -3,7 +3,7 @@
 bias_V-L (Eq. 6-7, Table 2) over the activities than one trained at 0.0.
 
 Two training runs of about two minutes each, hence ``slow``. One seed per strength suffices here: over
-seeds 0-2 the smallest B@V-L at 0.9 (15.7 %) is 1.7 times the largest at 0.0 (9.2 %), the README's table
+seeds 0-2 the smallest B@V-L at 0.9 (15.7 %) is 1.7 times the largest at 0.0 (9.2 %), the table of docs/results/planted-bias.md
 from ``scripts/biasworld_counterbias_sanity.py`` on BiasWorld after its training-split fix (commit 88c7e64);
 seed 0 gives 8.4 % and 15.7 %.
 """

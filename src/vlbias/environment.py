@@ -1,7 +1,7 @@
 """The machine and software a number was computed on. Benchmark scripts print it beside their tables (a speed-up
 depends on the CPU, weighing per-call overhead against arithmetic) and every result records it: float rounding
 differs between CPUs and kernels, and training amplifies it, so a number belongs to its machine as well as to its
-commit and seed (README, FairVLP: one seed's B@V-L moved from 14.78 to 20.03 between two CPUs at one commit).
+commit and seed (docs/results/fairvlp.md: one seed's B@V-L moved from 14.78 to 20.03 between two CPUs at one commit).
 
 To compare with a number from a machine whose ``cpu_kernels`` differ, run with the environment variable
 ``ATEN_CPU_CAPABILITY`` set to theirs (``avx2``, ``default``): the quickstart then matched across two machines to the

@@ -170,7 +170,7 @@ def test_albef_and_blip_rise_above_chance_and_their_exports_reload(model, tmp_pa
     ITM), seed 0. From random tiny weights their ITC can collapse to uniform scores: on seeds 0, 1, 2
     (``scripts/retrieval_from_scratch.py``; val R mean, chance 11.1 %) ALBEF 31.2, 10.4, 42.4 and BLIP 27.1, 50.3,
     10.1, the collapsed seeds still at chance after 30 epochs; ALBEF fine-tuned from a BiasWorld pre-training
-    (README, FairVLP's Table 5) reached 54.5-70.5 on every seed. Seed 0 (ALBEF TR R@1 8.3 %, R mean 31.2 %; BLIP 4.2 % and
+    (docs/results/retrieval.md) reached 54.5-70.5 on every seed. Seed 0 (ALBEF TR R@1 8.3 %, R mean 31.2 %; BLIP 4.2 % and
     27.1 %): asserted, the mean recall at least 1.5x chance (16.7 %); the exported model measures the same.
 
     Where training goes from random weights depends on the CPU's float rounding: on a second development machine

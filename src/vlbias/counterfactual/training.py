@@ -18,7 +18,7 @@ to attack is a policy:
   training image (100 MB for BiasWorld's 2,048 at 64 x 64, far too much for COCO at 256 x 256).
 
 On BiasWorld's validation split, ``cached`` with k of 4 epochs cut B@V-L more than ``every_n_steps`` (k 4) at
-the same cost, and more than ``every_step``, which took 1.5x its training time (README, "Which image policy?");
+the same cost, and more than ``every_step``, which took 1.5x its training time (docs/results/fairvlp.md, "How the settings were chosen");
 on the test split the cut was 30 % against ``every_n_steps``' 23 %, within the seeds' spread.
 """
 

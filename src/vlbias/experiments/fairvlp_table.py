@@ -127,7 +127,7 @@ def train_and_measure(
         "image_counterfactuals": _policy_spec(cli.model.method) if uses_images(method) else None,
         "counterfactual_targets": cli.model.method.counterfactual_targets if reads_targets(method) else None,
         "split": split,
-        # training is float-sensitive (README): the same commit and seed give other numbers on another CPU
+        # training is float-sensitive (docs/results/fairvlp.md): the same commit and seed give other numbers on another CPU
         "environment": environment(),
         "train_s": trained,
         "attack_success_rate": results.metrics["attack_success_rate"],

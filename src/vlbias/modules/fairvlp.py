@@ -171,7 +171,7 @@ class FairVLPMethod:
         counterfactual_targets: what the counterfactual branch of ``fairvlp_l`` and ``fairvlp`` is scored against
             where the masked word is a bias word: ``"factual"`` (the default: the masked word M itself, as Eq. 15
             writes both terms) or ``"swapped"`` (its counterpart, the word of L_cf; the default until 2026-11-26,
-            which asks for the other group's word for the same image and costs gender recognition; README, "Eq. 15's
+            which asks for the other group's word for the same image and costs gender recognition; docs/results/fairvlp.md, "Seeds 0–9: Eq. 15's
             targets"). Elsewhere the two are the same word. ``gender_swap`` always scores its swapped caption's own
             words (augmentation).
         lexicon: swap-lexicon YAML file (the methods with counterfactuals; default: the gender lexicon shipped with
