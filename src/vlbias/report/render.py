@@ -4,7 +4,8 @@ no scripts, no network)."""
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -31,6 +32,20 @@ class Image:
 
 
 Block = Heading | Text | Table | Image
+
+
+@dataclass
+class Figures:
+    """The PNG files of a report, by file name, in the order they were added."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    def add(self, stem: str, png: bytes, alt: str) -> Image:
+        """Keep ``png`` as ``NN_<stem>.png`` (``stem`` made file-name safe) and return its :class:`Image` block."""
+        name = f"{len(self.files):02d}_{re.sub(r'[^A-Za-z0-9._-]+', '_', stem).strip('_')[:80]}.png"
+        self.files[name] = png
+        return Image(name, alt)
+
 
 STYLE = (
     "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
