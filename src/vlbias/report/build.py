@@ -98,11 +98,16 @@ def _missing_columns(
     problems = []
     for option, asked, like in (("accuracy", accuracy, lambda c: "accuracy" in c), ("bias", bias, _is_bias_column)):
         for column in dict.fromkeys(asked or []):
-            if column not in columns:
-                near = [c for c in columns if like(c)][:8]
-                have = f"the {option} columns they have: {', '.join(near)}" if near else f"they have no {option} column"
-                where = f"{len(tables)} epoch or pruning table(s)" if tables else "no epoch or pruning table"
-                problems.append((f"--{option} {column}", f"no input has column {column!r} ({where}; {have})"))
+            if column in columns:
+                continue
+            near = [c for c in columns if like(c)][:8]
+            if not tables:
+                have = ": the inputs hold no epoch or pruning table (metrics.csv, tradeoff.csv)"
+            elif near:
+                have = f"; the {option} columns of its {len(tables)} epoch or pruning table(s): {', '.join(near)}"
+            else:
+                have = f"; its {len(tables)} epoch or pruning table(s) have no {option} column"
+            problems.append((f"--{option} {column}", f"no input has column {column!r}{have}"))
     return problems
 
 
