@@ -29,7 +29,7 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
 MAX_KEY_ROWS = 12
 
 TINY_CAVEAT = (
-    "Caveat: a tiny random-weight model (config.tiny), which has learned nothing: these numbers check that the "
+    "A tiny random-weight model (config.tiny), which has learned nothing: these numbers check that the "
     'measurement runs. A "significant" result here is no bias it learned: random weights map different inputs '
     "differently, so a test can find an association whose size and sign are accidents of the initialisation "
     "(another seed gives others)."
@@ -73,7 +73,7 @@ def headline(results: Results, items: pd.DataFrame) -> list[Block]:
     text = suite_text(results.suite)
     blocks: list[Block] = []
     if text.measures:
-        blocks.append(Text(f"What it measures: {text.measures}"))
+        blocks.append(Text(text.measures, "What it measures:"))
     keys = key_metrics(results)
     if keys:
         blocks.append(key_table(results, keys[:MAX_KEY_ROWS]))
@@ -83,9 +83,9 @@ def headline(results: Results, items: pd.DataFrame) -> list[Block]:
     compared = [(test, sets[test]) for test in dict.fromkeys(k.rsplit("/", 1)[0] for k in keys[:MAX_KEY_ROWS]) if test in sets]  # fmt: skip
     if compared:
         described = "; ".join(f"{test}: X = {x}, Y = {y}, A = {a}, B = {b}" for test, (x, y, a, b) in compared)
-        blocks.append(Text(f"Sets compared: {described}."))
+        blocks.append(Text(f"{described}.", "Sets compared:"))
     if text.direction:
-        blocks.append(Text(f"Direction: {text.direction}"))
+        blocks.append(Text(text.direction, "Direction:"))
     if results.config.get("tiny"):
-        blocks.append(Text(TINY_CAVEAT))
+        blocks.append(Text(TINY_CAVEAT, "Caveat:"))
     return blocks

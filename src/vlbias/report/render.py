@@ -16,7 +16,10 @@ class Heading:
 
 @dataclass
 class Text:
+    """A paragraph; ``label`` (e.g. ``"Direction:"``), where given, leads it in bold."""
+
     text: str
+    label: str = ""
 
 
 @dataclass
@@ -66,7 +69,7 @@ def markdown(blocks: list[Block]) -> str:
         if isinstance(block, Heading):
             out.append(f"{'#' * block.level} {block.text}")
         elif isinstance(block, Text):
-            out.append(block.text)
+            out.append(f"**{block.label}** {block.text}" if block.label else block.text)
         elif isinstance(block, Table):
             lines = ["| " + " | ".join(map(_cell, block.headers)) + " |", "|" + " --- |" * len(block.headers)]
             lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in block.rows]
@@ -83,7 +86,8 @@ def page(title: str, blocks: list[Block]) -> str:
         if isinstance(block, Heading):
             body.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
         elif isinstance(block, Text):
-            body.append(f"<p>{html.escape(block.text)}</p>")
+            label = f"<strong>{html.escape(block.label)}</strong> " if block.label else ""
+            body.append(f"<p>{label}{html.escape(block.text)}</p>")
         elif isinstance(block, Table):
             head = "".join(f"<th>{html.escape(h)}</th>" for h in block.headers)
             rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in block.rows)
