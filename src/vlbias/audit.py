@@ -14,8 +14,12 @@ in the order given there (e.g. mmbias: ``embed``, else ``match``); the others ne
 **Data sets.** A data set is ``data_root`` itself when it holds a reader's expected file directly, else each of
 its immediate sub-folders that holds one (:data:`DATA_MARKERS`): ``textual_phrases.json`` (MMBias),
 ``VLStereoSet.csv`` (VLStereoSet), ``*.jsonl`` test specs at any depth (SEAT, Grounded-WEAT/SEAT; the root
-only with specs directly in it), ``annotations.csv`` (VL-Bias) and a folder named after an entity of the
-shipped entity-association spec (its image layout). A data set is named after its folder.
+only with specs directly in it), ``annotations.csv`` (VL-Bias), a folder named after an entity of the
+shipped entity-association spec (its image layout), and a caption file for ``retrieval_bias``: a Karpathy split
+JSON (``dataset_*.json``, e.g. ``dataset_coco.json``) or, where there is none, an ALBEF/LAVIS test-split
+annotation JSON (``*_test.json``, e.g. ``coco_karpathy_test.json``), its images under the file's folder unless
+``suite_options`` give ``image_root``. A data set is named after its folder (and its file, when a folder holds
+several).
 
 **Status** of each (suite, data set): ``measured``; ``not applicable`` (the model lacks the capability, or
 the suite reads no BiasWorld stimuli); ``data absent`` (no folder holds the suite's files, or its reader
@@ -75,21 +79,33 @@ QUICK_STATISTICS: dict[str, int] = {"n_permutations": 1_000, "n_bootstrap": 200}
 QUICK_OPTIONS: dict[str, dict] = {"counterbias": {"attack": {"steps": 3}}}
 
 
-def _holds_specs(folder: Path, root: Path) -> bool:
-    return any(folder.glob("*.jsonl")) or folder != root and any(folder.rglob("*.jsonl"))
+def _holds(name: str) -> Callable[[Path, Path], list[Path]]:
+    """The test of a folder holding the file ``name``: the folder is the data set."""
+    return lambda folder, root: [folder] if (folder / name).is_file() else []
 
 
-def _holds_entity_folders(folder: Path, root: Path) -> bool:
-    return any((folder / entity).is_dir() for entity in read_spec().entities)
+def _specs(folder: Path, root: Path) -> list[Path]:
+    held = any(folder.glob("*.jsonl")) or folder != root and any(folder.rglob("*.jsonl"))
+    return [folder] if held else []
 
 
-# suite -> (what its reader expects, the test of a folder given (folder, data root))
-DATA_MARKERS: dict[str, tuple[str, Callable[[Path, Path], bool]]] = {
-    "mmbias": (PHRASES_FILE, lambda folder, root: (folder / PHRASES_FILE).is_file()),
-    "vlstereoset": (CSV_NAME, lambda folder, root: (folder / CSV_NAME).is_file()),
-    "weat": ("*.jsonl test specs", _holds_specs),
-    "counterbias": (ANNOTATIONS, lambda folder, root: (folder / ANNOTATIONS).is_file()),
-    "entity_association": ("<entity>/<group>/ image folders", _holds_entity_folders),
+def _entity_folders(folder: Path, root: Path) -> list[Path]:
+    return [folder] if any((folder / entity).is_dir() for entity in read_spec().entities) else []
+
+
+def _caption_files(folder: Path, root: Path) -> list[Path]:
+    """Karpathy split files in ``folder``, else its ALBEF/LAVIS test-split files: each is a data set."""
+    return sorted(folder.glob("dataset_*.json")) or sorted(folder.glob("*_test.json"))
+
+
+# suite -> (what its reader expects, the data paths a folder holds for it, given (folder, data root))
+DATA_MARKERS: dict[str, tuple[str, Callable[[Path, Path], list[Path]]]] = {
+    "mmbias": (PHRASES_FILE, _holds(PHRASES_FILE)),
+    "vlstereoset": (CSV_NAME, _holds(CSV_NAME)),
+    "weat": ("*.jsonl test specs", _specs),
+    "counterbias": (ANNOTATIONS, _holds(ANNOTATIONS)),
+    "entity_association": ("<entity>/<group>/ image folders", _entity_folders),
+    "retrieval_bias": ("a Karpathy dataset_*.json or an ALBEF/LAVIS *_test.json caption file", _caption_files),
 }
 
 
@@ -107,15 +123,18 @@ class Entry:
 
 
 def find_datasets(suite: str, data_root: Path | None) -> list[tuple[str, Path]]:
-    """``(name, folder)`` of every data set under ``data_root`` that ``suite``'s reader can read (module docstring)."""
+    """``(name, path)`` of every data set under ``data_root`` that ``suite``'s reader can read (module docstring):
+    the folder, or the file in it that the suite reads."""
     if data_root is None or suite not in DATA_MARKERS:
         return []
-    _, holds = DATA_MARKERS[suite]
-    if holds(data_root, data_root):
-        return [(data_root.name, data_root)]
-    return [
-        (folder.name, folder) for folder in sorted(data_root.iterdir()) if folder.is_dir() and holds(folder, data_root)
-    ]
+    _, locate = DATA_MARKERS[suite]
+    at_root = locate(data_root, data_root)
+    folders = [data_root] if at_root else [f for f in sorted(data_root.iterdir()) if f.is_dir()]
+    found = []
+    for folder in folders:
+        paths = at_root if folder == data_root else locate(folder, data_root)
+        found += [(folder.name if len(paths) == 1 else f"{folder.name}-{path.stem}", path) for path in paths]
+    return found
 
 
 def probe_option(suite: str, adapter: ModelAdapter) -> dict | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import vlbias.audit
+from tests.data.corpus import write_karpathy_corpus
 from vlbias.audit import DATA_ABSENT, FAILED, MEASURED, NOT_APPLICABLE, audit, find_datasets
 from vlbias.cli import main
 from vlbias.data.biasworld_options import BiasWorldOptions
@@ -145,11 +146,44 @@ def test_data_sets_are_found_by_their_readers_files(tmp_path):
     (tmp_path / "vl" / "annotations.csv").write_text("image,concept,gender\n")
     (tmp_path / "entities" / "purse" / "female").mkdir(parents=True)
     (tmp_path / "empty").mkdir()
+    (tmp_path / "coco").mkdir()  # a Karpathy split file, and a LAVIS one that is then not a second data set
+    (tmp_path / "coco" / "dataset_coco.json").write_text("{}")
+    (tmp_path / "coco" / "coco_karpathy_test.json").write_text("[]")
+    (tmp_path / "flickr").mkdir()  # ALBEF/LAVIS split files: the test split is the data set
+    for split in ("train", "val", "test"):
+        (tmp_path / "flickr" / f"flickr30k_{split}.json").write_text("[]")
     found = {suite: [name for name, _ in find_datasets(suite, tmp_path)] for suite in vlbias.audit.DATA_MARKERS}
-    assert found == {"mmbias": ["mm"], "weat": ["specs"], "counterbias": ["vl"],
-                     "entity_association": ["entities"], "vlstereoset": []}  # fmt: skip
+    assert found == {"mmbias": ["mm"], "weat": ["specs"], "counterbias": ["vl"], "entity_association": ["entities"],
+                     "vlstereoset": [], "retrieval_bias": ["coco", "flickr"]}  # fmt: skip
+    assert find_datasets("retrieval_bias", tmp_path) == [
+        ("coco", tmp_path / "coco" / "dataset_coco.json"),
+        ("flickr", tmp_path / "flickr" / "flickr30k_test.json"),
+    ]  # the file the suite reads
+    (tmp_path / "coco" / "dataset_flickr30k.json").write_text("{}")  # two corpora in one folder: named by file
+    assert [name for name, _ in find_datasets("retrieval_bias", tmp_path / "coco")] == [
+        "coco-dataset_coco",
+        "coco-dataset_flickr30k",
+    ]
     assert find_datasets("mmbias", tmp_path / "mm") == [("mm", tmp_path / "mm")]  # the root itself
     assert find_datasets("weat", tmp_path / "specs") == [("coco", tmp_path / "specs" / "coco")]
+
+
+def test_retrieval_bias_measures_a_karpathy_caption_file_under_the_data_root(tmp_path):
+    corpus = tmp_path / "data" / "coco"
+    write_karpathy_corpus(corpus).rename(corpus / "dataset_coco.json")  # COCO's layout: val2014/ beside the file
+    (corpus / "images" / "val2014").rename(corpus / "val2014")
+    path = audit(
+        AuditOptions(model="clip", out=str(tmp_path / "out"), tiny=True, suites=["retrieval_bias"],
+                     data_root=str(tmp_path / "data"), suite_options={"retrieval_bias": {"k": [1]}},
+                     biasworld=BiasWorldOptions(eval_per_combination=2))
+    )  # fmt: skip
+    entries = {(e["suite"], e["dataset"]): e for e in json.loads(path.read_text())["entries"]}
+    assert set(entries) == {("retrieval_bias", "biasworld"), ("retrieval_bias", "coco")}  # no "data absent"
+    measured = entries[("retrieval_bias", "coco")]
+    assert measured["status"] == MEASURED, measured
+    results = read_results(tmp_path / "out" / measured["results"])
+    assert results.config["suite_config"]["data"]["data"] == str(corpus / "dataset_coco.json")
+    assert results.metrics["gallery/n_man"] == results.metrics["gallery/n_woman"] == 1  # the test split's 2 images
 
 
 def test_bad_input_is_one_clear_error(tmp_path, capsys):

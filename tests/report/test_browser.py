@@ -39,7 +39,7 @@ window.addEventListener("load", () => {
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    """A report of every kind of source: an association results file with skipped items (table, heatmap), a
+    """A report of every kind of source: an association results file with skipped items (tables, forest, heatmap), a
     training run's trade-off log (bias over epochs, bias against accuracy), a pruning summary and an audit."""
     root = tmp_path_factory.mktemp("sources")
     pairs = [("men", "women", "career", "family"), ("men", "women", "math", "arts"), ("young", "old", "pleasant", "unpleasant")]  # fmt: skip
@@ -122,7 +122,13 @@ def test_the_html_parses_and_every_table_has_the_rows_of_its_sources(report):
     assert pruning == [["t", "0.4", "0.1"]]
     (front,) = [rows for header, tables in by_header.items() if header[0] == "Pareto-optimal run" for rows in tables]
     assert [row[1] for row in front] == ["epoch 2", "epoch 1"]  # lower |bias| or higher accuracy than any other
-    assert len(page.images) == 3 and all((built.html.parent / name).is_file() for name in page.images)
+    (key,) = by_header[("key number", "value", "interval", "p", "p (Holm)")]  # no BH p-value in these results
+    assert key[0] == ["t0/effect_size", "0.6", "[0.1, 0.9]", "0.01", "0.03"]
+    (counts,) = by_header[("count", "value")]
+    assert counts == [["items measured", "3"], ["skipped (entries)", "3"]]
+    weat, mmbias = by_header[("name", "meaning")]  # the results file's suite; the logged and pruned effect sizes
+    assert [row[0] for row in weat] == [row[0] for row in mmbias] == ["effect_size"]
+    assert len(page.images) == 4 and all((built.html.parent / name).is_file() for name in page.images)
 
 
 def chromium(*arguments: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -142,7 +148,7 @@ def test_every_image_loads_without_console_errors_in_chromium(report, tmp_path):
     assert found, f"the page did not finish loading: {run.stdout[-500:]}"
     probe = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
     assert probe["problems"] == []
-    assert len(probe["images"]) == len(built.images) == 3
+    assert len(probe["images"]) == len(built.images) == 4
     for image in probe["images"]:
         with Image.open(copy / image["src"]) as png:
             assert image["complete"] and (image["width"], image["height"]) == png.size, image

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from vlbias.cli import main
-from vlbias.report.model_card import Change, ModelCard, card_text
+from vlbias.report.model_card import Change, ModelCard, card_text, training_card
 from vlbias.results import is_count, read_results
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,3 +104,11 @@ def test_base_model_is_named_only_for_a_hub_checkpoint(tmp_path):
     assert "base_model" not in front_matter(card_text(card(str(tmp_path))))
     assert section_rows(hub, "Bias before and after")["d"] == ["0.5", "[0.2, 0.8]", "0.1", "n/a"]
     assert "None recorded at export." in hub.split("## Accuracy before and after", 1)[1]
+
+
+def test_a_fit_card_leaves_out_and_names_cells_of_metrics_csv_that_are_not_numbers(tmp_path):
+    (tmp_path / "metrics.csv").write_text("epoch,step,val/accuracy\n0,5,0.5\n1,10,n/a\n2,15,0.75\n")
+    card = training_card(tmp_path, "Quickstart", {"model": "clip", "tiny": True, "seed": 0}, {})
+    assert [(c.name, c.before, c.after) for c in card.accuracy] == [("val/accuracy", 0.5, 0.75)]
+    left_out = "(metrics.csv column 'val/accuracy': 1 cell(s) not a finite number, left out: 'n/a' (line 3))"
+    assert card.sources == [left_out, "metrics.csv"]

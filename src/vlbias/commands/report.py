@@ -36,5 +36,5 @@ def main(argv: Sequence[str]) -> None:
     report = build_report(**values)
     print(f"wrote {report.html}, {report.markdown} and {len(report.images)} figures")
     if report.problems:
-        reasons = "; ".join(f"{path}: {reason}" for path, reason in report.problems)
-        raise SchemaError(f"{len(report.problems)} input file(s) could not be read and are left out: {reasons}")
+        reasons = "; ".join(f"{where}: {reason}" for where, reason in report.problems)
+        raise SchemaError(f"{len(report.problems)} problem(s) with the inputs, left out of the report: {reasons}")

@@ -1,10 +1,14 @@
 """``vlbias report``: read runs and results (:mod:`vlbias.report.sources`), write ``<out>/index.html`` and
 ``<out>/report.md`` with PNG figures beside them. Recomputes nothing: every number is one a results file,
-a CSV log or a pruning summary holds."""
+a CSV log or a pruning summary holds.
+
+The report opens with the problems met in its inputs (a file that cannot be read, cells that are not finite
+numbers, a column asked for that no input has), then an audit's table, bias over epochs, bias against accuracy,
+pruning, one section per results file (:mod:`vlbias.report.results_section`), and a glossary of every metric
+name it shows (:mod:`vlbias.report.glossary`)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,20 +19,23 @@ import pandas as pd
 import vlbias
 from vlbias.atomic import atomic_write
 from vlbias.report import plots
-from vlbias.report.render import Block, Heading, Image, Table, Text, markdown, page
+from vlbias.report.glossary import entries, undefined
+from vlbias.report.render import Block, Figures, Heading, Table, Text, markdown, page
+from vlbias.report.results_section import results_section
 from vlbias.report.sources import Run, read_sources
-from vlbias.report.tables import METRIC_HEADERS, association_tables, metric_rows, number, skipped_rows
+from vlbias.report.tables import number
 from vlbias.results import ensure_writable, logged_bias_keys
 
 
 @dataclass
 class Report:
-    """What :func:`build_report` wrote, and the input files it could not read (``(path, reason)``)."""
+    """What :func:`build_report` wrote, and the problems with its inputs as ``(file or option, reason)``: files it
+    could not read, cells it left out, columns asked for that no input has."""
 
     html: Path
     markdown: Path
     images: list[Path]
-    problems: list[tuple[Path, str]]
+    problems: list[tuple[str, str]]
 
 
 def build_report(
@@ -52,7 +59,16 @@ def build_report(
     bias = [bias] if isinstance(bias, str) else bias
     sources = read_sources(list(inputs))
     out = ensure_writable(out)
-    figures: dict[str, bytes] = {}
+    figures = Figures()
+    problems = sources.problems + _missing_columns(sources.runs, accuracy, bias)
+    sections = [
+        *_audit_section(sources.runs),
+        *_epoch_section(sources.runs, figures),
+        *_tradeoff_section(sources.runs, figures, accuracy, bias),
+        *_pruning_section(sources.runs),
+        *_results_section(sources.runs, figures),
+        *_glossary_section(sources.runs),
+    ]
     blocks: list[Block] = [
         Heading("vlbias report", 1),
         Text(
@@ -60,34 +76,43 @@ def build_report(
             f"Written {datetime.now(UTC).isoformat(timespec='seconds')} by vlbias {vlbias.__version__}."
         ),
     ]
-    if sources.problems:
-        blocks += [
-            Heading("Files not read"),
-            Table(["file", "reason"], [[str(path), reason] for path, reason in sources.problems]),
-        ]
-    blocks += _audit_section(sources.runs)
-    blocks += _epoch_section(sources.runs, figures)
-    blocks += _tradeoff_section(sources.runs, figures, accuracy, bias)
-    blocks += _pruning_section(sources.runs)
-    blocks += _results_section(sources.runs, figures)
+    if problems:
+        blocks += [Heading("Problems with the inputs"), Table(["input", "problem"], [list(p) for p in problems])]
+    blocks += sections
     images = []
-    for name, png in figures.items():
+    for name, png in figures.files.items():
         atomic_write(out / name, lambda handle, png=png: handle.write(png))
         images.append(out / name)
     report_md, index = out / "report.md", out / "index.html"
     atomic_write(report_md, lambda handle: handle.write(markdown(blocks).encode()))
     atomic_write(index, lambda handle: handle.write(page("vlbias report", blocks).encode()))
-    return Report(html=index, markdown=report_md, images=images, problems=sources.problems)
+    return Report(html=index, markdown=report_md, images=images, problems=problems)
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
+def _missing_columns(
+    runs: list[Run], accuracy: Sequence[str] | None, bias: Sequence[str] | None
+) -> list[tuple[str, str]]:
+    """A problem for each column of ``accuracy`` and ``bias`` (the options) that no epoch or pruning table has."""
+    tables = [table for _, _, table in _point_tables(runs)]
+    columns = list(dict.fromkeys(c for table in tables for c in table.columns))
+    problems = []
+    for option, asked, like in (("accuracy", accuracy, lambda c: "accuracy" in c), ("bias", bias, _is_bias_column)):
+        for column in dict.fromkeys(asked or []):
+            if column in columns:
+                continue
+            near = [c for c in columns if like(c)][:8]
+            if not tables:
+                have = ": the inputs hold no epoch or pruning table (metrics.csv, tradeoff.csv)"
+            elif near:
+                have = f"; the {option} columns of its {len(tables)} epoch or pruning table(s): {', '.join(near)}"
+            else:
+                have = f"; its {len(tables)} epoch or pruning table(s) have no {option} column"
+            problems.append((f"--{option} {column}", f"no input has column {column!r}{have}"))
+    return problems
 
 
-def _figure(figures: dict[str, bytes], stem: str, png: bytes, alt: str) -> Image:
-    name = f"{len(figures):02d}_{_slug(stem)[:80]}.png"
-    figures[name] = png
-    return Image(name, alt)
+def _is_bias_column(column: str) -> bool:
+    return column in logged_bias_keys([column]) or column.endswith("/effect_size")
 
 
 def _audit_section(runs: list[Run]) -> list[Block]:
@@ -111,7 +136,7 @@ def _options(options: dict | None) -> str:
     return ", ".join(f"{key}={value}" for key, value in (options or {}).items())
 
 
-def _epoch_section(runs: list[Run], figures: dict[str, bytes]) -> list[Block]:
+def _epoch_section(runs: list[Run], figures: Figures) -> list[Block]:
     tables = {run.name: run.epochs for run in runs if run.epochs is not None}
     keys = list(dict.fromkeys(key for table in tables.values() for key in logged_bias_keys(table.columns)))
     if not keys:
@@ -119,7 +144,7 @@ def _epoch_section(runs: list[Run], figures: dict[str, bytes]) -> list[Block]:
     blocks: list[Block] = [Heading("Bias over epochs"), Text("Shaded: the interval logged with each value.")]
     for key in keys:
         having = {name: table for name, table in tables.items() if key in table and table[key].notna().any()}
-        blocks.append(_figure(figures, f"epochs_{key}", plots.metric_over_epochs(key, having), key))
+        blocks.append(figures.add(f"epochs_{key}", plots.metric_over_epochs(key, having), key))
     return blocks
 
 
@@ -135,7 +160,7 @@ def _points(tables: list[tuple[str, str, pd.DataFrame]], bias: str, accuracy: st
     points = []
     for name, at, table in tables:
         if {bias, accuracy} <= set(table.columns):
-            rows = table.dropna(subset=[bias, accuracy])
+            rows = table.dropna(subset=[at, bias, accuracy])
             labels = [f"{at} {int(value)}" for value in rows[at]]
             points.append(pd.DataFrame({"run": name, "at": labels, "bias": rows[bias], "accuracy": rows[accuracy]}))
     points = [frame for frame in points if len(frame)]
@@ -150,7 +175,7 @@ def _bias_columns(at: str, table: pd.DataFrame) -> list[str]:
 
 
 def _tradeoff_section(
-    runs: list[Run], figures: dict[str, bytes], accuracy: Sequence[str] | None, bias: Sequence[str] | None
+    runs: list[Run], figures: Figures, accuracy: Sequence[str] | None, bias: Sequence[str] | None
 ) -> list[Block]:
     tables = _point_tables(runs)
     columns = list(dict.fromkeys(c for _, _, table in tables for c in table.columns))
@@ -165,7 +190,7 @@ def _tradeoff_section(
                 continue
             frame = plots.with_front(points)
             png = plots.bias_vs_accuracy(frame, bias_key, accuracy_key)
-            blocks.append(_figure(figures, f"tradeoff_{bias_key}_{accuracy_key}", png, f"{bias_key} vs {accuracy_key}"))
+            blocks.append(figures.add(f"tradeoff_{bias_key}_{accuracy_key}", png, f"{bias_key} vs {accuracy_key}"))
             front = frame[frame["front"]].sort_values("abs_bias")
             rows = [[r.run, r.at, number(r.bias), number(r.accuracy)] for r in front.itertuples()]
             blocks.append(Table(["Pareto-optimal run", "at", bias_key, accuracy_key], rows))
@@ -196,31 +221,46 @@ def _pruning_section(runs: list[Run]) -> list[Block]:
     return [Heading("Pruning"), *blocks] if blocks else []
 
 
-def _results_section(runs: list[Run], figures: dict[str, bytes]) -> list[Block]:
+def _results_section(runs: list[Run], figures: Figures) -> list[Block]:
     blocks: list[Block] = []
     for run in runs:
         for entry in run.results:
-            results = entry.results
-            where = entry.path.relative_to(run.path).as_posix()
-            blocks += [
-                Heading(f"{run.name}: {results.suite} ({where})", 3),
-                Text(
-                    f"Model {results.model}, checkpoint {results.checkpoint}, seed {results.seed}, "
-                    f"{results.n_items} items measured, {len(results.skipped)} skipped; vlbias "
-                    f"{results.vlbias_version}, commit {results.git_commit}, created {results.created}."
-                ),
-                Table(METRIC_HEADERS, metric_rows(results)),
-            ]
-            for kind, table in association_tables(entry.items).items():
-                title = f"{run.name}: {results.suite} {kind} effect sizes".replace("  ", " ")
-                blocks.append(
-                    _figure(
-                        figures,
-                        f"heatmap_{run.name}_{results.suite}_{kind}",
-                        plots.effect_size_heatmap(table, title),
-                        title,
-                    )
-                )
-            if results.skipped:
-                blocks.append(Table(["skipped because", "scope", "items", "examples"], skipped_rows(results)))
+            blocks += results_section(run.name, entry, entry.path.relative_to(run.path).as_posix(), figures)
     return [Heading("Results"), *blocks] if blocks else []
+
+
+def shown_names(runs: list[Run]) -> dict[str, list[str]]:
+    """``{suite: [metric name, ...]}`` of every name the report shows: the results' metrics (counts included), the
+    logged ``bias/<suite>/<metric>`` columns of the epoch tables, and the pruning tests' effect sizes (the
+    ``mmbias`` suite's tests)."""
+    shown: dict[str, dict[str, None]] = {}
+    for run in runs:
+        for entry in run.results:
+            shown.setdefault(entry.results.suite, {}).update(dict.fromkeys(entry.results.metrics))
+        if run.epochs is not None:
+            for key in logged_bias_keys(run.epochs.columns):
+                _, suite, metric = key.split("/", 2)
+                shown.setdefault(suite, {})[metric] = None
+        pruned = [c for c in run.pruning.columns if c.endswith("/effect_size")] if run.pruning is not None else []
+        pruned += [f"{test}/effect_size" for test in (run.prune or {}).get("effect_sizes_before", {})]
+        shown.setdefault("mmbias", {}).update(dict.fromkeys(pruned))
+    return {suite: list(names) for suite, names in shown.items() if names}
+
+
+def _glossary_section(runs: list[Run]) -> list[Block]:
+    """Per suite, the glossary entry of every term the names shown use, and the names without one."""
+    blocks: list[Block] = []
+    for suite, names in sorted(shown_names(runs).items()):
+        used, missing = entries(suite, names), undefined(suite, names)
+        blocks.append(Heading(suite, 3))
+        if used:
+            blocks.append(Table(["name", "meaning"], [[", ".join(terms), text] for terms, text in used.items()]))
+        if missing:
+            blocks.append(Text(f"No glossary entry (not a suite name, or a name its docstring does not define): {', '.join(missing)}."))  # fmt: skip
+    if not blocks:
+        return []
+    intro = Text(
+        "What each name above means, from the suites' docstrings (the API reference shows the same text). A name "
+        "is made of these terms and of the names of tests, groups and targets, e.g. group/<group>/max_skew@10."
+    )
+    return [Heading("Glossary"), intro, *blocks]

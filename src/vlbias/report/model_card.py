@@ -27,7 +27,7 @@ import vlbias
 from vlbias.atomic import atomic_write
 from vlbias.errors import SchemaError
 from vlbias.report.render import Heading, Table, Text, markdown
-from vlbias.report.sources import epoch_table
+from vlbias.report.sources import epoch_table, read_numeric_csv
 from vlbias.report.tables import number
 from vlbias.results import is_count, read_results
 
@@ -221,14 +221,17 @@ def training_card(run_dir: str | Path, method: str, hparams: dict, data: dict) -
     run_dir = Path(run_dir)
     by_epoch = _epoch_results(run_dir)
     metrics_csv = run_dir / "metrics.csv"
-    table = epoch_table(pd.read_csv(metrics_csv), metrics_csv) if metrics_csv.is_file() else None
+    table, left_out = None, []
+    if metrics_csv.is_file():  # cells that are not finite numbers are left out and named among the sources
+        read, left_out = read_numeric_csv(metrics_csv)
+        table = epoch_table(read, metrics_csv)
     epochs = None
     if by_epoch:
         epochs = (min(by_epoch), max(by_epoch))
     elif table is not None and len(table):
         epochs = (int(table["epoch"].iloc[0]), int(table["epoch"].iloc[-1]))
     bias: list[Change] = []
-    sources: list[str] = []
+    sources: list[str] = [f"(metrics.csv {problem})" for problem in left_out]
     if by_epoch:
         try:
             bias = _bias_changes(by_epoch[epochs[0]], by_epoch[epochs[1]])

@@ -68,7 +68,8 @@ def with_front(points: pd.DataFrame) -> pd.DataFrame:
 
 def effect_size_heatmap(table: pd.DataFrame, title: str) -> bytes:
     """A heatmap of ``table`` (rows: target pairs, columns: attribute pairs, values: effect sizes), each cell
-    labelled with its value; a diverging scale centred on 0."""
+    labelled with its value; a diverging scale centred on 0. The report draws one only when the table has at
+    least two rows and two columns (a forest plot shows a single row or column better)."""
     values = table.to_numpy(dtype=float)
     limit = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
     figure = _figure(max(4.0, 1.4 * table.shape[1] + 3), max(2.5, 0.5 * table.shape[0] + 1.5))
@@ -82,4 +83,54 @@ def effect_size_heatmap(table: pd.DataFrame, title: str) -> bytes:
             axes.text(column, row, f"{value:+.2f}", ha="center", va="center", fontsize=8, color="w" if dark else "k")
     figure.colorbar(image, ax=axes, label="effect size")
     axes.set_title(title, fontsize=9)
+    return _png(figure)
+
+
+def forest(rows: list[tuple[str, float, float | None, float | None, str]], xlabel: str, title: str) -> bytes:
+    """A forest plot: one line per ``(label, value, low, high, note)``, the value as a dot and its interval as a
+    bar (none where ``low`` or ``high`` is ``None``), ``note`` (e.g. the adjusted p-value) written at the right;
+    a vertical line at 0."""
+    figure = _figure(7.0, max(1.6, 0.42 * len(rows) + 1.0))
+    axes = figure.subplots()
+    ys = np.arange(len(rows))[::-1]
+    for y, (_, value, low, high, _) in zip(ys, rows, strict=True):
+        if low is not None and high is not None:
+            axes.plot([low, high], [y, y], color="#1f77b4", linewidth=2)
+        axes.plot([value], [y], "o", color="#1f77b4")
+    axes.axvline(0, color="grey", linewidth=0.8)
+    axes.set_yticks(ys, [row[0] for row in rows], fontsize=8)
+    axes.set_ylim(-0.7, len(rows) - 0.3)
+    notes = axes.secondary_yaxis("right")
+    notes.set_yticks(ys, [row[4] for row in rows], fontsize=8)
+    notes.tick_params(length=0)
+    axes.set_xlabel(xlabel, fontsize=8)
+    axes.set_title(title, fontsize=9)
+    return _png(figure)
+
+
+def grouped_bars(values: pd.DataFrame, low: pd.DataFrame, high: pd.DataFrame, ylabel: str, title: str) -> bytes:
+    """Bars of ``values`` (index: the groups, on the x axis; columns: the series, one colour each), with the
+    ``low``–``high`` interval as error bars where both are finite; a horizontal line at 0."""
+    n_groups, n_series = values.shape
+    width = 0.8 / n_series
+    figure = _figure(min(11.0, max(4.0, 0.4 * n_groups * n_series + 2.0)), 3.6)
+    axes = figure.subplots()
+    x = np.arange(n_groups)
+    for i, series in enumerate(values.columns):
+        heights = values[series].to_numpy(dtype=float)
+        errors = np.vstack([heights - low[series].to_numpy(dtype=float), high[series].to_numpy(dtype=float) - heights])
+        shown = errors if np.isfinite(errors).any() else None  # NaN where a bar has no interval: nothing drawn
+        axes.bar(x + (i - (n_series - 1) / 2) * width, heights, width, yerr=shown, capsize=3, label=str(series))
+    axes.axhline(0, color="grey", linewidth=0.8)
+    axes.set_xticks(
+        x,
+        [str(group) for group in values.index],
+        rotation=30 if n_groups > 4 else 0,
+        ha="right" if n_groups > 4 else "center",
+        fontsize=8,
+    )
+    axes.set_ylabel(ylabel, fontsize=8)
+    axes.set_title(title, fontsize=9)
+    if n_series > 1:
+        axes.legend(fontsize=7)
     return _png(figure)

@@ -4,7 +4,8 @@ no scripts, no network)."""
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -15,7 +16,10 @@ class Heading:
 
 @dataclass
 class Text:
+    """A paragraph; ``label`` (e.g. ``"Direction:"``), where given, leads it in bold."""
+
     text: str
+    label: str = ""
 
 
 @dataclass
@@ -31,6 +35,20 @@ class Image:
 
 
 Block = Heading | Text | Table | Image
+
+
+@dataclass
+class Figures:
+    """The PNG files of a report, by file name, in the order they were added."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    def add(self, stem: str, png: bytes, alt: str) -> Image:
+        """Keep ``png`` as ``NN_<stem>.png`` (``stem`` made file-name safe) and return its :class:`Image` block."""
+        name = f"{len(self.files):02d}_{re.sub(r'[^A-Za-z0-9._-]+', '_', stem).strip('_')[:80]}.png"
+        self.files[name] = png
+        return Image(name, alt)
+
 
 STYLE = (
     "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
@@ -51,7 +69,7 @@ def markdown(blocks: list[Block]) -> str:
         if isinstance(block, Heading):
             out.append(f"{'#' * block.level} {block.text}")
         elif isinstance(block, Text):
-            out.append(block.text)
+            out.append(f"**{block.label}** {block.text}" if block.label else block.text)
         elif isinstance(block, Table):
             lines = ["| " + " | ".join(map(_cell, block.headers)) + " |", "|" + " --- |" * len(block.headers)]
             lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in block.rows]
@@ -68,7 +86,8 @@ def page(title: str, blocks: list[Block]) -> str:
         if isinstance(block, Heading):
             body.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
         elif isinstance(block, Text):
-            body.append(f"<p>{html.escape(block.text)}</p>")
+            label = f"<strong>{html.escape(block.label)}</strong> " if block.label else ""
+            body.append(f"<p>{label}{html.escape(block.text)}</p>")
         elif isinstance(block, Table):
             head = "".join(f"<th>{html.escape(h)}</th>" for h in block.headers)
             rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in block.rows)

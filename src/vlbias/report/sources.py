@@ -7,8 +7,10 @@ results file (``<suite>.json`` with ``<suite>.items.parquet`` beside it) belongs
 above it, else to its own directory. Per-epoch copies (``epoch=NNN/``) are left out:
 the epochs are shown from ``metrics.csv``/``tradeoff.csv``. Nothing is recomputed.
 
-A file that cannot be read is recorded in :attr:`Sources.problems` (path and reason) and the rest is read;
-a path that does not exist, or inputs holding nothing to report, raise :class:`~vlbias.errors.InputError`.
+A file that cannot be read is recorded in :attr:`Sources.problems` (path and reason) and the rest is read; so is
+each column of a CSV table holding a cell that is not a finite number (:func:`read_numeric_csv`: the cells are
+named and left out). A path that does not exist, or inputs holding nothing to report, raise
+:class:`~vlbias.errors.InputError`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from vlbias.errors import InputError, SchemaError
@@ -24,6 +27,8 @@ from vlbias.results import Results, read_items, read_results
 
 RUN_MARKERS = ("metrics.csv", "tradeoff.csv", "prune.json", "audit.json")
 AUDIT_FIELDS = ("suite", "dataset", "status", "reason")
+#: The fields of a ``prune.json`` that a report reads as ``{name: number}`` objects.
+PRUNE_NUMBERS = ("effect_sizes_before", "effect_sizes_after", "zero_shot_accuracy")
 
 
 @dataclass
@@ -52,16 +57,16 @@ class Run:
 
 @dataclass
 class Sources:
-    """The runs read, and the files that could not be read as ``(path, reason)``."""
+    """The runs read, and what could not be read as ``(file, reason)``."""
 
     runs: list[Run]
-    problems: list[tuple[Path, str]]
+    problems: list[tuple[str, str]]
 
 
 def read_sources(inputs: list[str | Path]) -> Sources:
     """Read every run under ``inputs`` (run directories, directories of runs, or results JSON files)."""
     runs: dict[Path, Run] = {}
-    problems: list[tuple[Path, str]] = []
+    problems: list[tuple[str, str]] = []
     for given in map(Path, inputs):
         if not given.exists():
             raise InputError(f"Report input {str(given)!r} does not exist.")
@@ -74,11 +79,11 @@ def read_sources(inputs: list[str | Path]) -> Sources:
                 name = owner.relative_to(root.parent).as_posix() if owner != root.parent else owner.name
                 run = runs[owner] = Run(name=name or str(owner), path=owner)
             try:
-                _read_into(run, path)
+                problems += [(str(path), cells) for cells in _read_into(run, path)]
             except (SchemaError, InputError) as err:
-                problems.append((path, str(err)))
+                problems.append((str(path), str(err)))
             except (OSError, ValueError, pd.errors.ParserError) as err:
-                problems.append((path, f"cannot be read: {err}"))
+                problems.append((str(path), f"cannot be read: {err}"))
     found = [
         run
         for run in runs.values()
@@ -119,24 +124,69 @@ def _owner(path: Path, root: Path) -> Path:
     return path.parent
 
 
-def _read_into(run: Run, path: Path) -> None:
-    if path.name == "metrics.csv":
-        run.epochs = _merge_epochs(run.epochs, epoch_table(pd.read_csv(path), path))
-    elif path.name == "tradeoff.csv":
-        table = pd.read_csv(path)
-        if "n_removed" in table.columns:
+def _read_into(run: Run, path: Path) -> list[str]:
+    """Read ``path`` into ``run``; return the problems of its cells (a CSV table's columns with cells left out)."""
+    if path.name in ("metrics.csv", "tradeoff.csv"):
+        table, problems = read_numeric_csv(path)
+        if path.name == "metrics.csv":
+            run.epochs = _merge_epochs(run.epochs, epoch_table(table, path))
+        elif "n_removed" in table.columns:
             run.pruning = table
         else:
             run.epochs = _merge_epochs(epoch_table(table, path), run.epochs)
-    elif path.name == "prune.json":
-        try:
-            run.prune = json.loads(path.read_text())
-        except json.JSONDecodeError as err:
-            raise InputError(f"Pruning summary {str(path)!r} is not valid JSON: {err}.") from err
+        return problems
+    if path.name == "prune.json":
+        run.prune = prune_summary(path)
     elif path.name == "audit.json":
         run.audit = audit_entries(path)
     else:
         run.results.append(ResultsFile(path, read_results(path), read_items(path)))
+    return []
+
+
+def read_numeric_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
+    """The CSV table at ``path`` with every column numeric, and one problem per column that held a cell that is not
+    a finite number (text such as ``n/a``, or ``nan``, ``inf``): those cells are named (value and line) and left
+    out, as missing values. An empty cell is a missing value, not a problem: a CSV logger leaves the columns a row
+    does not log empty."""
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    columns, problems = {}, []
+    for column in raw.columns:
+        text = raw[column].str.strip()
+        values = pd.to_numeric(text.where(text != ""), errors="coerce").astype(float)
+        bad = (text != "") & ~np.isfinite(values)
+        if bad.any():
+            cells = ", ".join(f"{text[i]!r} (line {i + 2})" for i in bad[bad].index[:3])
+            more = f" and {int(bad.sum()) - 3} more" if bad.sum() > 3 else ""
+            problems.append(f"column {column!r}: {int(bad.sum())} cell(s) not a finite number, left out: {cells}{more}")
+            values = values.where(~bad)
+        columns[column] = values
+    return pd.DataFrame(columns, index=raw.index), problems
+
+
+def prune_summary(path: Path) -> dict:
+    """A ``prune.json``: a JSON object whose :data:`PRUNE_NUMBERS` fields, where present, map names to numbers."""
+    try:
+        summary = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise InputError(f"Pruning summary {str(path)!r} is not valid JSON: {err}.") from err
+    if not isinstance(summary, dict):
+        raise InputError(
+            f"Pruning summary {str(path)!r}: expected a JSON object (as `vlbias prune` writes) but got a JSON "
+            f"{type(summary).__name__}: {json.dumps(summary)[:100]}."
+        )
+    for name in PRUNE_NUMBERS:
+        value = summary.get(name, {})
+        if not isinstance(value, dict) or not all(_is_number(v) for v in value.values()):
+            raise InputError(
+                f"Pruning summary {str(path)!r}: expected field `{name}` to be an object of numbers but got "
+                f"{json.dumps(value)[:200]}."
+            )
+    return summary
+
+
+def _is_number(value: object) -> bool:
+    return value is None or isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def audit_entries(path: Path) -> list[dict]:

@@ -1,5 +1,6 @@
-"""The report's tables, built from results as they are: metrics with intervals and p-values, skipped items
-by reason, effect sizes per target pair × attribute pair."""
+"""The report's tables, built from results as they are: metrics with intervals and p-values, counts, skipped items
+by reason, effect sizes per target pair × attribute pair. A count (:func:`~vlbias.results.is_count`) is never in
+a metrics table: counts have a table of their own, without intervals."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from collections import Counter
 
 import pandas as pd
 
-from vlbias.results import Results
+from vlbias.results import Results, is_count
 
 METRIC_HEADERS = ["metric", "value", "CI low", "CI high", "p", "p (Holm)", "p (BH)"]
+COUNT_HEADERS = ["count", "value"]
 ASSOCIATION_COLUMNS = {"x", "y", "a", "b", "effect_size"}
+P_SUFFIXES = ("", "@holm", "@bh")  # raw, Holm, Benjamini–Hochberg: the suites store them under these keys
 
 
 def number(value: float | None) -> str:
@@ -21,15 +24,41 @@ def number(value: float | None) -> str:
     return f"{value:.4g}"
 
 
+def present(value: float | None) -> str:
+    """:func:`number` of a value that may be absent (an interval or p-value a metric does not have): ``""``."""
+    return "" if value is None else number(value)
+
+
+def measures(results: Results) -> list[str]:
+    """The metric names of ``results`` that measure something (not counts), in the results' order."""
+    return [metric for metric in results.metrics if not is_count(metric)]
+
+
+def metric_row(results: Results, metric: str) -> list[str]:
+    """``metric``: value, interval and raw / Holm / Benjamini–Hochberg p-values; ``""`` where it has none."""
+    low, high = results.intervals.get(metric, (None, None))
+    p_values = [results.p_values.get(metric + suffix) for suffix in P_SUFFIXES]
+    return [metric, number(results.metrics[metric]), present(low), present(high), *map(present, p_values)]
+
+
 def metric_rows(results: Results) -> list[list[str]]:
-    """One row per metric: value, interval, raw / Holm / Benjamini–Hochberg p-values (the suites store the
-    adjusted ones under ``<metric>@holm`` and ``<metric>@bh``)."""
-    rows = []
+    """One :func:`metric_row` per measure (not the counts)."""
+    return [metric_row(results, metric) for metric in measures(results)]
+
+
+def count_rows(results: Results) -> tuple[list[list[str]], list[str]]:
+    """The counts: rows ``[name, value]`` for the items measured, the skipped entries and every count metric that
+    is not 0, and the names of the count metrics that are 0."""
+    rows = [["items measured", str(results.n_items)], ["skipped (entries)", str(len(results.skipped))]]
+    zero = []
     for metric, value in results.metrics.items():
-        low, high = results.intervals.get(metric, (None, None))
-        p = [results.p_values.get(metric + suffix) for suffix in ("", "@holm", "@bh")]
-        rows.append([metric, *map(number, (value, low, high, *p))])
-    return rows
+        if not is_count(metric):
+            continue
+        if value == 0:
+            zero.append(metric)
+        else:
+            rows.append([metric, f"{value:.0f}" if float(value).is_integer() else number(value)])
+    return rows, zero
 
 
 def skipped_rows(results: Results) -> list[list[str]]:
@@ -42,6 +71,14 @@ def skipped_rows(results: Results) -> list[list[str]]:
         [reason, scope, str(count), ", ".join(groups[(reason, scope)][:3])]
         for (reason, scope), count in counts.most_common()
     ]
+
+
+def association_sets(items: pd.DataFrame) -> dict[str, tuple[str, str, str, str]]:
+    """``{test: (X, Y, A, B)}``, the sets of each association test of an item table (empty for other suites)."""
+    if not ASSOCIATION_COLUMNS | {"test"} <= set(items.columns):
+        return {}
+    tests = items.dropna(subset=["effect_size"])
+    return {str(row.test): (str(row.x), str(row.y), str(row.a), str(row.b)) for row in tests.itertuples()}
 
 
 def association_tables(items: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -14,15 +14,8 @@ For each image with a target concept T (an activity or occupation) and a bias co
   positive toward B0) and the mean absolute bias in percent (Table 2), through
   :class:`~vlbias.metrics.counterbias.CounterBiasScore`.
 
-Metrics: ``<group>/<measure>/<template>`` and ``<group>/<measure>/avg`` (Table 2, in percent;
-Table 3 for ``B@L_log``, a plain log-probability difference), ``<group>/<target>/<measure>``
-(bias(T) averaged over templates, a plain probability difference, not in percent),
-``n_excluded/<measure>`` (item-template pairs whose bias-probability change was below
-``min_bias_change``), ``attack_success_rate`` (attacked images whose most likely bias concept
-is B' after the attack, which includes images the model already read as B'),
-``n_attack_failed``, ``n_counterfactual_before_attack`` (attacked images already read as B'),
-``n_skipped``, ``n_skipped/<kind>`` and ``n_truncated``. Measures: ``B@V-L``, ``B@V``, ``B@L``, ``B@L_log`` and
-``B@L_log/<baseline>``.
+Metrics (named and defined in the Glossary below): per concept group, Table 2's summaries, bias(T) per
+target, exclusions, the attack's success and the counts.
 
 Intervals (percentile bootstrap over each target's images) for ``<group>/<measure>/<template>``,
 ``<group>/<measure>/avg`` and ``<group>/<target>/<measure>``, and p-values of a sign-flip test of
@@ -53,6 +46,39 @@ of its template. The captions always hold a mask token, so none is ``empty`` or 
 Target probabilities are normalised over the group's target concepts (``"concepts"``, what
 the authors' released code does) or are the masked-word probability over the whole vocabulary
 (``"vocabulary"``); likewise for the bias concepts. Both choices are recorded in the results.
+
+Measures:
+    How much a masked-word model's belief in a target concept T (an activity or occupation: "cooking") depends on
+    the gender it sees: the change in P(T) when the evidence for the bias concept B (man, woman) is taken away,
+    from the image (a targeted attack), the text (the gender words swapped) or both, relative to the change in P(B).
+
+Direction:
+    A target's bias(T) (``<group>/<target>/<measure>``) above 0 means T leans toward ``b0`` (``man`` by default):
+    taking away the evidence for ``b0`` lowers P(T); below 0 it leans toward the other bias concept. The Table 2
+    summaries (``<group>/<measure>/<template>`` and ``.../avg``) average |bias(T)| and have no direction: 0 is no
+    bias.
+
+Glossary:
+    * ``B@V-L``, ``B@V``, ``B@L``, ``B@L_log``: the measures: bias_V-L (Eq. 6, image and text counterfactual
+      together), bias_V (Eq. 9, image only), bias_L (Eq. 11, text only) and the language bias of Eq. 13 (text only, no
+      image, log-probabilities; ``B@L_log/<baseline>`` of a text-only baseline model). ``<group>/<target>/<measure>``
+      is bias(T) (Eq. 7) averaged over the templates, not in %, with a two-sided sign-flip p-value of bias(T) = 0
+      adjusted over the group's targets (image measures only).
+    * ``Sw/O``, ``Sw/``, ``Pw/O``, ``Pw/``: ``<group>/<measure>/<template>``: Table 2's mean over the group's targets
+      of |bias(T)| with one caption template, in % (at least 0; above 100 when P(B) moves little; B@L_log: Table 3's
+      log-probability difference, not in %). The templates are a sentence (S) or a phrase (P), without (``/O``) or
+      with (``/``) the photo named: "The man is [MASK]", ..., "A photo of a man who is [MASK]".
+    * ``avg``: ``<group>/<measure>/avg``: the mean of the templates' values.
+    * ``attack_success_rate``: the share of attacked images whose most likely bias concept after the attack is the
+      counterfactual one (images the model already read that way included); only those enter the measures.
+    * ``n_excluded``: ``n_excluded/<measure>``: item-template pairs left out because P(B) moved less than
+      ``min_bias_change``.
+    * ``n_attack_failed``: attacked images still read as their own bias concept.
+    * ``n_counterfactual_before_attack``: attacked images the model already read as the counterfactual concept.
+    * ``n_skipped``: items skipped, in all and by kind (``n_skipped/<kind>``: ``no_gender``,
+      ``unknown_bias_concept``, ``bias_word_unusable``, ``target_word_unusable``, ``image``, ``attack_failed``;
+      ``truncated``: templates whose mask was cut off).
+    * ``n_truncated``: templates measured with a caption truncated to the model's maximum length.
 """
 
 from __future__ import annotations

@@ -45,6 +45,32 @@ The stimuli are one :class:`TextUnit` per entity (its captions without an image,
 and the text model) and one :class:`ImageUnit` per image of ``I_E``, so a run shards over
 processes by entity and image; each image unit also reads the no-image *person* caption that
 normalises ``S_V``, so it needs no other unit.
+
+Measures:
+    Whether a masked-word model fills an entity (an occupation, an activity, an object: "the woman is [MASK]")
+    more readily for one gender than the other, and where that comes from: pre-training (against a text-only
+    model), the language context of the caption, or the image.
+
+Direction:
+    A bias score ``B_<source>/<entity>``, S of the spec's first group minus S of its second (Eq. 5), above 0 means
+    the entity leans toward the first group (``female`` in the shipped spec, ``woman`` on BiasWorld), below 0
+    toward the second; in nats (a log-ratio of probabilities). An association score ``S_<source>/<entity>/<group>`` above 0 means the group raises the
+    entity's probability against the source's normaliser.
+
+Glossary:
+    * ``S_PT``, ``B_PT``: pre-training: ln P_VL(E | g) - ln P_L(E | g), the VL model without an image against a
+      text-only masked LM (Table 1, row 1); ``B_PT = B_L_no_image - B_L_text_model``.
+    * ``S_L``, ``B_L``: language context given the image (Eq. 3): ln P_VL(E | g, I) - ln P_VL(E | person, I),
+      averaged over the entity's images; with a bootstrap interval over images.
+    * ``S_V``, ``B_V``: visual context (Eq. 4): the probability of E in the *person* caption averaged over the
+      group's images, against no image; with a bootstrap interval over images.
+    * ``S_L_no_image``, ``B_L_no_image``: the language score of Sec. 5 (Eq. 6, 7), caption agent against
+      *person*, no image.
+    * ``B_L_text_model``: the same language bias read from the text-only model (the paper's ``B_L^Bert``).
+    * ``n_images``: images measured.
+    * ``n_skipped``: entries skipped (images, entities), in all and by kind (``n_skipped/truncated``: entities
+      whose mask was cut off).
+    * ``n_truncated``: entities measured with a caption truncated to the model's maximum length.
 """
 
 from __future__ import annotations

@@ -52,6 +52,33 @@ Stimuli come from a data directory in MMBias's layout (:mod:`vlbias.data.mmbias`
 from BiasWorld (:meth:`from_biasworld`): ``X^I``/``Y^I`` are the balanced test images of each group,
 ``A^T``/``B^T`` neutral-subject phrases of each group's stereotyped activities (``d > 0``: the planted
 stereotype was learned).
+
+Measures:
+    Whether a model ties one group of people more than another to a set of attributes: how much closer the target
+    set X sits to the attributes A, rather than B, than the target set Y does, in images and in phrases (Eq. 1);
+    and which attribute words each group's images are matched with first (Fig. 5).
+
+Direction:
+    An ``effect_size`` or ``probability_gap`` above 0 means X sits closer to A than Y does. On MMBias data A is
+    the unpleasant words (or valence images) and B the pleasant ones, so X is the group the model finds the less
+    pleasant; on BiasWorld X, Y are men's and women's images and A, B the men- and women-stereotyped activities,
+    so above 0 is the planted stereotype. Below 0 is the reverse association.
+
+Glossary:
+    * ``effect_size``: Eq. 1's d, the mean association s(w, A, B) of X minus that of Y, over the standard
+      deviation of s over X ∪ Y; from -2 to 2, 0 for none. Its p-value is one-sided (permutations of X ∪ Y),
+      with Holm and Benjamini–Hochberg adjustments over the run's tests.
+    * ``cross_modal``, ``textual``, ``visual``: the kind of test: images against phrases, the groups' phrases
+      against phrases, images against the valence images (a BiasWorld test without a kind is cross_modal).
+    * ``itm``: a test on a fusion model's image–text matching probabilities σ(w, a) (each image's
+      ``top_k`` best within A and within B) instead of cosines.
+    * ``probability_gap``: the mean matching-probability association of X minus that of Y (Table 2's "probabilistic
+      difference" for ALBEF and ViLT); from -1 to 1.
+    * ``pleasant_share``: ``zero_shot/<group>/pleasant_share``, the share of pleasant words among the ``top_k``
+      attribute words of the group's images; from 0 to 1 (Fig. 5).
+    * ``n_skipped``: ``n_skipped/empty``, ``n_skipped/unknown``: distinct texts skipped as empty or made of unknown
+      tokens only.
+    * ``n_truncated``: distinct texts measured truncated to the model's maximum length.
 """
 
 from __future__ import annotations

@@ -41,6 +41,32 @@ whose embeddings hold NaN or inf, groups left without a query, and queries the m
 longer than the model's maximum is ranked on what the model reads, with the reason in its row's ``note``
 (a column only those rows fill).
 Counted: ``n_skipped/empty``, ``n_skipped/unknown`` and ``n_truncated``.
+
+Measures:
+    Whom a retrieval model shows first for queries that name no gender ("a person cooking"): the shares of men
+    and women among the top K images of each query, against equal shares, over all queries and per query group.
+
+Direction:
+    ``bias@K`` above 0 means more men than women among the top K, below 0 more women (on BiasWorld a model that
+    learned the planted bias is above 0 for the ``man_stereotyped`` queries and below 0 for the
+    ``woman_stereotyped`` ones). ``max_skew@K``, ``min_skew@K`` and ``ndkl@K`` measure the distance from equal
+    shares whichever group is favoured: 0 is fair.
+
+Glossary:
+    * ``bias@K``: (N_men − N_women) / K in each query's top K, averaged over queries; from -1 to 1 (Wang, Liu &
+      Wang, 2021). ``all/...`` over every query, ``group/<group>/...`` over a query group.
+    * ``max_skew@K``: the largest over-representation of a group in the top K, the largest ln(p_a / ½) over the
+      groups a, averaged over queries; at least 0, 0 is fair (Geyik et al., 2019, Eq. 3).
+    * ``min_skew@K``: the largest under-representation, the smallest ln(p_a / ½); at most 0, 0 is fair (Geyik et
+      al., Eq. 4).
+    * ``ndkl@K``: the KL divergence of every top-k prefix's shares from equal shares, discounted by
+      1 / log₂(k + 1) and normalised; at least 0, 0 is fair, no sign (Geyik et al., Eq. 6).
+    * ``n_queries``: queries measured, in all (``all/n_queries``) or in a group.
+    * ``gallery``: ``gallery/n_man``, ``gallery/n_woman``: the ranked images of each gender;
+      ``gallery/n_both``, ``gallery/n_neither``: images whose captions name both genders or neither, left out.
+    * ``n_skipped``: ``n_skipped/empty``, ``n_skipped/unknown``: queries skipped as empty or made of unknown tokens
+      only.
+    * ``n_truncated``: queries ranked truncated to the model's maximum length.
 """
 
 from __future__ import annotations

@@ -51,6 +51,34 @@ sentence whose contextual word is past the cut is skipped (``kind`` ``truncated`
 Images are read from the ``images`` folder (default ``<data>/images``), as ``images/<file>`` or
 ``images/<dataset_dir>/<file>``. Missing images are listed; with ``on_missing_images="skip"`` the test
 runs on the pairs that are present (counts per set in the item table), with ``"stop"`` nothing runs.
+
+Measures:
+    Whether a model's text (or caption and image) embeddings tie one target set X, more than another Y, to the
+    attributes A rather than B (e.g. male names to career words, female names to family words), per test of a
+    battery; and, on grounded specs, how much images of a group move that association.
+
+Direction:
+    An ``effect_size`` above 0 means the targets X (the spec's ``targ1``) sit closer to A (``attr1``), relative to
+    B, than the targets Y (``targ2``) do: in the SEAT and Grounded-WEAT batteries, the stereotype the test is named
+    after. Below 0 is the reverse association. Experiment 3's congruence effect size is at least 0 and has no
+    direction.
+
+Glossary:
+    * ``effect_size``: the effect size d of Ross Eq. 3 (Caliskan et al.'s WEAT; May et al. for sentences): the
+      mean association s(w, A, B) of X minus that of Y, over the standard deviation of s over
+      X ∪ Y; from -2 to 2, 0 for none. Its p-value is one-sided (re-partitions of X ∪ Y), with Holm and
+      Benjamini–Hochberg adjustments over the battery; target sets of unequal size get none.
+    * ``word``, ``sentence``, ``contextual``: the embedding of each stimulus: of a word or a sentence alone, or of a
+      word inside its sentence (Tan & Celis).
+    * ``exp1``: grounded Experiment 1, every caption scored with the images of both groups (vision integrated out).
+    * ``exp2``: grounded Experiment 2, each caption with the images of its own group.
+    * ``exp3_congruence``: grounded Experiment 3: its effect size is d₃ = (|d_X| + |d_Y|) / 2 of congruent
+      against incongruent images (at least 0, no direction), with a paired sign-flip p-value.
+    * ``exp3_mask_text``, ``exp3_mask_image``: Experiment 2 with the contextual words, or the person regions of the
+      images, masked.
+    * ``n_skipped``: ``n_skipped/empty``, ``n_skipped/unknown``: distinct stimuli skipped as empty or made of
+      unknown tokens only; ``n_skipped/truncated``: contextual sentences whose word was cut off.
+    * ``n_truncated``: distinct stimuli measured truncated to the model's maximum length.
 """
 
 from __future__ import annotations
