@@ -15,7 +15,7 @@ ALLOWED = {
     "renamed": set(),
     "options": {"errors"},
     "lazy_table": {"errors"},
-    "atomic": set(),
+    "atomic": {"errors"},
     "metrics": {"errors", "options"},
     "objectives": {"errors"},
     "data": {"errors", "options", "atomic", "lazy_table", "resources"},

@@ -5,8 +5,11 @@ The model is loaded once. Each suite then runs as ``vlbias measure`` would run i
 :func:`~vlbias.suites.run.build_suite` / :func:`~vlbias.suites.run.run_suite`, same results schema), and
 writes ``<out>/results/<suite>-<dataset>/<suite>.json`` with its item table. ``<out>/audit.json`` lists every
 (suite, data set) with its status, and the report of these files goes to ``<out>/report``
-(:func:`vlbias.report.build_report` shows the audit table from ``audit.json``; results left in ``<out>`` by an
-earlier audit are not in it).
+(:func:`vlbias.report.build_report` shows the audit table from ``audit.json``). The folder is written as a unit
+(:data:`AUDIT_FOLDER`, :class:`vlbias.atomic.OutputFolder`): whole beside ``<out>``, then put in its place in one
+step, so a reader, or an audit killed at any moment, finds the earlier audit whole or the new one whole. ``<out>``
+must be new, empty or an earlier audit's folder (checked before the model loads); a folder holding anything else
+is refused, never replaced.
 
 **Probes.** A suite whose probe is an option (:data:`PROBE_OPTIONS`) takes the first capability the model has,
 in the order given there (e.g. mmbias: ``embed``, else ``match``); the others need their one capability.
@@ -44,7 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import vlbias
-from vlbias.atomic import atomic_write
+from vlbias.atomic import OutputFolder
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.entity_association import read_spec
 from vlbias.data.mmbias import PHRASES_FILE
@@ -54,7 +57,7 @@ from vlbias.errors import CapabilityError, ConfigError, InputError, VlbiasError
 from vlbias.loaded_model import check_model_choice, load_model, refuse_empty, run_config, seed_everything
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.report import build_report
-from vlbias.results import ensure_writable, write_results
+from vlbias.results import write_results
 from vlbias.run_options import AuditOptions
 from vlbias.suites.base import Suite
 from vlbias.suites.options import check_suite_options, with_statistics_preset
@@ -65,6 +68,7 @@ from vlbias.threads import torch_threads
 logger = logging.getLogger(__name__)
 
 MEASURED, NOT_APPLICABLE, DATA_ABSENT, FAILED = "measured", "not applicable", "data absent", "failed"
+AUDIT_FOLDER = OutputFolder("vlbias audit", "audit.json", frozenset({"audit.json", "results", "report"}))
 
 # suite -> (the option that picks its probe, {capability: option value} in order of preference)
 PROBE_OPTIONS: dict[str, tuple[str, dict[Capability, str]]] = {
@@ -192,31 +196,32 @@ def audit(options: AuditOptions) -> Path:
     chosen = {suite: _chosen_options(suite, options.full, suite_options.get(suite, {})) for suite in suites}
     for suite, mapping in chosen.items():  # every suite's options refused now, before the model loads
         check_suite_options(suite, mapping, tiny=options.tiny)
-    out = ensure_writable(options.out)
+    out = AUDIT_FOLDER.check(options.out)
     world = BiasWorld(**dataclasses.asdict(options.biasworld))
     with torch_threads(options.threads) as threads:
         adapter = load_model(options)
         config = {**run_config(options, adapter, threads), "audit": True, "full": options.full}
-        entries = []
-        for suite in suites:
-            entries += _audit_suite(suite, adapter, chosen[suite], root, world, out, options.seed, config)
-    path = out / "audit.json"
-    summary = {
-        "model": options.model,
-        "checkpoint": options.checkpoint,
-        "tiny": options.tiny,
-        "data_root": None if root is None else str(root),
-        "full": options.full,
-        "seed": options.seed,
-        "vlbias_version": vlbias.__version__,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "entries": [asdict(entry) for entry in entries],
-    }
-    payload = json.dumps(summary, indent=2).encode()
-    atomic_write(path, lambda handle: handle.write(payload))
-    measured = [out / entry.results for entry in entries if entry.results is not None]
-    build_report([path, *measured], out / "report")  # this audit's files only, not older ones under ``out``
-    return path
+
+        def write(folder: Path) -> None:
+            entries = []
+            for suite in suites:
+                entries += _audit_suite(suite, adapter, chosen[suite], root, world, folder, options.seed, config)
+            summary = {
+                "model": options.model,
+                "checkpoint": options.checkpoint,
+                "tiny": options.tiny,
+                "data_root": None if root is None else str(root),
+                "full": options.full,
+                "seed": options.seed,
+                "vlbias_version": vlbias.__version__,
+                "created": datetime.now(UTC).isoformat(timespec="seconds"),
+                "entries": [asdict(entry) for entry in entries],
+            }
+            (folder / "audit.json").write_text(json.dumps(summary, indent=2))
+            measured = [folder / entry.results for entry in entries if entry.results is not None]
+            build_report([folder / "audit.json", *measured], folder / "report")
+
+        return AUDIT_FOLDER.replace(out, write) / "audit.json"
 
 
 def _chosen_options(suite: str, full: bool, given: dict) -> dict:

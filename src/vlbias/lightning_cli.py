@@ -11,6 +11,9 @@ Lightning's, with what a ``vlbias`` command promises:
   abbreviated (``--trainer.max_epoch`` is an error, not ``max_epochs``);
 * **a fit that says where it writes**, at its start and end, and one line per epoch when its output is not a
   terminal (:class:`~vlbias.callbacks.progress.RunProgress`);
+* **no folder from a refused run**: a run that fails before its first training step (a refusal in a module's or a
+  datamodule's setup, an evaluation setting that does not fit the data) removes the run folder its logger had
+  made, when it holds only what Lightning writes at the start (:data:`STARTUP_FILES`);
 * **W&B runs that continue**: when the trainer logs with :class:`vlbias.loggers.WandbLogger`, every checkpoint
   carries the W&B run id (:class:`~vlbias.loggers.KeepWandbRunId` is added to the callbacks), and
   ``vlbias fit --ckpt_path CKPT`` gives the id stored in ``CKPT`` to that logger unless the config names an
@@ -37,6 +40,8 @@ from vlbias.loggers import KeepWandbRunId, WandbLogger, run_id_in_checkpoint
 from vlbias.options import Seed
 
 WANDB_LOGGER = f"{WandbLogger.__module__}.{WandbLogger.__qualname__}"
+#: What a run folder holds before the first step: the resolved config and the module's hyperparameters.
+STARTUP_FILES = frozenset({"config.yaml", "hparams.yaml"})
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 _STRICT = {"exit_on_error": False, "allow_abbrev": False}
 
@@ -104,6 +109,13 @@ class VlbiasCLI(LightningCLI):
         except MisconfigurationException as err:  # Lightning's own refusal of a setting, in plain words
             raise ConfigError(" ".join(str(err).split()) + _way_out(str(err))) from None
 
+    def _run_subcommand(self, subcommand: str) -> None:
+        try:
+            super()._run_subcommand(subcommand)
+        except BaseException:
+            _remove_unstarted_run(self.trainer)
+            raise
+
     def after_instantiate_classes(self) -> None:
         trainer = getattr(self, "trainer", None)
         if trainer is None:
@@ -112,6 +124,23 @@ class VlbiasCLI(LightningCLI):
             trainer.callbacks.append(KeepWandbRunId())
         if self.subcommand == "fit":
             trainer.callbacks.append(RunProgress())
+
+
+def _remove_unstarted_run(trainer: Any) -> None:
+    """Remove the folder of each logger of a run that failed before its first training step, when it holds only
+    :data:`STARTUP_FILES` (nothing a run computed), and the logger's experiment folder when that is left empty."""
+    if trainer.global_step or trainer.current_epoch or not trainer.is_global_zero:
+        return
+    for logger in trainer.loggers:
+        log_dir = getattr(logger, "log_dir", None)
+        folder = Path(log_dir) if log_dir else None
+        if folder is None or not folder.is_dir() or not {p.name for p in folder.iterdir()} <= STARTUP_FILES:
+            continue
+        for path in folder.iterdir():
+            path.unlink()
+        folder.rmdir()
+        if folder.parent != Path(getattr(logger, "save_dir", None) or "") and not any(folder.parent.iterdir()):
+            folder.parent.rmdir()  # save_dir/name, made for this version alone
 
 
 def _seed_the_model(config: Any, seed: int) -> None:

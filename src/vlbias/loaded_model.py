@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -60,13 +59,8 @@ def run_config(choice: MeasureOptions | AuditOptions, adapter: ModelAdapter, thr
 
 
 def refuse_empty(results: Results, data: str | Path) -> None:
-    """The one rule for every suite: a run that measured no item, or gave no metric, is an error naming the
-    most common skip reasons, and nothing is written."""
-    if results.n_items and results.metrics:
-        return
-    reasons = Counter(entry.get("reason", "?") for entry in results.skipped).most_common(3)
-    listed = "; ".join(f"{count}x {reason}" for reason, count in reasons) or "no item was skipped either"
-    raise InputError(
-        f"Suite {results.suite!r} measured nothing on data {str(data)!r} ({results.n_items} items measured, "
-        f"{len(results.metrics)} metrics, {len(results.skipped)} skipped: {listed}); no results written."
-    )
+    """The one rule for every suite (:meth:`~vlbias.results.Results.nothing_measured`): a run that measured no item,
+    or gave no metric, is an error naming the most common skip reasons, and nothing is written."""
+    reason = results.nothing_measured(data)
+    if reason is not None:
+        raise InputError(f"{reason}; no results written.")

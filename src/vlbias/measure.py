@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
 from vlbias.loaded_model import check_model_choice, load_model, refuse_empty, run_config
+from vlbias.mitigation.outputs import selection_overlap
 from vlbias.models.base import require_capability
 from vlbias.models.catalog import adapter_class
 from vlbias.results import ensure_writable, write_results
@@ -13,6 +15,8 @@ from vlbias.run_options import MeasureOptions
 from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 from vlbias.threads import torch_threads
+
+logger = logging.getLogger(__name__)
 
 
 def measure(options: MeasureOptions) -> Path:
@@ -22,7 +26,9 @@ def measure(options: MeasureOptions) -> Path:
     Every option is checked before any data or model is loaded (the device, the model's, the suite's and
     BiasWorld's options); then the suite's data is read and the model's capability checked before its weights.
     A run where nothing could be measured (no item measured, or no metric) raises
-    :class:`~vlbias.errors.InputError` with the skip reasons and writes nothing.
+    :class:`~vlbias.errors.InputError` with the skip reasons and writes nothing. A pruned model measured on the
+    split or data its dimensions were chosen on is measured, with a warning
+    (:func:`~vlbias.mitigation.outputs.selection_overlap`).
     """
     check_model_choice(options)
     suite_options = check_suite_options(options.suite, options.suite_options, tiny=options.tiny)
@@ -30,6 +36,11 @@ def measure(options: MeasureOptions) -> Path:
         out = ensure_writable(options.out)
         built = build_suite(suite_options, options.data, dataclasses.asdict(options.biasworld))
         require_capability(adapter_class(options.model), built.capability, built.name, built.capability_hint)
+        if options.model == "pruned" and options.checkpoint:
+            split = getattr(suite_options, "split", None)
+            overlap = selection_overlap(options.checkpoint, options.data, split, options.biasworld.seed)
+            if overlap is not None:
+                logger.warning(f"warning: {overlap}")
         adapter = load_model(options)
         config = {
             **run_config(options, adapter, threads),

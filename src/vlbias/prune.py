@@ -13,7 +13,13 @@ Data (``data``):
   as prompts) and the groups as the protected attribute;
 * an MMBias data directory (layout in :mod:`vlbias.data.mmbias`): the cross-modal tests of Table 2's pairs
   that have images (:func:`~vlbias.suites.mmbias_stimuli.mmbias_tests`, unpleasant vs pleasant words), the groups of
-  those tests as zero-shot classes *and* protected attribute, each group's phrases as its prompts.
+  those tests as zero-shot classes *and* protected attribute, each group's phrases as its prompts. A group image
+  that cannot be read (truncated, over the pixel limit, a dangling link: :mod:`vlbias.data.images`) is dropped by
+  name: a line on the console, and ``prune.json``'s ``data.dropped_images`` lists each with its reason.
+
+``prune.json``'s ``data`` records what the dimensions were chosen on (BiasWorld's ``split`` and world, or the
+MMBias folder), and so does ``model/selected_on.json``: ``vlbias measure`` of the pruned model warns when it
+measures on that same split or folder (:func:`~vlbias.mitigation.outputs.selection_overlap`).
 
 ``vlbias predict --config configs/experiment/prune_biasworld.yaml`` is the same run through LightningCLI
 (:class:`~vlbias.data.biasworld_datamodule.BiasWorldDataModule` serves its ``predict_split`` to ``predict``).
@@ -36,11 +42,13 @@ from vlbias.data.biasworld import ACTIVITIES, GROUPS, BiasWorld, activity_phrase
 from vlbias.data.mmbias import TABLE2_PAIRS, read_mmbias
 from vlbias.errors import InputError
 from vlbias.loaded_model import seed_everything
+from vlbias.mitigation.outputs import PRUNE_FOLDER
 from vlbias.modules.model_spec import ModelSpec
 from vlbias.modules.pruning import EmbeddingPruning
-from vlbias.results import ensure_writable
 from vlbias.run_options import PruneOptions, PruningChoice
 from vlbias.suites.mmbias_stimuli import biasworld_tests, mmbias_tests
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -98,7 +106,18 @@ def mmbias_data(path: str | Path) -> PruneData:
         for t in tests
     ]
     items = [{"image": str(file), "group": k} for k, group in enumerate(groups) for file in data.group_images[group]]
-    config = {"data": str(path), "groups": groups, "n_images": len(items), "skipped_tests": skipped}
+    folders = {data.group_folders[group] for group in groups}
+    dropped = [entry for entry in data.unreadable if Path(entry["item"]).parent in folders]  # of the tested groups
+    if dropped:
+        names = "; ".join(f"{entry['item']} ({entry['reason']})" for entry in dropped)
+        logger.warning(f"warning: {len(dropped)} image(s) dropped, unreadable: {names}")
+    config = {
+        "data": str(path),
+        "groups": groups,
+        "n_images": len(items),
+        "dropped_images": dropped,
+        "skipped_tests": skipped,
+    }
     return PruneData(items, specs, groups, [data.group_phrases[g] for g in groups], "group", "group", "image", config)
 
 
@@ -107,7 +126,7 @@ def prune(options: PruneOptions) -> dict:
     ``options.out``; returns :attr:`EmbeddingPruning.outcome` (``summary``, the content of ``prune.json``, and the
     ``tradeoff`` rows)."""
     spec = ModelSpec(options.model, options.checkpoint, options.tiny, options=options.model_options, seed=options.seed)
-    out = ensure_writable(options.out)
+    out = PRUNE_FOLDER.check(options.out)
     if options.data == "biasworld":
         prepared = biasworld_data(BiasWorld(**dataclasses.asdict(options.biasworld)), options.split or "val")
     else:
@@ -139,23 +158,13 @@ def prune(options: PruneOptions) -> dict:
             default_root_dir=str(out),
         )
         trainer.predict(module, loader, return_predictions=False)
-    if trainer.is_global_zero:  # the card beside each exported checkpoint (the module wrote them on rank 0)
-        from vlbias.report.model_card import pruning_card, write_model_card
-
-        card = pruning_card(module.outcome["summary"])
-        usage = {
-            "model": ("vlbias", "vlbias measure --model pruned --checkpoint <this folder> --suite <suite> --out <dir>"),
-            "clip": ("transformers", "transformers.CLIPModel.from_pretrained('<this folder>')"),
-        }
-        for folder, (library, line) in usage.items():
-            if (out / folder).is_dir():
-                write_model_card(out / folder, card, library_name=library, usage=line)
     return module.outcome
 
 
 @contextlib.contextmanager
 def _quiet_lightning() -> Iterator[None]:
-    """Silence Lightning's start-up lines ("GPU available ...") and its few-workers and no-predictions hints for one run."""
+    """Silence Lightning's start-up lines ("GPU available ...") and its few-workers and no-predictions hints for one run,
+    and on a Slurm login node its hint to run under ``srun`` (as :func:`vlbias.lightning_cli.make_cli` does)."""
     logger = logging.getLogger("lightning.pytorch")
     level = logger.level
     logger.setLevel(logging.WARNING)
@@ -163,6 +172,7 @@ def _quiet_lightning() -> Iterator[None]:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*does not have many workers.*")
             warnings.filterwarnings("ignore", message=".*predict returned None.*")  # embeddings stay in the module
+            warnings.filterwarnings("ignore", message=r"The `srun` command is available on your system but is not used")
             yield
     finally:
         logger.setLevel(level)

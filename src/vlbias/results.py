@@ -40,6 +40,7 @@ import os
 import re
 import subprocess
 import tempfile
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
@@ -103,6 +104,19 @@ class Results:
             self.created = datetime.now(UTC).isoformat(timespec="seconds")
         if self.git_commit is None:
             self.git_commit = _git_commit()
+
+    def nothing_measured(self, data: str | Path) -> str | None:
+        """Why this run on ``data`` measured nothing (no item measured, or no metric), with the most common skip
+        reasons; ``None`` when it measured something. The one rule: ``vlbias measure`` refuses such a run, the bias
+        callback says so."""
+        if self.n_items and self.metrics:
+            return None
+        reasons = Counter(entry.get("reason", "?") for entry in self.skipped).most_common(3)
+        listed = "; ".join(f"{count}x {reason}" for reason, count in reasons) or "no item was skipped either"
+        return (
+            f"Suite {self.suite!r} measured nothing on data {str(data)!r} ({self.n_items} items measured, "
+            f"{len(self.metrics)} metrics, {len(self.skipped)} skipped: {listed})"
+        )
 
 
 def _git_commit() -> str | None:

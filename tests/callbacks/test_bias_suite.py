@@ -283,3 +283,61 @@ def test_a_fit_says_on_which_epochs_bias_is_measured(every, max_epochs, said, ca
     with caplog.at_level(logging.INFO):
         callback.on_fit_start(trainer, None)
     assert said in caplog.text
+
+
+def corrupt_mmbias(root: Path) -> Path:
+    """An MMBias folder (the tiny models' words) whose every image is corrupt."""
+    phrases = {
+        "unpleasant_phrases": ["cooking", "cleaning", "sewing"],
+        "pleasant_phrases": ["driving", "repairing", "coding"],
+        "category_phrases": {"muslim": ["a man ."], "christian": ["a woman ."]},
+    }
+    root.mkdir(parents=True)
+    (root / "textual_phrases.json").write_text(json.dumps(phrases))
+    for group in ("Muslim", "Christian"):
+        for index in range(2):
+            path = root / "images" / "Religion" / group / f"{index}.png"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"not a png")
+    return root
+
+
+@pytest.mark.parametrize("on_nothing_measured", ["continue", "stop"])
+def test_a_suite_that_measured_nothing_is_said_and_neither_logged_nor_written(
+    tmp_path, run_cli, caplog, on_nothing_measured
+):
+    """Every image corrupt: with ``continue`` a line names the suite and the reason each time and the fit ends with
+    nothing logged or written for it; with ``stop`` that line is the run's one error (exit status 2)."""
+    data = corrupt_mmbias(tmp_path / "mmbias")
+    options = {"pairs": [["muslim", "christian"]], "experiments": ["cross_modal"], "batch_size": BATCH}
+    suite = {"suite": "mmbias", "data": str(data), "options": options}
+    callback = {"suites": [suite], "out_dir": str(tmp_path / "bias"), "on_nothing_measured": on_nothing_measured}
+    callback_list = json.dumps([{"class_path": "vlbias.callbacks.BiasSuiteCallback", "init_args": callback}])
+    argv = ["fit", "--config", str(QUICKSTART), "--trainer.logger.init_args.save_dir", str(tmp_path), *TINY_FIT,
+            "--trainer.max_epochs", "1", "--trainer.limit_train_batches", "1", "--trainer.callbacks", callback_list]  # fmt: skip
+    with caplog.at_level(logging.INFO):
+        code, out, err = run_cli(argv)
+    said = (
+        f"epoch 0: Suite 'mmbias' measured nothing on data {str(data)!r} (0 items measured, 3 metrics, 7 skipped: 1x could not be "
+        "decoded as an image: cannot identify image file "
+    )
+    if on_nothing_measured == "continue":
+        assert code == 0, err
+        (line,) = [record.getMessage() for record in caplog.records if "measured nothing" in record.getMessage()]
+        assert line.startswith(said) and line.endswith(
+            "; nothing logged or written, the run goes on (on_nothing_measured: continue)."
+        )
+        metrics = pd.read_csv(tmp_path / "quickstart" / "version_0" / "metrics.csv")
+        assert not [column for column in metrics.columns if column.startswith("bias/")]
+        assert not (tmp_path / "bias").exists()
+    else:
+        assert code == 2 and "Traceback" not in err and err.strip().splitlines()[-1].startswith("vlbias: error:"), err
+        (last,) = [line for line in err.splitlines() if line.startswith("vlbias: error:")]
+        assert last.startswith(f"vlbias: error: {said}") and last.endswith(
+            "; the run stops (on_nothing_measured: stop)."
+        )
+
+
+def test_on_nothing_measured_takes_continue_or_stop():
+    with pytest.raises(ConfigError, match="`on_nothing_measured` to be 'continue' or 'stop' but got 'ignore'"):
+        BiasSuiteCallback(on_nothing_measured="ignore")

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from tests.data.corpus import CAPTIONS, write_karpathy_corpus
 from vlbias.data.captions import read_captions
@@ -123,3 +124,74 @@ def test_a_split_missing_from_the_file_names_the_splits_it_has(tmp_path):
 def test_an_unknown_split_name_lists_the_valid_ones(tmp_path):
     with pytest.raises(ConfigError, match="one of train, val, test but got 'restval'"):
         read(write_karpathy_corpus(tmp_path), "restval", tmp_path)
+
+
+def test_an_image_path_leaving_the_image_root_is_skipped_not_read(tmp_path):
+    """``../outside.png`` (a real file beside ``image_root``) and an absolute path are skipped with the reason;
+    a ``..`` that stays inside the root is kept."""
+    extra = [
+        {"filepath": "..", "filename": "outside.png", "split": "test", "sentences": [{"raw": "a man"}]},
+        {"filename": str(tmp_path / "abs.png"), "split": "test", "sentences": [{"raw": "a woman"}]},
+        {"filepath": "val2014/../val2014", "filename": "in.png", "split": "val", "sentences": [{"raw": "a man"}]},
+    ]
+    path = write_karpathy_corpus(tmp_path, entries=extra)
+    Image.new("RGB", (8, 8)).save(tmp_path / "outside.png")  # there, beside image_root: never to be read
+    Image.new("RGB", (8, 8)).save(tmp_path / "abs.png")
+    Image.new("RGB", (8, 8)).save(tmp_path / "images" / "val2014" / "in.png")
+    corpus = read(path, "test", tmp_path, verify_images=True)
+    assert corpus.images == ["val2014/m3.png", "val2014/w3.png"]
+    assert corpus.skipped == [
+        {
+            "item": "../outside.png",
+            "reason": "image path '../outside.png' leaves `image_root` (expected a path inside it) (entry 8)",
+        },
+        {
+            "item": str(tmp_path / "abs.png"),
+            "reason": f"image path {str(tmp_path / 'abs.png')!r} leaves `image_root` (expected a path inside it) "
+            "(entry 9)",
+        },
+    ]
+    assert "val2014/../val2014/in.png" in read(path, "val", tmp_path).images
+
+
+@pytest.mark.parametrize(
+    ("listing", "kind", "message"),
+    [
+        (
+            {
+                "images": [
+                    {"filename": "a.png", "split": "test", "sentences": [{"raw": "a woman cooking"}]},
+                    {"filename": "b.png", "split": "test", "sentences": [{"raw": 12345}]},
+                ]
+            },  # fmt: skip
+            "karpathy",
+            "entry 1 (image 'b.png'): caption 12345 (int) is not text; expected a string.",
+        ),
+        (
+            {"images": [{"filename": "b.png", "split": "test", "sentences": [{"raw": 12345}]}]},
+            "karpathy",
+            "entry 0 (image 'b.png'): caption 12345 (int) is not text; expected a string.",
+        ),
+        (
+            [{"image": "a.png", "caption": ["a man", "a man cooking"]}, {"image": "b.png", "caption": ["a man", 7.5]}],
+            "annotations",
+            "entry 1 (image 'b.png'): caption 7.5 (float) is not text; expected a string.",
+        ),
+    ],
+    ids=["karpathy-mixed", "karpathy-all-numbers", "annotations-list"],
+)
+def test_a_caption_that_is_not_text_is_refused_naming_the_entry_and_value(tmp_path, listing, kind, message):
+    """Arrow's own message quoted a valid caption ("Could not convert 'a woman cooking' ... int64"); the line
+    names the file, the entry, its image and the value."""
+    path = tmp_path / "dataset.json"
+    path.write_text(json.dumps(listing))
+    with pytest.raises(InputError) as error:
+        read(path, "test", tmp_path)
+    assert str(error.value) == f"Caption file {str(path)!r}, {message}"
+
+
+def test_a_null_caption_is_an_empty_one(tmp_path):
+    extra = [{"filepath": "val2014", "filename": "n.png", "split": "test", "sentences": [{"raw": None}]}]
+    corpus = read(write_karpathy_corpus(tmp_path, entries=extra), "test", tmp_path)
+    assert corpus.images == ["val2014/m3.png", "val2014/w3.png"]
+    assert corpus.skipped == [{"item": "val2014/n.png", "reason": "all 1 captions are empty (entry 8)"}]

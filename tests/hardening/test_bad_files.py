@@ -7,6 +7,8 @@ import io
 import json
 import os
 import re
+import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -14,13 +16,13 @@ import pytest
 from PIL import Image, ImageFile
 
 from vlbias.data.entity_association import read_spec
-from vlbias.data.images import image_problem, load_image
+from vlbias.data.images import MAX_PIXELS_VARIABLE, image_problem, load_image
 from vlbias.data.mmbias import read_phrases
 from vlbias.data.seat import read_specs
 from vlbias.data.text_files import MAX_CSV_FIELD
 from vlbias.data.vl_bias import read_release_index, read_vl_bias
 from vlbias.data.vlstereoset import read_vlstereoset
-from vlbias.errors import InputError
+from vlbias.errors import ConfigError, InputError
 from vlbias.results import read_items, read_results
 
 # ----------------------------------------------------------------------------- images: every mode
@@ -205,6 +207,45 @@ def test_the_reader_check_finds_truncated_dangling_and_unreadable_files(tmp_path
     assert image_problem(locked) == "could not be read: Permission denied"
 
 
+def bomb_png(path: Path, width: int = 20_000, height: int = 20_000) -> Path:
+    """A PNG of a few bytes whose header declares ``width`` x ``height`` pixels (a decompression bomb: 400
+    megapixels by default) over the data of one pixel."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (1, 1)).save(buffer, format="PNG")
+    raw = bytearray(buffer.getvalue())
+    raw[16:24] = struct.pack(">II", width, height)  # IHDR's width and height, after the signature and chunk head
+    raw[29:33] = struct.pack(">I", zlib.crc32(bytes(raw[12:29])))  # the chunk's CRC over its type and data
+    path.write_bytes(bytes(raw))
+    return path
+
+
+def test_an_image_declaring_more_pixels_than_the_limit_is_refused_by_name_before_decoding(tmp_path, monkeypatch):
+    monkeypatch.delenv(MAX_PIXELS_VARIABLE, raising=False)
+    bomb = bomb_png(tmp_path / "bomb.png")
+    limit = Image.MAX_IMAGE_PIXELS
+    assert image_problem(bomb) == (
+        "declares 20000 x 20000 = 400,000,000 pixels, more than the limit of 89,478,485 (a decompression bomb, or a "
+        "picture larger than any data set's); set VLBIAS_MAX_IMAGE_PIXELS to read it"
+    )
+    with pytest.raises(InputError, match=f"Image file '{re.escape(str(bomb))}' declares 20000 x 20000"):
+        load_image(bomb)
+    assert Image.MAX_IMAGE_PIXELS == limit  # PIL's own setting restored
+    small = tmp_path / "small.png"
+    Image.fromarray(RGB).save(small)  # 4 x 256 = 1,024 pixels
+    monkeypatch.setenv(MAX_PIXELS_VARIABLE, "1000")
+    assert image_problem(small).startswith("declares 256 x 4 = 1,024 pixels, more than the limit of 1,000 ")
+    monkeypatch.setenv(MAX_PIXELS_VARIABLE, "400000000")  # the limit raised: the header passes, the data is cut
+    assert image_problem(bomb).startswith("could not be decoded as an image:")
+    assert image_problem(small) is None
+    monkeypatch.setenv(MAX_PIXELS_VARIABLE, "lots")
+    with pytest.raises(ConfigError) as error:
+        image_problem(small)
+    assert str(error.value) == (
+        "Environment variable VLBIAS_MAX_IMAGE_PIXELS is 'lots'; expected a positive whole number of pixels "
+        "(width x height; default 89478485)."
+    )
+
+
 # ----------------------------------------------------------------------------- images: MMBias end to end
 WORDS = {
     "unpleasant_phrases": ["cooking", "cleaning", "sewing"],
@@ -304,6 +345,22 @@ def vlstereoset_dir(root: Path, raw: bytes) -> Path:
     (root / "vlstereoset" / "images").mkdir(parents=True)
     (root / "vlstereoset" / "VLStereoSet.csv").write_bytes(raw)
     return root / "vlstereoset"
+
+
+def test_mmbias_skips_a_decompression_bomb_by_name(tmp_path, run_cli, monkeypatch):
+    """A 400-megapixel PNG header among MMBias's good images: skipped with its reason, the test runs on the rest."""
+    monkeypatch.delenv(MAX_PIXELS_VARIABLE, raising=False)
+    data = mmbias_dir(tmp_path / "data")
+    bomb = bomb_png(data / "images" / "Religion" / "Christian" / "bomb.png")
+    options = (
+        "{pairs: [[muslim, christian]], experiments: [cross_modal], statistics: {n_permutations: 20, n_bootstrap: 20}}"
+    )
+    code, _, err = run_cli(measure_mmbias(data, tmp_path / "out", options))
+    assert code == 0 and "Traceback" not in err and "DecompressionBomb" not in err, err
+    skipped = {entry["item"]: entry["reason"] for entry in read_results(tmp_path / "out" / "mmbias.json").skipped}
+    assert skipped[str(bomb)].startswith("declares 20000 x 20000 = 400,000,000 pixels, more than the limit")
+    row = read_items(tmp_path / "out" / "mmbias.json").set_index("test").loc["muslim_vs_christian/cross_modal"]
+    assert (row["n_x"], row["n_y"]) == (3, 3)
 
 
 def mmbias_phrases(root: Path, raw: bytes) -> Path:

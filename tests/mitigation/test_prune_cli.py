@@ -2,8 +2,11 @@
 and one-line errors for bad input."""
 
 import json
+import logging
+import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -12,8 +15,10 @@ import torch
 from transformers import CLIPModel
 
 from vlbias.data.biasworld import BiasWorldDataset
+from vlbias.mitigation.outputs import PRUNE_FOLDER, SELECTION_FILE, selection_overlap
 from vlbias.models.clip import CLIPAdapter
 from vlbias.models.pruned import PrunedEmbeddings
+from vlbias.modules.model_spec import ModelSpec
 from vlbias.results import read_results
 
 SMALL = ["--biasworld.eval_per_combination", "2"]
@@ -71,7 +76,8 @@ def test_writes_every_output_with_the_chosen_n_marked(pruned_run):
     assert (pruned_run / "tradeoff.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_measure_reads_the_pruned_checkpoint_and_sees_the_lowered_bias(pruned_run, tmp_path, run_cli):
+def test_measure_reads_the_pruned_checkpoint_and_sees_the_lowered_bias(pruned_run, tmp_path, run_cli, caplog):
+    """... and warns that it measures on the split the dimensions were chosen on (the fixture chose on test)."""
     summary = json.loads((pruned_run / "prune.json").read_text())
     argv = ["measure", "--suite", "mmbias", "--model", "pruned", "--checkpoint", str(pruned_run / "model")]
     argv += [
@@ -83,8 +89,15 @@ def test_measure_reads_the_pruned_checkpoint_and_sees_the_lowered_bias(pruned_ru
         "--suite_options",
         "{statistics: {n_permutations: 100, n_bootstrap: 20}}",
     ]
-    code, _, err = run_cli(argv)
+    with caplog.at_level(logging.WARNING):
+        code, _, err = run_cli(argv)
     assert code == 0, err
+    warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert warnings == [
+        f"warning: Model {str(pruned_run / 'model')!r} was pruned on BiasWorld's 'test' split (seed 0), the split it "
+        "is measured on now: its dimensions were chosen to lower this very bias, so the number overstates the "
+        "effect; measure it on other data (prune chooses on 'val', measure on 'test')."
+    ]
     results = read_results(tmp_path / "mmbias.json")
     (test,) = summary["effect_sizes_after"]
     assert results.metrics[f"{test}/effect_size"] == pytest.approx(summary["effect_sizes_after"][test], abs=1e-4)
@@ -148,3 +161,122 @@ def test_the_experiment_config_runs_through_lightning_predict(tmp_path):
     summary = json.loads((tmp_path / "run" / "prune.json").read_text())
     assert summary["n_remove"] == 6 and summary["n_images"] == 24
     assert {"model", "clip", "tradeoff.csv", "tradeoff.png"} <= {p.name for p in (tmp_path / "run").iterdir()}
+
+
+def test_n_over_d_is_refused_before_any_image_is_embedded(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setattr(CLIPAdapter, "embed_images", lambda self, pixels: pytest.fail("an image was embedded"))
+    code, out, err = run_cli([*BASE, "--n_dims", "100", "--out", str(tmp_path / "out")])
+    assert (code, out) == (2, "")
+    assert err == "vlbias: error: Expected `n_dims` to give a count in [1, 63] for D = 64 but got 100 (100)\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_out_folder_that_is_not_an_earlier_prune_is_refused_before_the_model_loads(tmp_path, run_cli, monkeypatch):
+    (tmp_path / "tradeoff.csv").write_text("mine")
+    monkeypatch.setattr(ModelSpec, "load", lambda *args: pytest.fail("the model was loaded"))
+    code, out, err = run_cli([*BASE, "--out", str(tmp_path)])
+    assert (code, out) == (2, "")
+    assert err == (
+        f"vlbias: error: Output folder {str(tmp_path)!r} holds what vlbias prune does not write (no prune.json): give "
+        "a new or empty folder (vlbias prune replaces a folder only when it is an earlier output of it).\n"
+    )
+    assert (tmp_path / "tradeoff.csv").read_text() == "mine"
+
+
+def test_a_removal_that_raises_the_bias_is_written_with_a_warning_and_recorded(tmp_path, run_cli, caplog):
+    """On the tiny CLIP, 16 dimensions chosen on val take d from about -0.01 to +0.16: |d| raised, its sign flipped."""
+    with caplog.at_level(logging.WARNING):
+        code, _, err = run_cli([*BASE, "--n_dims", "16", "--out", str(tmp_path)])
+    assert code == 0, err
+    summary = json.loads((tmp_path / "prune.json").read_text())
+    ((test, before),) = summary["effect_sizes_before"].items()
+    after = summary["effect_sizes_after"][test]
+    assert summary["worsened"] == [
+        {
+            "test": test,
+            "effect_size_before": before,
+            "effect_size_after": after,
+            "abs_raised": True,
+            "sign_flipped": True,
+        }
+    ]
+    warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert warnings == [
+        f"warning: test {test!r}: removing the 16 dimensions raises |d| and flips its sign: d {before:+.3f} -> "
+        f"{after:+.3f} (recorded in prune.json under `worsened`; tradeoff.png shows the bias at other N)"
+    ]
+    assert (tmp_path / "model" / "pruned_embeddings.json").is_file()  # written as asked
+
+
+def test_the_pruned_model_records_the_data_it_was_chosen_on(pruned_run):
+    assert json.loads((pruned_run / "model" / SELECTION_FILE).read_text()) == {
+        "data": "biasworld",
+        "split": "test",
+        "seed": 0,
+    }
+    assert json.loads((pruned_run / "prune.json").read_text())["worsened"] == []
+    assert selection_overlap(pruned_run / "model", "biasworld", "val", 0) is None
+    assert selection_overlap(pruned_run / "model", "biasworld", "test", 1) is None  # another world
+    assert selection_overlap(pruned_run / "model", str(pruned_run), None, 0) is None  # other data
+
+
+# Rewrites the pruning folder argv[1] from its own prune.json and trade-off table, with BiasWorld's split recorded
+# as argv[2], and SIGKILLs itself at the step argv[3]: "model" (model/ written, the rest not), "exchanged" (the new
+# folder swapped in, the stage with the old one not yet deleted) or "rename1" (the two-rename fallback, between
+# its renames: the old folder moved aside, the new one not yet in place).
+REWRITER = textwrap.dedent(
+    """
+    import json, os, signal, sys
+    from pathlib import Path
+    import pandas as pd
+    import vlbias.atomic as atomic
+    from vlbias.mitigation.outputs import write_pruning_outputs
+    from vlbias.models.pruned import PrunedEmbeddings
+    from vlbias.models.registry import load
+
+    out, split, kill_at = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+    summary = json.loads((out / "prune.json").read_text())
+    summary["data"]["split"] = split
+    rows = pd.read_csv(out / "tradeoff.csv").drop(columns="chosen").to_dict("records")
+    save, replace = PrunedEmbeddings.save_pretrained, os.replace
+
+    def save_then_die(self, folder):
+        save(self, folder)
+        if kill_at == "model":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def exchange(first, second):
+        if kill_at == "rename1":
+            return False
+        atomic.ctypes.CDLL(None).renameat2(-100, os.fsencode(first), -100, os.fsencode(second), 2)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def replace_then_die(source, target):
+        replace(source, target)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    PrunedEmbeddings.save_pretrained, atomic._exchange, atomic.os.replace = save_then_die, exchange, replace_then_die
+    write_pruning_outputs(out, load("clip", tiny=True), summary, rows, summary["n_remove"])
+    """
+)
+
+
+@pytest.mark.parametrize(("kill_at", "after"), [("model", "test"), ("exchanged", "new"), ("rename1", "test")])
+def test_a_prune_killed_while_replacing_its_folder_leaves_the_old_run_or_the_new_one_whole(
+    pruned_run, tmp_path, kill_at, after
+):
+    """The folder afterwards (tidied by the next run's check) is one run: ``prune.json`` and ``model/`` record the
+    same split, every output is there, and nothing of the killed write is left beside it."""
+    out = tmp_path / "out"
+    shutil.copytree(pruned_run, out)
+    names = sorted(p.name for p in out.iterdir())
+    done = subprocess.run(
+        [sys.executable, "-c", REWRITER, str(out), "new", kill_at], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == -9, done.stderr
+    PRUNE_FOLDER.check(out)
+    assert sorted(p.name for p in out.iterdir()) == names and [p.name for p in tmp_path.iterdir()] == ["out"]
+    assert json.loads((out / "prune.json").read_text())["data"]["split"] == after
+    assert json.loads((out / "model" / SELECTION_FILE).read_text())["split"] == after
+    model = PrunedEmbeddings.from_pretrained(out / "model")  # loads: whole
+    assert model.kept_dims.tolist() == json.loads((out / "prune.json").read_text())["kept"]

@@ -3,7 +3,9 @@ groups as zero-shot classes, effect sizes before/after equal to the ``mmbias`` s
 recomputed on the same embeddings, and the same selection on one and on two DDP processes."""
 
 import json
+import logging
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
+from vlbias.data.images import image_problem
 from vlbias.metrics.functional.weat import weat_effect_size
 from vlbias.models.pruned import PrunedEmbeddings
 from vlbias.models.registry import load
@@ -149,3 +152,23 @@ def test_the_same_selection_on_one_and_two_processes(mmbias_dir, tmp_path):
     for key in ("effect_sizes_before", "effect_sizes_after"):
         assert two[key] == pytest.approx(one[key], abs=1e-9), key
     assert two["zero_shot_accuracy"] == one["zero_shot_accuracy"]
+
+
+def test_an_unreadable_group_image_is_dropped_by_name(mmbias_dir, tmp_path, run_cli, caplog):
+    """A truncated JPEG among Muslim's images: the selection runs on the 13 good ones, and the dropped file is named
+    on the console and in ``prune.json`` (``data.dropped_images``) with its reason."""
+    data = tmp_path / "mmbias"
+    shutil.copytree(mmbias_dir, data)
+    cut = data / "images" / "Religion" / "Muslim" / "cut.jpg"
+    whole = (data / "images" / "Religion" / "Muslim" / "0.jpg").read_bytes()
+    cut.write_bytes(whole[: len(whole) // 2])
+    argv = ["prune", "--model", "clip", "--tiny", "--seed", str(SEED), "--data", str(data), *OPTIONS]
+    with caplog.at_level(logging.WARNING):
+        code, _, err = run_cli([*argv, "--out", str(tmp_path / "out")])
+    assert code == 0, err
+    summary = json.loads((tmp_path / "out" / "prune.json").read_text())
+    (dropped,) = summary["data"]["dropped_images"]
+    assert dropped == {"item": str(cut), "reason": image_problem(cut)} and "Truncated" in dropped["reason"]
+    assert summary["n_images"] == 13
+    warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert f"warning: 1 image(s) dropped, unreadable: {cut} ({dropped['reason']})" in warnings

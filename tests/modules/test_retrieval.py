@@ -229,8 +229,38 @@ def test_bad_configuration_is_refused(tmp_path):
     with pytest.raises(CapabilityError):
         RetrievalFinetuning(model=ModelSpec("bert", tiny=True))
     module = RetrievalFinetuning(model=_tiny("albef"), k_test=13)  # 12 val images
-    with pytest.raises(ConfigError, match="`k_test` to be an integer in \\[1, 12\\]"):
+    with pytest.raises(ConfigError, match="k_test 13 exceed the val split's smaller gallery: 12 images, 12 captions"):
         _trainer(tmp_path).validate(module, _biasworld(), verbose=False)
+    module = RetrievalFinetuning(model=_tiny("clip"), ks=(1, 5, 13), k_test=13)  # CLIP re-ranks nothing: no k_test
+    with pytest.raises(ConfigError, match=r"option\(s\) ks \[13\] exceed the test split's"):
+        _trainer(tmp_path).test(module, _biasworld(), verbose=False)
+
+
+def test_a_pass_over_part_of_the_split_leaves_out_the_k_it_cannot_rank_and_says_so(tmp_path, caplog, monkeypatch):
+    """The sanity check sees one batch of two of the 12 val images: R@5 is left out of it, k_test cut to 2, each
+    with a line; the first real validation sees all 12 and ranks both K, re-ranking k_test 8 candidates."""
+    import vlbias.modules.retrieval
+
+    rerank_k, logged = [], []
+
+    def recording(adapter, similarity, pixel_values, tokens, k_test, *args):
+        rerank_k.append(k_test)
+        return rerank(adapter, similarity, pixel_values, tokens, k_test, *args)
+
+    monkeypatch.setattr(vlbias.modules.retrieval, "rerank", recording)
+    module = RetrievalFinetuning(model=_tiny("albef"), ks=(1, 5), k_test=8)
+    trainer = _trainer(tmp_path, max_epochs=1, limit_train_batches=1, num_sanity_val_steps=1)
+    monkeypatch.setattr(module, "log", lambda key, value, **kwargs: logged.append((trainer.sanity_checking, key)))
+    with caplog.at_level("INFO"):
+        trainer.fit(module, _biasworld(batch_size=2))
+    assert "val: the sanity check evaluated a gallery of 2 images and 2 captions: R@5 not computed; k_test 2 " in (
+        caplog.text
+    )
+    assert "instead of 8 (every candidate re-ranked)" in caplog.text
+    sanity = {key for checking, key in logged if checking}
+    assert {"val/tr_r1", "val/ir_r1", "val/r_mean"} <= sanity and not {"val/tr_r5", "val/ir_r5"} & sanity
+    assert {"val/tr_r5", "val/ir_r5"} <= {key for checking, key in logged if not checking}
+    assert rerank_k == [2, 8]
 
 
 def test_fixed_temperature_is_not_learnt():

@@ -119,6 +119,7 @@ def test_a_failing_suite_is_one_line_and_the_rest_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(vlbias.audit, "run_suite", run_suite)
     stale = Results(suite="weat", model="clip", checkpoint=None, config={}, seed=0, n_items=1, metrics={"d": 1.0})
     write_results(tmp_path / "results" / "weat-old", stale, [{"d": 1.0}])  # an earlier audit's, not this one's
+    (tmp_path / "audit.json").write_text("{}")  # the folder is that earlier audit's: replaced whole
     small = BiasWorldOptions(eval_per_combination=2)
     path = audit(
         AuditOptions(model="clip", out=str(tmp_path), tiny=True, suites=["mmbias", "vlstereoset"], biasworld=small)
@@ -135,6 +136,7 @@ def test_a_failing_suite_is_one_line_and_the_rest_runs(tmp_path, monkeypatch):
     report = (tmp_path / "report" / "report.md").read_text()
     assert ["vlstereoset", "biasworld", FAILED, "RuntimeError: probe exploded", "probe=embed"] in audit_table(report)
     assert "weat-old" not in report and "### mmbias-biasworld: mmbias (mmbias.json)" in report
+    assert not (tmp_path / "results" / "weat-old").exists()
 
 
 def test_data_sets_are_found_by_their_readers_files(tmp_path):
@@ -196,3 +198,17 @@ def test_bad_input_is_one_clear_error(tmp_path, capsys):
     assert code == 2 and "'wat'" in err and "weat" in err
     code, _, err = cli(["audit", "--model", "clip", "--tiny", "--seed", "-1", "--out", str(tmp_path)], capsys)
     assert code == 2 and err.count("\n") == 1 and "`--seed`" in err and "-1" in err  # before any model loads
+
+
+def test_a_folder_that_is_not_an_earlier_audit_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch):
+    """A user's folder (``notes.txt`` in it) is never replaced: one line naming it and what it holds, exit 2,
+    before any model loads, and the folder as it was."""
+    (tmp_path / "notes.txt").write_text("mine")
+    monkeypatch.setattr(vlbias.audit, "load_model", lambda options: pytest.fail("the model was loaded"))
+    code, out, err = cli(["audit", "--model", "clip", "--tiny", "--out", str(tmp_path)], capsys)
+    assert code == 2 and out == ""
+    assert err == (
+        f"vlbias: error: Output folder {str(tmp_path)!r} holds what vlbias audit does not write (notes.txt): give a "
+        "new or empty folder (vlbias audit replaces a folder only when it is an earlier output of it).\n"
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]

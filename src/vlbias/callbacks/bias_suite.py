@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.trainer.states import TrainerFn
 from lightning.pytorch.utilities import rank_zero_info
 from typing_extensions import override
 
-from vlbias.errors import ConfigError
+from vlbias.errors import ConfigError, InputError
 from vlbias.results import Results, is_count, write_results
 from vlbias.suites.base import Suite
 from vlbias.suites.options import check_suite_options
@@ -51,6 +51,11 @@ class BiasSuiteCallback(Callback):
     ``<out_dir>/epoch=NNN/`` and, as the latest, to ``<out_dir>/`` during fit, and to
     ``<out_dir>/<validate|test>/`` otherwise; ``out_dir`` defaults to ``<trainer.log_dir>/bias``.
 
+    A suite that measured nothing (every image unreadable, no item in the vocabulary: the runs ``vlbias measure``
+    refuses, :meth:`~vlbias.results.Results.nothing_measured`) is neither logged nor written; a line names it and
+    why, every time, and ``on_nothing_measured`` says whether the run goes on (``continue``) or ends with that line
+    as its error (``stop``).
+
     The callback's state (the metrics of every measured epoch, ``history``) is saved in checkpoints under
     :attr:`state_key`, so a resumed run keeps it.
 
@@ -62,6 +67,8 @@ class BiasSuiteCallback(Callback):
         seed: seed of the suites' permutation tests and bootstrap (recorded in every result).
         biasworld: options of the :class:`~vlbias.data.biasworld.BiasWorld` built for ``data: biasworld``
             when the datamodule has no ``world``.
+        on_nothing_measured: when a suite measured nothing: say so and go on (``continue``), or stop the run
+            with that line as its error (``stop``).
     """
 
     def __init__(
@@ -71,9 +78,14 @@ class BiasSuiteCallback(Callback):
         out_dir: str | None = None,
         seed: int = 0,
         biasworld: dict[str, Any] | None = None,
+        on_nothing_measured: Literal["continue", "stop"] = "continue",
     ) -> None:
         if isinstance(every_n_epochs, bool) or not isinstance(every_n_epochs, int) or every_n_epochs < 1:
             raise ConfigError(f"Expected `every_n_epochs` to be a positive integer but got {every_n_epochs!r}")
+        if on_nothing_measured not in ("continue", "stop"):
+            raise ConfigError(
+                f"Expected `on_nothing_measured` to be 'continue' or 'stop' but got {on_nothing_measured!r}"
+            )
         self.specs = [_spec(entry, index) for index, entry in enumerate(suites or ["mmbias"])]
         names = [spec.key for spec in self.specs]
         if len(set(names)) != len(names):
@@ -85,6 +97,7 @@ class BiasSuiteCallback(Callback):
         self.out_dir = out_dir
         self.seed = seed
         self.biasworld = biasworld or {}
+        self.on_nothing_measured = on_nothing_measured
         self.suites: dict[str, Suite] = {}
         self.history: list[dict[str, Any]] = []
 
@@ -157,6 +170,10 @@ class BiasSuiteCallback(Callback):
                     suite, adapter, model=adapter.name, checkpoint=None, seed=self.seed,
                     config={**config, "data": spec.data, "suite_options": spec.options},
                 )  # fmt: skip
+                empty = results.nothing_measured(spec.data)
+                if empty is not None:
+                    self._say_nothing_measured(empty, trainer.current_epoch)
+                    continue
                 logged = _logged(spec.key, results)
                 pl_module.log_dict(logged, rank_zero_only=True)
                 measured |= logged
@@ -168,6 +185,14 @@ class BiasSuiteCallback(Callback):
         finally:
             adapter.train(was_training)
         self._record(measured)
+
+    def _say_nothing_measured(self, reason: str, epoch: int) -> None:
+        """The line of a suite that measured nothing; with ``on_nothing_measured: stop`` the run's error."""
+        if self.on_nothing_measured == "stop":
+            raise InputError(f"epoch {epoch}: {reason}; the run stops (on_nothing_measured: stop).")
+        rank_zero_info(
+            f"epoch {epoch}: {reason}; nothing logged or written, the run goes on (on_nothing_measured: continue)."
+        )
 
     def _record(self, measured: dict[str, Any]) -> None:
         """Add one measurement to ``history``, replacing an earlier one of the same stage and epoch: a run resumed

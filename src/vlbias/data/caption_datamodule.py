@@ -44,6 +44,11 @@ class CaptionPairDataset(Dataset):
     def __len__(self) -> int:
         return len(self.pairs)
 
+    @property
+    def n_images(self) -> int:
+        """The split's images: the image gallery of retrieval (its caption gallery is the rows)."""
+        return len(self.paths)
+
     def __getitem__(self, index: int) -> dict[str, object] | None:
         row = self.pairs[index]
         path = self.paths[row["image_index"]]

@@ -19,17 +19,19 @@ with ``datasets.load_dataset("json")`` (cached as Arrow, so COCO's 600k captions
 in every dataloader worker) and normalised with ``Dataset.map`` (``num_proc`` processes when asked).
 
 What cannot be used is skipped, not fatal, and returned in ``skipped`` as ``{"item", "reason"}``: an
-entry without a file name, a repeat of an image already listed (the first listing wins, across splits:
-an image in two splits is a leak), an empty caption, an image whose captions are all empty or whose
-caption list is empty, and an image file that is missing (checked for every image, cheaply: existence)
-or, with ``verify_images=True``, does not decode. A file that is not such a corpus at all (missing, not
-JSON, a Karpathy object without ``images``, no entry of the split asked for) raises
+entry without a file name, an image path that leaves ``image_root`` (absolute, or through ``..``), a repeat of
+an image already listed (the first listing wins, across splits: an image in two splits is a leak), an empty
+(or null) caption, an image whose captions are all empty or whose caption list is empty, and an image file that
+is missing (checked for every image, cheaply: existence) or, with ``verify_images=True``, does not decode. A file
+that is not such a corpus at all (missing, not JSON, a Karpathy object without ``images``, a caption that is not
+text, such as the number ``12345``, named with its entry; no entry of the split asked for) raises
 :class:`~vlbias.errors.InputError`; a split name other than :data:`SPLITS` raises
 :class:`~vlbias.errors.ConfigError`.
 """
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -37,6 +39,7 @@ from pathlib import Path
 import datasets
 
 from vlbias.data.images import image_problem
+from vlbias.data.text_files import read_json
 from vlbias.errors import ConfigError, InputError
 
 SPLITS: tuple[str, ...] = ("train", "val", "test")
@@ -162,20 +165,24 @@ def load_entries(
                 f"Karpathy caption file {str(path)!r} has no `images` key; expected "
                 '{"images": [{"filename", "split", "sentences": [{"raw"}]}]}.'
             ) from err
+        _refuse_non_text_captions(path, kind)  # Arrow's message quotes a valid caption, not the one at fault
         raise InputError(f"Caption file {str(path)!r} is not valid {kind} JSON: {err.__cause__ or err}") from err
     pairs_file = kind == "annotations" and raw.features.get("caption") == datasets.Value("string")
-    normalise = _karpathy_entries if kind == "karpathy" else partial(_annotation_entries, split=split)
+    normalise = partial(_karpathy_entries, path=str(path))
+    if kind == "annotations":
+        normalise = partial(_annotation_entries, path=str(path), split=split)
     entries = raw.map(normalise, batched=True, with_indices=True, remove_columns=raw.column_names, num_proc=num_proc)
     return entries, pairs_file
 
 
-def _karpathy_entries(batch: dict[str, list], indices: list[int]) -> dict[str, list]:
+def _karpathy_entries(batch: dict[str, list], indices: list[int], path: str) -> dict[str, list]:
     n, out = len(indices), _entry_columns(indices)
-    for folder, name, split, sentences in zip(
-        batch.get("filepath", [None] * n), batch.get("filename", [None] * n), batch.get("split", [None] * n),
+    for entry, folder, name, split, sentences in zip(
+        indices, batch.get("filepath", [None] * n), batch.get("filename", [None] * n), batch.get("split", [None] * n),
         batch.get("sentences", [None] * n),
     ):  # fmt: skip
-        raws = [(sentence or {}).get("raw") for sentence in sentences or []]
+        raws = _karpathy_captions(sentences)
+        _refuse_non_text(path, entry, name, raws)
         image = f"{folder}/{name}" if folder and name else name
         _append(out, image, KARPATHY_SPLITS.get(split, split), raws)
         if not name:
@@ -185,13 +192,54 @@ def _karpathy_entries(batch: dict[str, list], indices: list[int]) -> dict[str, l
     return out
 
 
-def _annotation_entries(batch: dict[str, list], indices: list[int], split: str) -> dict[str, list]:
+def _annotation_entries(batch: dict[str, list], indices: list[int], path: str, split: str) -> dict[str, list]:
     n, out = len(indices), _entry_columns(indices)
-    for image, caption in zip(batch.get("image", [None] * n), batch.get("caption", [None] * n)):
-        _append(out, image, split, [caption] if isinstance(caption, str) else list(caption or []))
+    for entry, image, caption in zip(indices, batch.get("image", [None] * n), batch.get("caption", [None] * n)):
+        raws = _annotation_captions(caption)
+        _refuse_non_text(path, entry, image, raws)
+        _append(out, image, split, raws)
         if not image:
             out["problem"][-1] = "entry without `image`"
     return out
+
+
+def _karpathy_captions(sentences: object) -> list:
+    """The ``raw`` values of a Karpathy entry's ``sentences``."""
+    return [sentence.get("raw") if isinstance(sentence, dict) else sentence for sentence in sentences or []]
+
+
+def _annotation_captions(caption: object) -> list:
+    """An ALBEF/LAVIS entry's ``caption`` (one, or a list) as a list."""
+    return [] if caption is None else list(caption) if isinstance(caption, list) else [caption]
+
+
+def _refuse_non_text(path: str, entry: int, image: object, raws: list) -> None:
+    """Refuse entry ``entry`` when one of its captions is neither text nor null (null, like "", is an empty caption:
+    skipped), naming the entry, its image and the value."""
+    for raw in raws:
+        if raw is not None and not isinstance(raw, str):
+            raise InputError(
+                f"Caption file {path!r}, entry {entry} (image {image!r}): caption {raw!r} ({type(raw).__name__}) is "
+                "not text; expected a string."
+            )
+
+
+def _refuse_non_text_captions(path: Path, kind: str) -> None:
+    """:func:`_refuse_non_text` over every entry of the file read as plain JSON (when Arrow could not read it)."""
+    try:
+        content = read_json(path, "caption file")
+    except InputError:
+        return  # not JSON: the caller says so
+    entries = content.get("images") if kind == "karpathy" and isinstance(content, dict) else content
+    for entry, listing in enumerate(entries if isinstance(entries, list) else []):
+        if not isinstance(listing, dict):
+            continue
+        if kind == "karpathy":
+            raws, image = _karpathy_captions(listing.get("sentences")), listing.get("filename")
+        else:
+            raws, image = _annotation_captions(listing.get("caption")), listing.get("image")
+        if isinstance(raws, list):
+            _refuse_non_text(str(path), entry, image, raws)
 
 
 def _entry_columns(indices: list[int]) -> dict[str, list]:
@@ -207,7 +255,17 @@ def _append(out: dict[str, list], image: str | None, split: str | None, raws: li
     out["captions"].append(captions)
     out["n_captions"].append(len(captions))
     out["empty"].append([k for k, raw in enumerate(raws) if not (isinstance(raw, str) and raw.strip())])
-    out["problem"].append("")
+    out["problem"].append(_outside_root(image) if image else "")
+
+
+def _outside_root(image: str) -> str:
+    """Why the image path ``image`` (relative to ``image_root``) leaves ``image_root``, or "" when it stays inside:
+    an absolute path, or one whose ``..`` climb above it. Judged on the path as written, so a symbolic link inside
+    ``image_root`` (to images kept elsewhere) is followed as usual."""
+    normal = posixpath.normpath(image)
+    if posixpath.isabs(normal) or normal == ".." or normal.startswith("../"):
+        return f"image path {image!r} leaves `image_root` (expected a path inside it)"
+    return ""
 
 
 def _select(

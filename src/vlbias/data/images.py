@@ -19,9 +19,14 @@ Every image becomes the 8-bit RGB picture a viewer would show, by these rules:
 * Any other mode (``HSV``, ``LAB``, ``I;16S``, ...) is refused by name.
 
 A file is decoded in full (``Image.load`` with ``ImageFile.LOAD_TRUNCATED_IMAGES`` off), so a truncated
-file fails here, when a reader checks it, and not halfway through a measurement. Every failure (missing file,
-dangling link, no permission, truncated or undecodable data, unsupported mode, values out of range) is an
-:class:`ImageProblem` (an :class:`~vlbias.errors.InputError`) naming the file.
+file fails here, when a reader checks it, and not halfway through a measurement. An image whose header declares
+more pixels (width x height) than :func:`max_pixels` is refused before it is decoded: a small file can declare a
+picture that needs gigabytes (a decompression bomb). The limit is :data:`DEFAULT_MAX_PIXELS` (PIL's own default,
+about 9,459 x 9,459) unless the environment variable :data:`MAX_PIXELS_VARIABLE` (``VLBIAS_MAX_IMAGE_PIXELS``)
+sets another: one setting for every command, data reader, dataloader worker and Slurm job. Every failure (missing
+file, dangling link, no permission, an image over the pixel limit, truncated or undecodable data, unsupported mode,
+values out of range) is an :class:`ImageProblem` (an :class:`~vlbias.errors.InputError`) naming the file; data
+readers skip such a file with the reason (:func:`image_problem`).
 
 Example:
     >>> import numpy as np
@@ -32,6 +37,8 @@ Example:
 
 from __future__ import annotations
 
+import os
+import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,7 +47,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
-from vlbias.errors import InputError
+from vlbias.errors import ConfigError, InputError
 
 ImageInput = Image.Image | str | Path
 IMAGE_SUFFIXES: frozenset[str] = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"})
@@ -58,6 +65,12 @@ DEEP_MODES: dict[str, tuple[float, str]] = {
 }
 SUPPORTED_MODES = sorted(COLOUR_MODES | ALPHA_MODES | set(DEEP_MODES))
 IN_MEMORY = "Image '<in-memory image>'"
+#: The environment variable that sets the largest image vlbias decodes, in pixels (width x height).
+MAX_PIXELS_VARIABLE = "VLBIAS_MAX_IMAGE_PIXELS"
+#: The pixel limit without :data:`MAX_PIXELS_VARIABLE`: PIL's own default (``Image.MAX_IMAGE_PIXELS``), about
+#: 9,459 x 9,459, some 270 MB decoded as RGB; the public data sets' images are far smaller (COCO's 640 x 480).
+DEFAULT_MAX_PIXELS = 89_478_485
+_PIL_SETTINGS = threading.RLock()  # PIL's reading settings are module globals: one reader changes them at a time
 
 
 class ImageProblem(InputError):
@@ -71,8 +84,9 @@ class ImageProblem(InputError):
 def load_image(image: ImageInput) -> Image.Image:
     """``image`` (a PIL image or a path) as an 8-bit RGB picture, by the rules of the module docstring.
 
-    A path that is missing, a dangling link, unreadable or does not decode in full, and an image of an
-    unsupported mode or out-of-range values, raise :class:`ImageProblem` (an :class:`InputError`) naming it.
+    A path that is missing, a dangling link, unreadable or does not decode in full, an image that declares more
+    pixels than :func:`max_pixels`, and an image of an unsupported mode or out-of-range values, raise
+    :class:`ImageProblem` (an :class:`InputError`) naming it.
     A non-RGB image is converted with a warning naming it, its mode and the rule applied.
     """
     rgb, note = _read(image)
@@ -92,6 +106,26 @@ def image_problem(path: str | Path) -> str | None:
     except ImageProblem as err:
         return err.reason
     return None
+
+
+def max_pixels() -> int:
+    """The largest image :func:`load_image` decodes, in pixels: :data:`MAX_PIXELS_VARIABLE` when it is set, else
+    :data:`DEFAULT_MAX_PIXELS`. A value that is not a positive whole number is a :class:`~vlbias.errors.ConfigError`
+    naming the variable.
+
+    Example:
+        >>> max_pixels() == int(os.environ.get(MAX_PIXELS_VARIABLE) or DEFAULT_MAX_PIXELS)
+        True
+    """
+    given = os.environ.get(MAX_PIXELS_VARIABLE, "").strip()
+    if not given:
+        return DEFAULT_MAX_PIXELS
+    if not given.isdigit() or int(given) < 1:
+        raise ConfigError(
+            f"Environment variable {MAX_PIXELS_VARIABLE} is {given!r}; expected a positive whole number of pixels "
+            f"(width x height; default {DEFAULT_MAX_PIXELS})."
+        )
+    return int(given)
 
 
 def _read(image: ImageInput) -> tuple[Image.Image, str | None]:
@@ -157,7 +191,7 @@ def _decoded(path: Path) -> Image.Image:
     if not path.is_file():
         raise ImageProblem(label, "is not a regular file")
     try:
-        with Image.open(path) as picture:
+        with _pil_settings(), Image.open(path) as picture:  # the header only: the size is checked before decoding
             return _loaded(picture, label)
     except UnidentifiedImageError as err:
         raise ImageProblem(label, f"could not be decoded as an image: {err}") from err
@@ -166,9 +200,18 @@ def _decoded(path: Path) -> Image.Image:
 
 
 def _loaded(picture: Image.Image, label: str) -> Image.Image:
-    """``picture`` decoded in full (a truncated file fails here), or :class:`ImageProblem`."""
+    """``picture`` decoded in full (a truncated file fails here), or :class:`ImageProblem`; one that declares more
+    pixels than :func:`max_pixels` is refused before it is decoded."""
+    width, height = picture.size
+    limit = max_pixels()
+    if width * height > limit:
+        raise ImageProblem(
+            label,
+            f"declares {width} x {height} = {width * height:,} pixels, more than the limit of {limit:,} (a "
+            f"decompression bomb, or a picture larger than any data set's); set {MAX_PIXELS_VARIABLE} to read it",
+        )
     try:
-        with _truncated_images_refused():
+        with _pil_settings():
             picture.load()
     except Exception as err:  # noqa: BLE001 -- PIL raises several unrelated types for corrupt files
         raise ImageProblem(label, f"could not be decoded as an image: {err}") from err
@@ -176,11 +219,14 @@ def _loaded(picture: Image.Image, label: str) -> Image.Image:
 
 
 @contextmanager
-def _truncated_images_refused() -> Iterator[None]:
-    """``ImageFile.LOAD_TRUNCATED_IMAGES`` off for the block (another library may have turned it on)."""
-    before = ImageFile.LOAD_TRUNCATED_IMAGES
-    ImageFile.LOAD_TRUNCATED_IMAGES = False
-    try:
-        yield
-    finally:
-        ImageFile.LOAD_TRUNCATED_IMAGES = before
+def _pil_settings() -> Iterator[None]:
+    """For the block, under a lock: ``ImageFile.LOAD_TRUNCATED_IMAGES`` off (another library may have turned it
+    on), and PIL's own decompression-bomb check (``Image.MAX_IMAGE_PIXELS``, a warning then an exception without
+    the file's name) off: :func:`_loaded` applies the one limit, :func:`max_pixels`, and names the file."""
+    with _PIL_SETTINGS:
+        before = ImageFile.LOAD_TRUNCATED_IMAGES, Image.MAX_IMAGE_PIXELS
+        ImageFile.LOAD_TRUNCATED_IMAGES, Image.MAX_IMAGE_PIXELS = False, None
+        try:
+            yield
+        finally:
+            ImageFile.LOAD_TRUNCATED_IMAGES, Image.MAX_IMAGE_PIXELS = before

@@ -1,69 +1,111 @@
-"""Write a pruning run's directory, every file and folder atomically.
+"""Write a pruning run's folder as a unit (:data:`PRUNE_FOLDER`), and say when a pruned model is measured on the data
+its dimensions were chosen on (:func:`selection_overlap`).
 
 ``<out>/model/`` (:class:`~vlbias.models.pruned.PrunedEmbeddings`, loadable by
-``vlbias measure --model pruned --checkpoint <out>/model``), for a CLIP model also ``<out>/clip/`` (a standard
-``transformers.CLIPModel`` directory, :func:`~vlbias.models.pruned.export_pruned_clip`), ``<out>/prune.json``,
-``<out>/tradeoff.csv`` and ``<out>/tradeoff.png``. Files go through :func:`vlbias.atomic.atomic_write`; a
-folder is written beside its target under a temporary name and renamed into place, so a reader finds the
-old folder or the whole new one (a replaced old folder is moved aside first, then deleted).
+``vlbias measure --model pruned --checkpoint <out>/model``, with :data:`SELECTION_FILE`: the data it was pruned on),
+for a CLIP model also ``<out>/clip/`` (a standard ``transformers.CLIPModel`` directory,
+:func:`~vlbias.models.pruned.export_pruned_clip`), ``<out>/prune.json``, ``<out>/tradeoff.csv`` and
+``<out>/tradeoff.png``. The folder is written whole beside ``<out>`` and put in its place in one step
+(:class:`vlbias.atomic.OutputFolder`): a reader, or a run killed at any moment, finds the old folder whole or the
+new one whole; a folder that is not an earlier output of ``vlbias prune`` is refused, not replaced.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from vlbias.atomic import atomic_write
+from vlbias.atomic import OutputFolder
 from vlbias.mitigation.tradeoff import plot_tradeoff
 from vlbias.models.base import ModelAdapter
 from vlbias.models.clip import CLIPAdapter
 from vlbias.models.pruned import PrunedEmbeddings, export_pruned_clip
-from vlbias.results import ensure_writable
 
-
-def atomic_directory(target: Path, write: Callable[[Path], object]) -> None:
-    """Call ``write(folder)`` on a fresh temporary folder beside ``target``, then rename it to ``target``."""
-    temporary = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
-    umask = os.umask(0)
-    os.umask(umask)
-    temporary.chmod(0o777 & ~umask)  # mkdtemp makes it private; the folder is meant to be shared like any other
-    try:
-        write(temporary)
-        if target.exists():
-            old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old."))
-            os.replace(target, old / target.name)
-            os.replace(temporary, target)
-            shutil.rmtree(old)
-        else:
-            os.replace(temporary, target)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
+PRUNE_FOLDER = OutputFolder(
+    "vlbias prune", "prune.json", frozenset({"model", "clip", "prune.json", "tradeoff.csv", "tradeoff.png"})
+)
+#: The file in ``<out>/model`` naming the data the dimensions were chosen on: ``{"data": "biasworld", "split",
+#: "seed"}`` (the world's seed) or ``{"data": <absolute path of an MMBias folder>}``.
+SELECTION_FILE = "selected_on.json"
 
 
 def write_pruning_outputs(
-    out: str | Path, adapter: ModelAdapter, summary: dict, rows: Sequence[dict], chosen: int
+    out: str | Path,
+    adapter: ModelAdapter,
+    summary: dict,
+    rows: Sequence[dict],
+    chosen: int,
+    files: Mapping[str, bytes] | None = None,
 ) -> Path:
-    """Write the run directory ``out`` (see the module); ``summary`` is ``prune.json``'s content (its
-    ``kept`` the dimensions to keep), ``rows`` the trade-off table. Returns the path of ``prune.json``."""
-    out = ensure_writable(out)
+    """Write the run folder ``out`` as a unit (see the module); ``summary`` is ``prune.json``'s content (its ``kept``
+    the dimensions to keep, its ``data`` the data they were chosen on), ``rows`` the trade-off table, ``files``
+    more files by path inside the folder (a model card per exported model; one whose folder is not written, such
+    as ``clip/`` of a model that is not CLIP, is left out). Returns the path of ``prune.json``."""
     kept = summary["kept"]
-    atomic_directory(out / "model", lambda folder: PrunedEmbeddings(adapter, kept).save_pretrained(folder))
-    if isinstance(adapter, CLIPAdapter):
-        atomic_directory(out / "clip", lambda folder: export_pruned_clip(adapter, kept, folder))
-    table = pd.DataFrame(list(rows))
-    table["chosen"] = table["n_removed"] == chosen
-    atomic_write(out / "tradeoff.csv", lambda handle: handle.write(table.to_csv(index=False).encode()))
-    title = f"{summary['model']}: {summary['strategy']} pruning"
-    png = plot_tradeoff(rows, chosen, title)
-    atomic_write(out / "tradeoff.png", lambda handle: handle.write(png))
-    path = out / "prune.json"
-    payload = json.dumps(summary, indent=2, allow_nan=False).encode()
-    atomic_write(path, lambda handle: handle.write(payload))
-    return path
+
+    def write(folder: Path) -> None:
+        PrunedEmbeddings(adapter, kept).save_pretrained(folder / "model")
+        (folder / "model" / SELECTION_FILE).write_text(json.dumps(selection(summary["data"] or {}), indent=2))
+        if isinstance(adapter, CLIPAdapter):
+            export_pruned_clip(adapter, kept, folder / "clip")
+        table = pd.DataFrame(list(rows))
+        table["chosen"] = table["n_removed"] == chosen
+        (folder / "tradeoff.csv").write_text(table.to_csv(index=False))
+        title = f"{summary['model']}: {summary['strategy']} pruning"
+        (folder / "tradeoff.png").write_bytes(plot_tradeoff(rows, chosen, title))
+        (folder / "prune.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
+        for name, content in (files or {}).items():
+            if (folder / name).parent.is_dir():
+                (folder / name).write_bytes(content)
+
+    return PRUNE_FOLDER.replace(out, write) / "prune.json"
+
+
+def selection(data: Mapping[str, object]) -> dict[str, object]:
+    """What :data:`SELECTION_FILE` records of a run's ``data`` config (``prune.json``'s ``data``; a seed it does not
+    give is ``None``, an unknown source ``{}``).
+
+    Example:
+        >>> selection({"data": "biasworld", "split": "val", "seed": 0, "n_train": 2048})
+        {'data': 'biasworld', 'split': 'val', 'seed': 0}
+    """
+    source = data.get("data")
+    if source == "biasworld":
+        return {"data": "biasworld", "split": data.get("split"), "seed": data.get("seed")}
+    return {"data": str(Path(source).resolve())} if isinstance(source, str) else {}
+
+
+def selection_overlap(checkpoint: str | Path, data: str, split: str | None, seed: int) -> str | None:
+    """Why measuring the pruned model at ``checkpoint`` on ``data`` (``"biasworld"``'s ``split`` of the world of
+    ``seed``, or a data path) judges it on the data its dimensions were chosen on, or ``None``: another split or
+    world, other data, or a checkpoint without :data:`SELECTION_FILE`.
+
+    Example:
+        >>> import tempfile
+        >>> model = Path(tempfile.mkdtemp())
+        >>> _ = (model / SELECTION_FILE).write_text('{"data": "biasworld", "split": "val", "seed": 0}')
+        >>> selection_overlap(model, "biasworld", "test", 0) is None
+        True
+        >>> print(selection_overlap(model, "biasworld", "val", 0))  # doctest: +ELLIPSIS
+        Model ... was pruned on BiasWorld's 'val' split (seed 0), the split it is measured on now: ...
+    """
+    path = Path(checkpoint) / SELECTION_FILE
+    if not path.is_file():
+        return None
+    chosen = json.loads(path.read_text())
+    if data == "biasworld":
+        same = chosen.get("data") == "biasworld" and chosen.get("split") == split and chosen.get("seed") in (None, seed)
+        where = f"BiasWorld's {split!r} split (seed {seed}), the split"
+    else:
+        same = chosen.get("data") == str(Path(data).resolve())
+        where = f"{data!r}, the data"
+    if not same:
+        return None
+    return (
+        f"Model {str(checkpoint)!r} was pruned on {where} it is measured on now: its dimensions were chosen to lower "
+        "this very bias, so the number overstates the effect; measure it on other data (prune chooses on 'val', "
+        "measure on 'test')."
+    )

@@ -183,7 +183,7 @@ def select_dimensions(
     mutual_info = torch.as_tensor(mutual_info, dtype=torch.float64)
     if mutual_info.shape != (dim,) or not torch.isfinite(mutual_info).all():
         raise InputError(f"Expected finite mutual information of shape ({dim},) but got {tuple(mutual_info.shape)}")
-    n = _count(n_remove, dim)
+    n = removal_count(n_remove, dim)
     reduce = OBJECTIVES[objective]
     before = _effect_sizes(tests, torch.arange(0))
 
@@ -304,18 +304,52 @@ def _threshold(mutual_info: Tensor, theta: float | None, theta_quantile: float |
     return float(torch.quantile(mutual_info, float(theta_quantile)))
 
 
-def _count(n_remove: int | float, dim: int) -> int:
-    """N as a count (int) or a fraction of ``dim`` (float in (0, 1), rounded)."""
+def removal_count(n_remove: int | float, dim: int, name: str = "n_remove") -> int:
+    """N as a count (int) or a fraction of ``dim`` (float in (0, 1), rounded), at least 1 and below ``dim``;
+    ``name`` is the option's name in the refusal (``vlbias prune`` checks ``n_dims`` or ``fraction`` with it once
+    the model, and so D, is known, before any image is embedded).
+
+    Example:
+        >>> removal_count(0.1, 512), removal_count(5, 512)
+        (51, 5)
+    """
     if isinstance(n_remove, bool) or not isinstance(n_remove, (int, float)):
-        raise ConfigError(f"Expected `n_remove` to be an int count or a float fraction but got {n_remove!r}")
+        raise ConfigError(f"Expected `{name}` to be an int count or a float fraction but got {n_remove!r}")
     if isinstance(n_remove, float):
         if not 0 < n_remove < 1:
-            raise ConfigError(f"Expected a fraction `n_remove` in (0, 1) of the {dim} dimensions but got {n_remove!r}")
+            raise ConfigError(f"Expected a fraction `{name}` in (0, 1) of the {dim} dimensions but got {n_remove!r}")
         count = round(n_remove * dim)
     else:
         count = n_remove
     if not 1 <= count < dim:
         raise ConfigError(
-            f"Expected `n_remove` to give a count in [1, {dim - 1}] for D = {dim} but got {n_remove!r} ({count})"
+            f"Expected `{name}` to give a count in [1, {dim - 1}] for D = {dim} but got {n_remove!r} ({count})"
         )
     return count
+
+
+def worsened_tests(before: dict[str, float], after: dict[str, float]) -> list[dict[str, object]]:
+    """The tests whose bias the removal made worse: :math:`|d|` raised, or the sign of :math:`d` flipped (a bias
+    that now favours the other group), each ``{test, effect_size_before, effect_size_after, abs_raised,
+    sign_flipped}``. The objective lowers the mean (or largest) :math:`|d|` over tests and the leave-one-out
+    ranking can overshoot, so one test, or the only one, can end more biased than it started.
+
+    Example:
+        >>> [w["test"] for w in worsened_tests({"a": 0.2, "b": 0.5, "c": 0.3}, {"a": -0.1, "b": 0.7, "c": 0.1})]
+        ['a', 'b']
+    """
+    worse = []
+    for test, first in before.items():
+        last = after[test]
+        raised, flipped = abs(last) > abs(first), first * last < 0
+        if raised or flipped:
+            worse.append(
+                {
+                    "test": test,
+                    "effect_size_before": first,
+                    "effect_size_after": last,
+                    "abs_raised": raised,
+                    "sign_flipped": flipped,
+                }
+            )
+    return worse

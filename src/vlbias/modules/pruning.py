@@ -25,12 +25,19 @@ adds seeded noise row by row and counts the neighbours within each point's k-th-
 a small sample a reordering, or any float-level difference, can move a point across that radius (13
 images: up to 0.2 nats). With the same embeddings (the same images at the same batch size, e.g. 1, as
 float results may differ in the last bits with a batch's composition) 1 and 2 processes choose the same
-dimensions. Rank 0 writes ``out`` (:mod:`vlbias.mitigation.outputs`) when it is given; :attr:`outcome`
-holds the summary and the trade-off rows on every rank.
+dimensions. Rank 0 writes ``out`` as a unit (:mod:`vlbias.mitigation.outputs`), with a model card beside each
+exported model, when it is given; :attr:`outcome` holds the summary and the trade-off rows on every rank.
+
+What can be refused is refused before any image is embedded: ``out`` that is not an earlier output of
+``vlbias prune`` when the module is made, N (``n_dims`` or ``fraction``) that does not fit the embedding dimension
+D once the model is loaded. A removal that raises a test's :math:`|d|` or flips its sign
+(:func:`~vlbias.mitigation.pruning.worsened_tests`) is written as the result asks, with a warning on the console
+and in ``prune.json`` (``worsened``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 
@@ -40,19 +47,27 @@ from lightning.pytorch import LightningModule
 from torch import Tensor
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.mitigation.outputs import write_pruning_outputs
+from vlbias.mitigation.outputs import PRUNE_FOLDER, write_pruning_outputs
 from vlbias.mitigation.pruning import (
     BiasTest,
     PruningResult,
     mutual_information,
+    removal_count,
     select_dimensions,
+    worsened_tests,
 )
 from vlbias.mitigation.tradeoff import tradeoff_rows
 from vlbias.models.base import Capability
 from vlbias.modules.model_spec import ModelSpec
 from vlbias.run_options import PruningChoice
 
+logger = logging.getLogger(__name__)
 MAX_DIMS_FRACTION = 0.25  # default end of the trade-off curve, as a share of D
+#: How each exported model is used (its model card's usage line): folder -> (library, line).
+USAGE = {
+    "model": ("vlbias", "vlbias measure --model pruned --checkpoint <this folder> --suite <suite> --out <dir>"),
+    "clip": ("transformers", "transformers.CLIPModel.from_pretrained('<this folder>')"),
+}
 
 
 class EmbeddingPruning(LightningModule):
@@ -91,8 +106,15 @@ class EmbeddingPruning(LightningModule):
         self.hparams["model"], self.hparams["pruning"] = asdict(model), asdict(self.pruning)
         self.test_specs = _checked_tests(tests, group_names)
         self.class_prompts = _checked_prompts(class_prompts)
+        if out is not None:
+            PRUNE_FOLDER.check(out)
         self.spec = model
         self.adapter = model.load(Capability.EMBED, "prune")
+        dim = self._embed_texts(["a"]).shape[1]  # D, so that N is refused before any image is embedded
+        if self.pruning.n_dims is not None:
+            removal_count(self.pruning.n_dims, dim, "n_dims")
+        else:
+            removal_count(self.pruning.fraction, dim, "fraction")
         self.outcome: dict | None = None
         self._batches: list[tuple[Tensor, Tensor, Tensor]] = []
 
@@ -127,9 +149,20 @@ class EmbeddingPruning(LightningModule):
         order = canonical_order(images, labels, groups)
         images, labels, groups = images[order], labels[order], groups[order]
         self.outcome = self.select(images.double(), labels, groups)
-        if self.hparams.out is not None and self.trainer.is_global_zero:
-            summary, rows = self.outcome["summary"], self.outcome["tradeoff"]
-            write_pruning_outputs(self.hparams.out, self.adapter, summary, rows, summary["n_remove"])
+        if not self.trainer.is_global_zero:
+            return
+        summary, rows = self.outcome["summary"], self.outcome["tradeoff"]
+        for worse in summary["worsened"]:
+            changes = ["raises |d|"] * worse["abs_raised"] + ["flips its sign"] * worse["sign_flipped"]
+            logger.warning(
+                f"warning: test {worse['test']!r}: removing the {summary['n_remove']} dimensions "
+                f"{' and '.join(changes)}: d {worse['effect_size_before']:+.3f} -> {worse['effect_size_after']:+.3f} "
+                "(recorded in prune.json under `worsened`; tradeoff.png shows the bias at other N)"
+            )
+        if self.hparams.out is not None:
+            write_pruning_outputs(
+                self.hparams.out, self.adapter, summary, rows, summary["n_remove"], files=_model_cards(summary)
+            )
 
     def select(self, images: Tensor, labels: Tensor, groups: Tensor) -> dict:
         """Selection, accuracy and trade-off from all image embeddings ``(n, D)`` with their class and group labels."""
@@ -176,6 +209,7 @@ class EmbeddingPruning(LightningModule):
             **result.to_dict(),
             "zero_shot_accuracy": {"before": accuracy[0], "after": accuracy[result.n_remove]},
             "tradeoff": {"max_dims": max_dims, "reached": len(order), "step": choice.step, "order": list(order)},
+            "worsened": worsened_tests(result.effect_sizes_before, result.effect_sizes_after),
         }
         return {"summary": summary, "tradeoff": rows}
 
@@ -216,6 +250,17 @@ class EmbeddingPruning(LightningModule):
         padded[: rows.shape[0]] = rows
         gathered = self.all_gather(padded)  # (W, max, ...)
         return torch.cat([gathered[rank, : int(count)] for rank, count in enumerate(counts)])
+
+
+def _model_cards(summary: dict) -> dict[str, bytes]:
+    """The model card (``README.md``) of each exported model (:data:`USAGE`), by its path in the run folder."""
+    from vlbias.report.model_card import CARD_NAME, card_text, pruning_card
+
+    card = pruning_card(summary)
+    return {
+        f"{folder}/{CARD_NAME}": card_text(card, library_name=library, usage=line).encode()
+        for folder, (library, line) in USAGE.items()
+    }
 
 
 def canonical_order(images: Tensor, labels: Tensor, groups: Tensor) -> Tensor:

@@ -24,6 +24,14 @@ candidates of every query (:func:`~vlbias.retrieval.rerank.rerank`, with the sim
 ranks by :math:`S` alone. Text retrieval (image → its captions) and image retrieval (caption → its image)
 R@1/5/10, as fractions, by :class:`~vlbias.metrics.retrieval.RetrievalRecall` (pessimistic on ties).
 
+Gallery sizes: every K of ``ks`` and (MATCH adapters) ``k_test`` must fit the smaller gallery of the evaluated
+split (its images or its captions). They are checked once per stage against the whole split: in :meth:`setup`,
+from the datamodule's dataloader, before the run trains or evaluates anything (without a datamodule, when the
+split's first evaluation starts), and a K that does not fit is refused naming both sizes. A pass that sees part
+of the split (Lightning's sanity check, ``fast_dev_run``, ``limit_val_batches``) evaluates what it saw: the K above
+its smaller gallery are left out of that pass (and ``r_mean`` is the mean of those computed) and ``k_test``
+re-ranks every candidate, with a line saying so.
+
 Ground truth: a row of the evaluation dataloader is one caption. With ``image_index`` in the batch the rows
 of one image share it (one image, several captions); without it (BiasWorld: one caption per image) every row
 is its own image and its own caption is its only answer. Images with identical captions ("a man cooking")
@@ -54,8 +62,10 @@ import torch
 import torch.distributed as dist
 from jsonargparse.typing import NonNegativeFloat, PositiveFloat, PositiveInt
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
+from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor, nn
 
+from vlbias.errors import ConfigError
 from vlbias.metrics.retrieval import RetrievalRecall
 from vlbias.models.base import Capability
 from vlbias.modules.adapter_module import AdapterModule
@@ -117,6 +127,7 @@ class RetrievalFinetuning(AdapterModule):
         self.val_recall = RetrievalRecall(ks=tuple(ks))
         self.test_recall = RetrievalRecall(ks=tuple(ks))
         self._rows: list[dict[str, object]] = []
+        self._checked_galleries: set[str] = set()
 
     # -- training -----------------------------------------------------------------------------
     def _logit_scale(self) -> Tensor:
@@ -172,6 +183,40 @@ class RetrievalFinetuning(AdapterModule):
 
     def test_step(self, batch: dict[str, object], batch_idx: int) -> None:
         self._collect(batch, "test")
+
+    def setup(self, stage: str) -> None:
+        split = {"fit": "val", "validate": "val", "test": "test"}.get(stage)
+        datamodule = self.trainer.datamodule
+        if split is not None and datamodule is not None:
+            self._check_gallery(split, getattr(datamodule, f"{split}_dataloader")())
+
+    def on_validation_start(self) -> None:
+        self._check_gallery("val", self.trainer.val_dataloaders)
+
+    def on_test_start(self) -> None:
+        self._check_gallery("test", self.trainer.test_dataloaders)
+
+    def _check_gallery(self, stage: str, loader: object) -> None:
+        """Refuse ``ks`` or ``k_test`` above the smaller gallery of the whole split ``stage``, once per stage. The
+        split's captions are its rows; its images ``dataset.n_images`` when the dataset says, else one per row."""
+        dataset = getattr(loader, "dataset", None)
+        if stage in self._checked_galleries or dataset is None:
+            return
+        self._checked_galleries.add(stage)
+        n_captions = len(dataset)
+        n_images = getattr(dataset, "n_images", n_captions)
+        gallery = min(n_images, n_captions)
+        too_large = (
+            [f"ks {[k for k in self.val_recall.ks if k > gallery]}"] if max(self.val_recall.ks) > gallery else []
+        )
+        if self.rerank_eval and self.hparams.k_test > gallery:
+            too_large.append(f"k_test {self.hparams.k_test}")
+        if too_large:
+            raise ConfigError(
+                f"Retrieval option(s) {' and '.join(too_large)} exceed the {stage} split's smaller gallery: "
+                f"{n_images} images, {n_captions} captions; set `model.init_args.ks` and `model.init_args.k_test` to "
+                f"at most {gallery}."
+            )
 
     def on_validation_epoch_start(self) -> None:
         self._rows = []
@@ -252,18 +297,15 @@ class RetrievalFinetuning(AdapterModule):
         )  # each image's first row
         images, texts = rows["images"][first], rows["texts"]
         similarity = (images @ texts.T).to(self.device)  # (n_images, n_captions)
+        metric, k_test = self._fitted(stage, metric, *similarity.shape)
+        if metric is None:
+            return
         text_scores = image_scores = similarity
-        if self.rerank_eval:  # rerank refuses a k_test above the smaller gallery, naming both sizes
+        if self.rerank_eval:
             pixel_values = rows["pixel_values"][first].to(self.device)
             tokens = self.adapter.prepare_texts(rows["captions"])
             text_scores, image_scores = rerank(
-                self.adapter,
-                similarity,
-                pixel_values,
-                tokens,
-                self.hparams.k_test,
-                True,
-                self.hparams.rerank_batch_size,
+                self.adapter, similarity, pixel_values, tokens, k_test, True, self.hparams.rerank_batch_size
             )
         rank, world = self.trainer.global_rank, self.trainer.world_size
         caption_to_image = caption_to_image.to(self.device)
@@ -278,3 +320,29 @@ class RetrievalFinetuning(AdapterModule):
             if prefix in _STAGE_KEYS and name.startswith("r"):  # not ``txt_missing``: every image has a caption
                 self.log(f"{stage}/{_STAGE_KEYS[prefix]}_{name}", value.float())
         self.log(f"{stage}/r_mean", results["r_mean"].float(), prog_bar=True)
+
+    def _fitted(self, stage: str, metric: RetrievalRecall, n_images: int, n_captions: int):
+        """``(metric, k_test)`` for a pass that saw ``n_images`` images and ``n_captions`` captions: as configured
+        when every K fits the smaller gallery; otherwise (a pass over part of the split, module docstring) a metric
+        of the K that fit (``None`` when none does) and ``k_test`` cut to the gallery, with a line saying so."""
+        gallery, k_test = min(n_images, n_captions), self.hparams.k_test
+        fitting = tuple(k for k in metric.ks if k <= gallery)
+        cut_k_test = self.rerank_eval and k_test > gallery
+        if len(fitting) == len(metric.ks) and not cut_k_test:
+            return metric, k_test
+        if self.trainer.sanity_checking:
+            which = "the sanity check"
+        elif self.trainer.fast_dev_run:
+            which = "fast_dev_run"
+        else:
+            which = "this pass"
+        left_out = [f"R@{k}" for k in metric.ks if k > gallery]
+        changes = [f"{', '.join(left_out)} not computed"] if left_out else []
+        changes += [f"k_test {gallery} instead of {k_test} (every candidate re-ranked)"] if cut_k_test else []
+        rank_zero_info(
+            f"{stage}: {which} evaluated a gallery of {n_images} images and {n_captions} captions: {'; '.join(changes)}"
+        )
+        if not fitting:
+            return None, k_test
+        fitted = metric if len(fitting) == len(metric.ks) else RetrievalRecall(ks=fitting).to(self.device)
+        return fitted, min(k_test, gallery)
