@@ -76,7 +76,9 @@ class VlbiasCLI(LightningCLI):
         subcommand = self.config.get("subcommand")
         path = self.config[subcommand].get("ckpt_path") if subcommand else None
         if path and Path(path).is_file():
-            check_checkpoint(Path(path), self.config[subcommand].get("model.class_path"))
+            init_args = self.config[subcommand].get("model.init_args")
+            settings = init_args.as_dict() if hasattr(init_args, "as_dict") else None
+            check_checkpoint(Path(path), self.config[subcommand].get("model.class_path"), settings)
         super()._parse_ckpt_path()
 
     def _set_seed(self) -> None:
@@ -157,10 +159,13 @@ def _seed_the_model(config: Any, seed: int) -> None:
     spec["seed"] = seed
 
 
-def check_checkpoint(path: Path, module: str | None) -> None:
+def check_checkpoint(path: Path, module: str | None, settings: dict[str, Any] | None = None) -> None:
     """Refuse ``path`` unless it is a whole, readable Lightning checkpoint of ``module`` (a class path; ``None``:
-    any): random bytes, a truncated file, or the checkpoint of another module would otherwise reach the user as a
-    traceback from ``torch.load`` or, worse, train the checkpoint's module in place of the one asked for."""
+    any) saved with the module ``settings`` the config gives (its ``model.init_args``; ``None``: not compared):
+    random bytes, a truncated file, or the checkpoint of another module would otherwise reach the user as a
+    traceback from ``torch.load`` or, worse, train the checkpoint's module in place of the one asked for; and
+    Lightning restores a checkpoint's module settings over the config's, so a setting the config changes (a
+    ``tiny_sizes`` override, a learning rate) would be dropped without a word."""
     import torch
 
     try:
@@ -179,6 +184,36 @@ def check_checkpoint(path: Path, module: str | None) -> None:
             f"Checkpoint {str(path)!r} is of {saved}, but the config asks for {module}: give the config the checkpoint "
             f"was trained with (its run folder's config.yaml), or a checkpoint of {module}."
         )
+    changed = _changed_settings(checkpoint.get("hyper_parameters") or {}, settings or {})
+    if changed:
+        listed = "; ".join(
+            f"`model.init_args.{key}` is {asked!r} here, {saved!r} there" for key, asked, saved in changed
+        )
+        raise ConfigError(
+            f"Checkpoint {str(path)!r} resumes its module as it was saved, but the config changes its settings: "
+            f"{listed}. Resume with the settings it was trained with (its run folder's config.yaml), or start a new "
+            "fit without --ckpt_path."
+        )
+
+
+#: Module settings a resumed run does not compare: the model spec's seed is the run's ``seed`` (set after this check).
+_NOT_COMPARED = frozenset({"model.seed"})
+
+
+def _changed_settings(saved: Any, asked: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """``(dotted key, asked value, saved value)`` for every setting both give whose values differ, lists and tuples
+    alike (a checkpoint stores tuples as lists); a group given on one side only (``tiny_sizes: None`` saved, a
+    dict asked) is one difference."""
+    if isinstance(saved, dict) and isinstance(asked, dict):
+        keys = sorted(saved.keys() & asked.keys())
+        return [
+            change
+            for key in keys
+            if f"{prefix}{key}" not in _NOT_COMPARED
+            for change in _changed_settings(saved[key], asked[key], f"{prefix}{key}.")
+        ]
+    plain = [list(value) if isinstance(value, tuple) else value for value in (asked, saved)]
+    return [] if plain[0] == plain[1] else [(prefix[:-1], *plain)]
 
 
 def make_cli(

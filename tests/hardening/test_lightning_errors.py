@@ -98,6 +98,28 @@ def test_the_checkpoint_of_another_module_is_refused_by_name(tmp_path, fit):
     assert_only_the_error(fit("--ckpt_path", str(other)), "mlm.ckpt' is of vlbias.modules.MaskedLMPretraining")
 
 
+def test_a_resumed_run_whose_config_changes_the_module_is_refused_naming_the_setting(tmp_path, fit):
+    """Lightning restores a checkpoint's module settings over the config's: a changed one would be dropped."""
+    short = ["--trainer.limit_train_batches", "2", "--trainer.limit_val_batches", "1", "--trainer.callbacks", "[]"]
+    short += ["--trainer.logger.init_args.save_dir", str(tmp_path)]
+    code, _, err = fit("--trainer.max_epochs", "1", *short)
+    assert code == 0, err
+    (checkpoint,) = tmp_path.glob("quickstart/version_0/checkpoints/*.ckpt")
+    resume = ["--trainer.max_epochs", "2", *short, "--ckpt_path", str(checkpoint)]
+    assert_only_the_error(
+        fit(*resume, "--model.init_args.model.tiny_sizes", "{projection_dim: 32}"),
+        "`model.init_args.model.tiny_sizes` is {'projection_dim': 32} here, None there",
+        "without --ckpt_path",
+    )
+    assert_only_the_error(
+        fit(*resume, "--model.init_args.optimizer.init_args.lr", "0.1"),
+        "`model.init_args.optimizer.init_args.lr` is 0.1 here, 0.003 there",
+    )
+    code, _, err = fit(*resume)  # the settings it was saved with: resumed
+    assert code == 0, err
+    assert len(list(tmp_path.glob("quickstart/version_*"))) == 2  # the refusals left no run folder
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU config runs where there is a GPU")
 def test_a_gpu_config_on_a_machine_without_one_says_how_to_run_on_the_cpu(fit):
     assert_only_the_error(fit("--trainer.accelerator", "gpu"), "configs/trainer/cpu.yaml")

@@ -77,12 +77,12 @@ def test_an_audit_runs_as_a_job_with_its_outputs_in_the_job_directory(tmp_path):
     status = run(tmp_path, "audit", {"SLURM_JOB_ID": "7", "SLURM_PROCID": "0"})
     job_dir = tmp_path / "job-7"
     assert status == 0
-    entries = json.loads((job_dir / "audit.json").read_text())["entries"]
+    entries = json.loads((job_dir / "audit" / "audit.json").read_text())["entries"]
     assert [(e["suite"], e["dataset"], e["status"]) for e in entries] == [
         ("mmbias", "biasworld", "measured"),
         ("mmbias", "-", "data absent"),  # no --data_root: the public data set is listed as not found
     ]
-    assert (job_dir / "report" / "index.html").is_file()
+    assert (job_dir / "audit" / "report" / "index.html").is_file()
     events = [json.loads(line) for line in (job_dir / "attempts.jsonl").read_text().splitlines()]
     assert [(e["event"], e.get("outcome")) for e in events] == [("start", None), ("end", "finished")]
 
