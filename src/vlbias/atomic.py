@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import BinaryIO
 
@@ -106,7 +107,8 @@ def _created_mode() -> int:
 @dataclass(frozen=True)
 class OutputFolder:
     """The folder a command writes as a unit (module docstring): ``command`` names it in refusals, every output of
-    it holds ``marker``, and ``names`` are everything it may write at the folder's top.
+    it holds ``marker``, and ``names`` are everything it may write at the folder's top (names, or ``fnmatch``
+    patterns such as ``*.png``).
 
     Example:
         >>> import tempfile
@@ -150,7 +152,7 @@ class OutputFolder:
         if target.is_symlink() or (target.exists() and not target.is_dir()):
             raise ConfigError(f"Output folder {str(target)!r} is not a folder; give a new or empty folder.")
         present = {entry.name for entry in target.iterdir()} if target.is_dir() else set()
-        foreign = sorted(present - self.names) if present else []
+        foreign = sorted(name for name in present if not any(fnmatchcase(name, known) for known in self.names))
         if present and (foreign or self.marker not in present):
             shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "") if foreign else f"no {self.marker}"
             raise ConfigError(

@@ -149,3 +149,18 @@ def test_bad_inputs_are_one_clear_error(runs, tmp_path, capsys):
     empty.mkdir()
     code, _, err = cli(["report", str(empty), "--out", str(tmp_path / "out2")], capsys)
     assert code == 2 and "Nothing to report" in err
+
+
+def test_the_report_folder_is_replaced_as_a_unit(runs, tmp_path, capsys):
+    out = tmp_path / "out"
+    first = build_report([runs / "measure", runs / "fit"], out, accuracy=ACCURACY)
+    second = build_report([runs / "measure"], out)
+    assert len(second.images) < len(first.images)
+    # the folder is the second report, whole: no figure of the first is left behind
+    assert sorted(path.name for path in out.iterdir()) == sorted(["index.html", "report.md", *(p.name for p in second.images)])  # fmt: skip
+    assert "fit/quickstart" not in (out / "report.md").read_text()
+    (out / "notes.txt").write_text("mine")
+    code, out_text, err = cli(["report", str(runs / "measure"), "--out", str(out)], capsys)
+    assert code == 2 and out_text == "" and err.count("\n") == 1, err
+    assert "holds what vlbias report does not write (notes.txt)" in err
+    assert (out / "notes.txt").read_text() == "mine"  # a user's file is never deleted

@@ -1,6 +1,7 @@
 """``vlbias report``: read runs and results (:mod:`vlbias.report.sources`), write ``<out>/index.html`` and
-``<out>/report.md`` with PNG figures beside them. Recomputes nothing: every number is one a results file,
-a CSV log or a pruning summary holds.
+``<out>/report.md`` with PNG figures beside them, the folder replaced as a unit (:data:`REPORT_FOLDER`): a kill
+leaves the old report or the new one, whole. Recomputes nothing: every number is one a results file, a CSV log
+or a pruning summary holds.
 
 The report opens with the problems met in its inputs (a file that cannot be read, cells that are not finite
 numbers, a column asked for that no input has), then an audit's table, bias over epochs, bias against accuracy,
@@ -17,14 +18,17 @@ from pathlib import Path
 import pandas as pd
 
 import vlbias
-from vlbias.atomic import atomic_write
+from vlbias.atomic import OutputFolder
 from vlbias.report import plots
 from vlbias.report.glossary import entries, undefined
 from vlbias.report.render import Block, Figures, Heading, Table, Text, markdown, page
 from vlbias.report.results_section import results_section
 from vlbias.report.sources import Run, read_sources
 from vlbias.report.tables import number
-from vlbias.results import ensure_writable, logged_bias_keys
+from vlbias.results import logged_bias_keys
+
+#: A report's folder, replaced as a unit (:class:`~vlbias.atomic.OutputFolder`): its pages and numbered figures.
+REPORT_FOLDER = OutputFolder("vlbias report", "index.html", frozenset({"index.html", "report.md", "[0-9][0-9]_*.png"}))
 
 
 @dataclass
@@ -58,7 +62,7 @@ def build_report(
     accuracy = [accuracy] if isinstance(accuracy, str) else accuracy
     bias = [bias] if isinstance(bias, str) else bias
     sources = read_sources(list(inputs))
-    out = ensure_writable(out)
+    out = REPORT_FOLDER.check(out)
     figures = Figures()
     problems = sources.problems + _missing_columns(sources.runs, accuracy, bias)
     sections = [
@@ -79,14 +83,16 @@ def build_report(
     if problems:
         blocks += [Heading("Problems with the inputs"), Table(["input", "problem"], [list(p) for p in problems])]
     blocks += sections
-    images = []
-    for name, png in figures.files.items():
-        atomic_write(out / name, lambda handle, png=png: handle.write(png))
-        images.append(out / name)
-    report_md, index = out / "report.md", out / "index.html"
-    atomic_write(report_md, lambda handle: handle.write(markdown(blocks).encode()))
-    atomic_write(index, lambda handle: handle.write(page("vlbias report", blocks).encode()))
-    return Report(html=index, markdown=report_md, images=images, problems=problems)
+
+    def write(folder: Path) -> None:
+        for name, png in figures.files.items():
+            (folder / name).write_bytes(png)
+        (folder / "report.md").write_text(markdown(blocks), encoding="utf-8")
+        (folder / "index.html").write_text(page("vlbias report", blocks), encoding="utf-8")
+
+    REPORT_FOLDER.replace(out, write)
+    images = [out / name for name in figures.files]
+    return Report(html=out / "index.html", markdown=out / "report.md", images=images, problems=problems)
 
 
 def _missing_columns(
