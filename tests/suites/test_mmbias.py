@@ -355,7 +355,7 @@ def test_measure_match_only_model_uses_itm_probabilities(tiny_data, tmp_path, ru
     assert (items.loc["zero_shot/muslim", "score"].between(0, 1)).all()
 
 
-@pytest.mark.parametrize("model", ["open_clip"])
+@pytest.mark.parametrize("model", ["open_clip", "siglip", "siglip2"])
 def test_measure_runs_the_open_clip_and_siglip_families_with_either_probe(model, tiny_data, tmp_path, run_cli):
     """The families of issue 40 through the catalog: embeddings for the WEAT tests and the ranking, and their pair
     scores (MATCH) for the ITM gap, every word of the data read (none unseen)."""

@@ -25,6 +25,8 @@ _ADAPTERS = LazyTable(
         "lxmert": "vlbias.models.lxmert:LXMERTAdapter",
         "sentence_bert": "vlbias.models.sentence:SentenceBertAdapter",
         "open_clip": "vlbias.models.open_clip:OpenCLIPAdapter",
+        "siglip": "vlbias.models.siglip:SigLIPAdapter",
+        "siglip2": "vlbias.models.siglip2:SigLIP2Adapter",
         "pruned": "vlbias.models.pruned:PrunedEmbeddings",
     },
 )
@@ -42,6 +44,8 @@ _CAPABILITIES: dict[str, tuple[str, ...]] = {
     "lxmert": ("fill_mask", "match", "token_states"),
     "sentence_bert": ("token_states",),
     "open_clip": ("embed", "match"),
+    "siglip": ("embed", "match"),
+    "siglip2": ("embed", "match"),
     "pruned": ("embed",),
 }
 
