@@ -175,3 +175,11 @@ def test_a_tag_or_hub_id_offline_is_refused_in_one_line(checkpoint, options, mon
 def test_tiny_takes_no_tokenizer_of_another_vocabulary():
     with pytest.raises(ConfigError, match="reads open_clip's own BPE tokenizer"):
         OpenCLIPAdapter.tiny(tokenizer=object())
+
+
+@pytest.mark.parametrize("name", ["open_clip", "siglip2"])
+def test_a_tensor_that_is_no_image_batch_is_refused(name):
+    """The families that read tensors through their library's own transforms refuse other shapes by the shared
+    check, as the others do."""
+    with pytest.raises(InputError, match=r"Expected image tensor of shape \(B, 3, H, W\) but got \(2, 64, 64\)"):
+        load(name, tiny=True, device="cpu").prepare_images(torch.rand(2, 64, 64))

@@ -27,6 +27,7 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
 from vlbias.models.loading import check_checkpoint
 from vlbias.models.open_clip_tokens import OpenCLIPTokenizer
+from vlbias.models.preprocess import checked_image_batch
 from vlbias.models.tiny_sizes import TinyEmbeddingSizes
 
 HF_HUB = "hf-hub:"
@@ -99,9 +100,7 @@ class OpenCLIPAdapter(ModelAdapter):
     def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
         """open_clip's transforms of PIL images or paths, or of a ``(B, 3, H, W)`` tensor in ``[0, 1]``."""
         if isinstance(images, Tensor):
-            if images.ndim != 4 or images.shape[1] != 3:
-                raise InputError(f"Expected image tensor of shape (B, 3, H, W) but got {tuple(images.shape)}.")
-            pixels = self.transform(images.float())
+            pixels = self.transform(checked_image_batch(images))
         else:
             pixels = torch.stack([self.transform(load_image(image)) for image in images])
         return pixels.to(self.device)

@@ -21,6 +21,7 @@ from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 from vlbias.data.images import load_image
 from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import ImageInput
+from vlbias.models.preprocess import checked_image_batch
 from vlbias.models.pretrained import PretrainedAdapter, tiny_layers
 from vlbias.models.siglip import SIGLIP_MEAN, SIGLIP_STD, SigmoidPairScores, tiny_text_config
 from vlbias.models.tiny_sizes import TinyImageSizes
@@ -136,9 +137,7 @@ class SigLIP2Adapter(SigmoidPairScores, PretrainedAdapter):
         """The processor's patches of PIL images or paths (as it reads them), or of a ``(B, 3, H, W)`` tensor in
         ``[0, 1]`` (read without its rescaling from 0-255)."""
         if isinstance(images, Tensor):
-            if images.ndim != 4 or images.shape[1] != 3:
-                raise InputError(f"Expected image tensor of shape (B, 3, H, W) but got {tuple(images.shape)}.")
-            batch = self.processor(images=list(images.float()), do_rescale=False, return_tensors="pt")
+            batch = self.processor(images=list(checked_image_batch(images)), do_rescale=False, return_tensors="pt")
         else:
             batch = self.processor(images=[load_image(image) for image in images], return_tensors="pt")
         return PatchImages(**{field.name: batch[field.name] for field in dataclasses.fields(PatchImages)}).to(
