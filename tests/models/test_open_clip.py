@@ -16,6 +16,7 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability
 from vlbias.models.open_clip import OpenCLIPAdapter, tiny_model_config
 from vlbias.models.registry import load
+from vlbias.results import read_results
 
 NAME = "open_clip"
 TEXTS = ["a man is cooking.", "the woman who is driving.", "someone."]
@@ -183,3 +184,24 @@ def test_a_tensor_that_is_no_image_batch_is_refused(name):
     check, as the others do."""
     with pytest.raises(InputError, match=r"Expected image tensor of shape \(B, 3, H, W\) but got \(2, 64, 64\)"):
         load(name, tiny=True, device="cpu").prepare_images(torch.rand(2, 64, 64))
+
+
+def test_measure_reads_a_state_dict_file_with_its_architecture_as_the_model_it_was_saved_from(tmp_path, run_cli):
+    """``vlbias measure --checkpoint weights.pt --model_options '{architecture: FILE}'`` of the tiny model's own state
+    dict measures exactly what ``--tiny`` measures; an unknown architecture ends the command with one line."""
+    tiny = OpenCLIPAdapter.tiny()
+    architecture = tmp_path / "vlbias-tiny-clip.json"
+    architecture.write_text(json.dumps(tiny.model_config))
+    torch.save(tiny.model.state_dict(), tmp_path / "weights.pt")
+    argv = ["measure", "--suite", "vlstereoset", "--model", NAME, "--data", "biasworld"]
+    argv += ["--biasworld.eval_per_combination", "1", "--suite_options", "{statistics: {n_bootstrap: 20}}"]
+    code, _, err = run_cli([*argv, "--tiny", "--out", str(tmp_path / "tiny")])
+    assert code == 0, err
+    loaded = ["--checkpoint", str(tmp_path / "weights.pt"), "--out", str(tmp_path / "loaded")]
+    code, _, err = run_cli([*argv, *loaded, "--model_options", f"{{architecture: {architecture}}}"])
+    assert code == 0, err
+    expected, results = (read_results(tmp_path / out / "vlstereoset.json") for out in ("tiny", "loaded"))
+    assert results.checkpoint == str(tmp_path / "weights.pt") and results.metrics == expected.metrics
+    code, _, err = run_cli([*argv, *loaded, "--model_options", "{architecture: ViT-B-23}"])
+    assert code == 2 and "Unknown open_clip architecture 'ViT-B-23'; closest: ViT-B-32" in err
+    assert len(err.strip().splitlines()) == 1
