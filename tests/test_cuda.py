@@ -27,8 +27,8 @@ GPU_BF16 = ROOT / "configs" / "trainer" / "gpu_bf16.yaml"
 #: suite -> the models it is measured with (one per model family the suite reads)
 MEASURED = {
     "counterbias": ["albef", "vilt", "flava"],
-    "mmbias": ["clip", "albef", "blip", "flava"],
-    "vlstereoset": ["clip", "albef", "blip", "flava"],
+    "mmbias": ["clip", "albef", "blip", "flava", "open_clip", "siglip", "siglip2"],
+    "vlstereoset": ["clip", "albef", "blip", "flava", "open_clip", "siglip", "siglip2"],
     "entity_association": ["albef", "vilt", "flava", "visualbert", "lxmert"],
     "retrieval_bias": ["clip"],
 }

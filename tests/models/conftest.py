@@ -107,10 +107,10 @@ class AdapterChecks:
         for b, text in enumerate(texts):
             one_image = None if pixel_values is None else pixel_values[b : b + 1]
             single = as_tuple(adapter.run_capability(capability, one_image, adapter.prepare_texts([text])))
-            length = int(tokens["attention_mask"][b].sum())
             for whole, alone in zip(batched, single):
                 row = whole[b : b + 1]
                 if capability in (Capability.FILL_MASK, Capability.TOKEN_STATES):
+                    length = int(tokens["attention_mask"][b].sum())
                     row, alone = row[:, :length], alone[:, :length]
                 torch.testing.assert_close(row, alone, rtol=0, atol=1e-5, msg=lambda m, b=b: f"item {b}: {m}")
 

@@ -355,6 +355,26 @@ def test_measure_match_only_model_uses_itm_probabilities(tiny_data, tmp_path, ru
     assert (items.loc["zero_shot/muslim", "score"].between(0, 1)).all()
 
 
+@pytest.mark.parametrize("model", ["open_clip", "siglip", "siglip2"])
+def test_measure_runs_the_open_clip_and_siglip_families_with_either_probe(model, tiny_data, tmp_path, run_cli):
+    """The families of issue 40 through the catalog: embeddings for the WEAT tests and the ranking, and their pair
+    scores (MATCH) for the ITM gap, every word of the data read (none unseen)."""
+    statistics = "statistics: {n_permutations: 50, n_bootstrap: 20}"
+    embed = f"{{pairs: [[muslim, christian]], experiments: [cross_modal, textual, zero_shot], {statistics}}}"
+    code, _, err = run_cli(measure_argv(model, tiny_data, tmp_path / "embed", embed))
+    assert code == 0, err
+    results = read_results(tmp_path / "embed" / "mmbias.json")
+    assert results.model == model and all(results.metrics[count] == 0 for count in UNSEEN_NONE)
+    for test in ("cross_modal", "textual"):
+        assert math.isfinite(results.metrics[f"muslim_vs_christian/{test}/effect_size"])
+    match = f"{{probe: match, pairs: [[muslim, christian]], {statistics}}}"
+    code, _, err = run_cli(measure_argv(model, tiny_data, tmp_path / "match", match))
+    assert code == 0, err
+    items = read_items(tmp_path / "match" / "mmbias.json").set_index("test")
+    assert -1 <= items.loc["muslim_vs_christian/itm", "probability_gap"] <= 1
+    assert items.loc["zero_shot/muslim", "score"].between(0, 1).all()
+
+
 def test_measure_refuses_a_match_only_model_with_the_embed_probe_and_stops_on_missing_images(
     tiny_data, tmp_path, run_cli
 ):

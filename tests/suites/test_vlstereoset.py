@@ -420,6 +420,20 @@ def test_cli_match_probe_on_biasworld_with_a_tiny_albef(tmp_path, run_cli):
     assert len(read_items(tmp_path / "vlstereoset.json")) == 12
 
 
+@pytest.mark.parametrize(
+    ("model", "probe"),
+    [("open_clip", "embed"), ("open_clip", "match"), ("siglip", "match"), ("siglip2", "embed"), ("siglip2", "match")],
+)
+def test_cli_on_biasworld_with_the_open_clip_and_siglip_families(model, probe, tmp_path, run_cli):
+    """The families of issue 40, either probe, with the shift's blank image (SigLIP 2's is a batch of patches)."""
+    argv = ["measure", "--suite", "vlstereoset", "--model", model, "--tiny", "--data", "biasworld"]
+    argv += ["--biasworld.eval_per_combination", "1", "--out", str(tmp_path)]
+    code, _, err = run_cli(argv + ["--suite_options", f"{{probe: {probe}, statistics: {{n_bootstrap: 20}}}}"])
+    assert code == 0, err
+    results = read_results(tmp_path / "vlstereoset.json")
+    assert results.n_items == 12 and results.metrics["n_shift_items"] == 6 and 0 <= results.metrics["vlbs"] <= 100
+
+
 def test_cli_refuses_a_model_without_the_probes_capability(tmp_path, run_cli):
     argv = [
         "measure",

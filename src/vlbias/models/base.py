@@ -79,14 +79,7 @@ class ModelAdapter(nn.Module):
         tokens = self.tokenizer(list(texts), padding=True, return_tensors="pt")
         lengths = tokens["attention_mask"].sum(dim=1)
         if int(lengths.max()) > self.max_text_length:  # rare: tokenise again, truncated
-            too_long = lengths > self.max_text_length
-            worst = int(lengths.argmax())
-            warnings.warn(
-                f"{int(too_long.sum())} text(s) exceed {self.name}'s maximum of {self.max_text_length} tokens "
-                f"and were truncated, the longest by {int(lengths[worst]) - self.max_text_length} tokens "
-                f"({texts[worst][:60]!r}...).",
-                stacklevel=2,
-            )
+            self._warn_truncated(texts, lengths)
             tokens = self.tokenizer(
                 list(texts),
                 padding=True,
@@ -95,6 +88,20 @@ class ModelAdapter(nn.Module):
                 return_tensors="pt",
             )
         return {key: value.to(self.device) for key, value in tokens.items()}
+
+    def _warn_truncated(self, texts: Sequence[str], lengths: Tensor) -> None:
+        """Warn, saying by how many tokens, where ``lengths`` (each text's tokens with the special ones) exceed
+        :attr:`max_text_length`: those texts are read truncated."""
+        too_long = lengths > self.max_text_length
+        if not bool(too_long.any()):
+            return
+        worst = int(lengths.argmax())
+        warnings.warn(
+            f"{int(too_long.sum())} text(s) exceed {self.name}'s maximum of {self.max_text_length} tokens "
+            f"and were truncated, the longest by {int(lengths[worst]) - self.max_text_length} tokens "
+            f"({texts[worst][:60]!r}...).",
+            stacklevel=3,
+        )
 
     def no_image(self, batch_size: int) -> Tensor | None:
         """What "no image" means for this model: ``None`` where the model accepts text alone,

@@ -24,6 +24,9 @@ _ADAPTERS = LazyTable(
         "visualbert": "vlbias.models.visualbert:VisualBERTAdapter",
         "lxmert": "vlbias.models.lxmert:LXMERTAdapter",
         "sentence_bert": "vlbias.models.sentence:SentenceBertAdapter",
+        "open_clip": "vlbias.models.open_clip:OpenCLIPAdapter",
+        "siglip": "vlbias.models.siglip:SigLIPAdapter",
+        "siglip2": "vlbias.models.siglip2:SigLIP2Adapter",
         "pruned": "vlbias.models.pruned:PrunedEmbeddings",
     },
 )
@@ -40,6 +43,9 @@ _CAPABILITIES: dict[str, tuple[str, ...]] = {
     "visualbert": ("fill_mask", "match", "token_states"),
     "lxmert": ("fill_mask", "match", "token_states"),
     "sentence_bert": ("token_states",),
+    "open_clip": ("embed", "match"),
+    "siglip": ("embed", "match"),
+    "siglip2": ("embed", "match"),
     "pruned": ("embed",),
 }
 

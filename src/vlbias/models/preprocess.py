@@ -43,9 +43,7 @@ class ImageTransform:
 
     def __call__(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
         if isinstance(images, Tensor):
-            if images.ndim != 4 or images.shape[1] != 3:
-                raise InputError(f"Expected image tensor of shape (B, 3, H, W) but got {tuple(images.shape)}.")
-            pixels = self._resize_crop(images.float())  # the whole batch at once: one size
+            pixels = self._resize_crop(checked_image_batch(images))  # the whole batch at once: one size
         else:
             pixels = torch.stack(
                 [
@@ -99,6 +97,14 @@ class ImageTransform:
                 expected = "a positive integer or {height: N}" if key == size_key else "three (positive) numbers"
                 raise InputError(f"{str(path)!r}: field {key!r} is {fields.get(key)!r:.60}; expected {expected}.")
         return cls(image_size=size, mean=tuple(mean), std=tuple(std), center_crop=center_crop)
+
+
+def checked_image_batch(images: Tensor) -> Tensor:
+    """``images`` as float, refused unless a ``(B, 3, H, W)`` batch (the adapters' tensor input, values in
+    ``[0, 1]``)."""
+    if images.ndim != 4 or images.shape[1] != 3:
+        raise InputError(f"Expected image tensor of shape (B, 3, H, W) but got {tuple(images.shape)}.")
+    return images.float()
 
 
 def _three_numbers(values: object) -> bool:

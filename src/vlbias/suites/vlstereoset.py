@@ -385,9 +385,8 @@ class VLStereoSetMeasurement(Measurement):
                 return Probed(skipped, measured, scores, neutral, notes=notes)
             texts = [neutral[position] for position in chosen]
             with_image = _caption_scores(self.adapter, capability, pixel_values[chosen], texts)
-            with_blank = _caption_scores(
-                self.adapter, capability, self.blank.expand(len(chosen), *self.blank.shape[1:]), texts
-            )
+            blanks = self.blank.repeat_interleave(len(chosen), dim=0)  # a tensor, or SigLIP 2's PatchImages
+            with_blank = _caption_scores(self.adapter, capability, blanks, texts)
         return Probed(skipped, measured, scores, neutral, with_image, with_blank, notes)
 
     def _neutralise(
