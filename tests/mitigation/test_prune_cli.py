@@ -163,6 +163,18 @@ def test_the_experiment_config_runs_through_lightning_predict(tmp_path):
     assert {"model", "clip", "tradeoff.csv", "tradeoff.png"} <= {p.name for p in (tmp_path / "run").iterdir()}
 
 
+def test_an_out_folder_that_is_the_trainers_root_is_refused_before_any_image_is_embedded(
+    tmp_path, run_cli, monkeypatch
+):
+    """The trainer's root gets Lightning's config.yaml at the start: ``out`` there could never be replaced."""
+    monkeypatch.setattr(CLIPAdapter, "embed_images", lambda self, pixels: pytest.fail("an image was embedded"))
+    config = Path(__file__).resolve().parents[2] / "configs" / "experiment" / "prune_biasworld.yaml"
+    argv = ["predict", "--config", str(config), "--data.init_args.eval_per_combination", "2"]
+    code, _, err = run_cli([*argv, "--model.init_args.out", str(tmp_path), "--trainer.default_root_dir", str(tmp_path)])
+    assert code == 2 and err.count("\n") == 1, err
+    assert "holds what vlbias prune does not write (config.yaml)" in err
+
+
 def test_n_over_d_is_refused_before_any_image_is_embedded(tmp_path, run_cli, monkeypatch):
     monkeypatch.setattr(CLIPAdapter, "embed_images", lambda self, pixels: pytest.fail("an image was embedded"))
     code, out, err = run_cli([*BASE, "--n_dims", "100", "--out", str(tmp_path / "out")])

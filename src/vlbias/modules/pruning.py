@@ -119,7 +119,11 @@ class EmbeddingPruning(LightningModule):
         self._batches: list[tuple[Tensor, Tensor, Tensor]] = []
 
     def on_predict_start(self) -> None:
-        """Embed every test's A and B and every class prompt once."""
+        """Check ``out`` again, now that Lightning has written what it writes at the start (a ``config.yaml`` in
+        the trainer's root, which must not be ``out``); then embed every test's A and B and every class prompt
+        once."""
+        if self.hparams.out is not None and self.trainer.is_global_zero:
+            PRUNE_FOLDER.check(self.hparams.out)
         self.attributes = [(self._embed_texts(spec["a"]), self._embed_texts(spec["b"])) for spec in self.test_specs]
         self.prompts = self._embed_texts([p for prompts in self.class_prompts for p in prompts])  # (P, D)
         self.prompt_classes = torch.tensor([k for k, prompts in enumerate(self.class_prompts) for _ in prompts])
