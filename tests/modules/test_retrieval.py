@@ -117,6 +117,19 @@ def test_short_fit_logs_the_recall_keys_equal_to_the_functional_metric(model, tm
         assert logged[f"val/{key}"].item() == pytest.approx(expected[key]), key
 
 
+@pytest.mark.parametrize("model", ["open_clip", "siglip", "siglip2"])
+def test_the_dual_encoders_with_a_pair_score_fine_tune(model, tmp_path):
+    """open_clip and SigLIP (1 and 2, whose images are patch batches) train on ITC and ITM with hard negatives, and
+    evaluate by the embeddings' similarity: their pair score would re-rank in the same order."""
+    module = RetrievalFinetuning(model=ModelSpec(model, tiny=True), k_test=4)
+    trainer = _trainer(tmp_path, fast_dev_run=2)
+    trainer.fit(module, _biasworld(batch_size=8))
+    logged = trainer.callback_metrics
+    assert {"train/itc_loss", "train/itm_loss", "val/r_mean"} <= set(logged)
+    assert all(torch.isfinite(value) for value in logged.values())
+    assert module.use_itm and not module.rerank_eval
+
+
 def test_several_captions_per_image_are_all_answers_of_text_retrieval(tmp_path):
     """The tiny Karpathy corpus's val split: image m2 with two captions, w2 with one (``image_index``)."""
     corpus = write_karpathy_corpus(tmp_path)

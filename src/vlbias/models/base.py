@@ -62,6 +62,9 @@ class ModelAdapter(nn.Module):
     name: ClassVar[str]
     capabilities: ClassVar[frozenset[Capability]]
     text_only: ClassVar[bool] = False  # takes no image at all (``pixel_values`` must be None)
+    #: MATCH is an increasing function of the cosine of EMBED's embeddings (a dual encoder's scaled cosine): it
+    #: ranks pairs as the embeddings do, so re-ranking by it changes no order.
+    match_follows_embeddings: ClassVar[bool] = False
 
     tokenizer: object  # a transformers tokenizer
     max_text_length: int

@@ -84,6 +84,8 @@ class OpenCLIPAdapter(ModelAdapter):
         (torch.Size([2, 32]), torch.Size([2]))
     """
 
+    match_follows_embeddings = True  # e^tau cos (+ b)
+
     name = "open_clip"
     capabilities = frozenset({Capability.EMBED, Capability.MATCH})
     tiny_sizes = TinyEmbeddingSizes()

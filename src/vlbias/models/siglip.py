@@ -44,6 +44,8 @@ class SigmoidPairScores(ModelAdapter):
     (:meth:`_image_inputs`).
     """
 
+    match_follows_embeddings = True  # e^tau cos + b
+
     capabilities = frozenset({Capability.EMBED, Capability.MATCH})
 
     def prepare_texts(self, texts: Sequence[str]) -> dict[str, Tensor]:

@@ -16,12 +16,14 @@ model needs none). A pair is positive when it is the same image (the batch's ``i
 identical: ALBEF's targets of its retrieval fine-tuning, where every caption of an image is a positive of it.
 :math:`\mathcal{L}_\text{ITM}`: for adapters with MATCH (ALBEF, BLIP) image-text matching with one hard negative
 text per image and one hard negative image per text, drawn within the local batch by the ITC similarity
-(:mod:`vlbias.objectives.itm`); dual encoders (CLIP) train ITC alone.
+(:mod:`vlbias.objectives.itm`); dual encoders (CLIP) train ITC alone, those with a pair score (open_clip, SigLIP)
+ITC and ITM on that score.
 
 **Evaluation** (``validate``, ``test``), as ALBEF and BLIP evaluate: every image and caption of the split is
 embedded, :math:`S = I T^\top` ``(n_images, n_captions)``; adapters with MATCH re-score the ``k_test``
 candidates of every query (:func:`~vlbias.retrieval.rerank.rerank`, with the similarity added); CLIP
-ranks by :math:`S` alone. Text retrieval (image → its captions) and image retrieval (caption → its image)
+ranks by :math:`S` alone, and so do open_clip and SigLIP, whose pair score :math:`e^{\tau}\cos + b` would
+re-rank the candidates in the order :math:`S` gives them (``match_follows_embeddings``). Text retrieval (image → its captions) and image retrieval (caption → its image)
 R@1/5/10, as fractions, by :class:`~vlbias.metrics.retrieval.RetrievalRecall` (pessimistic on ties).
 
 Gallery sizes: every K of ``ks`` and (MATCH adapters) ``k_test`` must fit the smaller gallery of the evaluated
@@ -122,8 +124,11 @@ class RetrievalFinetuning(AdapterModule):
         super().__init__(model, optimizer, scheduler)
         own_temperature = temperature is None and not hasattr(self.adapter, "logit_scale")
         self.temperature = nn.Parameter(torch.tensor(BLIP_TEMPERATURE)) if own_temperature else None
-        self.use_itm = Capability.MATCH in self.adapter.capabilities and itm_weight > 0
-        self.rerank_eval = Capability.MATCH in self.adapter.capabilities
+        self.use_match = Capability.MATCH in self.adapter.capabilities
+        self.use_itm = self.use_match and itm_weight > 0
+        # a pair score that follows the embeddings' cosine (open_clip, SigLIP) would re-rank the top k_test in the
+        # order they already have: evaluation ranks by the cosine alone
+        self.rerank_eval = self.use_match and not self.adapter.match_follows_embeddings
         self.val_recall = RetrievalRecall(ks=tuple(ks))
         self.test_recall = RetrievalRecall(ks=tuple(ks))
         self._rows: list[dict[str, object]] = []

@@ -66,7 +66,8 @@ def hard_negative_itm(
     negative_image = sample_negatives(~describes.T, None if similarity is None else similarity.T, generator)
     own = torch.arange(n)
     text_rows = torch.cat([own, negative_text, own]).to(pixel_values.device)
-    images = torch.cat([pixel_values, pixel_values, pixel_values[negative_image.to(pixel_values.device)]])
+    image_rows = torch.cat([own, own, negative_image]).to(pixel_values.device)
+    images = pixel_values[image_rows]  # (3B, ...); indexing, not torch.cat, so any batch of images that indexes will do
     texts = {key: value.index_select(0, text_rows) for key, value in tokens.items()}  # (3B, T)
     labels = torch.cat([torch.ones(n), describes[own, negative_text], describes[negative_image, own]])
     return itm_loss(adapter.match_logits(images, texts), labels.float())
