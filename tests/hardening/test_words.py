@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from transformers import AutoTokenizer
 
 from tests.suites.test_retrieval_bias import GALLERY, QUERIES, AngleAdapter, angle_gallery
@@ -93,7 +94,8 @@ def test_a_set_of_unknown_words_only_measures_nothing_and_says_why(tmp_path, run
 def test_a_truncated_sentence_is_measured_noted_on_its_row_and_counted(tmp_path, run_cli):
     long = "the man who is there in the picture is cooking"  # 12 tokens with [CLS] and [SEP]
     data = write_spec(tmp_path / "specs", "sent-long", ["a man", long], ["a woman", "a person"])
-    code, err = measure(run_cli, data, tmp_path / "out", {"max_text_length": 8})
+    with pytest.warns(UserWarning, match="1 text.s. exceed sentence_bert's maximum of 8 tokens"):
+        code, err = measure(run_cli, data, tmp_path / "out", {"max_text_length": 8})
     assert code == 0, err
     results = read_results(tmp_path / "out" / "weat.json")
     assert results.metrics["n_truncated"] == 1 and results.metrics["n_skipped/truncated"] == 0
@@ -119,7 +121,8 @@ def test_a_contextual_word_past_the_cut_is_skipped():
         (TRUNCATED, False),
         (TRUNCATED, True),
     ]
-    assert encoder([kept, early]).shape == (2, 32)
+    with pytest.warns(UserWarning, match="truncated, the longest by 2 tokens"):
+        assert encoder([kept, early]).shape == (2, 32)
 
 
 def test_the_check_on_a_real_wordpiece_vocabulary():

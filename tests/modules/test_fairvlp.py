@@ -50,6 +50,7 @@ def _wordpiece(tmp_path) -> BertTokenizer:
 
 
 # -- token-aligned text counterfactuals ----------------------------------------------------------
+@pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")  # a private step, called outside a Trainer
 def test_masked_positions_coincide_in_factual_and_counterfactual_texts():
     module = _module("fairvlp_l")
     captions = ["the man is cooking.", "a photo of a woman sewing.", "someone is coding."]
@@ -72,6 +73,7 @@ def test_masked_positions_coincide_in_factual_and_counterfactual_texts():
     assert decoded == ["the woman is cooking.", "a photo of a man sewing."]
 
 
+@pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")  # a private step, called outside a Trainer
 @pytest.mark.parametrize("targets", ["swapped", "factual"])
 def test_counterfactual_targets_at_a_masked_bias_word(targets):
     # "the man is cooking." with "man" and "cooking" masked: L_cf keeps the [MASK]s; at "man" its target is "woman"
@@ -128,7 +130,7 @@ class _Spy:
         self.logged: dict[str, float] = {}
         self.calls: list[tuple[torch.Tensor, torch.Tensor]] = []
         self.attacks = 0
-        module.log = lambda key, value, **_: self.logged.__setitem__(key, float(value))
+        module.log = lambda key, value, **_: self.logged.__setitem__(key, float(torch.as_tensor(value).detach()))
         forward = module.adapter.fill_mask_logits
 
         def fill_mask(pixel_values, tokens):

@@ -160,8 +160,10 @@ def read_numeric_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
             more = f" and {int(bad.sum()) - 3} more" if bad.sum() > 3 else ""
             problems.append(f"column {column!r}: {int(bad.sum())} cell(s) not a finite number, left out: {cells}{more}")
             values = values.where(~bad)
-        columns[column] = values
-    return pd.DataFrame(columns, index=raw.index), problems
+        columns[column] = values.to_numpy()
+    # one float block, not one per column: a wide log (hundreds of bias columns) is otherwise "highly fragmented"
+    stacked = np.column_stack(list(columns.values())) if columns else np.empty((len(raw), 0))
+    return pd.DataFrame(stacked, index=raw.index, columns=list(columns)), problems
 
 
 def prune_summary(path: Path) -> dict:
