@@ -19,10 +19,10 @@ Each attribute becomes a boolean column (-1 → ``False``, 1 → ``True``; :data
 order), and ``gender`` is read from ``Male`` (``"Male"`` / ``"Female"``, as FairFace writes them). A row with a value
 other than -1 or 1, another number of fields, an image not in the partition file (or listed there with a split other
 than 0, 1, 2, or twice), an image listed twice or missing is skipped with its file and line
-(:mod:`vlbias.data.face_gallery`); rows of the other splits are
-not read. A missing file or folder, a first line that is not a count or a second line that is
-not the 40 names raises :class:`~vlbias.errors.InputError`. A file holding another number of rows than its first line
-says, or than the release (:data:`RELEASE_IMAGES`), is read with a warning naming both counts.
+(:mod:`vlbias.data.face_gallery`); rows of the other splits are not read. A missing file or folder, a first line that
+is not a count or a second line that is not the 40 names raises :class:`~vlbias.errors.InputError`. A file holding
+another number of rows than its first line says, or than the release (:data:`RELEASE_IMAGES`), is read with a warning
+naming both counts.
 """
 
 from __future__ import annotations
