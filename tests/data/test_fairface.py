@@ -46,6 +46,10 @@ def test_reads_the_release_layout_with_its_labels_as_written(tmp_path):
     assert gallery.values["age"] == AGES and gallery.values["race"] == RACES and len(RACES) == 7
     assert gallery.groups("gender") == {"Male": [0], "Female": [1, 2]}
     assert gallery.groups("age")["0-2"] == []  # an empty group is listed
+    with pytest.raises(
+        ConfigError, match="`attribute` to be one of FairFace's age, gender, race, service_test but got 'Male'"
+    ):
+        gallery.groups("Male")
     assert all(path.is_file() for path in gallery.image_paths) and gallery.skipped == ()
 
 

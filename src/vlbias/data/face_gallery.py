@@ -35,6 +35,8 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from vlbias.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class FaceGallery:
@@ -83,7 +85,9 @@ class FaceGallery:
         """Documented value -> the indices of the images that hold it, for every documented value (an empty
         group is listed, with no index). An attribute not in the gallery is refused with the list."""
         if attribute not in self.values:
-            raise KeyError(f"{self.dataset} has no attribute {attribute!r}; it has {', '.join(self.values)}")
+            raise ConfigError(
+                f"Expected `attribute` to be one of {self.dataset}'s {', '.join(self.values)} but got {attribute!r}."
+            )
         found: dict[Hashable, list[int]] = {value: [] for value in self.values[attribute]}
         for index, value in enumerate(self.labels[attribute]):
             found[value].append(index)

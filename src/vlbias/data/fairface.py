@@ -32,8 +32,10 @@ Example:
     >>> (root / "val").mkdir(); _ = (root / "val" / "1.jpg").write_bytes(b"")
     >>> _ = (root / "fairface_label_val.csv").write_text(
     ...     "file,age,gender,race,service_test\\nval/1.jpg,more than 70,Female,Latino_Hispanic,True\\n")
-    >>> import warnings; warnings.simplefilter("ignore")  # 1 row where the release lists 10,954
-    >>> gallery = read_fairface(root, "val")
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # 1 row where the release lists 10,954
+    ...     gallery = read_fairface(root, "val")
     >>> gallery.images, {a: gallery.labels[a][0] for a in ("age", "race", "service_test")}
     (('val/1.jpg',), {'age': 'more than 70', 'race': 'Latino_Hispanic', 'service_test': True})
 """
