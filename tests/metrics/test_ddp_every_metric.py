@@ -162,6 +162,15 @@ def _grounded_congruence(g: torch.Generator) -> list[Batch]:
     return [[("", {f"{s}_own": _randn(g, 4) + 0.3, f"{s}_other": _randn(g, 4)})] for s in "xxyy"]
 
 
+def _group_fairness(g: torch.Generator) -> list[Batch]:
+    # predicted and true class (3 classes, class 2 harmful) and group (2) of 6 images per batch; batch 0 holds
+    # both groups, so in "split" each rank's counts lack some cells
+    return [
+        [("", dict(preds=_ints(g, 3, 6), target=_ints(g, 2, 6), groups=torch.tensor([0, 1, 0, 1, 0, 0])))]
+        for _ in range(N_BATCHES)
+    ]
+
+
 def _itm(g: torch.Generator) -> list[Batch]:
     # match probabilities of n targets with every attribute of A (|A| = 4) and of B (|B| = 3); |X| = |Y| = 6
     return [[("", dict(match_a=_rand(g, 3, 4), match_b=_rand(g, 3, 3), target=t))] for t in "xyxy"]
@@ -272,6 +281,10 @@ RECIPES: dict[str, Recipe] = {
     ),
     "GroundedCongruenceTest": Recipe(
         lambda: metrics.GroundedCongruenceTest(exact_limit=16, **_TEST), _grounded_congruence
+    ),
+    "GroupFairness": Recipe(
+        lambda: metrics.GroupFairness(num_classes=3, num_groups=2, harmful_classes=(2,), n_bootstrap=20, seed=3),
+        _group_fairness,
     ),
     "ITMEffectSize": Recipe(lambda: metrics.ITMEffectSize(top_k=2), _itm),
     "ITMTest": Recipe(lambda: metrics.ITMTest(top_k=2, exact_limit=100, **_TEST), _itm),  # C(12, 6) > 100: random test

@@ -10,6 +10,7 @@ from vlbias.metrics.entity_association import (
     VisualBiasInterval,
 )
 from vlbias.metrics.grounded_weat import GroundedCongruenceTest
+from vlbias.metrics.group_fairness import GroupFairness
 from vlbias.metrics.ranking_bias import RankingBias
 from vlbias.metrics.retrieval import RetrievalRecall
 from vlbias.metrics.vlstereoset import VLStereoSetScores, VLStereoSetShift
@@ -22,6 +23,7 @@ __all__ = [
     "CounterBiasScore",
     "CounterBiasUncertainty",
     "GroundedCongruenceTest",
+    "GroupFairness",
     "ITMEffectSize",
     "ITMTest",
     "LanguageAssociation",

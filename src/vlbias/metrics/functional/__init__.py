@@ -29,6 +29,18 @@ from vlbias.metrics.functional.grounded_weat import (
     congruence_p_value,
     congruence_statistic,
 )
+from vlbias.metrics.functional.group_fairness import (
+    demographic_parity_difference,
+    equal_opportunity_gap,
+    equalized_odds_difference,
+    group_accuracy,
+    group_confusion,
+    group_fairness,
+    harmful_label_rate,
+    intersectional_groups,
+    worst_group_accuracy,
+)
+from vlbias.metrics.functional.group_fairness_intervals import group_fairness_intervals
 from vlbias.metrics.functional.multiple_testing import benjamini_hochberg, holm_bonferroni
 from vlbias.metrics.functional.ranking_bias import (
     bias_at_k,
@@ -80,9 +92,18 @@ __all__ = [
     "counterbias_intervals",
     "counterbias_p_values",
     "dataset_bias",
+    "demographic_parity_difference",
     "effect_size_from_associations",
+    "equal_opportunity_gap",
+    "equalized_odds_difference",
+    "group_accuracy",
+    "group_confusion",
+    "group_fairness",
+    "group_fairness_intervals",
+    "harmful_label_rate",
     "holm_bonferroni",
     "instance_bias",
+    "intersectional_groups",
     "interval_from_associations",
     "itm_association",
     "itm_effect_size",
@@ -119,5 +140,6 @@ __all__ = [
     "weat_effect_size_interval",
     "weat_p_value",
     "weat_test_statistic",
+    "worst_group_accuracy",
     "zero_shot_ranking",
 ]
