@@ -32,11 +32,13 @@ from vlbias.metrics.functional.grounded_weat import (
 from vlbias.metrics.functional.multiple_testing import benjamini_hochberg, holm_bonferroni
 from vlbias.metrics.functional.ranking_bias import (
     bias_at_k,
+    desired_shares,
     max_skew_at_k,
     min_skew_at_k,
     ndkl,
     ranking_bias,
     top_attributes,
+    top_counts,
 )
 from vlbias.metrics.functional.retrieval import retrieval_ranks, retrieval_recall
 from vlbias.metrics.functional.vlstereoset import (
@@ -80,6 +82,7 @@ __all__ = [
     "counterbias_intervals",
     "counterbias_p_values",
     "dataset_bias",
+    "desired_shares",
     "effect_size_from_associations",
     "holm_bonferroni",
     "instance_bias",
@@ -109,6 +112,7 @@ __all__ = [
     "shift_summary",
     "statistic_from_associations",
     "top_attributes",
+    "top_counts",
     "visual_association",
     "visual_bias",
     "visual_bias_interval",
