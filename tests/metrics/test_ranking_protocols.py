@@ -261,6 +261,8 @@ def test_an_unknown_protocol_or_convention_is_refused_with_the_list():
         max_skew_at_k(scores, attributes, K, A, ties="all")
     with pytest.raises(ConfigError, match=r"`desired` to be one of \['uniform', 'present', 'gallery'\]"):
         max_skew_at_k(scores, attributes, K, A, desired="equal")
+    with pytest.raises(ConfigError, match=r"`desired` to be one of .* or a tensor of shares but got None"):
+        max_skew_at_k(scores, attributes, K, A, desired=None)
     with pytest.raises(ConfigError, match=r"`zero` to be one of"):
         max_skew_at_k(scores, attributes, K, A, zero="clip")
     with pytest.raises(ConfigError, match=r"`eps` to be a finite number >= 0 but got -1"):

@@ -93,7 +93,9 @@ class SkewConventions:
         for name, value, known in (("zero", self.zero, ZERO), ("ties", self.ties, TIES), ("skew", self.skew, SKEW)):
             if value not in known:
                 raise ConfigError(f"Expected argument `{name}` to be one of {list(known)} but got {value!r}")
-        if isinstance(self.desired, str) and self.desired not in DESIRED:
+        if not isinstance(self.desired, str | Tensor) or (
+            isinstance(self.desired, str) and self.desired not in DESIRED
+        ):
             raise ConfigError(
                 f"Expected argument `desired` to be one of {list(DESIRED)} or a tensor of shares but got "
                 f"{self.desired!r}"
