@@ -16,7 +16,7 @@ from vlbias.metrics.functional import (
     shift_summary,
 )
 from vlbias.metrics.functional.bootstrap import percentile_interval, resampled_means
-from vlbias.metrics.functional.ranking_bias import STATISTICS, _ranking_bias_update
+from vlbias.metrics.functional.ranking_bias import STATISTICS, SkewConventions, _ranking_bias_update
 
 CONFIDENCES = (0.95, 0.9, 0.5, 0.09, 0.051, 0.003)
 
@@ -166,7 +166,7 @@ def test_the_metrics_read_their_intervals_from_it():
     scores, attributes = replicates(5, 25, 6).float(), torch.tensor([0, 1, 0, 1, 1, 0])
     out = ranking_bias(scores, attributes, k=3, n_bootstrap=400, confidence=0.09, seed=7)
     uniform = torch.full((2,), 0.5, dtype=torch.float64)
-    per_query = _ranking_bias_update(scores, attributes, 3, 2, uniform, 1e-4, (0, 1))["bias"]
+    per_query = _ranking_bias_update(scores, attributes, 3, 2, SkewConventions(uniform, eps=1e-4), (0, 1))["bias"]
     seed = 7 + STATISTICS.index("bias")  # one seed per statistic
     means = resampled_means(per_query.double().sort().values, 400, torch.Generator().manual_seed(seed))
     assert torch.equal(out["bias_interval"], percentile_interval(means, 0.09, omit_nan=False))

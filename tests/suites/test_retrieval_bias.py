@@ -125,6 +125,49 @@ def test_hand_computed_ranking_bias_overall_and_per_group():
     assert [row["bias@4"] for row in output.items] == [0.5, -0.5, 0.0] and output.n_items == 3
 
 
+def test_named_protocols_set_the_conventions_by_hand():
+    """The same rankings under DebiasCLIP's, SFID's and BendVLM's conventions. K = 2: "at 0" m m, "at 50" w w,
+    "at 27" m w; the gallery is half men, half women."""
+
+    def measured(protocol: str) -> dict[str, float]:
+        options = RetrievalBiasOptions(protocol=protocol, k=2).with_statistics(n_bootstrap=20)
+        suite = RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, options)
+        assert suite.config["protocol"] == protocol
+        return measure_suite(suite, AngleAdapter(), seed=0).metrics
+
+    # DebiasCLIP: a zero share is made 1/K = 1/2, so the woman of "at 0" has skew 0, not ln(eps / (1/2 + eps))
+    m = measured("debiasclip")
+    assert m["all/max_skew@2"] == pytest.approx(2 * math.log(2) / 3) and m["all/min_skew@2"] == 0.0
+    # SFID: |ln(0 / (1/2))| = inf for "at 0" and "at 50"; the smaller absolute skew is ln 2 there, 0 for "at 27"
+    m = measured("sfid")
+    assert m["all/max_skew@2"] == math.inf and m["all/min_skew@2"] == pytest.approx(2 * math.log(2) / 3)
+    # BendVLM: the desired shares are the gallery's (1/2 each here); a zero ratio is floored at 1e-10
+    m = measured("bendvlm")
+    assert m["all/min_skew@2"] == pytest.approx((2 * math.log(1e-10) + 0.0) / 3)
+    assert m["all/max_skew@2"] == pytest.approx(2 * math.log(2) / 3)
+
+
+def test_protocol_options_are_checked():
+    with pytest.raises(ConfigError, match=r"`protocol` to be one of 'geyik', 'debiasclip', 'bendvlm', 'sfid'"):
+        check_suite_options("retrieval_bias", {"protocol": "geyick"})
+    with pytest.raises(ConfigError, match="no `eps` under protocol 'debiasclip', which replaces a zero share by 1/K"):
+        RetrievalBiasSuite(
+            QUERIES,
+            angle_gallery(*GALLERY),
+            {"data": "angles"},
+            RetrievalBiasOptions(protocol="debiasclip", eps=0.1, k=2),
+        )
+    with pytest.raises(
+        ConfigError, match=r"`k` to be at most the gallery size, 6 annotated images of angles, but got 100"
+    ):
+        RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, RetrievalBiasOptions(protocol="sfid"))
+    with pytest.raises(ConfigError, match=r"at most the gallery size, 6 annotated images of angles, but got 10"):
+        RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, RetrievalBiasOptions())  # geyik's K
+    options = RetrievalBiasOptions(eps=0.0, k=2)
+    suite = RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, options)
+    assert (suite.ks, suite.config["protocol"], suite.config["eps"]) == ((2,), "geyik", 0.0)
+
+
 def test_nan_queries_and_images_are_skipped_with_reasons():
     angles, attributes = GALLERY
     gallery = angle_gallery(angles, attributes)
@@ -300,6 +343,13 @@ def test_measure_clip_on_biasworld_writes_the_results_and_one_row_per_query(tmp_
             low, high = results.intervals[f"{group}/{statistic}@5"]
             assert low <= results.metrics[f"{group}/{statistic}@5"] <= high
     assert results.config["suite_config"]["k"] == [3, 5] and "retrieval_bias/all/bias@5" in out
+    assert results.config["suite_config"]["protocol"] == "geyik" and results.config["suite_config"]["eps"] == 1e-4
+    code, _, err = run_cli([*argv, "--suite_options", "{protocol: debiasclip, k: 5, statistics: {n_bootstrap: 20}}"])
+    assert code == 0, err
+    results = read_results(tmp_path / "out" / "retrieval_bias.json")
+    assert results.config["suite_config"]["protocol"] == "debiasclip" and results.config["suite_config"]["k"] == [5]
+    items = read_items(tmp_path / "out" / "retrieval_bias.json")
+    assert ((items["n_man@5"] + items["n_woman@5"]) >= 5).all()  # every image tied with the 5th is counted
     code, _, err = run_cli([*argv, "--suite_options", "{k: 25}"])
     assert code == 2 and "at most the gallery size, 24 annotated images of biasworld, but got 25" in err
 

@@ -20,8 +20,9 @@ from vlbias.metrics.functional.checks import check_bootstrap
 from vlbias.metrics.functional.ranking_bias import (
     DEFAULT_EPS,
     STATISTICS,
+    SkewConventions,
     _check_groups,
-    _desired,
+    _conventions,
     _ranking_bias_compute,
     _ranking_bias_update,
 )
@@ -30,7 +31,10 @@ from vlbias.metrics.functional.ranking_bias import (
 class RankingBias(TypedListStates, Metric):
     r"""MaxSkew@K and MinSkew@K (Geyik et al., 2019), NDKL@K and Bias@K (Wang et al., 2021) of the images
     retrieved for gender-neutral queries, averaged over queries with bootstrap intervals; see
-    :func:`~vlbias.metrics.functional.ranking_bias.ranking_bias`.
+    :func:`~vlbias.metrics.functional.ranking_bias.ranking_bias`, whose conventions (``desired``, ``eps``,
+    ``zero``, ``ties``, ``skew``) it takes; a named set of them is
+    ``RankingBias(k, **ranking_protocol(name).conventions())``
+    (:func:`~vlbias.metrics.ranking_protocols.ranking_protocol`).
 
     As input to ``update``:
 
@@ -43,8 +47,12 @@ class RankingBias(TypedListStates, Metric):
     Args:
         k: the cut-off K.
         num_attributes: number of attribute values A.
-        desired: ``(A,)`` desired shares of the skews and NDKL; default uniform.
-        eps: smoothing inside the skew's log (``0``: Geyik et al.'s formula).
+        desired: desired shares of the skews and NDKL: ``"uniform"`` over all A values, ``"present"``, ``"gallery"``
+            (of the ``attributes`` of each ``update``) or an ``(A,)`` tensor.
+        eps: the smoothing of ``zero`` (``0`` with ``"add_eps"``: Geyik et al.'s formula).
+        zero: ``"add_eps"``, ``"one_over_k"`` or ``"floor"``: how a zero share is kept out of the log.
+        ties: ``"index"`` or ``"keep"``: the images tied with the K-th.
+        skew: ``"log_ratio"`` or ``"abs_log_ratio"``.
         groups: attribute values of (men, women) for Bias@K.
         n_bootstrap: bootstrap replicates over queries.
         confidence: coverage of the intervals.
@@ -74,8 +82,11 @@ class RankingBias(TypedListStates, Metric):
         self,
         k: int,
         num_attributes: int = 2,
-        desired: Tensor | None = None,
+        desired: str | Tensor = "uniform",
         eps: float = DEFAULT_EPS,
+        zero: str = "add_eps",
+        ties: str = "index",
+        skew: str = "log_ratio",
         groups: tuple[int, int] = (0, 1),
         n_bootstrap: int = DEFAULT_BOOTSTRAP,
         confidence: float = 0.95,
@@ -84,8 +95,8 @@ class RankingBias(TypedListStates, Metric):
     ) -> None:
         super().__init__(**kwargs)
         check_bootstrap(n_bootstrap, confidence)
-        self.k, self.num_attributes, self.eps = k, num_attributes, eps
-        self.desired = _desired(desired, num_attributes)
+        self.k, self.num_attributes = k, num_attributes
+        self.conventions = _conventions(SkewConventions(desired, zero, eps, ties, skew), num_attributes)
         self.groups = _check_groups(groups, num_attributes)
         self.n_bootstrap, self.confidence, self.seed = n_bootstrap, confidence, seed
         for name in STATISTICS:
@@ -93,9 +104,7 @@ class RankingBias(TypedListStates, Metric):
 
     def update(self, scores: Tensor, attributes: Tensor) -> None:
         """Add the statistics of the ``b`` queries whose gallery scores are ``scores``."""
-        per_query = _ranking_bias_update(
-            scores, attributes, self.k, self.num_attributes, self.desired, self.eps, self.groups
-        )
+        per_query = _ranking_bias_update(scores, attributes, self.k, self.num_attributes, self.conventions, self.groups)
         for name in STATISTICS:
             getattr(self, name).append(per_query[name])
 

@@ -35,6 +35,7 @@ Split = Literal["train", "val", "test"]
 Probe = Literal["embed", "match"]
 OnMissing = Literal["skip", "stop"]
 Strategy = Literal["mean_all_masked", "refuse"]  # vlbias.models.masked_words.STRATEGIES
+RankingProtocolName = Literal["geyik", "debiasclip", "bendvlm", "sfid"]  # vlbias.metrics.ranking_protocols.PROTOCOLS
 #: A softmax temperature: logits / T stay finite in float64 for |logit| up to 1e3 (1e-300 overflows).
 Temperature = _restricted("Temperature", float, [(">=", 1e-3), ("<=", 1e3)])
 
@@ -418,8 +419,11 @@ class RetrievalBiasOptions(SuiteOptions):
         gender_words: swap lexicon whose pairs read [men's word, women's word] (default the shipped one).
         verify_images: decode every image up front.
         cache_dir: the datasets cache of the parsed caption file.
-        k: the cut-off K, or several.
-        eps: smoothing inside the skews' log (0: Geyik et al.'s formula).
+        protocol: the MaxSkew/NDKL conventions (desired shares, K, zero share, ties, skew form) of a source
+            (vlbias.metrics.ranking_protocols): geyik (Geyik et al., 2019), debiasclip, bendvlm or sfid.
+        k: the cut-off K, or several (default the protocol's K).
+        eps: the smoothing of the protocol's zero handling (default the protocol's ε; 0 with geyik: Geyik et al.'s
+            formula).
         batch_size: images or queries per forward pass.
         statistics: percentile bootstrap intervals, resampling the queries.
     """
@@ -437,8 +441,9 @@ class RetrievalBiasOptions(SuiteOptions):
     gender_words: str | None = None
     verify_images: bool = False
     cache_dir: str | None = None
-    k: PositiveInt | list[PositiveInt] = 10
-    eps: NonNegativeFloat = 1e-4
+    protocol: RankingProtocolName = "geyik"
+    k: PositiveInt | list[PositiveInt] | None = None
+    eps: NonNegativeFloat | None = None
     batch_size: PositiveInt = 64
     statistics: StatisticsOptions = StatisticsOptions()
 
@@ -454,9 +459,10 @@ class RetrievalBiasOptions(SuiteOptions):
                     f"Expected `prompts` to be a non-empty list of texts or {{group: [texts]}} but got {prompts!r}"
                 )
 
-    def cut_offs(self) -> tuple[int, ...]:
-        """The cut-offs K, sorted, each once."""
-        return tuple(sorted({int(value) for value in ([self.k] if isinstance(self.k, int) else self.k)}))
+    def cut_offs(self, default: int) -> tuple[int, ...]:
+        """The cut-offs K, sorted, each once; ``default`` (the protocol's K) when ``k`` is not given."""
+        k = default if self.k is None else self.k
+        return tuple(sorted({int(value) for value in ([k] if isinstance(k, int) else k)}))
 
 
 #: suite name -> its options; one line per suite of :mod:`vlbias.suites.registry`.

@@ -7,6 +7,11 @@ embedding space; models with only MATCH cannot rank a gallery this way). The ran
 2019, Eq. 3-4), NDKL@K (their Eq. 6) with the desired shares 1/2 each, and
 :math:`\mathrm{Bias}@K = (N_\text{man} - N_\text{woman}) / K` (Wang et al., 2021), averaged over queries with
 percentile bootstrap intervals over queries; formulas in :mod:`vlbias.metrics.functional.ranking_bias`.
+These are the ``geyik`` protocol's conventions; ``protocol`` names another source's
+(:mod:`vlbias.metrics.ranking_protocols`: ``debiasclip``, ``bendvlm``, ``sfid``), which sets the desired shares, the
+default K and ε, the zero handling, the ties at the cut-off (also in the item table's counts) and the skew's form,
+and is recorded in the results' config. The intervals stay bootstrap intervals over queries under every protocol
+(BendVLM's intervals over gallery folds are not applied here).
 Reported over all queries (``all/<statistic>@<K>``) and per query group (``group/<name>/<statistic>@<K>``).
 
 Stimuli (:meth:`RetrievalBiasSuite.from_biasworld`, :meth:`RetrievalBiasSuite.from_path`):
@@ -86,7 +91,8 @@ from vlbias.data.lexicon import text_words
 from vlbias.data.retrieval_bias import GENDERS, LABELS, GenderWords, Query, annotate
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics import RankingBias
-from vlbias.metrics.functional.ranking_bias import STATISTICS, top_attributes
+from vlbias.metrics.functional.ranking_bias import STATISTICS, top_counts
+from vlbias.metrics.ranking_protocols import RankingProtocol, ranking_protocol
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, UnseenText, unseen_by
@@ -142,9 +148,11 @@ def prompt_queries(prompts: Sequence[str] | dict[str, Sequence[str]], words: Gen
     return queries
 
 
-def _cut_offs(options: RetrievalBiasOptions, gallery: Gallery, data: object) -> tuple[int, ...]:
-    """The options' cut-offs K, each at most the gallery's size."""
-    ks = options.cut_offs()
+def _cut_offs(
+    options: RetrievalBiasOptions, protocol: RankingProtocol, gallery: Gallery, data: object
+) -> tuple[int, ...]:
+    """The options' cut-offs K (default the protocol's), each at most the gallery's size."""
+    ks = options.cut_offs(protocol.k)
     if ks[-1] > len(gallery):
         raise ConfigError(
             f"Expected `k` to be at most the gallery size, {len(gallery)} annotated images of {data}, but got {ks[-1]}"
@@ -185,7 +193,9 @@ class RetrievalBiasSuite(Suite):
         wrong = sorted(set(gallery.attributes) - set(GENDERS))
         if wrong:
             raise ConfigError(f"Expected gallery attributes among {list(GENDERS)} but got {wrong}")
-        self.ks = _cut_offs(options, gallery, data)
+        self.protocol = ranking_protocol(options.protocol)
+        self.ks = _cut_offs(options, self.protocol, gallery, data)
+        self.conventions = _conventions(options, self.protocol)
         self.queries, self.gallery, self.data_config, self.options = queries, gallery, data_config, options
         self.skipped = skipped or []
         self.groups = list(dict.fromkeys(query.group for query in queries))  # in order of first appearance
@@ -268,10 +278,25 @@ class RetrievalBiasSuite(Suite):
             "groups": self.groups,
             "n_queries": len(self.queries),
             "n_gallery": len(self.gallery),
-            "eps": self.options.eps,
+            "protocol": self.protocol.name,
+            "eps": self.conventions["eps"],
             "batch_size": self.options.batch_size,
             "statistics": self.options.recorded_statistics(),
         }
+
+
+def _conventions(options: RetrievalBiasOptions, protocol: RankingProtocol) -> dict[str, object]:
+    """The protocol's conventions, its ε replaced by the options' ``eps`` when given (refused where the protocol has
+    no ε: DebiasCLIP replaces a zero share by 1/K)."""
+    conventions = protocol.conventions()
+    if options.eps is not None:
+        if protocol.zero == "one_over_k":
+            raise ConfigError(
+                f"Expected no `eps` under protocol {protocol.name!r}, which replaces a zero share by 1/K and smooths "
+                f"nothing, but got {options.eps}"
+            )
+        conventions["eps"] = options.eps
+    return conventions
 
 
 def _label_counts(labels: Sequence[str]) -> dict[str, int]:
@@ -301,7 +326,7 @@ class _RetrievalBiasMeasurement(Measurement):
         self.attributes = torch.tensor([GENDERS.index(suite.gallery.attributes[i]) for i in kept])  # (N',)
         statistics = suite.options.statistics
         options = {"n_bootstrap": statistics.n_bootstrap, "confidence": statistics.confidence, "seed": seed}
-        options["eps"] = suite.options.eps
+        options |= suite.conventions
         self.ranking = {
             (k, scope): RankingBias(k=k, sync_on_compute=False, **options)
             for k in suite.ks
@@ -382,8 +407,8 @@ class _RetrievalBiasMeasurement(Measurement):
             for _, query, note in measured
         ]
         for k in self.suite.ks:
-            top = top_attributes(scores, self.attributes, k)  # (b', K)
-            men, women = (top == 0).sum(dim=1).tolist(), (top == 1).sum(dim=1).tolist()
+            counts = top_counts(scores, self.attributes, k, len(GENDERS), self.suite.conventions["ties"])  # (b', 2)
+            men, women = counts[:, 0].long().tolist(), counts[:, 1].long().tolist()
             for row, n_man, n_woman in zip(rows, men, women, strict=True):
                 row |= {f"n_man@{k}": n_man, f"n_woman@{k}": n_woman, f"bias@{k}": (n_man - n_woman) / k}
             self.ranking[k, ALL].update(scores, self.attributes)

@@ -44,11 +44,13 @@ from vlbias.metrics.functional.group_fairness_intervals import group_fairness_in
 from vlbias.metrics.functional.multiple_testing import benjamini_hochberg, holm_bonferroni
 from vlbias.metrics.functional.ranking_bias import (
     bias_at_k,
+    desired_shares,
     max_skew_at_k,
     min_skew_at_k,
     ndkl,
     ranking_bias,
     top_attributes,
+    top_counts,
 )
 from vlbias.metrics.functional.retrieval import retrieval_ranks, retrieval_recall
 from vlbias.metrics.functional.vlstereoset import (
@@ -93,6 +95,7 @@ __all__ = [
     "counterbias_p_values",
     "dataset_bias",
     "demographic_parity_difference",
+    "desired_shares",
     "effect_size_from_associations",
     "equal_opportunity_gap",
     "equalized_odds_difference",
@@ -130,6 +133,7 @@ __all__ = [
     "shift_summary",
     "statistic_from_associations",
     "top_attributes",
+    "top_counts",
     "visual_association",
     "visual_bias",
     "visual_bias_interval",

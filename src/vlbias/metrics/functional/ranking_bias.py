@@ -33,12 +33,34 @@ attribute :math:`a` among its first :math:`k` images and :math:`p_a` the desired
   .. math::
       \mathrm{Bias}@K = \frac{1}{|Q|} \sum_{q} \frac{N_\text{men}(q, K) - N_\text{women}(q, K)}{K}
 
+The formulas above are the defaults. Papers that report MaxSkew differ in four conventions, each an argument
+of every function here (the named sets are :mod:`vlbias.metrics.ranking_protocols`):
+
+* ``desired``, the desired shares :math:`p_a`: ``"uniform"`` over all A values, :math:`1/A` (a value absent
+  from the gallery still counted); ``"present"``, :math:`1/|G|` over the set :math:`G` of values present in the
+  gallery, 0 for the others; ``"gallery"``, the gallery's own shares :math:`n_a / N`; or an ``(A,)`` tensor of
+  positive shares summing to 1. A value with :math:`p_a = 0` (absent from the gallery) takes no part in the skews
+  and adds nothing to the KL divergences.
+* ``zero``, how a share of 0 is kept out of the log: ``"add_eps"`` (above: :math:`\ln\frac{p + \varepsilon}
+  {p_a + \varepsilon}`); ``"one_over_k"``, :math:`\ln\frac{p'}{p_a}` with :math:`p' = 1/K` where
+  :math:`p = 0` (``eps`` unused); ``"floor"``, :math:`\ln \max(p / p_a, \varepsilon)`. NDKL is always
+  computed with :math:`0 \ln 0 = 0` and no smoothing.
+* ``ties`` at the cut-off: ``"index"`` keeps exactly the first K images (ties by the lower index);
+  ``"keep"`` keeps every image whose score equals the K-th's as well, in the same order, while the divisor of
+  the top-K shares stays K (so :math:`\sum_a p_{\tau,K,a}` may exceed 1). NDKL then sums over every kept
+  position :math:`i` (its shares divided by :math:`i`), and :math:`Z` stays the sum over :math:`i \le K`;
+  Bias@K counts the kept images over K.
+* ``skew``, the skew's form: ``"log_ratio"`` (above) or ``"abs_log_ratio"``, :math:`|\mathrm{Skew}_a@K|`,
+  whose max over :math:`a` is MaxSkew@K and whose min is MinSkew@K.
+
 The intervals are percentile bootstrap intervals of the mean over queries (queries resampled with
 replacement, a private ``torch.Generator`` seeded with ``seed``; the per-query values are sorted first,
 so the interval does not depend on the order the queries came in).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -49,6 +71,37 @@ from vlbias.metrics.functional.checks import check_bootstrap, check_int, check_s
 
 DEFAULT_EPS = 1e-4
 STATISTICS = ("max_skew", "min_skew", "ndkl", "bias")
+DESIRED = ("uniform", "present", "gallery")  # or an (A,) tensor of shares
+ZERO = ("add_eps", "one_over_k", "floor")
+TIES = ("index", "keep")
+SKEW = ("log_ratio", "abs_log_ratio")
+
+
+@dataclass(frozen=True, eq=False)
+class SkewConventions:
+    """The conventions of the skews and NDKL (module docstring): ``desired`` (a name of :data:`DESIRED` or an
+    ``(A,)`` tensor of positive shares summing to 1), ``zero`` (:data:`ZERO`), ``eps``, ``ties`` (:data:`TIES`)
+    and ``skew`` (:data:`SKEW`). The defaults are Geyik et al.'s formulas with ε = :data:`DEFAULT_EPS`."""
+
+    desired: str | Tensor = "uniform"
+    zero: str = "add_eps"
+    eps: float = DEFAULT_EPS
+    ties: str = "index"
+    skew: str = "log_ratio"
+
+    def __post_init__(self) -> None:
+        for name, value, known in (("zero", self.zero, ZERO), ("ties", self.ties, TIES), ("skew", self.skew, SKEW)):
+            if value not in known:
+                raise ConfigError(f"Expected argument `{name}` to be one of {list(known)} but got {value!r}")
+        if not isinstance(self.desired, str | Tensor) or (
+            isinstance(self.desired, str) and self.desired not in DESIRED
+        ):
+            raise ConfigError(
+                f"Expected argument `desired` to be one of {list(DESIRED)} or a tensor of shares but got "
+                f"{self.desired!r}"
+            )
+        if not isinstance(self.eps, int | float) or not 0 <= self.eps < float("inf"):
+            raise ConfigError(f"Expected argument `eps` to be a finite number >= 0 but got {self.eps!r}")
 
 
 def _check_inputs(scores: Tensor, attributes: Tensor, k: int, num_attributes: int) -> None:
@@ -67,16 +120,37 @@ def _check_inputs(scores: Tensor, attributes: Tensor, k: int, num_attributes: in
     check_int("k", k, high=scores.shape[1], high_is="the gallery size")
 
 
-def _desired(desired: Tensor | None, num_attributes: int) -> Tensor:
-    if desired is None:
-        return torch.full((num_attributes,), 1 / num_attributes, dtype=torch.float64)
+def _conventions(conventions: SkewConventions, num_attributes: int) -> SkewConventions:
+    """``conventions`` with a given ``desired`` checked and made a float64 tensor."""
+    desired = conventions.desired
+    if isinstance(desired, str):
+        return conventions
     desired = torch.as_tensor(desired, dtype=torch.float64)
     if desired.shape != (num_attributes,) or bool((desired <= 0).any()) or abs(float(desired.sum()) - 1) > 1e-6:
         raise ConfigError(
             f"Expected argument `desired` to be {num_attributes} positive shares summing to 1 but got "
             f"{desired.tolist()}"
         )
-    return desired
+    return SkewConventions(desired, conventions.zero, conventions.eps, conventions.ties, conventions.skew)
+
+
+def desired_shares(desired: str | Tensor, attributes: Tensor, num_attributes: int) -> Tensor:
+    """The ``(A,)`` float64 desired shares named by ``desired`` (module docstring) for the gallery ``attributes``.
+
+    Example:
+        >>> desired_shares("present", torch.tensor([0, 0, 2, 0]), 3)  # value 1 is absent from the gallery
+        tensor([0.5000, 0.0000, 0.5000], dtype=torch.float64)
+        >>> desired_shares("gallery", torch.tensor([0, 0, 2, 0]), 3)
+        tensor([0.7500, 0.0000, 0.2500], dtype=torch.float64)
+    """
+    if isinstance(desired, Tensor):
+        return desired.to(device=attributes.device, dtype=torch.float64)
+    if desired == "uniform":
+        return torch.full((num_attributes,), 1 / num_attributes, dtype=torch.float64, device=attributes.device)
+    counts = torch.bincount(attributes.long(), minlength=num_attributes).double()  # (A,)
+    if desired == "present":
+        counts = (counts > 0).double()
+    return counts / counts.sum()
 
 
 def _check_groups(groups: tuple[int, int], num_attributes: int) -> tuple[int, int]:
@@ -99,26 +173,68 @@ def top_attributes(scores: Tensor, attributes: Tensor, k: int) -> Tensor:
     return attributes.long()[order]
 
 
-def _prefix_shares(top: Tensor, num_attributes: int) -> Tensor:
-    """``(Q, K, A)``: shares of each attribute among the first ``i`` images, ``i = 1..K``."""
-    counts = torch.nn.functional.one_hot(top, num_attributes).double().cumsum(dim=1)  # (Q, K, A)
-    return counts / torch.arange(1, top.shape[1] + 1, dtype=torch.float64, device=top.device)[None, :, None]
+def _ranked(scores: Tensor, attributes: Tensor, k: int, ties: str) -> tuple[Tensor, Tensor | None]:
+    """``(Q, L)`` attribute values in rank order and, for ``ties="keep"``, the ``(Q, L)`` mask of the kept
+    positions (every image scored at least the K-th's; ``L``: the most any query keeps); ``L = K`` and no mask for
+    ``ties="index"``."""
+    if ties == "index":
+        return top_attributes(scores, attributes, k), None
+    ordered, order = torch.sort(scores, dim=1, descending=True, stable=True)  # (Q, N)
+    kept = ordered >= ordered[:, k - 1 : k]  # (Q, N): a prefix of each row
+    length = int(kept.sum(dim=1).max())
+    return attributes.long()[order[:, :length]], kept[:, :length]
+
+
+def _prefix_counts(top: Tensor, kept: Tensor | None, num_attributes: int) -> Tensor:
+    """``(Q, L, A)``: counts of each attribute among the first ``i`` kept images, ``i = 1..L``."""
+    one_hot = torch.nn.functional.one_hot(top, num_attributes).double()  # (Q, L, A)
+    if kept is not None:
+        one_hot = one_hot * kept[:, :, None]
+    return one_hot.cumsum(dim=1)
+
+
+def top_counts(scores: Tensor, attributes: Tensor, k: int, num_attributes: int = 2, ties: str = "index") -> Tensor:
+    """``(n_queries, A)`` float64 counts of each attribute among each query's top ``k`` images (``ties``: see the
+    module docstring; ``"keep"`` counts every image tied with the K-th too).
+
+    Example:
+        >>> scores, attributes = torch.tensor([[3.0, 2.0, 2.0, 1.0]]), torch.tensor([0, 0, 1, 1])
+        >>> top_counts(scores, attributes, k=2), top_counts(scores, attributes, k=2, ties="keep")
+        (tensor([[2., 0.]], dtype=torch.float64), tensor([[2., 1.]], dtype=torch.float64))
+    """
+    SkewConventions(ties=ties)
+    _check_inputs(scores, attributes, k, num_attributes)
+    top, kept = _ranked(scores, attributes, k, ties)
+    return _prefix_counts(top, kept, num_attributes)[:, -1]
 
 
 def _per_query(
-    top: Tensor, num_attributes: int, desired: Tensor, eps: float, groups: tuple[int, int]
+    top: Tensor, kept: Tensor | None, k: int, desired: Tensor, conventions: SkewConventions, groups: tuple[int, int]
 ) -> dict[str, Tensor]:
-    """Every statistic for each query ``(Q,)`` from the top-K attributes ``(Q, K)``."""
-    k, desired = top.shape[1], desired.to(top.device)
-    shares = _prefix_shares(top, num_attributes)  # (Q, K, A)
-    skew = torch.log((shares[:, -1] + eps) / (desired + eps))  # (Q, A)
-    kl = torch.special.xlogy(shares, shares / desired).sum(dim=2)  # (Q, K); 0 ln 0 = 0
-    discount = 1 / torch.log2(torch.arange(2, k + 2, dtype=torch.float64, device=top.device))  # (K,)
+    """Every statistic for each query ``(Q,)`` from the ranked attributes ``(Q, L)`` (and kept mask) of
+    :func:`_ranked`; ``desired`` ``(A,)`` float64."""
+    desired = desired.to(top.device)
+    counts = _prefix_counts(top, kept, desired.numel())  # (Q, L, A)
+    positions = torch.arange(1, top.shape[1] + 1, dtype=torch.float64, device=top.device)  # (L,)
+    shares = counts / positions[None, :, None]  # (Q, L, A)
+    share, eps, valid = counts[:, -1] / k, conventions.eps, desired > 0  # (Q, A), (A,)
+    if conventions.zero == "add_eps":
+        ratio = (share + eps) / (desired + eps)
+    elif conventions.zero == "one_over_k":
+        ratio = torch.where(share == 0, 1 / k, share) / desired
+    else:  # "floor"
+        ratio = (share / desired).clamp_min(eps)
+    skew = torch.log(ratio)  # (Q, A)
+    if conventions.skew == "abs_log_ratio":
+        skew = skew.abs()
+    kl = torch.where(valid, torch.special.xlogy(shares, shares / desired), 0.0).sum(dim=2)  # (Q, L); 0 ln 0 = 0
+    discount = 1 / torch.log2(positions + 1)  # (L,)
+    weight = discount if kept is None else discount * kept  # (L,) or (Q, L)
     return {
-        "max_skew": skew.amax(dim=1),
-        "min_skew": skew.amin(dim=1),
-        "ndkl": (kl * discount).sum(dim=1) / discount.sum(),
-        "bias": ((top == groups[0]).sum(dim=1) - (top == groups[1]).sum(dim=1)).double() / k,
+        "max_skew": torch.where(valid, skew, -torch.inf).amax(dim=1),
+        "min_skew": torch.where(valid, skew, torch.inf).amin(dim=1),
+        "ndkl": (kl * weight).sum(dim=1) / discount[:k].sum(),
+        "bias": (counts[:, -1, groups[0]] - counts[:, -1, groups[1]]) / k,
     }
 
 
@@ -150,12 +266,13 @@ def _ranking_bias_update(
     attributes: Tensor,
     k: int,
     num_attributes: int,
-    desired: Tensor,
-    eps: float,
+    conventions: SkewConventions,
     groups: tuple[int, int],
 ) -> dict[str, Tensor]:
     _check_inputs(scores, attributes, k, num_attributes)
-    return _per_query(top_attributes(scores, attributes, k), num_attributes, desired, eps, groups)
+    top, kept = _ranked(scores, attributes, k, conventions.ties)
+    desired = desired_shares(conventions.desired, attributes, num_attributes)
+    return _per_query(top, kept, k, desired, conventions, groups)
 
 
 def _statistic(
@@ -164,13 +281,12 @@ def _statistic(
     attributes: Tensor,
     k: int,
     num_attributes: int,
-    desired: Tensor | None,
-    eps: float,
+    conventions: SkewConventions,
     groups: tuple[int, int],
 ) -> Tensor:
-    desired = _desired(desired, num_attributes)
+    conventions = _conventions(conventions, num_attributes)
     groups = _check_groups(groups, num_attributes)
-    return _ranking_bias_update(scores, attributes, k, num_attributes, desired, eps, groups)[name].mean()
+    return _ranking_bias_update(scores, attributes, k, num_attributes, conventions, groups)[name].mean()
 
 
 def max_skew_at_k(
@@ -178,8 +294,11 @@ def max_skew_at_k(
     attributes: Tensor,
     k: int,
     num_attributes: int = 2,
-    desired: Tensor | None = None,
+    desired: str | Tensor = "uniform",
     eps: float = DEFAULT_EPS,
+    zero: str = "add_eps",
+    ties: str = "index",
+    skew: str = "log_ratio",
 ) -> Tensor:
     """MaxSkew@K (Geyik et al., 2019, Eq. 3) averaged over queries; see the module docstring.
 
@@ -188,15 +307,22 @@ def max_skew_at_k(
         attributes: ``(n_images,)`` attribute value of each image, in ``[0, num_attributes)``.
         k: the cut-off, at most ``n_images``.
         num_attributes: number of attribute values A.
-        desired: ``(A,)`` desired shares; default uniform.
-        eps: smoothing of the shares inside the log.
+        desired: the desired shares: ``"uniform"`` over all A values, ``"present"`` (uniform over the values in
+            the gallery), ``"gallery"`` (the gallery's own shares), or an ``(A,)`` tensor.
+        eps: the smoothing of ``zero``.
+        zero: ``"add_eps"`` (ε added to both shares), ``"one_over_k"`` (a zero share made 1/K) or ``"floor"`` (the
+            ratio floored at ε).
+        ties: at the cut-off: ``"index"`` (exactly K, the lower index first) or ``"keep"`` (every image tied with
+            the K-th kept, divisor K).
+        skew: ``"log_ratio"`` or ``"abs_log_ratio"`` (the absolute value of each skew).
 
     Example:
         >>> scores = torch.tensor([[4.0, 3.0, 2.0, 1.0]])  # top 2: two men
         >>> round(max_skew_at_k(scores, torch.tensor([0, 0, 1, 1]), k=2, eps=0.0).item(), 4)  # ln(1 / 0.5)
         0.6931
     """
-    return _statistic("max_skew", scores, attributes, k, num_attributes, desired, eps, (0, 1))
+    conventions = SkewConventions(desired, zero, eps, ties, skew)
+    return _statistic("max_skew", scores, attributes, k, num_attributes, conventions, (0, 1))
 
 
 def min_skew_at_k(
@@ -204,8 +330,11 @@ def min_skew_at_k(
     attributes: Tensor,
     k: int,
     num_attributes: int = 2,
-    desired: Tensor | None = None,
+    desired: str | Tensor = "uniform",
     eps: float = DEFAULT_EPS,
+    zero: str = "add_eps",
+    ties: str = "index",
+    skew: str = "log_ratio",
 ) -> Tensor:
     """MinSkew@K (Geyik et al., 2019, Eq. 4) averaged over queries; arguments as :func:`max_skew_at_k`.
 
@@ -214,10 +343,18 @@ def min_skew_at_k(
         >>> round(min_skew_at_k(scores, torch.tensor([0, 0, 1, 0]), k=4, eps=0.0).item(), 4)  # ln(0.25 / 0.5)
         -0.6931
     """
-    return _statistic("min_skew", scores, attributes, k, num_attributes, desired, eps, (0, 1))
+    conventions = SkewConventions(desired, zero, eps, ties, skew)
+    return _statistic("min_skew", scores, attributes, k, num_attributes, conventions, (0, 1))
 
 
-def ndkl(scores: Tensor, attributes: Tensor, k: int, num_attributes: int = 2, desired: Tensor | None = None) -> Tensor:
+def ndkl(
+    scores: Tensor,
+    attributes: Tensor,
+    k: int,
+    num_attributes: int = 2,
+    desired: str | Tensor = "uniform",
+    ties: str = "index",
+) -> Tensor:
     """NDKL@K (Geyik et al., 2019, Eq. 6) averaged over queries; arguments as :func:`max_skew_at_k`.
 
     Example:
@@ -225,11 +362,17 @@ def ndkl(scores: Tensor, attributes: Tensor, k: int, num_attributes: int = 2, de
         >>> round(ndkl(scores, torch.tensor([0, 1]), k=2).item(), 4)  # ln 2 / (1 + 1 / log2(3))
         0.425
     """
-    return _statistic("ndkl", scores, attributes, k, num_attributes, desired, 0.0, (0, 1))
+    conventions = SkewConventions(desired, eps=0.0, ties=ties)
+    return _statistic("ndkl", scores, attributes, k, num_attributes, conventions, (0, 1))
 
 
 def bias_at_k(
-    scores: Tensor, attributes: Tensor, k: int, num_attributes: int = 2, groups: tuple[int, int] = (0, 1)
+    scores: Tensor,
+    attributes: Tensor,
+    k: int,
+    num_attributes: int = 2,
+    groups: tuple[int, int] = (0, 1),
+    ties: str = "index",
 ) -> Tensor:
     """Bias@K = (N_men − N_women) / K (Wang et al., 2021) averaged over queries; ``groups`` are the attribute
     values of (men, women); other arguments as :func:`max_skew_at_k`.
@@ -239,7 +382,7 @@ def bias_at_k(
         >>> bias_at_k(scores, torch.tensor([0, 2, 1]), k=2, num_attributes=3)  # (1 - 0) / 2, (0 - 1) / 2
         tensor(0., dtype=torch.float64)
     """
-    return _statistic("bias", scores, attributes, k, num_attributes, None, 0.0, groups)
+    return _statistic("bias", scores, attributes, k, num_attributes, SkewConventions(ties=ties), groups)
 
 
 def ranking_bias(
@@ -247,8 +390,11 @@ def ranking_bias(
     attributes: Tensor,
     k: int,
     num_attributes: int = 2,
-    desired: Tensor | None = None,
+    desired: str | Tensor = "uniform",
     eps: float = DEFAULT_EPS,
+    zero: str = "add_eps",
+    ties: str = "index",
+    skew: str = "log_ratio",
     groups: tuple[int, int] = (0, 1),
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
     confidence: float = 0.95,
@@ -257,7 +403,9 @@ def ranking_bias(
     """MaxSkew@K, MinSkew@K, NDKL@K and Bias@K averaged over queries, each with a bootstrap interval.
 
     Args:
-        scores, attributes, k, num_attributes, desired, eps: see :func:`max_skew_at_k`.
+        scores, attributes, k, num_attributes, desired, eps, zero, ties, skew: see :func:`max_skew_at_k`; a
+            protocol's are ``ranking_protocol(name).conventions()``
+            (:func:`~vlbias.metrics.ranking_protocols.ranking_protocol`).
         groups: see :func:`bias_at_k`.
         n_bootstrap: bootstrap replicates (queries resampled with replacement).
         confidence: coverage of the percentile intervals.
@@ -273,8 +421,8 @@ def ranking_bias(
         >>> out["bias"], out["bias_interval"]  # (2 - 0) / 2 and (1 - 1) / 2
         (tensor(0.5000, dtype=torch.float64), tensor([0., 1.], dtype=torch.float64))
     """
-    desired = _desired(desired, num_attributes)
+    conventions = _conventions(SkewConventions(desired, zero, eps, ties, skew), num_attributes)
     groups = _check_groups(groups, num_attributes)
     check_bootstrap(n_bootstrap, confidence)
-    per_query = _ranking_bias_update(scores, attributes, k, num_attributes, desired, eps, groups)
+    per_query = _ranking_bias_update(scores, attributes, k, num_attributes, conventions, groups)
     return _ranking_bias_compute(per_query, n_bootstrap, confidence, seed)
