@@ -147,6 +147,12 @@ class OpenCLIPAdapter(ModelAdapter):
     def logit_scale(self) -> Tensor:
         return self.model.logit_scale
 
+    @property
+    def match_score(self) -> str:
+        """``"sigmoid"`` for a model with a logit bias (open_clip's SigLIPs, trained with the sigmoid loss), else
+        ``"softmax"`` (a CLIP trained with the contrastive softmax); see :attr:`ModelAdapter.match_score`."""
+        return "softmax" if self.model.logit_bias is None else "sigmoid"
+
     # -- persistence -----------------------------------------------------------------
     def save_pretrained(self, directory: str | Path) -> None:
         """Write open_clip's ``local-dir:`` format to ``directory``: ``open_clip_config.json`` (the model config and
