@@ -1,5 +1,5 @@
-"""``vlbias prune``: the run directory, the pruned checkpoint that ``vlbias measure`` reads, the CLIP export,
-and one-line errors for bad input."""
+"""``vlbias prune``: the run directory, the pruned checkpoint that ``vlbias measure`` reads, the CLIP and open_clip
+exports, and one-line errors for bad input."""
 
 import json
 import logging
@@ -9,14 +9,17 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
+from PIL import Image
 from transformers import CLIPModel
 
 from vlbias.data.biasworld import BiasWorldDataset
 from vlbias.mitigation.outputs import PRUNE_FOLDER, SELECTION_FILE, selection_overlap
 from vlbias.models.clip import CLIPAdapter
+from vlbias.models.open_clip import OpenCLIPAdapter
 from vlbias.models.pruned import PrunedEmbeddings
 from vlbias.modules.model_spec import ModelSpec
 from vlbias.results import read_results
@@ -114,6 +117,65 @@ def test_clip_export_loads_without_vlbias_and_equals_the_pruned_checkpoint(prune
         out = model(pixel_values=pixels, **tokens)
         torch.testing.assert_close(out.image_embeds, pruned.embed_images(pixels), rtol=0, atol=1e-6)
         torch.testing.assert_close(out.text_embeds, pruned.embed_texts(tokens), rtol=0, atol=1e-6)
+
+
+#: Loads ``<run>/open_clip`` with open_clip alone and writes its embeddings, pair logits and preprocessing of the
+#: inputs in ``<inputs>.pt`` to ``<outputs>.pt``.
+OPEN_CLIP_READER = textwrap.dedent(
+    """
+    import sys
+    import open_clip, torch
+    from PIL import Image
+
+    folder, inputs, outputs, image = sys.argv[1:]
+    model, preprocess = open_clip.create_model_from_pretrained("local-dir:" + folder)
+    tokenize = open_clip.get_tokenizer("local-dir:" + folder)
+    given = torch.load(inputs)
+    with torch.no_grad():
+        images = model.encode_image(given["pixels"], normalize=True)
+        texts = model.encode_text(given["input_ids"], normalize=True)
+        logits = model.get_logits(given["pixels"], given["input_ids"])[0].diagonal()
+    torch.save({
+        "images": images, "texts": texts, "logits": logits, "input_ids": tokenize(given["texts"]),
+        "pixels": preprocess(Image.open(image))[None], "logit_scale": model.logit_scale.detach(),
+        "embed_dim": model.text_projection.shape[1], "vlbias_imported": any(m.startswith("vlbias") for m in sys.modules),
+    }, outputs)
+    """
+)
+
+
+def test_open_clip_export_loads_in_open_clip_alone_and_equals_the_pruned_checkpoint(tmp_path, run_cli):
+    """``<out>/open_clip`` of a tiny open_clip model: open_clip, in a process that never imports vlbias, reads its
+    config, weights, tokenizer and preprocessing, and gives the pruned adapter's embeddings (1e-6) and pair logits
+    (the logit scale carried over unchanged)."""
+    out = tmp_path / "run"
+    argv = ["prune", "--model", "open_clip", "--tiny", "--data", "biasworld", *SMALL, "--fraction", "0.1"]
+    code, _, err = run_cli([*argv, "--out", str(out)])
+    assert code == 0, err
+    summary = json.loads((out / "prune.json").read_text())
+    assert {p.name for p in out.iterdir()} == {"model", "open_clip", "prune.json", "tradeoff.csv", "tradeoff.png"}
+    assert "create_model_from_pretrained('local-dir:<this folder>')" in (out / "open_clip" / "README.md").read_text()
+    pruned = PrunedEmbeddings.from_pretrained(out / "model").eval()
+    image = tmp_path / "image.png"
+    Image.fromarray(np.random.default_rng(0).integers(0, 256, (40, 56, 3), dtype=np.uint8)).save(image)
+    texts = ["a person cooking.", "a photo of a man."]
+    pixels = pruned.prepare_images(torch.rand(2, 3, 64, 64, generator=torch.Generator().manual_seed(0)))
+    tokens = pruned.prepare_texts(texts)
+    torch.save({"pixels": pixels, "input_ids": tokens["input_ids"], "texts": texts}, tmp_path / "inputs.pt")
+    command = [sys.executable, "-c", OPEN_CLIP_READER, str(out / "open_clip"), str(tmp_path / "inputs.pt")]
+    done = subprocess.run([*command, str(tmp_path / "outputs.pt"), str(image)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    read = torch.load(tmp_path / "outputs.pt")
+    assert not read["vlbias_imported"] and read["embed_dim"] == 32 - summary["n_remove"] == len(summary["kept"])
+    with torch.no_grad():
+        torch.testing.assert_close(read["images"], pruned.embed_images(pixels), rtol=0, atol=1e-6)
+        torch.testing.assert_close(read["texts"], pruned.embed_texts(tokens), rtol=0, atol=1e-6)
+        inner: OpenCLIPAdapter = pruned.inner
+        cosines = (pruned.embed_images(pixels) * pruned.embed_texts(tokens)).sum(-1)
+        torch.testing.assert_close(read["logits"], inner.model.logit_scale.exp() * cosines, rtol=0, atol=1e-5)
+    assert torch.equal(read["logit_scale"], inner.model.logit_scale.detach())
+    assert torch.equal(read["input_ids"], tokens["input_ids"])
+    torch.testing.assert_close(read["pixels"], pruned.prepare_images([image]), rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize(

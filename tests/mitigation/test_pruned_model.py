@@ -1,5 +1,7 @@
-"""PrunedEmbeddings (an EMBED adapter keeping some dimensions) and the pruned CLIP export."""
+"""PrunedEmbeddings (an EMBED adapter keeping some dimensions) and the pruned CLIP and open_clip exports."""
 
+import copy
+import dataclasses
 import json
 
 import pytest
@@ -85,3 +87,59 @@ def test_bad_kept_dims_and_inner_models_are_refused(clip, tmp_path):
         PrunedEmbeddings(BertAdapter.tiny(), [0])
     with pytest.raises(InputError, match=f"has no {PRUNED_FILE}"):
         PrunedEmbeddings.from_pretrained(tmp_path)  # a directory without it
+
+
+@pytest.fixture(scope="module")
+def resnet_open_clip():
+    """A tiny open_clip CLIP with a ResNet image tower (its embedding from ``attnpool.c_proj``), a text projection
+    with a bias (an ``nn.Linear``) and a logit bias, as a sigmoid-loss open_clip model has."""
+    import open_clip
+    from open_clip.transform import PreprocessCfg
+
+    from vlbias.models.open_clip import OpenCLIPAdapter, tiny_model_config
+    from vlbias.models.open_clip_tokens import OpenCLIPTokenizer
+    from vlbias.models.tiny_sizes import TinyEmbeddingSizes
+
+    torch.manual_seed(0)
+    tokenize = open_clip.SimpleTokenizer(context_length=32)
+    config = tiny_model_config(TinyEmbeddingSizes(), tokenize.vocab_size)
+    config["vision_cfg"] = {"layers": [1, 1, 1, 1], "width": 8, "image_size": 64}
+    config["text_cfg"]["proj_bias"] = True
+    config["init_logit_bias"] = -10.0
+    model = open_clip.CLIP(**config)
+    open_clip.model.set_model_preprocess_cfg(model, dataclasses.asdict(PreprocessCfg(size=64)))
+    return OpenCLIPAdapter(model, config, OpenCLIPTokenizer(tokenize)).eval()
+
+
+def test_open_clip_export_folds_linear_projections_and_keeps_the_logit_scale_and_bias(resnet_open_clip, tmp_path):
+    import open_clip
+
+    from vlbias.models.open_clip import export_pruned_open_clip
+
+    kept = [0, 2, 5, 11, 30]
+    export_pruned_open_clip(resnet_open_clip, kept, tmp_path)
+    model = open_clip.create_model_from_pretrained(f"local-dir:{tmp_path}", return_transform=False).eval()
+    pruned = PrunedEmbeddings(resnet_open_clip, kept)
+    pixels = pruned.prepare_images(torch.rand(3, 3, 64, 64, generator=torch.Generator().manual_seed(0)))
+    tokens = pruned.prepare_texts(TEXTS)
+    with torch.no_grad():
+        images, texts = pruned.embed_images(pixels), pruned.embed_texts(tokens)
+        torch.testing.assert_close(model.encode_image(pixels, normalize=True), images, rtol=0, atol=1e-6)
+        torch.testing.assert_close(model.encode_text(tokens["input_ids"], normalize=True), texts, rtol=0, atol=1e-6)
+        logits = model.get_logits(pixels, tokens["input_ids"])[0].diagonal()
+    assert model.logit_bias.item() == resnet_open_clip.model.logit_bias.item() == -10.0
+    assert model.logit_scale.item() == resnet_open_clip.model.logit_scale.item()
+    expected = resnet_open_clip.model.logit_scale.exp() * (images * texts).sum(-1) + resnet_open_clip.model.logit_bias
+    torch.testing.assert_close(logits, expected, rtol=0, atol=1e-5)
+    assert resnet_open_clip.model.text_projection.out_features == 32  # the adapter itself is unchanged
+
+
+def test_an_open_clip_tower_without_a_linear_projection_is_refused_by_name(resnet_open_clip):
+    from vlbias.mitigation.outputs import check_exportable
+
+    adapter = copy.deepcopy(resnet_open_clip)
+    adapter.model.text_projection = None
+    with pytest.raises(
+        InputError, match=r"its text tower has none of the linear embedding projections text_projection"
+    ):
+        check_exportable(adapter)

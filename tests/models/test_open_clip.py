@@ -54,14 +54,16 @@ def test_match_is_the_scaled_cosine_of_the_embeddings(model, batch):
 
 def test_match_adds_the_logit_bias_of_a_sigmoid_model(batch):
     """An open_clip model trained with the sigmoid loss has a ``logit_bias`` ``b``: MATCH is ``exp(tau) cos + b``, as
-    open_clip's ``get_logits``."""
+    open_clip's ``get_logits``, a log-odds (``match_score`` ``sigmoid``; a CLIP without a bias: ``softmax``)."""
     adapter = OpenCLIPAdapter.tiny()
+    assert adapter.match_score == "softmax"
     adapter.model.logit_bias = torch.nn.Parameter(torch.tensor(-10.0))
     pixels, tokens = batch
     images, texts = embeddings(adapter, pixels, tokens)
     with torch.no_grad():
         scores = adapter.match_logits(pixels, tokens)
     torch.testing.assert_close(scores, adapter.model.logit_scale.exp() * (images * texts).sum(dim=-1) - 10.0)
+    assert adapter.match_score == "sigmoid"
     torch.testing.assert_close(scores, adapter.direct_call(Capability.MATCH, pixels, tokens))
 
 

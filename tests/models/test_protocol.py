@@ -93,3 +93,15 @@ def test_paired_match_logits_equal_the_gathered_pairs(name):
         )
         paired = adapter.paired_match_logits(pixel_values, tokens, image_rows, text_rows, batch_size=3)
     torch.testing.assert_close(paired, expected, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", MATCH_MODELS)
+def test_match_score_says_what_the_pair_logit_is(name):
+    """An ITM head's logit is ``itm``; a dual encoder's scaled cosine (``match_follows_embeddings``) is ``sigmoid``
+    (trained with the sigmoid loss, with a logit bias) or ``softmax`` (the contrastive softmax, without one)."""
+    adapter = tiny(name)
+    if not adapter.match_follows_embeddings:
+        assert adapter.match_score == "itm"
+    else:
+        has_bias = getattr(getattr(adapter, "model", None), "logit_bias", None) is not None
+        assert adapter.match_score == ("sigmoid" if has_bias else "softmax")

@@ -212,3 +212,32 @@ def test_a_folder_that_is_not_an_earlier_audit_is_refused_before_the_model_loads
         "new or empty folder (vlbias audit replaces a folder only when it is an earlier output of it).\n"
     )
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.parametrize("model", ["open_clip", "siglip", "siglip2"])
+def test_the_open_clip_and_siglip_families_are_audited(model, tmp_path):
+    """``vlbias audit --model M --tiny`` of the dual encoders of issue 40 (EMBED and MATCH), quick statistics on a
+    small BiasWorld: every suite that reads EMBED or MATCH is measured on it, the FILL_MASK ones are listed as not
+    applicable by capability, and the report shows every measured suite."""
+    out = tmp_path / "out"
+    main(["audit", "--model", model, "--tiny", "--out", str(out), *SMALL])
+    entries = {(e["suite"], e["dataset"]): e for e in json.loads((out / "audit.json").read_text())["entries"]}
+    assert {suite for suite, _ in entries} == set(list_suites())
+    measured = {key for key, entry in entries.items() if entry["status"] == MEASURED}
+    assert measured == {("mmbias", "biasworld"), ("vlstereoset", "biasworld"), ("retrieval_bias", "biasworld")}
+    for key in measured:
+        results = read_results(out / entries[key]["results"])
+        assert results.model == model and results.n_items > 0
+        statistics = results.config["suite_config"]["statistics"]
+        assert {name: statistics[name] for name in vlbias.audit.QUICK_STATISTICS if name in statistics} == {
+            name: value for name, value in vlbias.audit.QUICK_STATISTICS.items() if name in statistics
+        }
+    for suite in ("counterbias", "entity_association"):
+        entry = entries[(suite, "-")]
+        assert entry["status"] == NOT_APPLICABLE and f"needs capability 'fill_mask'; model {model!r}" in entry["reason"]
+    assert entries[("weat", "biasworld")]["status"] == NOT_APPLICABLE
+    report = (out / "report" / "report.md").read_text()
+    assert len(audit_table(report)) == len(entries)
+    for key in measured:
+        folder, name = entries[key]["results"].split("/")[-2:]
+        assert f"### {folder}: {key[0]} ({name})" in report

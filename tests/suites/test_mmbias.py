@@ -514,3 +514,29 @@ def test_sharded_cases_measure_every_kind_of_test():
     assert (
         "muslim_vs_hindu/itm/effect_size" in match["metrics"] and "zero_shot/hindu/pleasant_share" in match["metrics"]
     )
+
+
+@pytest.mark.parametrize(("model", "match_score"), [("open_clip", "softmax"), ("siglip", "sigmoid")])
+def test_the_match_probe_records_the_pair_score_and_takes_the_sigmoid_of_the_adapters_match_logits(
+    model, match_score, tiny_data, tmp_path, run_cli
+):
+    """The results' config names what the pair logit is (``sigmoid``: SigLIP's log-odds, whose sigmoid is its own
+    match probability; ``softmax``: open_clip's scaled cosine, whose sigmoid is no probability); each ranked word's
+    score is the mean over the group's images of the sigmoid of the adapter's own match logits."""
+    from vlbias.models.registry import load
+
+    options = "{probe: match, pairs: [[muslim, christian]], statistics: {n_permutations: 50, n_bootstrap: 20}}"
+    code, _, err = run_cli(measure_argv(model, tiny_data, tmp_path / "out", options))
+    assert code == 0, err
+    assert read_results(tmp_path / "out" / "mmbias.json").config["match_score"] == match_score
+    items = read_items(tmp_path / "out" / "mmbias.json")
+    ranked = items[items["test"] == "zero_shot/muslim"].set_index("word")["score"]
+    adapter = load(model, tiny=True, device="cpu")
+    assert adapter.match_score == match_score
+    words = list(ranked.index)
+    images = sorted((tiny_data / "images" / "Religion" / "Muslim").glob("*.jpg"))
+    with torch.no_grad():
+        pixels = adapter.prepare_images([path for path in images for _ in words])
+        logits = adapter.match_logits(pixels, adapter.prepare_texts(words * len(images))).view(len(images), -1)
+    expected = torch.sigmoid(logits.double()).mean(dim=0)
+    torch.testing.assert_close(torch.tensor(ranked.to_numpy()), expected, rtol=0, atol=1e-6)

@@ -517,3 +517,31 @@ def test_the_shipped_config_runs_on_whatever_subset_of_real_images_is_present(tm
     measured = [row for row in with_image if f"row {row.row}" not in unseen_rows]
     for category in ("gender", "profession", "race", "religion"):
         assert output.metrics[f"n_items/{category}"] == sum(row.bias_type == category for row in measured)
+
+
+@pytest.mark.parametrize(("model", "match_score"), [("open_clip", "softmax"), ("siglip", "sigmoid")])
+def test_the_match_probe_records_the_pair_score_and_softmaxes_the_adapters_match_logits(model, match_score):
+    """The results' config names what the pair logit is (``softmax``: open_clip's scaled cosine, ``sigmoid``: SigLIP's
+    log-odds); every item's probabilities are the softmax of the adapter's own match logits over its three captions,
+    so SigLIP's bias cancels."""
+    from vlbias.models.registry import load
+    from vlbias.suites.run import run_suite
+
+    adapter = load(model, tiny=True, device="cpu")
+    world = BiasWorld(n_train=4, eval_per_combination=1, image_size=32)
+    options = VLStereoSetOptions(probe="match", shift=False).with_statistics(n_bootstrap=20)
+    suite = VLStereoSetSuite.from_biasworld(world, options)
+    results, rows = run_suite(suite, adapter, model=model, checkpoint=None, seed=0, config={})
+    assert results.config["match_score"] == adapter.match_score == match_score
+    by_item = {item.key: item for item in suite.stimuli()}
+    for row in rows:
+        item = by_item[row["item"]]
+        with torch.no_grad():
+            pixels = adapter.prepare_images([item.image] * 3)
+            logits = adapter.match_logits(pixels, adapter.prepare_texts(list(item.captions))).double()
+        expected = torch.softmax(logits, dim=0)
+        if match_score == "sigmoid":  # the bias b cancels: e^tau cos alone gives the same distribution
+            cosines = logits - adapter.logit_bias.double()
+            torch.testing.assert_close(torch.softmax(cosines, dim=0), expected)
+        actual = torch.tensor([row[f"p_{name}"] for name in ("stereotype", "anti-stereotype", "unrelated")])
+        torch.testing.assert_close(actual.double(), expected, rtol=0, atol=1e-6)

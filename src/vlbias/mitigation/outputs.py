@@ -4,7 +4,8 @@ its dimensions were chosen on (:func:`selection_overlap`).
 ``<out>/model/`` (:class:`~vlbias.models.pruned.PrunedEmbeddings`, loadable by
 ``vlbias measure --model pruned --checkpoint <out>/model``, with :data:`SELECTION_FILE`: the data it was pruned on),
 for a CLIP model also ``<out>/clip/`` (a standard ``transformers.CLIPModel`` directory,
-:func:`~vlbias.models.pruned.export_pruned_clip`), ``<out>/prune.json``, ``<out>/tradeoff.csv`` and
+:func:`~vlbias.models.pruned.export_pruned_clip`), for an open_clip model ``<out>/open_clip/`` (open_clip's own
+``local-dir:`` format, :func:`~vlbias.models.open_clip.export_pruned_open_clip`), ``<out>/prune.json``, ``<out>/tradeoff.csv`` and
 ``<out>/tradeoff.png``. The folder is written whole beside ``<out>`` and put in its place in one step
 (:class:`vlbias.atomic.OutputFolder`): a reader, or a run killed at any moment, finds the old folder whole or the
 new one whole; a folder that is not an earlier output of ``vlbias prune`` is refused, not replaced.
@@ -25,7 +26,9 @@ from vlbias.models.clip import CLIPAdapter
 from vlbias.models.pruned import PrunedEmbeddings, export_pruned_clip
 
 PRUNE_FOLDER = OutputFolder(
-    "vlbias prune", "prune.json", frozenset({"model", "clip", "prune.json", "tradeoff.csv", "tradeoff.png"})
+    "vlbias prune",
+    "prune.json",
+    frozenset({"model", "clip", "open_clip", "prune.json", "tradeoff.csv", "tradeoff.png"}),
 )
 #: The file in ``<out>/model`` naming the data the dimensions were chosen on: ``{"data": "biasworld", "split",
 #: "seed"}`` (the world's seed) or ``{"data": <absolute path of an MMBias folder>}``.
@@ -51,6 +54,10 @@ def write_pruning_outputs(
         (folder / "model" / SELECTION_FILE).write_text(json.dumps(selection(summary["data"] or {}), indent=2))
         if isinstance(adapter, CLIPAdapter):
             export_pruned_clip(adapter, kept, folder / "clip")
+        if adapter.name == "open_clip":
+            from vlbias.models.open_clip import export_pruned_open_clip
+
+            export_pruned_open_clip(adapter, kept, folder / "open_clip")
         table = pd.DataFrame(list(rows))
         table["chosen"] = table["n_removed"] == chosen
         (folder / "tradeoff.csv").write_text(table.to_csv(index=False))
@@ -62,6 +69,16 @@ def write_pruning_outputs(
                 (folder / name).write_bytes(content)
 
     return PRUNE_FOLDER.replace(out, write) / "prune.json"
+
+
+def check_exportable(adapter: ModelAdapter) -> None:
+    """Refuse, before any image is embedded, a model whose export in its own format cannot be written: an open_clip
+    model whose towers do not end in a linear projection (a timm or Hugging Face tower,
+    :func:`~vlbias.models.open_clip.embedding_projections`)."""
+    if adapter.name == "open_clip":  # the adapter's module has imported open_clip already
+        from vlbias.models.open_clip import embedding_projections
+
+        embedding_projections(adapter.model)
 
 
 def selection(data: Mapping[str, object]) -> dict[str, object]:

@@ -65,6 +65,14 @@ class ModelAdapter(nn.Module):
     #: MATCH is an increasing function of the cosine of EMBED's embeddings (a dual encoder's scaled cosine): it
     #: ranks pairs as the embeddings do, so re-ranking by it changes no order.
     match_follows_embeddings: ClassVar[bool] = False
+    #: What the MATCH logit :math:`s` of a pair is, recorded as ``match_score`` in the results of a suite that reads
+    #: it (:func:`vlbias.suites.run.run_suite`): ``"itm"``, the log-odds of an image–text matching head (a binary
+    #: classifier of matched against mismatched pairs), so :math:`\sigma(s)` is the model's match probability;
+    #: ``"sigmoid"``, :math:`e^{\tau}\cos + b` of a dual encoder trained with the sigmoid loss (SigLIP), a log-odds
+    #: too; ``"softmax"``, :math:`e^{\tau}\cos` of a dual encoder trained with the contrastive softmax (CLIP), the
+    #: logit of a softmax over candidates: a softmax over candidates is the model's own choice distribution, but
+    #: :math:`\sigma(s)` is no probability (with :math:`e^{\tau} = 100` it is near 1 for any cosine above 0.05).
+    match_score: ClassVar[str] = "itm"
 
     tokenizer: object  # a transformers tokenizer
     max_text_length: int

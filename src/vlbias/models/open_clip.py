@@ -3,6 +3,7 @@ EVA and others, through the ``open_clip_torch`` package: a dual encoder (EMBED) 
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import logging
@@ -28,6 +29,7 @@ from vlbias.models.base import Capability, ImageInput, ModelAdapter
 from vlbias.models.loading import check_checkpoint
 from vlbias.models.open_clip_tokens import OpenCLIPTokenizer
 from vlbias.models.preprocess import checked_image_batch
+from vlbias.models.pruned import checked_kept_dims
 from vlbias.models.tiny_sizes import TinyEmbeddingSizes
 
 HF_HUB = "hf-hub:"
@@ -145,6 +147,12 @@ class OpenCLIPAdapter(ModelAdapter):
     def logit_scale(self) -> Tensor:
         return self.model.logit_scale
 
+    @property
+    def match_score(self) -> str:
+        """``"sigmoid"`` for a model with a logit bias (open_clip's SigLIPs, trained with the sigmoid loss), else
+        ``"softmax"`` (a CLIP trained with the contrastive softmax); see :attr:`ModelAdapter.match_score`."""
+        return "softmax" if self.model.logit_bias is None else "sigmoid"
+
     # -- persistence -----------------------------------------------------------------
     def save_pretrained(self, directory: str | Path) -> None:
         """Write open_clip's ``local-dir:`` format to ``directory``: ``open_clip_config.json`` (the model config and
@@ -220,6 +228,72 @@ class OpenCLIPAdapter(ModelAdapter):
         model = open_clip.CLIP(**config)
         open_clip.model.set_model_preprocess_cfg(model, asdict(PreprocessCfg(size=sizes.image_size)))
         return cls(model, config, OpenCLIPTokenizer(tokenize))
+
+
+#: Where an open_clip model's towers end in the linear map to the embedding (attribute paths from the model): a
+#: ``(width, D)`` parameter applied as ``x @ proj`` (ViT ``visual.proj``, the text tower's ``text_projection``) or an
+#: ``nn.Linear`` with ``D`` outputs (ResNet's ``attnpool.c_proj``; a text projection with a bias).
+EMBEDDING_PROJECTIONS = {
+    "image": ("visual.proj", "visual.attnpool.c_proj"),
+    "text": ("text_projection", "text.text_projection"),
+}
+
+
+def export_pruned_open_clip(adapter: OpenCLIPAdapter, kept_dims: Sequence[int] | Tensor, out_dir: str | Path) -> Path:
+    """Write ``adapter``'s model with only the embedding dimensions ``kept_dims`` in open_clip's ``local-dir:`` format
+    (:meth:`OpenCLIPAdapter.save_pretrained`), so that ``open_clip.create_model_from_pretrained("local-dir:" +
+    out_dir)`` gives the pruned embeddings with no vlbias code.
+
+    Each tower ends in a linear map to the :math:`D`-dimensional embedding (:data:`EMBEDDING_PROJECTIONS`), one output
+    coordinate per column of a ``(width, D)`` projection or per row of an ``nn.Linear``; keeping those of ``kept_dims``
+    and setting the model config's ``embed_dim`` to :math:`D - N` gives exactly the kept coordinates, which
+    ``encode_*(normalize=True)`` re-normalises as :class:`~vlbias.models.pruned.PrunedEmbeddings` does. The logit scale
+    and bias are copied unchanged, so the pair score is :math:`e^{\\tau}\\cos + b` of the pruned embeddings. A tower
+    whose embedding comes from another module (a timm or Hugging Face tower, an MLP head) is refused by name.
+
+    Returns:
+        ``out_dir`` as a path.
+    """
+    model = copy.deepcopy(adapter.model)
+    kept = checked_kept_dims(kept_dims, adapter.model_config["embed_dim"])
+    for path in embedding_projections(model).values():
+        owner_path, _, name = path.rpartition(".")
+        owner, full = _attribute(model, owner_path), _attribute(model, path)
+        with torch.no_grad():
+            if isinstance(full, nn.Linear):
+                pruned = nn.Linear(full.in_features, kept.numel(), bias=full.bias is not None).to(full.weight)
+                pruned.weight.copy_(full.weight.index_select(0, kept.to(full.weight.device)))
+                if full.bias is not None:
+                    pruned.bias.copy_(full.bias.index_select(0, kept.to(full.bias.device)))
+            else:
+                pruned = nn.Parameter(full.index_select(1, kept.to(full.device)).clone())
+        setattr(owner, name, pruned)
+    config = {**adapter.model_config, "embed_dim": kept.numel()}
+    out_dir = Path(out_dir)
+    OpenCLIPAdapter(model, config, adapter.tokenizer).save_pretrained(out_dir)
+    return out_dir
+
+
+def embedding_projections(model: nn.Module) -> dict[str, str]:
+    """The path of each tower's linear map to the embedding (:data:`EMBEDDING_PROJECTIONS`), ``{"image": ...,
+    "text": ...}``; a tower without one is refused by name."""
+    found = {}
+    for tower, paths in EMBEDDING_PROJECTIONS.items():
+        present = [path for path in paths if _attribute(model, path) is not None]
+        if not present:
+            raise InputError(
+                f"Cannot export a pruned open_clip {type(model).__name__}: its {tower} tower has none of the linear "
+                f"embedding projections {', '.join(paths)} that pruning folds its kept dimensions into"
+            )
+        found[tower] = present[0]
+    return found
+
+
+def _attribute(model: nn.Module, path: str) -> object | None:
+    """``model``'s attribute at the dotted ``path`` (``""``: ``model``), ``None`` where a part is missing."""
+    for part in filter(None, path.split(".")):
+        model = getattr(model, part, None)
+    return model
 
 
 def tiny_model_config(sizes: TinyEmbeddingSizes, vocab_size: int) -> dict:

@@ -45,6 +45,7 @@ class SigmoidPairScores(ModelAdapter):
     """
 
     match_follows_embeddings = True  # e^tau cos + b
+    match_score = "sigmoid"
 
     capabilities = frozenset({Capability.EMBED, Capability.MATCH})
 

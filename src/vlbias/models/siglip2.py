@@ -13,25 +13,17 @@ from pathlib import Path
 from typing import ClassVar
 
 import torch
-import transformers
 from torch import Tensor
-from transformers import AutoTokenizer
+from transformers import AutoTokenizer, Siglip2Config, Siglip2ImageProcessor, Siglip2Model
 from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 
 from vlbias.data.images import load_image
-from vlbias.errors import ConfigError, InputError
+from vlbias.errors import InputError
 from vlbias.models.base import ImageInput
 from vlbias.models.preprocess import checked_image_batch
 from vlbias.models.pretrained import PretrainedAdapter, tiny_layers
 from vlbias.models.siglip import SIGLIP_MEAN, SIGLIP_STD, SigmoidPairScores, tiny_text_config
 from vlbias.models.tiny_sizes import TinyImageSizes
-
-try:
-    from transformers import Siglip2Config, Siglip2ImageProcessor, Siglip2Model
-except ImportError as err:  # Siglip2Model came with transformers 4.49
-    raise ConfigError(
-        f"Model 'siglip2' needs transformers >= 4.49 (Siglip2Model); this one is {transformers.__version__}."
-    ) from err
 
 #: The tokenizer classes a SigLIP 2 checkpoint names, all read as transformers' ``Siglip2Tokenizer``.
 SIGLIP2_TOKENIZERS = ("Gemma", "Siglip2")

@@ -30,7 +30,8 @@ exported model, when it is given; :attr:`outcome` holds the summary and the trad
 
 What can be refused is refused before any image is embedded: ``out`` that is not an earlier output of
 ``vlbias prune`` when the module is made, N (``n_dims`` or ``fraction``) that does not fit the embedding dimension
-D once the model is loaded. A removal that raises a test's :math:`|d|` or flips its sign
+D, or a model whose own-format export cannot be written (:func:`~vlbias.mitigation.outputs.check_exportable`), once
+the model is loaded. A removal that raises a test's :math:`|d|` or flips its sign
 (:func:`~vlbias.mitigation.pruning.worsened_tests`) is written as the result asks, with a warning on the console
 and in ``prune.json`` (``worsened``).
 """
@@ -47,7 +48,7 @@ from lightning.pytorch import LightningModule
 from torch import Tensor
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.mitigation.outputs import PRUNE_FOLDER, write_pruning_outputs
+from vlbias.mitigation.outputs import PRUNE_FOLDER, check_exportable, write_pruning_outputs
 from vlbias.mitigation.pruning import (
     BiasTest,
     PruningResult,
@@ -67,6 +68,7 @@ MAX_DIMS_FRACTION = 0.25  # default end of the trade-off curve, as a share of D
 USAGE = {
     "model": ("vlbias", "vlbias measure --model pruned --checkpoint <this folder> --suite <suite> --out <dir>"),
     "clip": ("transformers", "transformers.CLIPModel.from_pretrained('<this folder>')"),
+    "open_clip": ("open_clip", "open_clip.create_model_from_pretrained('local-dir:<this folder>')"),
 }
 
 
@@ -110,6 +112,8 @@ class EmbeddingPruning(LightningModule):
             PRUNE_FOLDER.check(out)
         self.spec = model
         self.adapter = model.load(Capability.EMBED, "prune")
+        if out is not None:
+            check_exportable(self.adapter)
         dim = self._embed_texts(["a"]).shape[1]  # D, so that N is refused before any image is embedded
         if self.pruning.n_dims is not None:
             removal_count(self.pruning.n_dims, dim, "n_dims")

@@ -24,6 +24,16 @@ Table 2, ``d > 0`` means X sits closer to unpleasantness than Y does.
 ``probe`` chooses the capability: ``"embed"`` (CLIP-like models; default experiments cross_modal,
 textual, visual, zero_shot) or ``"match"`` (fusion models without EMBED; itm, zero_shot).
 
+What :math:`\sigma(\text{match logit})` is depends on the model's pair logit :math:`s`, recorded as
+``match_score`` in the results' config (:attr:`~vlbias.models.base.ModelAdapter.match_score`): for ``itm`` (an
+ITM head's log-odds: ALBEF, BLIP, ViLT, ...) it is the match probability of Table 2; for ``sigmoid`` (SigLIP,
+SigLIP 2, open_clip's SigLIPs: :math:`s = e^{\tau}\cos + b`, trained as a log-odds by the sigmoid loss) it is the
+model's own probability that the pair matches, so ``probability_gap`` means what it means for ALBEF; for
+``softmax`` (open_clip's CLIPs: :math:`s = e^{\tau}\cos`, the logit of a softmax over a batch) it is no
+probability: with :math:`e^{\tau} = 100` every pair with a cosine above 0.05 gets :math:`\sigma > 0.99`, so the
+gap and the top-k barely move. The tests are computed as defined all the same; measure such a model with
+``probe="embed"`` (its cosines, the cross-modal test).
+
 Outputs: metrics ``<test>/effect_size`` (and ``<test>/probability_gap`` for itm) with their intervals and
 p-values (raw under the metric's key, adjusted under ``<key>@holm`` and ``<key>@bh``), and
 ``zero_shot/<group>/pleasant_share`` (share of pleasant words among the top ``k``). The item table has one

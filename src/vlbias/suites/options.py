@@ -133,7 +133,8 @@ class MMBiasOptions(SuiteOptions):
         valence_images: valence image folder, relative to the data directory or absolute.
         pairs: group pairs to test, e.g. [[Christian, Muslim]]; default the paper's Table 2.
         on_missing_images: run on the images present ("skip") or stop.
-        probe: cosine of embeddings ("embed") or ITM probabilities ("match").
+        probe: cosine of embeddings ("embed") or sigmoid of the pair logits ("match"; results record which pair
+            logit as match_score: itm, sigmoid or softmax).
         experiments: which tests: cross_modal, textual, visual, zero_shot (embed) or itm, zero_shot (match);
             default all of the probe's (BiasWorld: cross_modal, or itm).
         top_k: matches kept per attribute set for itm, and words per zero-shot ranking.
@@ -274,7 +275,8 @@ class VLStereoSetOptions(SuiteOptions):
         split: BiasWorld split to measure.
         template: BiasWorld caption template.
         unrelated: BiasWorld's unrelated caption word.
-        probe: cosine of embeddings ("embed") or ITM logits ("match").
+        probe: cosine of embeddings ("embed") or pair logits ("match"; results record which as match_score: itm,
+            sigmoid or softmax).
         temperature: softmax temperature; default 1 for match and 0.01 for embed.
         lexicon: neutral lexicon YAML (default the shipped one).
         shift: compute lmss and vlss.

@@ -25,7 +25,7 @@ from tqdm import tqdm
 from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.environment import environment
 from vlbias.errors import ConfigError
-from vlbias.models.base import ModelAdapter, require_capability
+from vlbias.models.base import Capability, ModelAdapter, require_capability
 from vlbias.options import check_options
 from vlbias.results import Results
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
@@ -160,8 +160,12 @@ def run_suite(
     suite: Suite, adapter: ModelAdapter, *, model: str, checkpoint: str | None, seed: int, config: dict
 ) -> tuple[Results, list[dict]]:
     """Run ``suite`` on ``adapter`` (refusing a model without the suite's capability before any compute)
-    and wrap its output in :class:`Results`, with the item table."""
+    and wrap its output in :class:`Results`, with the item table. A suite that reads MATCH records what the model's
+    pair logit is (:attr:`~vlbias.models.base.ModelAdapter.match_score`: ``itm``, ``sigmoid`` or ``softmax``) as the
+    config's ``match_score``."""
     require_capability(adapter, suite.capability, suite.name, suite.capability_hint)
+    if suite.capability is Capability.MATCH:
+        config = {**config, "match_score": adapter.match_score}
     output = measure_suite(suite, adapter, seed=seed)
     results = Results(
         suite=suite.name,

@@ -16,6 +16,21 @@ softmax over raw cosines in [-1, 1] (temperature 1) makes every distribution nea
 every lmss/vlss nearly 0. The sign of lmss and vlss, and so their "fraction above zero", does not
 depend on the temperature.
 
+What the ``match`` probe's softmax is depends on what the model's pair logit :math:`s` is, recorded as
+``match_score`` in the results' config (:attr:`~vlbias.models.base.ModelAdapter.match_score`):
+
+* ``itm`` (ALBEF, BLIP, ViLT, FLAVA, ...): :math:`s` is an ITM head's match log-odds; the softmax over the three
+  captions is the paper's;
+* ``softmax`` (open_clip's CLIPs): :math:`s = e^{\\tau}\\cos`, the logit of the softmax over candidates that
+  the contrastive loss trains, so ``softmax(s)`` over the captions is the model's own choice distribution: the
+  ``embed`` probe at temperature :math:`e^{-\\tau}` gives the same numbers (0.01 for a trained CLIP's 100);
+* ``sigmoid`` (SigLIP, SigLIP 2, open_clip's SigLIPs): :math:`s = e^{\\tau}\\cos + b` is the log-odds that the pair
+  matches, :math:`\\sigma(s)` the model's own probability of each caption on its own. The bias :math:`b` cancels in
+  the softmax, which is the probability of each caption being the match given that exactly one of the three is,
+  not the three independent :math:`\\sigma(s)` (which need not sum to 1).
+
+Selection (vlrs, vlbs, ivlas) is the argmax of :math:`s` under every reading.
+
 lmss (Eq. 2) and vlss (Eq. 3) are computed for the anti-stereotypical items whose captions the
 neutral lexicon (:mod:`vlbias.counterfactual.neutralise`) can neutralise, with a completely white
 ``blank_size`` x ``blank_size`` image as ``I'``; they are summarised over all such items and over the
