@@ -16,6 +16,7 @@ from vlbias.metrics.functional import (
     ranking_bias,
     top_attributes,
 )
+from vlbias.metrics.functional.ranking_bias import SkewConventions
 
 MAN, WOMAN, NEUTRAL = 0, 1, 2
 # 8 gallery images; the scores below put them in the order given by each query's ranking
@@ -32,6 +33,7 @@ def scores_for(order: list[int]) -> torch.Tensor:
 # query 0: top 4 = 3 men, 1 woman (M, M, W, M); query 1: top 4 = 1 man, 3 women (W, W, M, W)
 SCORES = torch.stack([scores_for([0, 1, 4, 2]), scores_for([4, 5, 0, 6])])
 TWO = ATTRIBUTES.clamp(max=WOMAN)  # the neutral image counted as a woman, for the binary statistics
+EXACT = SkewConventions(eps=0.0)  # Geyik et al.'s formula, unsmoothed
 
 
 def test_top_attributes_follow_the_scores():
@@ -40,24 +42,27 @@ def test_top_attributes_follow_the_scores():
 
 def test_skews_by_hand():
     # query 0: shares (3/4, 1/4) vs 1/2 -> skews ln 1.5, ln 0.5; query 1: ln 0.5, ln 1.5
-    assert_close(max_skew_at_k(SCORES, TWO, 4, eps=0.0), torch.tensor(math.log(1.5), dtype=torch.float64))
-    assert_close(min_skew_at_k(SCORES, TWO, 4, eps=0.0), torch.tensor(math.log(0.5), dtype=torch.float64))
+    assert_close(max_skew_at_k(SCORES, TWO, 4, conventions=EXACT), torch.tensor(math.log(1.5), dtype=torch.float64))
+    assert_close(min_skew_at_k(SCORES, TWO, 4, conventions=EXACT), torch.tensor(math.log(0.5), dtype=torch.float64))
     # desired shares (0.75, 0.25): query 0 has them exactly (skews 0), query 1 (ln(1/3), ln 3)
     desired = torch.tensor([0.75, 0.25])
     assert_close(
-        max_skew_at_k(SCORES, TWO, 4, desired=desired, eps=0.0), torch.tensor(math.log(3) / 2, dtype=torch.float64)
+        max_skew_at_k(SCORES, TWO, 4, conventions=SkewConventions(desired, eps=0.0)),
+        torch.tensor(math.log(3) / 2, dtype=torch.float64),
     )
     assert_close(
-        min_skew_at_k(SCORES, TWO, 4, desired=desired, eps=0.0), torch.tensor(math.log(1 / 3) / 2, dtype=torch.float64)
+        min_skew_at_k(SCORES, TWO, 4, conventions=SkewConventions(desired, eps=0.0)),
+        torch.tensor(math.log(1 / 3) / 2, dtype=torch.float64),
     )
 
 
 def test_an_absent_attribute_is_smoothed_by_eps():
     men_only = scores_for([0, 1])[None]
-    assert min_skew_at_k(men_only, TWO, 2, eps=0.0).item() == float("-inf")
+    assert min_skew_at_k(men_only, TWO, 2, conventions=EXACT).item() == float("-inf")
     eps = 1e-4
     assert_close(
-        min_skew_at_k(men_only, TWO, 2, eps=eps), torch.tensor(math.log(eps / (0.5 + eps)), dtype=torch.float64)
+        min_skew_at_k(men_only, TWO, 2, conventions=SkewConventions(eps=eps)),
+        torch.tensor(math.log(eps / (0.5 + eps)), dtype=torch.float64),
     )
 
 
@@ -87,13 +92,15 @@ def test_bias_at_k_by_hand():
 
 
 def test_ranking_bias_and_its_interval():
-    out = ranking_bias(SCORES[:1].expand(3, -1), TWO, 4, eps=0.0, n_bootstrap=200)  # one query, three times
+    out = ranking_bias(SCORES[:1].expand(3, -1), TWO, 4, conventions=EXACT, n_bootstrap=200)  # one query, three times
     assert_close(out["bias"], torch.tensor(0.5, dtype=torch.float64))
     assert_close(out["bias_interval"], torch.tensor([0.5, 0.5], dtype=torch.float64))  # no spread
-    out = ranking_bias(SCORES, TWO, 4, eps=0.0, n_bootstrap=2000, seed=1)
+    out = ranking_bias(SCORES, TWO, 4, conventions=EXACT, n_bootstrap=2000, seed=1)
     low, high = out["bias_interval"].tolist()
     assert -0.5 <= low < 0 < high <= 0.5 and int(out["n_queries"]) == 2
-    again = ranking_bias(SCORES.flip(0), TWO, 4, eps=0.0, n_bootstrap=2000, seed=1)  # query order does not matter
+    again = ranking_bias(
+        SCORES.flip(0), TWO, 4, conventions=EXACT, n_bootstrap=2000, seed=1
+    )  # query order does not matter
     for key in out:
         assert_close(again[key], out[key], msg=key)
 
@@ -118,7 +125,7 @@ def test_bad_input_is_refused():
     with pytest.raises(InputError, match=r"Expected argument `attributes` to hold values in \[0, 2\)"):
         max_skew_at_k(SCORES, ATTRIBUTES, 4)
     with pytest.raises(ConfigError, match="Expected argument `desired` to be 2 positive shares summing to 1"):
-        RankingBias(k=2, desired=torch.tensor([0.7, 0.7]))
+        RankingBias(k=2, conventions=SkewConventions(desired=torch.tensor([0.7, 0.7])))
     with pytest.raises(ConfigError, match="Expected argument `groups` to be two distinct"):
         RankingBias(k=2, groups=(0, 0))
     with pytest.raises(InputError, match="Expected at least one query"), pytest.warns(UserWarning, match="before the"):

@@ -14,6 +14,7 @@ import torch.testing
 from vlbias.errors import ConfigError
 from vlbias.metrics import RankingBias
 from vlbias.metrics.functional import max_skew_at_k, min_skew_at_k, ndkl, ranking_bias
+from vlbias.metrics.functional.ranking_bias import SkewConventions
 from vlbias.metrics.ranking_protocols import BENDVLM, DEBIASCLIP, GEYIK, PROTOCOLS, SFID, ranking_protocol
 from vlbias.suites.options import RankingProtocolName
 
@@ -130,7 +131,7 @@ def sfid_max_skew(row, labels, top_k):
 
 def _ours(statistic, protocol, row, labels, k, num_attributes):
     scores, attributes = torch.tensor([row], dtype=torch.float64), torch.tensor(labels)
-    return float(statistic(scores, attributes, k, num_attributes, **protocol.conventions()))
+    return float(statistic(scores, attributes, k, num_attributes, conventions=protocol.conventions))
 
 
 def _close(actual: float, expected: float) -> bool:
@@ -140,7 +141,7 @@ def _close(actual: float, expected: float) -> bool:
 @pytest.mark.parametrize("case", RANKINGS)
 def test_geyik_is_geyik_et_al(case):
     row = RANKINGS[case]
-    expected_max, expected_min = geyik_skews(row, GALLERY, K, A, GEYIK.eps)
+    expected_max, expected_min = geyik_skews(row, GALLERY, K, A, GEYIK.conventions.eps)
     assert _close(_ours(max_skew_at_k, GEYIK, row, GALLERY, K, A), expected_max)
     assert _close(_ours(min_skew_at_k, GEYIK, row, GALLERY, K, A), expected_min)
     scores, attributes = torch.tensor([row], dtype=torch.float64), torch.tensor(GALLERY)
@@ -152,7 +153,7 @@ def test_debiasclip_is_its_code(case):
     row = RANKINGS[case]
     assert _close(_ours(max_skew_at_k, DEBIASCLIP, row, GALLERY, K, A), debiasclip_max_skew(row, GALLERY, K))
     scores, attributes = torch.tensor([row], dtype=torch.float64), torch.tensor(GALLERY)
-    ours = float(ndkl(scores, attributes, K, A, desired=DEBIASCLIP.desired, ties=DEBIASCLIP.ties))
+    ours = float(ndkl(scores, attributes, K, A, conventions=DEBIASCLIP.conventions))
     assert _close(ours, debiasclip_ndkl(row, GALLERY, K))
 
 
@@ -162,7 +163,9 @@ def test_bendvlm_is_its_code(case):
     assert _close(_ours(max_skew_at_k, BENDVLM, row, GALLERY, K, A), bendvlm_max_skew(row, GALLERY, K, A))
     shares = [GALLERY.count(a) / len(GALLERY) for a in range(A)]  # the source has no NDKL: Geyik's, its shares
     scores, attributes = torch.tensor([row], dtype=torch.float64), torch.tensor(GALLERY)
-    assert _close(float(ndkl(scores, attributes, K, A, desired=BENDVLM.desired)), geyik_ndkl(row, GALLERY, K, shares))
+    assert _close(
+        float(ndkl(scores, attributes, K, A, conventions=BENDVLM.conventions)), geyik_ndkl(row, GALLERY, K, shares)
+    )
 
 
 @pytest.mark.parametrize("case", RANKINGS)
@@ -223,7 +226,7 @@ def test_geyik_is_todays_definition_exactly():
             "bias": (((top == 0).sum(dim=1) - (top == 1).sum(dim=1)).double() / k).mean(),
         }
         default = ranking_bias(scores, attributes, k, 3, n_bootstrap=50)
-        named = ranking_bias(scores, attributes, k, 3, **GEYIK.conventions(), n_bootstrap=50)
+        named = ranking_bias(scores, attributes, k, 3, conventions=GEYIK.conventions, n_bootstrap=50)
         for name, value in expected.items():
             assert torch.equal(default[name], value), (name, k)
             assert torch.equal(named[name], value), (name, k)
@@ -237,11 +240,11 @@ def test_the_metric_twin_agrees(name):
     rows = torch.tensor(list(RANKINGS.values()), dtype=torch.float64)
     labels = torch.tensor(GALLERY) if name != "sfid" else torch.tensor(GALLERY).clamp(max=1)
     num_attributes = A if name != "sfid" else 2
-    metric = RankingBias(K, num_attributes, **protocol.conventions(), n_bootstrap=50, seed=2)
+    metric = RankingBias(K, num_attributes, conventions=protocol.conventions, n_bootstrap=50, seed=2)
     metric.update(rows[:1], labels)
     metric.update(rows[1:], labels)
     got = metric.compute()
-    expected = ranking_bias(rows, labels, K, num_attributes, **protocol.conventions(), n_bootstrap=50, seed=2)
+    expected = ranking_bias(rows, labels, K, num_attributes, conventions=protocol.conventions, n_bootstrap=50, seed=2)
     for key, value in expected.items():  # sfid's infinite skews make NaN interval ends (inf - inf)
         torch.testing.assert_close(got[key], value, rtol=0, atol=0, equal_nan=True, msg=key)
 
@@ -250,23 +253,27 @@ def test_protocol_table():
     assert set(PROTOCOLS) == {"geyik", "debiasclip", "bendvlm", "sfid"}
     assert (DEBIASCLIP.k, BENDVLM.k, SFID.k, BENDVLM.folds) == (1000, 500, 100, 5)
     for protocol in PROTOCOLS.values():
-        ranking_bias(torch.tensor([RANKINGS["ties at K"]]), torch.tensor(GALLERY), K, A, **protocol.conventions())
+        ranking_bias(
+            torch.tensor([RANKINGS["ties at K"]]), torch.tensor(GALLERY), K, A, conventions=protocol.conventions
+        )
 
 
 def test_an_unknown_protocol_or_convention_is_refused_with_the_list():
     with pytest.raises(ConfigError, match="Unknown ranking protocol 'geyick'; expected one of: bendvlm, debiasclip"):
         ranking_protocol("geyick")
-    scores, attributes = torch.tensor([RANKINGS["ties at K"]]), torch.tensor(GALLERY)
     with pytest.raises(ConfigError, match=r"`ties` to be one of \['index', 'keep'\] but got 'all'"):
-        max_skew_at_k(scores, attributes, K, A, ties="all")
+        SkewConventions(ties="all")
     with pytest.raises(ConfigError, match=r"`desired` to be one of \['uniform', 'present', 'gallery'\]"):
-        max_skew_at_k(scores, attributes, K, A, desired="equal")
+        SkewConventions(desired="equal")
     with pytest.raises(ConfigError, match=r"`desired` to be one of .* or a tensor of shares but got None"):
-        max_skew_at_k(scores, attributes, K, A, desired=None)
+        SkewConventions(desired=None)
     with pytest.raises(ConfigError, match=r"`zero` to be one of"):
-        max_skew_at_k(scores, attributes, K, A, zero="clip")
+        SkewConventions(zero="clip")
     with pytest.raises(ConfigError, match=r"`eps` to be a finite number >= 0 but got -1"):
-        max_skew_at_k(scores, attributes, K, A, eps=-1)
+        SkewConventions(eps=-1)
+    scores, attributes = torch.tensor([RANKINGS["ties at K"]]), torch.tensor(GALLERY)
+    with pytest.raises(ConfigError, match=r"`conventions` to be a SkewConventions .* but got \{'ties': 'keep'\}"):
+        max_skew_at_k(scores, attributes, K, A, conventions={"ties": "keep"})
 
 
 def test_the_suite_options_name_every_protocol():

@@ -18,7 +18,6 @@ from vlbias.metrics._list_states import TypedListStates
 from vlbias.metrics.functional.bootstrap import DEFAULT_BOOTSTRAP
 from vlbias.metrics.functional.checks import check_bootstrap
 from vlbias.metrics.functional.ranking_bias import (
-    DEFAULT_EPS,
     STATISTICS,
     SkewConventions,
     _check_groups,
@@ -31,9 +30,8 @@ from vlbias.metrics.functional.ranking_bias import (
 class RankingBias(TypedListStates, Metric):
     r"""MaxSkew@K and MinSkew@K (Geyik et al., 2019), NDKL@K and Bias@K (Wang et al., 2021) of the images
     retrieved for gender-neutral queries, averaged over queries with bootstrap intervals; see
-    :func:`~vlbias.metrics.functional.ranking_bias.ranking_bias`, whose conventions (``desired``, ``eps``,
-    ``zero``, ``ties``, ``skew``) it takes; a named set of them is
-    ``RankingBias(k, **ranking_protocol(name).conventions())``
+    :func:`~vlbias.metrics.functional.ranking_bias.ranking_bias`, whose conventions it takes; a named set of them
+    is ``RankingBias(k, conventions=ranking_protocol(name).conventions)``
     (:func:`~vlbias.metrics.ranking_protocols.ranking_protocol`).
 
     As input to ``update``:
@@ -47,12 +45,9 @@ class RankingBias(TypedListStates, Metric):
     Args:
         k: the cut-off K.
         num_attributes: number of attribute values A.
-        desired: desired shares of the skews and NDKL: ``"uniform"`` over all A values, ``"present"``, ``"gallery"``
-            (of the ``attributes`` of each ``update``) or an ``(A,)`` tensor.
-        eps: the smoothing of ``zero`` (``0`` with ``"add_eps"``: Geyik et al.'s formula).
-        zero: ``"add_eps"``, ``"one_over_k"`` or ``"floor"``: how a zero share is kept out of the log.
-        ties: ``"index"`` or ``"keep"``: the images tied with the K-th.
-        skew: ``"log_ratio"`` or ``"abs_log_ratio"``.
+        conventions: desired shares, zero and tie handling, skew form
+            (:class:`~vlbias.metrics.functional.ranking_bias.SkewConventions`; default Geyik et al.'s); a
+            ``"gallery"`` or ``"present"`` desired share is read from the ``attributes`` of each ``update``.
         groups: attribute values of (men, women) for Bias@K.
         n_bootstrap: bootstrap replicates over queries.
         confidence: coverage of the intervals.
@@ -82,11 +77,7 @@ class RankingBias(TypedListStates, Metric):
         self,
         k: int,
         num_attributes: int = 2,
-        desired: str | Tensor = "uniform",
-        eps: float = DEFAULT_EPS,
-        zero: str = "add_eps",
-        ties: str = "index",
-        skew: str = "log_ratio",
+        conventions: SkewConventions | None = None,
         groups: tuple[int, int] = (0, 1),
         n_bootstrap: int = DEFAULT_BOOTSTRAP,
         confidence: float = 0.95,
@@ -96,7 +87,7 @@ class RankingBias(TypedListStates, Metric):
         super().__init__(**kwargs)
         check_bootstrap(n_bootstrap, confidence)
         self.k, self.num_attributes = k, num_attributes
-        self.conventions = _conventions(SkewConventions(desired, zero, eps, ties, skew), num_attributes)
+        self.conventions = _conventions(conventions, num_attributes)
         self.groups = _check_groups(groups, num_attributes)
         self.n_bootstrap, self.confidence, self.seed = n_bootstrap, confidence, seed
         for name in STATISTICS:

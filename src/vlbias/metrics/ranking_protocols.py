@@ -4,8 +4,8 @@ Papers that report MaxSkew@K disagree on the desired shares, the cut-off K, how 
 log, what happens to images tied at the cut-off, and the skew's form, so a number is reproduced only under its
 source's conventions. Each protocol below is a preset of the arguments of
 :mod:`vlbias.metrics.functional.ranking_bias` (whose docstring states every formula), not a copy of the metric:
-``max_skew_at_k(scores, attributes, protocol.k, **protocol.conventions())``,
-``RankingBias(protocol.k, **protocol.conventions())`` with ``protocol = ranking_protocol("debiasclip")``.
+``max_skew_at_k(scores, attributes, protocol.k, conventions=protocol.conventions)``,
+``RankingBias(protocol.k, conventions=protocol.conventions)`` with ``protocol = ranking_protocol("debiasclip")``.
 
 | protocol | desired shares | K | zero share | ties at K | skew | intervals |
 |---|---|---|---|---|---|---|
@@ -22,9 +22,10 @@ what vlbias does instead and whether the number can differ.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from vlbias.errors import ConfigError
+from vlbias.metrics.functional.ranking_bias import SkewConventions
 
 
 @dataclass(frozen=True)
@@ -33,42 +34,24 @@ class RankingProtocol:
 
     Args:
         name: the protocol's name (``--suite_options '{protocol: <name>}'``).
-        desired: the desired shares: ``"uniform"``, ``"present"`` or ``"gallery"``
-            (:func:`~vlbias.metrics.functional.ranking_bias.desired_shares`).
         k: the source's cut-off K.
-        zero: ``"add_eps"``, ``"one_over_k"`` or ``"floor"``: how a zero share is kept out of the log.
-        eps: the ε of ``zero`` (unused by ``"one_over_k"``).
-        ties: ``"index"`` (exactly K) or ``"keep"`` (every image tied with the K-th, divisor K).
-        skew: ``"log_ratio"`` or ``"abs_log_ratio"``.
+        conventions: its desired shares, zero and tie handling and skew form, the ``conventions`` argument of the
+            metric functions and :class:`~vlbias.metrics.RankingBias`.
         folds: gallery folds the source's intervals are over (0: the intervals are over queries).
         source: the paper and the file and lines of its computation.
     """
 
     name: str
-    desired: str
     k: int
-    zero: str
-    eps: float
-    ties: str
-    skew: str
+    conventions: SkewConventions
     folds: int
     source: str
-
-    def conventions(self) -> dict[str, object]:
-        """The keyword arguments of the metric functions and :class:`~vlbias.metrics.RankingBias`: ``desired``,
-        ``zero``, ``eps``, ``ties``, ``skew``."""
-        fields = asdict(self)
-        return {name: fields[name] for name in ("desired", "zero", "eps", "ties", "skew")}
 
 
 GEYIK = RankingProtocol(
     name="geyik",
-    desired="uniform",
     k=10,
-    zero="add_eps",
-    eps=1e-4,
-    ties="index",
-    skew="log_ratio",
+    conventions=SkewConventions(desired="uniform", zero="add_eps", eps=1e-4, ties="index", skew="log_ratio"),
     folds=0,
     source="Geyik, Ambler & Kenthapadi (2019), KDD, Eq. 2-4 (Skew, MaxSkew, MinSkew) and Eq. 6 (NDKL)",
 )
@@ -80,12 +63,8 @@ cut-off; the paper fixes none). vlbias's default."""
 
 DEBIASCLIP = RankingProtocol(
     name="debiasclip",
-    desired="present",
     k=1000,
-    zero="one_over_k",
-    eps=0.0,
-    ties="keep",
-    skew="log_ratio",
+    conventions=SkewConventions(desired="present", zero="one_over_k", eps=0.0, ties="keep", skew="log_ratio"),
     folds=0,
     source="Berg et al. (2022), oxai/debias-vision-lang debias_clip/measuring_bias.py:47-72 (NDKL 17-44)",
 )
@@ -112,12 +91,8 @@ calls it, line 154): pass ``k`` = the gallery's size for that. The queries' valu
 
 BENDVLM = RankingProtocol(
     name="bendvlm",
-    desired="gallery",
     k=500,
-    zero="floor",
-    eps=1e-10,
-    ties="index",
-    skew="log_ratio",
+    conventions=SkewConventions(desired="gallery", zero="floor", eps=1e-10, ties="index", skew="log_ratio"),
     folds=5,
     source="Gerych et al. (2024), waltergerych/bend_vlm bend_utils.py:150-166, demo_debias.ipynb lines 235-377",
 )
@@ -142,12 +117,8 @@ waltergerych/bend_vlm:
 
 SFID = RankingProtocol(
     name="sfid",
-    desired="uniform",
     k=100,
-    zero="add_eps",
-    eps=0.0,
-    ties="index",
-    skew="abs_log_ratio",
+    conventions=SkewConventions(desired="uniform", zero="add_eps", eps=0.0, ties="index", skew="abs_log_ratio"),
     folds=0,
     source="Jung et al. (2024), HoinJung/Unified-Debiaisng-VLM-SFID src/utils.py:60-90, src/evaluation.py:136",
 )
@@ -177,8 +148,9 @@ def ranking_protocol(name: str) -> RankingProtocol:
     """The protocol called ``name``; an unknown name is refused with the known ones.
 
     Example:
-        >>> ranking_protocol("debiasclip").conventions()
-        {'desired': 'present', 'zero': 'one_over_k', 'eps': 0.0, 'ties': 'keep', 'skew': 'log_ratio'}
+        >>> protocol = ranking_protocol("debiasclip")
+        >>> protocol.k, protocol.conventions.desired, protocol.conventions.ties
+        (1000, 'present', 'keep')
     """
     if name not in PROTOCOLS:
         raise ConfigError(f"Unknown ranking protocol {name!r}; expected one of: {', '.join(sorted(PROTOCOLS))}.")

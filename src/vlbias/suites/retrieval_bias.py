@@ -77,7 +77,7 @@ Glossary:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -91,7 +91,7 @@ from vlbias.data.lexicon import text_words
 from vlbias.data.retrieval_bias import GENDERS, LABELS, GenderWords, Query, annotate
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics import RankingBias
-from vlbias.metrics.functional.ranking_bias import STATISTICS, top_counts
+from vlbias.metrics.functional.ranking_bias import STATISTICS, SkewConventions, top_counts
 from vlbias.metrics.ranking_protocols import RankingProtocol, ranking_protocol
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
@@ -279,23 +279,23 @@ class RetrievalBiasSuite(Suite):
             "n_queries": len(self.queries),
             "n_gallery": len(self.gallery),
             "protocol": self.protocol.name,
-            "eps": self.conventions["eps"],
+            "eps": self.conventions.eps,
             "batch_size": self.options.batch_size,
             "statistics": self.options.recorded_statistics(),
         }
 
 
-def _conventions(options: RetrievalBiasOptions, protocol: RankingProtocol) -> dict[str, object]:
+def _conventions(options: RetrievalBiasOptions, protocol: RankingProtocol) -> SkewConventions:
     """The protocol's conventions, its ε replaced by the options' ``eps`` when given (refused where the protocol has
     no ε: DebiasCLIP replaces a zero share by 1/K)."""
-    conventions = protocol.conventions()
+    conventions = protocol.conventions
     if options.eps is not None:
-        if protocol.zero == "one_over_k":
+        if conventions.zero == "one_over_k":
             raise ConfigError(
                 f"Expected no `eps` under protocol {protocol.name!r}, which replaces a zero share by 1/K and smooths "
                 f"nothing, but got {options.eps}"
             )
-        conventions["eps"] = options.eps
+        conventions = replace(conventions, eps=options.eps)
     return conventions
 
 
@@ -326,7 +326,7 @@ class _RetrievalBiasMeasurement(Measurement):
         self.attributes = torch.tensor([GENDERS.index(suite.gallery.attributes[i]) for i in kept])  # (N',)
         statistics = suite.options.statistics
         options = {"n_bootstrap": statistics.n_bootstrap, "confidence": statistics.confidence, "seed": seed}
-        options |= suite.conventions
+        options["conventions"] = suite.conventions
         self.ranking = {
             (k, scope): RankingBias(k=k, sync_on_compute=False, **options)
             for k in suite.ks
@@ -407,7 +407,7 @@ class _RetrievalBiasMeasurement(Measurement):
             for _, query, note in measured
         ]
         for k in self.suite.ks:
-            counts = top_counts(scores, self.attributes, k, len(GENDERS), self.suite.conventions["ties"])  # (b', 2)
+            counts = top_counts(scores, self.attributes, k, len(GENDERS), self.suite.conventions.ties)  # (b', 2)
             men, women = counts[:, 0].long().tolist(), counts[:, 1].long().tolist()
             for row, n_man, n_woman in zip(rows, men, women, strict=True):
                 row |= {f"n_man@{k}": n_man, f"n_woman@{k}": n_woman, f"bias@{k}": (n_man - n_woman) / k}

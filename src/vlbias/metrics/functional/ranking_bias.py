@@ -33,8 +33,9 @@ attribute :math:`a` among its first :math:`k` images and :math:`p_a` the desired
   .. math::
       \mathrm{Bias}@K = \frac{1}{|Q|} \sum_{q} \frac{N_\text{men}(q, K) - N_\text{women}(q, K)}{K}
 
-The formulas above are the defaults. Papers that report MaxSkew differ in four conventions, each an argument
-of every function here (the named sets are :mod:`vlbias.metrics.ranking_protocols`):
+The formulas above are the defaults. Papers that report MaxSkew differ in four conventions, the fields of
+:class:`SkewConventions`, which every function here takes as its ``conventions`` argument (the named sets are
+:mod:`vlbias.metrics.ranking_protocols`):
 
 * ``desired``, the desired shares :math:`p_a`: ``"uniform"`` over all A values, :math:`1/A` (a value absent
   from the gallery still counted); ``"present"``, :math:`1/|G|` over the set :math:`G` of values present in the
@@ -60,7 +61,7 @@ so the interval does not depend on the order the queries came in).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -120,8 +121,15 @@ def _check_inputs(scores: Tensor, attributes: Tensor, k: int, num_attributes: in
     check_int("k", k, high=scores.shape[1], high_is="the gallery size")
 
 
-def _conventions(conventions: SkewConventions, num_attributes: int) -> SkewConventions:
-    """``conventions`` with a given ``desired`` checked and made a float64 tensor."""
+def _conventions(conventions: SkewConventions | None, num_attributes: int) -> SkewConventions:
+    """``conventions`` (``None``: the defaults) with a given ``desired`` checked and made a float64 tensor."""
+    if conventions is None:
+        return SkewConventions()
+    if not isinstance(conventions, SkewConventions):
+        raise ConfigError(
+            f"Expected argument `conventions` to be a SkewConventions (or a protocol's `.conventions`) but got "
+            f"{conventions!r}"
+        )
     desired = conventions.desired
     if isinstance(desired, str):
         return conventions
@@ -131,7 +139,7 @@ def _conventions(conventions: SkewConventions, num_attributes: int) -> SkewConve
             f"Expected argument `desired` to be {num_attributes} positive shares summing to 1 but got "
             f"{desired.tolist()}"
         )
-    return SkewConventions(desired, conventions.zero, conventions.eps, conventions.ties, conventions.skew)
+    return replace(conventions, desired=desired)
 
 
 def desired_shares(desired: str | Tensor, attributes: Tensor, num_attributes: int) -> Tensor:
@@ -294,11 +302,7 @@ def max_skew_at_k(
     attributes: Tensor,
     k: int,
     num_attributes: int = 2,
-    desired: str | Tensor = "uniform",
-    eps: float = DEFAULT_EPS,
-    zero: str = "add_eps",
-    ties: str = "index",
-    skew: str = "log_ratio",
+    conventions: SkewConventions | None = None,
 ) -> Tensor:
     """MaxSkew@K (Geyik et al., 2019, Eq. 3) averaged over queries; see the module docstring.
 
@@ -307,21 +311,16 @@ def max_skew_at_k(
         attributes: ``(n_images,)`` attribute value of each image, in ``[0, num_attributes)``.
         k: the cut-off, at most ``n_images``.
         num_attributes: number of attribute values A.
-        desired: the desired shares: ``"uniform"`` over all A values, ``"present"`` (uniform over the values in
-            the gallery), ``"gallery"`` (the gallery's own shares), or an ``(A,)`` tensor.
-        eps: the smoothing of ``zero``.
-        zero: ``"add_eps"`` (ε added to both shares), ``"one_over_k"`` (a zero share made 1/K) or ``"floor"`` (the
-            ratio floored at ε).
-        ties: at the cut-off: ``"index"`` (exactly K, the lower index first) or ``"keep"`` (every image tied with
-            the K-th kept, divisor K).
-        skew: ``"log_ratio"`` or ``"abs_log_ratio"`` (the absolute value of each skew).
+        conventions: the desired shares, zero and tie handling and skew form (:class:`SkewConventions`; default
+            Geyik et al.'s); a named protocol's are ``ranking_protocol(name).conventions``
+            (:func:`~vlbias.metrics.ranking_protocols.ranking_protocol`).
 
     Example:
         >>> scores = torch.tensor([[4.0, 3.0, 2.0, 1.0]])  # top 2: two men
-        >>> round(max_skew_at_k(scores, torch.tensor([0, 0, 1, 1]), k=2, eps=0.0).item(), 4)  # ln(1 / 0.5)
+        >>> exact = SkewConventions(eps=0.0)
+        >>> round(max_skew_at_k(scores, torch.tensor([0, 0, 1, 1]), k=2, conventions=exact).item(), 4)  # ln(1 / 0.5)
         0.6931
     """
-    conventions = SkewConventions(desired, zero, eps, ties, skew)
     return _statistic("max_skew", scores, attributes, k, num_attributes, conventions, (0, 1))
 
 
@@ -330,20 +329,16 @@ def min_skew_at_k(
     attributes: Tensor,
     k: int,
     num_attributes: int = 2,
-    desired: str | Tensor = "uniform",
-    eps: float = DEFAULT_EPS,
-    zero: str = "add_eps",
-    ties: str = "index",
-    skew: str = "log_ratio",
+    conventions: SkewConventions | None = None,
 ) -> Tensor:
     """MinSkew@K (Geyik et al., 2019, Eq. 4) averaged over queries; arguments as :func:`max_skew_at_k`.
 
     Example:
         >>> scores = torch.tensor([[4.0, 3.0, 2.0, 1.0]])  # top 4: three men, one woman
-        >>> round(min_skew_at_k(scores, torch.tensor([0, 0, 1, 0]), k=4, eps=0.0).item(), 4)  # ln(0.25 / 0.5)
+        >>> exact = SkewConventions(eps=0.0)
+        >>> round(min_skew_at_k(scores, torch.tensor([0, 0, 1, 0]), k=4, conventions=exact).item(), 4)  # ln(1/4 / 1/2)
         -0.6931
     """
-    conventions = SkewConventions(desired, zero, eps, ties, skew)
     return _statistic("min_skew", scores, attributes, k, num_attributes, conventions, (0, 1))
 
 
@@ -352,17 +347,16 @@ def ndkl(
     attributes: Tensor,
     k: int,
     num_attributes: int = 2,
-    desired: str | Tensor = "uniform",
-    ties: str = "index",
+    conventions: SkewConventions | None = None,
 ) -> Tensor:
-    """NDKL@K (Geyik et al., 2019, Eq. 6) averaged over queries; arguments as :func:`max_skew_at_k`.
+    """NDKL@K (Geyik et al., 2019, Eq. 6) averaged over queries; arguments as :func:`max_skew_at_k` (of the
+    conventions, NDKL reads ``desired`` and ``ties``: it never smooths).
 
     Example:
         >>> scores = torch.tensor([[2.0, 1.0]])  # man, woman: KL(top 1) = ln 2, KL(top 2) = 0
         >>> round(ndkl(scores, torch.tensor([0, 1]), k=2).item(), 4)  # ln 2 / (1 + 1 / log2(3))
         0.425
     """
-    conventions = SkewConventions(desired, eps=0.0, ties=ties)
     return _statistic("ndkl", scores, attributes, k, num_attributes, conventions, (0, 1))
 
 
@@ -372,17 +366,17 @@ def bias_at_k(
     k: int,
     num_attributes: int = 2,
     groups: tuple[int, int] = (0, 1),
-    ties: str = "index",
+    conventions: SkewConventions | None = None,
 ) -> Tensor:
     """Bias@K = (N_men − N_women) / K (Wang et al., 2021) averaged over queries; ``groups`` are the attribute
-    values of (men, women); other arguments as :func:`max_skew_at_k`.
+    values of (men, women); other arguments as :func:`max_skew_at_k` (of the conventions, Bias@K reads ``ties``).
 
     Example:
         >>> scores = torch.tensor([[3.0, 2.0, 1.0], [1.0, 2.0, 3.0]])
         >>> bias_at_k(scores, torch.tensor([0, 2, 1]), k=2, num_attributes=3)  # (1 - 0) / 2, (0 - 1) / 2
         tensor(0., dtype=torch.float64)
     """
-    return _statistic("bias", scores, attributes, k, num_attributes, SkewConventions(ties=ties), groups)
+    return _statistic("bias", scores, attributes, k, num_attributes, conventions, groups)
 
 
 def ranking_bias(
@@ -390,11 +384,7 @@ def ranking_bias(
     attributes: Tensor,
     k: int,
     num_attributes: int = 2,
-    desired: str | Tensor = "uniform",
-    eps: float = DEFAULT_EPS,
-    zero: str = "add_eps",
-    ties: str = "index",
-    skew: str = "log_ratio",
+    conventions: SkewConventions | None = None,
     groups: tuple[int, int] = (0, 1),
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
     confidence: float = 0.95,
@@ -403,9 +393,7 @@ def ranking_bias(
     """MaxSkew@K, MinSkew@K, NDKL@K and Bias@K averaged over queries, each with a bootstrap interval.
 
     Args:
-        scores, attributes, k, num_attributes, desired, eps, zero, ties, skew: see :func:`max_skew_at_k`; a
-            protocol's are ``ranking_protocol(name).conventions()``
-            (:func:`~vlbias.metrics.ranking_protocols.ranking_protocol`).
+        scores, attributes, k, num_attributes, conventions: see :func:`max_skew_at_k`.
         groups: see :func:`bias_at_k`.
         n_bootstrap: bootstrap replicates (queries resampled with replacement).
         confidence: coverage of the percentile intervals.
@@ -421,7 +409,7 @@ def ranking_bias(
         >>> out["bias"], out["bias_interval"]  # (2 - 0) / 2 and (1 - 1) / 2
         (tensor(0.5000, dtype=torch.float64), tensor([0., 1.], dtype=torch.float64))
     """
-    conventions = _conventions(SkewConventions(desired, zero, eps, ties, skew), num_attributes)
+    conventions = _conventions(conventions, num_attributes)
     groups = _check_groups(groups, num_attributes)
     check_bootstrap(n_bootstrap, confidence)
     per_query = _ranking_bias_update(scores, attributes, k, num_attributes, conventions, groups)
