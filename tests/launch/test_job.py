@@ -87,8 +87,11 @@ def test_an_audit_runs_as_a_job_with_its_outputs_in_the_job_directory(tmp_path):
     assert [(e["event"], e.get("outcome")) for e in events] == [("start", None), ("end", "finished")]
 
 
-def test_status_reads_a_cut_last_record_and_refuses_a_broken_submission_by_name(tmp_path, run_cli):
+def test_status_reads_a_cut_last_record_and_refuses_a_broken_submission_by_name(tmp_path, run_cli, monkeypatch):
+    from vlbias.launch import status as status_module
     from vlbias.launch.status import run_status
+
+    monkeypatch.setattr(status_module, "_slurm_state", lambda job: (None, None))  # the job's own records only
 
     (tmp_path / "submission.json").write_text(json.dumps({"job_id": "7", "tasks": None}))
     job_dir = tmp_path / "job-7"

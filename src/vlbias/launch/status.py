@@ -96,11 +96,25 @@ def _events(path: Path) -> list[dict]:
     return events
 
 
+#: Seconds ``scontrol`` may take: a controller that is down makes it retry for about 18 s before it gives up.
+SCONTROL_TIMEOUT = 5
+
+
 def _slurm_state(job: str) -> tuple[str | None, int | None]:
-    """``JobState`` and ``Restarts`` from ``scontrol show job -o``; (None, None) when Slurm does not know it."""
+    """``JobState`` and ``Restarts`` from ``scontrol show job -o``; (None, None) when Slurm does not know it or
+    does not answer within :data:`SCONTROL_TIMEOUT` (the job's own records still give its outcome)."""
     if shutil.which("scontrol") is None:
         return None, None
-    done = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(
+            ["scontrol", "show", "job", "-o", job],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=SCONTROL_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        return None, None
     if done.returncode != 0 or not done.stdout.strip():
         return None, None
     fields = dict(item.split("=", 1) for item in done.stdout.split() if "=" in item)
