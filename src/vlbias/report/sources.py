@@ -210,7 +210,8 @@ def epoch_table(table: pd.DataFrame, path: Path) -> pd.DataFrame:
     train and validation values on separate rows)."""
     if "epoch" not in table.columns:
         raise InputError(f"{str(path)!r} has no 'epoch' column; columns are {sorted(table.columns)}.")
-    return table.dropna(subset=["epoch"]).astype({"epoch": int}).groupby("epoch").last().reset_index()
+    last = table.dropna(subset=["epoch"]).astype({"epoch": int}).groupby("epoch").last()
+    return last.copy().reset_index()  # the copy joins the column blocks groupby made, one per column
 
 
 def _merge_epochs(first: pd.DataFrame | None, second: pd.DataFrame | None) -> pd.DataFrame | None:
