@@ -76,6 +76,7 @@ def test_repeats_and_empty_captions_are_counted_skips(tmp_path):
         {"filepath": "val2014", "filename": "x.png", "split": "test", "sentences": []},
         {"filepath": "val2014", "filename": "y.png", "split": "test", "sentences": [{"raw": ""}, {"raw": "  "}]},
         {"filepath": "val2014", "split": "test", "sentences": [{"raw": "a man"}]},
+        {"filepath": "val2014/../val2014", "filename": "w3.png", "split": "test", "sentences": [{"raw": "a man"}]},
     ]
     path = write_karpathy_corpus(tmp_path, entries=extra)
     corpus = read(path, "test", tmp_path)
@@ -85,6 +86,7 @@ def test_repeats_and_empty_captions_are_counted_skips(tmp_path):
         {"item": "val2014/x.png", "reason": "empty caption list (entry 9)"},
         {"item": "val2014/y.png", "reason": "all 2 captions are empty (entry 10)"},
         {"item": "entry 11", "reason": "entry without `filename` (entry 11)"},
+        {"item": "val2014/../val2014/w3.png", "reason": "image listed twice: entry 12 repeats entry 7"},
     ]
 
 

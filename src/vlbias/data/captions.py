@@ -282,25 +282,26 @@ def _select(
         raise InputError(
             f"Caption file {str(path)!r} has no entry of split {split!r}; its splits are {sorted(present) or 'none'}."
         )
-    first: dict[str, int] = {}  # image -> the entry that listed it first
+    first: dict[str, int] = {}  # image, as a normalised path (``a/../a/x.png`` is ``a/x.png``) -> its first entry
     rows: list[tuple[int, str]] = []
     candidates: dict[str, None] = {}  # an ordered set
     skipped: list[dict[str, str]] = []
     for row, (entry, image, entry_split, empty, problem) in enumerate(zip(*columns.values())):
+        same = posixpath.normpath(image) if image else image
         if entry_split != split:
             if image and not problem:
-                first.setdefault(image, entry)
+                first.setdefault(same, entry)
             continue
         item = image or f"entry {entry}"
         if problem:
             skipped.append({"item": item, "reason": f"{problem} (entry {entry})"})
             continue
         if not pairs_file:
-            if image in first:
-                reason = f"image listed twice: entry {entry} repeats entry {first[image]}"
+            if same in first:
+                reason = f"image listed twice: entry {entry} repeats entry {first[same]}"
                 skipped.append({"item": item, "reason": reason})
                 continue
-            first[image] = entry
+            first[same] = entry
             if counts[row] == 0:
                 reason = f"all {len(empty)} captions are empty" if empty else "empty caption list"
                 skipped.append({"item": item, "reason": f"{reason} (entry {entry})"})
