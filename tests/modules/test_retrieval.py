@@ -18,6 +18,7 @@ from tests.data.corpus import write_karpathy_corpus
 from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.data.caption_datamodule import CaptionDataModule
 from vlbias.errors import CapabilityError, ConfigError, InputError
+from vlbias.lightning_cli import make_cli
 from vlbias.metrics.functional.retrieval import retrieval_recall
 from vlbias.models.registry import load
 from vlbias.modules import ModelSpec, RetrievalFinetuning, contrastive_loss
@@ -119,15 +120,18 @@ def test_short_fit_logs_the_recall_keys_equal_to_the_functional_metric(model, tm
 
 @pytest.mark.parametrize("model", ["open_clip", "siglip", "siglip2"])
 def test_the_dual_encoders_with_a_pair_score_fine_tune(model, tmp_path):
-    """open_clip and SigLIP (1 and 2, whose images are patch batches) train on ITC and ITM with hard negatives, and
-    evaluate by the embeddings' similarity: their pair score would re-rank in the same order."""
-    module = RetrievalFinetuning(model=ModelSpec(model, tiny=True), k_test=4)
-    trainer = _trainer(tmp_path, fast_dev_run=2)
-    trainer.fit(module, _biasworld(batch_size=8))
-    logged = trainer.callback_metrics
+    """The retrieval experiment config fine-tunes open_clip and SigLIP (1 and 2, whose images are patch batches) on
+    ITC and ITM with hard negatives, and evaluates by the embeddings' similarity: their pair score would re-rank
+    in the same order."""
+    argv = ["--config", str(CONFIG), "--model.init_args.model", f"{{name: {model}, tiny: true}}"]
+    argv += ["--trainer.fast_dev_run", "2", "--trainer.logger", "false", "--trainer.default_root_dir", str(tmp_path)]
+    argv += ["--data.init_args.n_train", "64", "--data.init_args.batch_size", "8"]
+    cli = make_cli(argv, run=False)
+    cli.trainer.fit(cli.model, cli.datamodule)
+    logged = cli.trainer.callback_metrics
     assert {"train/itc_loss", "train/itm_loss", "val/r_mean"} <= set(logged)
     assert all(torch.isfinite(value) for value in logged.values())
-    assert module.use_itm and not module.rerank_eval
+    assert cli.model.use_itm and not cli.model.rerank_eval
 
 
 def test_several_captions_per_image_are_all_answers_of_text_retrieval(tmp_path):
