@@ -4,6 +4,7 @@ BLIP, BLIP's own temperature, CLIP's R@1 above chance after a short fit, the exp
 and (slow) ALBEF's and BLIP's recall above chance and the same recall on 1 and 2 DDP processes."""
 
 import csv
+import math
 import os
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from vlbias.metrics.functional.retrieval import retrieval_recall
 from vlbias.models.registry import load
 from vlbias.modules import ModelSpec, RetrievalFinetuning, contrastive_loss
 from vlbias.objectives.contrastive import itc_loss
+from vlbias.objectives.sigmoid import sigmoid_loss
 from vlbias.retrieval.rerank import rerank
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,18 +122,44 @@ def test_short_fit_logs_the_recall_keys_equal_to_the_functional_metric(model, tm
 
 @pytest.mark.parametrize("model", ["open_clip", "siglip", "siglip2"])
 def test_the_dual_encoders_with_a_pair_score_fine_tune(model, tmp_path):
-    """The retrieval experiment config fine-tunes open_clip and SigLIP (1 and 2, whose images are patch batches) on
-    ITC and ITM with hard negatives, and evaluates by the embeddings' similarity: their pair score would re-rank
-    in the same order."""
+    """The retrieval experiment config fine-tunes open_clip (a CLIP: InfoNCE) and SigLIP 1 and 2 (whose images are
+    patch batches: SigLIP's sigmoid loss), with no ITM, and evaluates by the embeddings' similarity: their pair
+    score would re-rank in the same order."""
     argv = ["--config", str(CONFIG), "--model.init_args.model", f"{{name: {model}, tiny: true}}"]
     argv += ["--trainer.fast_dev_run", "2", "--trainer.logger", "false", "--trainer.default_root_dir", str(tmp_path)]
     argv += ["--data.init_args.n_train", "64", "--data.init_args.batch_size", "8"]
     cli = make_cli(argv, run=False)
     cli.trainer.fit(cli.model, cli.datamodule)
     logged = cli.trainer.callback_metrics
-    assert {"train/itc_loss", "train/itm_loss", "val/r_mean"} <= set(logged)
+    loss = "train/itc_loss" if model == "open_clip" else "train/sigmoid_loss"
+    assert {loss, "val/r_mean"} <= set(logged) and "train/itm_loss" not in logged
     assert all(torch.isfinite(value) for value in logged.values())
-    assert cli.model.use_itm and not cli.model.rerank_eval
+    assert not cli.model.use_itm and not cli.model.rerank_eval
+    if model != "open_clip":  # SigLIP's loss reads the model's own scale and bias, which it trains
+        assert cli.model.sigmoid and cli.model.adapter.logit_bias.requires_grad
+
+
+def test_the_sigmoid_loss_is_eq_1_pair_by_pair_and_splits_over_ranks():
+    """Zhai et al.'s Eq. 1 written out pair by pair; and the mean of two ranks' losses (each its images against
+    every text) is the loss of the whole batch."""
+    g = torch.Generator().manual_seed(0)
+    images = torch.nn.functional.normalize(torch.randn(6, 5, generator=g), dim=1)
+    texts = torch.nn.functional.normalize(torch.randn(6, 5, generator=g), dim=1)
+    keys = torch.tensor([0, 1, 1, 2, 3, 3])  # captions 1, 2 and 4, 5 describe the same image
+    positives = keys[:, None] == keys[None, :]
+    scale, bias = torch.tensor(2.3), torch.tensor(-1.5)
+    expected = 0.0
+    for i in range(6):
+        for j in range(6):
+            z = 1.0 if keys[i] == keys[j] else -1.0
+            logit = math.exp(2.3) * float(images[i] @ texts[j]) - 1.5
+            expected -= math.log(1 / (1 + math.exp(-z * logit)))
+    whole = sigmoid_loss(images, texts, scale, bias, positives)
+    assert whole.item() == pytest.approx(expected / 6, rel=1e-6)
+    ranks = [sigmoid_loss(images[r], texts, scale, bias, positives[r]) for r in (slice(0, 3), slice(3, 6))]
+    assert torch.stack(ranks).mean().item() == pytest.approx(whole.item(), rel=1e-6)
+    with pytest.raises(InputError, match=r"`positives` to be a bool tensor of shape \(6, 6\)"):
+        sigmoid_loss(images, texts, scale, bias, positives.float())
 
 
 def test_several_captions_per_image_are_all_answers_of_text_retrieval(tmp_path):

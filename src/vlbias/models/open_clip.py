@@ -148,6 +148,11 @@ class OpenCLIPAdapter(ModelAdapter):
         return self.model.logit_scale
 
     @property
+    def logit_bias(self) -> Tensor | None:
+        """The pair logit's bias :math:`b` of a model trained with the sigmoid loss; ``None`` for a CLIP."""
+        return self.model.logit_bias
+
+    @property
     def match_score(self) -> str:
         """``"sigmoid"`` for a model with a logit bias (open_clip's SigLIPs, trained with the sigmoid loss), else
         ``"softmax"`` (a CLIP trained with the contrastive softmax); see :attr:`ModelAdapter.match_score`."""

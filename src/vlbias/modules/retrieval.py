@@ -16,8 +16,11 @@ model needs none). A pair is positive when it is the same image (the batch's ``i
 identical: ALBEF's targets of its retrieval fine-tuning, where every caption of an image is a positive of it.
 :math:`\mathcal{L}_\text{ITM}`: for adapters with MATCH (ALBEF, BLIP) image-text matching with one hard negative
 text per image and one hard negative image per text, drawn within the local batch by the ITC similarity
-(:mod:`vlbias.objectives.itm`); dual encoders (CLIP) train ITC alone, those with a pair score (open_clip, SigLIP)
-ITC and ITM on that score.
+(:mod:`vlbias.objectives.itm`). Dual encoders (CLIP, open_clip, SigLIP: ``match_follows_embeddings``) train their
+own contrastive loss alone: InfoNCE for those whose pair score is a softmax logit (CLIP, open_clip's CLIPs), and
+for SigLIP (``match_score`` ``"sigmoid"``: SigLIP 1 and 2, open_clip's SigLIPs) SigLIP's pairwise sigmoid loss
+(:func:`~vlbias.objectives.sigmoid.sigmoid_loss`, Zhai et al., 2023, Eq. 1) with the model's scale and bias, over
+the same positives and gathered texts, in place of :math:`\mathcal{L}_\text{ITC}`.
 
 **Evaluation** (``validate``, ``test``), as ALBEF and BLIP evaluate: every image and caption of the split is
 embedded, :math:`S = I T^\top` ``(n_images, n_captions)``; adapters with MATCH re-score the ``k_test``
@@ -74,6 +77,7 @@ from vlbias.modules.adapter_module import AdapterModule
 from vlbias.modules.model_spec import TINY_CLIP, ModelSpec
 from vlbias.objectives.contrastive import itc_loss
 from vlbias.objectives.itm import hard_negative_itm
+from vlbias.objectives.sigmoid import sigmoid_loss
 from vlbias.options import check_value
 from vlbias.retrieval.rerank import rerank
 
@@ -94,7 +98,7 @@ class RetrievalFinetuning(AdapterModule):
             ``albef``, ``blip``, ...).
         temperature: a fixed ITC temperature :math:`\\tau` > 0 (logit scale :math:`\\log 1/\\tau`); ``None``:
             the adapter's own, learnt (BLIP: the module's own, learnt; see the module docstring).
-        itm_weight: :math:`w_\\text{ITM}` >= 0; read only by adapters with MATCH (0: ITC alone).
+        itm_weight: :math:`w_\\text{ITM}` >= 0; read only by adapters with an ITM head (0: ITC alone).
         k_test: candidates re-ranked by ITM per query in evaluation (MATCH adapters), >= 1; at most the
             smaller gallery of the evaluated split.
         ks: the recall cut-offs K; each at most the smaller gallery.
@@ -125,7 +129,8 @@ class RetrievalFinetuning(AdapterModule):
         own_temperature = temperature is None and not hasattr(self.adapter, "logit_scale")
         self.temperature = nn.Parameter(torch.tensor(BLIP_TEMPERATURE)) if own_temperature else None
         self.use_match = Capability.MATCH in self.adapter.capabilities
-        self.use_itm = self.use_match and itm_weight > 0
+        self.use_itm = self.use_match and itm_weight > 0 and not self.adapter.match_follows_embeddings
+        self.sigmoid = self.adapter.match_score == "sigmoid"  # SigLIP's loss in place of ITC
         # a pair score that follows the embeddings' cosine (open_clip, SigLIP) would re-rank the top k_test in the
         # order they already have: evaluation ranks by the cosine alone
         self.rerank_eval = self.use_match and not self.adapter.match_follows_embeddings
@@ -166,8 +171,12 @@ class RetrievalFinetuning(AdapterModule):
             gallery_texts = self.all_gather(texts, sync_grads=True).flatten(0, 1)
             gallery_keys = self.all_gather(keys).flatten(0, 1)
         positives = keys[:, None] == gallery_keys[None, :]  # (B, W * B)
-        loss = itc_loss(images, texts, self._logit_scale(), gallery_images, gallery_texts, positives)
-        self.log("train/itc_loss", loss, batch_size=n)
+        if self.sigmoid:
+            loss = sigmoid_loss(images, gallery_texts, self._logit_scale(), self.adapter.logit_bias, positives)
+            self.log("train/sigmoid_loss", loss, batch_size=n)
+        else:
+            loss = itc_loss(images, texts, self._logit_scale(), gallery_images, gallery_texts, positives)
+            self.log("train/itc_loss", loss, batch_size=n)
         if self.use_itm:
             describes = (keys[:, None] == keys[None, :]).cpu()  # (B, B)
             loss = loss + self.hparams.itm_weight * self._itm(pixel_values, tokens, images, texts, describes)
