@@ -20,15 +20,6 @@ DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 SMALL = ["--biasworld.eval_per_combination", "2", "--threads", "1"]
 
 
-def cli(argv, capsys):
-    try:
-        code = main(argv)
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code or 0, out, err
-
-
 @pytest.fixture(scope="module", params=["clip", "albef"])
 def audited(request, tmp_path_factory):
     """``vlbias audit`` of a tiny model over ``../shared/data`` and BiasWorld: (model, out, entries by key)."""
@@ -188,24 +179,22 @@ def test_retrieval_bias_measures_a_karpathy_caption_file_under_the_data_root(tmp
     assert results.metrics["gallery/n_man"] == results.metrics["gallery/n_woman"] == 1  # the test split's 2 images
 
 
-def test_bad_input_is_one_clear_error(tmp_path, capsys):
-    code, _, err = cli(["audit", "--model", "clip", "--tiny", "--data_root", str(tmp_path / "nowhere"),
-                        "--out", str(tmp_path / "out")], capsys)  # fmt: skip
+def test_bad_input_is_one_clear_error(tmp_path, run_cli):
+    code, _, err = run_cli(["audit", "--model", "clip", "--tiny", "--data_root", str(tmp_path / "nowhere"),
+                        "--out", str(tmp_path / "out")])  # fmt: skip
     assert code == 2 and "Traceback" not in err and "nowhere" in err and "is not a directory" in err
-    code, _, err = cli(
-        ["audit", "--model", "clip", "--tiny", "--suites", "[mmbias, wat]", "--out", str(tmp_path)], capsys
-    )
+    code, _, err = run_cli(["audit", "--model", "clip", "--tiny", "--suites", "[mmbias, wat]", "--out", str(tmp_path)])
     assert code == 2 and "'wat'" in err and "weat" in err
-    code, _, err = cli(["audit", "--model", "clip", "--tiny", "--seed", "-1", "--out", str(tmp_path)], capsys)
+    code, _, err = run_cli(["audit", "--model", "clip", "--tiny", "--seed", "-1", "--out", str(tmp_path)])
     assert code == 2 and err.count("\n") == 1 and "`--seed`" in err and "-1" in err  # before any model loads
 
 
-def test_a_folder_that_is_not_an_earlier_audit_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch):
+def test_a_folder_that_is_not_an_earlier_audit_is_refused_before_the_model_loads(tmp_path, run_cli, monkeypatch):
     """A user's folder (``notes.txt`` in it) is never replaced: one line naming it and what it holds, exit 2,
     before any model loads, and the folder as it was."""
     (tmp_path / "notes.txt").write_text("mine")
     monkeypatch.setattr(vlbias.audit, "load_model", lambda options: pytest.fail("the model was loaded"))
-    code, out, err = cli(["audit", "--model", "clip", "--tiny", "--out", str(tmp_path)], capsys)
+    code, out, err = run_cli(["audit", "--model", "clip", "--tiny", "--out", str(tmp_path)])
     assert code == 2 and out == ""
     assert err == (
         f"vlbias: error: Output folder {str(tmp_path)!r} holds what vlbias audit does not write (notes.txt): give a "

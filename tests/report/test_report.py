@@ -18,15 +18,6 @@ KEY = "bias/mmbias/man_vs_woman/stereotyped_activities/effect_size"
 ACCURACY = "val/i2t_accuracy"
 
 
-def cli(argv, capsys):
-    try:
-        code = main(argv)
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code or 0, out, err
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """A measure run and a 2-epoch quickstart fit with the trade-off log, under one directory."""
@@ -75,8 +66,8 @@ def full_table(report: str, heading: str) -> str:
     return report.split(heading, 1)[1].split("#### Every measure", 1)[1].split("\n#", 1)[0]
 
 
-def test_report_of_a_measure_and_a_fit(runs, tmp_path, capsys):
-    code, out, err = cli(["report", str(runs / "measure"), str(runs / "fit"), "--out", str(tmp_path), "--accuracy", ACCURACY], capsys)  # fmt: skip
+def test_report_of_a_measure_and_a_fit(runs, tmp_path, run_cli):
+    code, out, err = run_cli(["report", str(runs / "measure"), str(runs / "fit"), "--out", str(tmp_path), "--accuracy", ACCURACY])  # fmt: skip
     assert code == 0, err
     assert "wrote" in out
     page = Page()
@@ -132,26 +123,26 @@ def test_heatmap_and_skipped_items_of_an_association_suite(tmp_path):
     assert markdown_row(full_table(text, "### weat_run: weat"), "t2/effect_size")[1:] == ["-0.3", "", "", "", "", ""]
 
 
-def test_bad_inputs_are_one_clear_error(runs, tmp_path, capsys):
-    code, _, err = cli(["report", str(tmp_path / "missing"), "--out", str(tmp_path / "out")], capsys)
+def test_bad_inputs_are_one_clear_error(runs, tmp_path, run_cli):
+    code, _, err = run_cli(["report", str(tmp_path / "missing"), "--out", str(tmp_path / "out")])
     assert code == 2 and "Traceback" not in err and "missing" in err and "does not exist" in err
     bad = tmp_path / "bad"
     bad.mkdir()
     for name in ("mmbias.json", "mmbias.items.parquet"):
         (bad / name).write_bytes((runs / "measure" / name).read_bytes())
     (bad / "mmbias.json").write_text('{"suite": "mmbias", ')  # half-written
-    code, _, err = cli(["report", str(bad), str(runs / "measure"), "--out", str(tmp_path / "out")], capsys)
+    code, _, err = run_cli(["report", str(bad), str(runs / "measure"), "--out", str(tmp_path / "out")])
     assert code == 2 and "Traceback" not in err
     assert str(bad / "mmbias.json") in err and "not valid JSON" in err
     report = (tmp_path / "out" / "report.md").read_text()  # the rest is reported, the bad file listed
     assert "### measure: mmbias" in report and "## Problems with the inputs" in report
     empty = tmp_path / "empty"
     empty.mkdir()
-    code, _, err = cli(["report", str(empty), "--out", str(tmp_path / "out2")], capsys)
+    code, _, err = run_cli(["report", str(empty), "--out", str(tmp_path / "out2")])
     assert code == 2 and "Nothing to report" in err
 
 
-def test_the_report_folder_is_replaced_as_a_unit(runs, tmp_path, capsys):
+def test_the_report_folder_is_replaced_as_a_unit(runs, tmp_path, run_cli):
     out = tmp_path / "out"
     first = build_report([runs / "measure", runs / "fit"], out, accuracy=ACCURACY)
     second = build_report([runs / "measure"], out)
@@ -160,7 +151,7 @@ def test_the_report_folder_is_replaced_as_a_unit(runs, tmp_path, capsys):
     assert sorted(path.name for path in out.iterdir()) == sorted(["index.html", "report.md", *(p.name for p in second.images)])  # fmt: skip
     assert "fit/quickstart" not in (out / "report.md").read_text()
     (out / "notes.txt").write_text("mine")
-    code, out_text, err = cli(["report", str(runs / "measure"), "--out", str(out)], capsys)
+    code, out_text, err = run_cli(["report", str(runs / "measure"), "--out", str(out)])
     assert code == 2 and out_text == "" and err.count("\n") == 1, err
     assert "holds what vlbias report does not write (notes.txt)" in err
     assert (out / "notes.txt").read_text() == "mine"  # a user's file is never deleted
