@@ -1,5 +1,5 @@
-r"""Empirical coverage of the effect size's bootstrap intervals, percentile versus BCa (issue 22;
-``scripts/bootstrap_coverage.py``).
+r"""Empirical coverage of the effect size's bootstrap intervals, percentile versus BCa
+(``scripts/bootstrap_coverage.py``).
 
 Each simulated dataset draws association scores of ``n`` targets per set, :math:`s(x) \sim N(\delta, 1)` and
 :math:`s(y) \sim N(0, 1)`, and computes both intervals of :func:`~vlbias.metrics.functional.weat.

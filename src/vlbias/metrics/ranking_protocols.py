@@ -51,7 +51,7 @@ class RankingProtocol:
 GEYIK = RankingProtocol(
     name="geyik",
     k=10,
-    conventions=SkewConventions(desired="uniform", zero="add_eps", eps=1e-4, ties="index", skew="log_ratio"),
+    conventions=SkewConventions(),  # the defaults: Geyik et al.'s formulas, eps = DEFAULT_EPS (1e-4)
     folds=0,
     source="Geyik, Ambler & Kenthapadi (2019), KDD, Eq. 2-4 (Skew, MaxSkew, MinSkew) and Eq. 6 (NDKL)",
 )
@@ -85,7 +85,7 @@ README's table):
   (lines 32-37), and :math:`Z` sums only over :math:`i \le K` (line 39). Its ``top_n_label_counts[label]``
   (line 34) assumes the labels present are 0..n-1; vlbias indexes by value, which is the same when they are.
 
-K = 1000 is the paper's cut-off as issue 41 reports it (MaxSkew@1000; not checked against the paper here); the
+K = 1000 is the cut-off reported for the paper (MaxSkew@1000; not checked against the paper here); the
 repository's ``eval_ranking`` defaults to the whole gallery (``topn=1.0``, lines 103, 109-110, as ``measure_bias``
 calls it, line 154): pass ``k`` = the gallery's size for that. The queries' values are averaged (line 119), as here."""
 
