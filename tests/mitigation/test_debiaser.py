@@ -22,7 +22,7 @@ def test_orth_proj_equals_the_projection_formula():
     prompts = _prompts()
     v = torch.cat(list(prompts.values())).T  # (D, k)
     expected_p = torch.eye(32, dtype=torch.float64) - v @ torch.linalg.inv(v.T @ v) @ v.T  # Chuang et al. Eq. 3
-    z = F.normalize(torch.randn(5, 32, dtype=torch.float64), dim=-1)
+    z = F.normalize(torch.randn(5, 32, dtype=torch.float64, generator=torch.Generator().manual_seed(1)), dim=-1)
     debiaser = OrthProj().fit(FitData(attribute_prompts=prompts))
     torch.testing.assert_close(debiaser.linear_map("text"), expected_p, rtol=0, atol=1e-10)
     torch.testing.assert_close(debiaser.transform_texts(z), F.normalize(z @ expected_p.T, dim=-1), rtol=0, atol=1e-10)
@@ -35,6 +35,8 @@ def test_a_rank_deficient_span_is_projected_exactly():
     debiaser = OrthProj().fit(FitData(attribute_prompts={"a": direction, "b": 2 * direction}))
     out = debiaser.transform_texts(torch.tensor([[1.0, 0.0, 1.0, 0.0]], dtype=torch.float64))
     assert abs(float(out @ direction.T[:, 0])) < 1e-12
+    with pytest.raises(InputError, match=r"Rows \[0\] of the text embeddings lie in the removed span"):
+        debiaser.transform_texts(direction)
 
 
 def test_fit_refuses_missing_data_by_name_and_transform_before_fit():
@@ -55,7 +57,7 @@ def test_save_and_load_round_trip(tmp_path):
     debiaser.save(tmp_path / "saved")
     loaded = load_debiaser(tmp_path / "saved")
     assert isinstance(loaded, OrthProj) and loaded.options == debiaser.options
-    z = F.normalize(torch.randn(4, 32, dtype=torch.float64), dim=-1)
+    z = F.normalize(torch.randn(4, 32, dtype=torch.float64, generator=torch.Generator().manual_seed(2)), dim=-1)
     torch.testing.assert_close(loaded.transform_texts(z), debiaser.transform_texts(z), rtol=0, atol=0)
     with pytest.raises(InputError, match="is not a saved debiaser"):
         load_debiaser(tmp_path)

@@ -168,7 +168,7 @@ class Debiaser(abc.ABC):
         matrix = self.linear_map(modality)
         if matrix is None:
             raise NotImplementedError(f"{type(self).__name__} changes {modality} embeddings but defines no transform")
-        return F.normalize(embeddings @ matrix.to(embeddings).T, dim=-1)
+        return renormalised(f"{modality} embeddings", embeddings, embeddings @ matrix.to(embeddings).T)
 
     def linear_map(self, modality: Modality) -> Tensor | None:
         """``M`` with transform ``z -> M z / |M z|`` of ``modality`` (an identity for a modality the method does not
@@ -215,6 +215,16 @@ def load_debiaser(folder: str | Path) -> Debiaser:
         raise InputError(f"{str(folder / STATE_FILE)!r} does not hold the state {CONFIG_FILE} lists")
     debiaser._state = dict(state)
     return debiaser
+
+
+def renormalised(what: str, embeddings: Tensor, transformed: Tensor) -> Tensor:
+    """``transformed`` (the transform of unit ``embeddings``) re-normalised to unit rows; a row the transform left
+    with (almost) no length has no direction to keep and is refused by index, never returned as noise."""
+    ratio = transformed.norm(dim=1) / embeddings.norm(dim=1)
+    lost = (ratio < torch.finfo(embeddings.dtype).eps ** 0.5).nonzero().squeeze(1)
+    if lost.numel():
+        raise InputError(f"Rows {lost.tolist()} of the {what} lie in the removed span: nothing is left of them")
+    return F.normalize(transformed, dim=-1)
 
 
 def stacked_prompts(prompts: Mapping[Hashable, Tensor]) -> Tensor:
