@@ -11,13 +11,14 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from vlbias.data.images import load_image
+from vlbias.data.images import ImageProblem, load_image
 from vlbias.data.social_counterfactuals import (
     COLUMNS,
-    read_image_bytes,
+    read_encoded_image,
     read_social_counterfactuals,
 )
 from vlbias.errors import InputError
+from vlbias.models.clip import CLIPAdapter
 
 IMAGE_TYPE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 
@@ -99,9 +100,18 @@ def test_reads_the_text_columns_and_groups_the_sets(tmp_path):
 def test_an_images_bytes_are_read_from_its_shard_on_demand(tmp_path):
     data = _read(_release(tmp_path, FIRST, SECOND))
     for image, shade in zip(data.images, (10, 20, 30, 40, 50)):  # rows in the first and later row groups
-        assert read_image_bytes(image) == _png(shade)
-    picture = load_image(Image.open(io.BytesIO(read_image_bytes(data.images[2]))))
+        assert read_encoded_image(image).data == _png(shade)
+    picture = load_image(read_encoded_image(data.images[2]))
     assert picture.size == (8, 8) and picture.getpixel((0, 0)) == (30, 30, 30)
+    pixels = CLIPAdapter.tiny().prepare_images([read_encoded_image(image) for image in data.images[:2]])
+    assert pixels.shape[0] == 2
+
+
+def test_undecodable_bytes_are_one_error_naming_shard_and_row(tmp_path):
+    rows = [FIRST[0], _row("s", "Black", "male", image={"bytes": b"not a png", "path": "x.png"})]
+    data = _read(_release(tmp_path, rows, SECOND))
+    with pytest.raises(ImageProblem, match=r"Image from SocialCounterfactuals shard '.*0a1b.parquet', row 1 could not"):
+        load_image(read_encoded_image(data.images[1]))
 
 
 def test_shards_in_the_root_and_the_counts_are_warnings(tmp_path):
@@ -138,7 +148,7 @@ def test_an_image_without_bytes_is_one_error_naming_shard_and_row(tmp_path):
     rows = [FIRST[0], _row("s", "Black", "male", image={"bytes": None, "path": "x.png"})]
     data = _read(_release(tmp_path, rows, SECOND))
     with pytest.raises(InputError, match=r"train-00000-of-00002-0a1b.parquet', row 1: holds no image bytes"):
-        read_image_bytes(data.images[1])
+        read_encoded_image(data.images[1])
 
 
 def test_missing_or_wrong_files_are_one_error(tmp_path):

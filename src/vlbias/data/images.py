@@ -37,11 +37,13 @@ Example:
 
 from __future__ import annotations
 
+import io
 import os
 import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +51,17 @@ from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
 from vlbias.errors import ConfigError, InputError
 
-ImageInput = Image.Image | str | Path
+
+@dataclass(frozen=True)
+class EncodedImage:
+    """An image file's content held in memory (a PNG or JPEG as a Parquet shard stores it); ``source`` names where
+    it came from in every error ("SocialCounterfactuals shard 'a.parquet', row 3")."""
+
+    data: bytes
+    source: str
+
+
+ImageInput = Image.Image | str | Path | EncodedImage
 IMAGE_SUFFIXES: frozenset[str] = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"})
 
 COLOUR_MODES = frozenset({"1", "L", "P", "RGB", "RGBX", "CMYK", "YCbCr"})
@@ -82,7 +94,7 @@ class ImageProblem(InputError):
 
 
 def load_image(image: ImageInput) -> Image.Image:
-    """``image`` (a PIL image or a path) as an 8-bit RGB picture, by the rules of the module docstring.
+    """``image`` (a PIL image, a path or an :class:`EncodedImage`) as an 8-bit RGB picture, by the rules of the module docstring.
 
     A path that is missing, a dangling link, unreadable or does not decode in full, an image that declares more
     pixels than :func:`max_pixels`, and an image of an unsupported mode or out-of-range values, raise
@@ -132,6 +144,9 @@ def _read(image: ImageInput) -> tuple[Image.Image, str | None]:
     """``image`` as 8-bit RGB, and the note on its conversion (``None`` for an RGB image)."""
     if isinstance(image, Image.Image):
         picture, label = _loaded(image, IN_MEMORY), IN_MEMORY  # a lazily opened image is decoded here
+    elif isinstance(image, EncodedImage):
+        label = f"Image from {image.source}"
+        picture = _opened(io.BytesIO(image.data), label)
     else:
         picture, label = _decoded(Path(image)), f"Image file {str(image)!r}"
     try:
@@ -190,8 +205,13 @@ def _decoded(path: Path) -> Image.Image:
         raise ImageProblem(label, "does not exist")
     if not path.is_file():
         raise ImageProblem(label, "is not a regular file")
+    return _opened(path, label)
+
+
+def _opened(source: Path | io.BytesIO, label: str) -> Image.Image:
+    """The image file or encoded bytes ``source``, decoded in full; :class:`ImageProblem` saying why it cannot be."""
     try:
-        with _pil_settings(), Image.open(path) as picture:  # the header only: the size is checked before decoding
+        with _pil_settings(), Image.open(source) as picture:  # the header only: the size is checked before decoding
             return _loaded(picture, label)
     except UnidentifiedImageError as err:
         raise ImageProblem(label, f"could not be decoded as an image: {err}") from err

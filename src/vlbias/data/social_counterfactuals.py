@@ -18,8 +18,9 @@ them), ``a1a2`` (the pair, which names the image within its set) and ``caption``
 so values are kept as written and not checked against a list.
 
 Only the text columns are read (:func:`read_social_counterfactuals`); the image bytes stay in the shards, and
-:func:`read_image_bytes` reads one image's encoded bytes when it is needed (decode them with
-:func:`vlbias.data.images.load_image`). A row with an empty (or null) text field, or repeating the ``(counterfactual_set,
+:func:`read_encoded_image` reads one image's encoded bytes when it is needed, as an
+:class:`~vlbias.data.images.EncodedImage` that :func:`vlbias.data.images.load_image` and every adapter's
+``prepare_images`` decode, naming the shard and row in any error. A row with an empty (or null) text field, or repeating the ``(counterfactual_set,
 a1a2)`` of an earlier row, is skipped naming the shard and row (0-based, as ``datasets`` counts). A folder without
 shards, a file that is not Parquet or a shard lacking a column raises :class:`~vlbias.errors.InputError`. Fewer shards
 than their names count (``of-00061``), or another number of rows than the release, is a warning naming both counts.
@@ -37,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vlbias.data.face_gallery import warn_count
+from vlbias.data.images import EncodedImage
 from vlbias.errors import InputError
 
 IMAGE_COLUMN = "image"
@@ -137,9 +139,9 @@ def find_shards(root: Path) -> list[Path]:
     return shards
 
 
-def read_image_bytes(image: CounterfactualImage) -> bytes:
-    """The encoded bytes of ``image`` (a PNG or JPEG file's content), read from its shard; :class:`InputError` naming
-    the shard and row when the row holds none."""
+def read_encoded_image(image: CounterfactualImage) -> EncodedImage:
+    """The encoded bytes of ``image`` (a PNG or JPEG file's content), read from its shard, named by shard and row;
+    :class:`InputError` naming the shard and row when the row holds none."""
     handle = _open(image.shard)
     start = 0
     for group in range(handle.metadata.num_row_groups):
@@ -148,7 +150,7 @@ def read_image_bytes(image: CounterfactualImage) -> bytes:
             cell = handle.read_row_group(group, columns=[IMAGE_COLUMN]).column(IMAGE_COLUMN)[image.row - start]
             data = cell.as_py()
             if isinstance(data, dict) and isinstance(data.get("bytes"), bytes) and data["bytes"]:
-                return data["bytes"]
+                return EncodedImage(data["bytes"], f"SocialCounterfactuals shard {str(image.shard)!r}, row {image.row}")
             raise InputError(
                 f"SocialCounterfactuals shard {str(image.shard)!r}, row {image.row}: holds no image bytes."
             )
