@@ -74,11 +74,20 @@ def percentile_interval(
         >>> percentile_interval(replicates, 0.5, omit_nan=False)
         tensor([[0.5000, 1.5000],
                 [   nan,    nan]])
+        >>> percentile_interval(torch.tensor([1.0, float("inf"), float("inf")]), 0.5)  # infinite replicates stay so
+        tensor([inf, inf])
     """
     low = (1 - confidence) / 2
     levels = replicates.new_tensor([low, 1 - low if mirrored_upper else (1 + confidence) / 2])
     quantile = torch.nanquantile if omit_nan else torch.quantile
-    return quantile(replicates, levels, dim=0).movedim(0, -1)
+    lower, higher = (quantile(replicates, levels, dim=0, interpolation=side) for side in ("lower", "higher"))
+    # Between two order statistics one of which is infinite the quantile is that infinity (between two equal ones,
+    # that value): torch's linear interpolation gives inf - inf = NaN there (SFID's skew of a zero count is +inf).
+    linear = quantile(replicates, levels, dim=0)
+    ends = torch.where(lower == higher, lower, linear)
+    ends = torch.where(ends.isnan() & (higher == torch.inf) & (lower > -torch.inf), torch.inf, ends)
+    ends = torch.where(ends.isnan() & (lower == -torch.inf) & (higher < torch.inf), -torch.inf, ends)
+    return ends.movedim(0, -1)
 
 
 def bca_interval(replicates: Tensor, confidence: float, observed: Tensor, jackknife: list[Tensor]) -> Tensor:
