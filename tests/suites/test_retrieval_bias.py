@@ -129,18 +129,29 @@ def test_named_protocols_set_the_conventions_by_hand():
     """The same rankings under DebiasCLIP's, SFID's and BendVLM's conventions. K = 2: "at 0" m m, "at 50" w w,
     "at 27" m w; the gallery is half men, half women."""
 
+    outputs = {}
+
     def measured(protocol: str) -> dict[str, float]:
         options = RetrievalBiasOptions(protocol=protocol, k=2).with_statistics(n_bootstrap=20)
         suite = RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, options)
         assert suite.config["protocol"] == protocol
-        return measure_suite(suite, AngleAdapter(), seed=0).metrics
+        outputs[protocol] = measure_suite(suite, AngleAdapter(), seed=0)
+        return outputs[protocol].metrics
 
     # DebiasCLIP: a zero share is made 1/K = 1/2, so the woman of "at 0" has skew 0, not ln(eps / (1/2 + eps))
     m = measured("debiasclip")
     assert m["all/max_skew@2"] == pytest.approx(2 * math.log(2) / 3) and m["all/min_skew@2"] == 0.0
     # SFID: |ln(0 / (1/2))| = inf for "at 0" and "at 50"; the smaller absolute skew is ln 2 there, 0 for "at 27"
+    # An infinite mean is no number a result can hold: null, with the queries counted and the reason in the skip list
     m = measured("sfid")
-    assert m["all/max_skew@2"] == math.inf and m["all/min_skew@2"] == pytest.approx(2 * math.log(2) / 3)
+    assert math.isnan(m["all/max_skew@2"]) and m["all/n_infinite/max_skew@2"] == 2
+    assert all(math.isnan(end) for end in outputs["sfid"].intervals["all/max_skew@2"])
+    assert {
+        "item": "all/max_skew@2",
+        "reason": "2 queries' max_skew@2 is infinite (a group absent from the top 2, "
+        "ln 0 under this protocol): the mean is written as null",
+    } in outputs["sfid"].skipped
+    assert m["all/min_skew@2"] == pytest.approx(2 * math.log(2) / 3) and "all/n_infinite/min_skew@2" not in m
     # BendVLM: the desired shares are the gallery's (1/2 each here); a zero ratio is floored at 1e-10
     m = measured("bendvlm")
     assert m["all/min_skew@2"] == pytest.approx((2 * math.log(1e-10) + 0.0) / 3)

@@ -45,7 +45,9 @@ whose embeddings hold NaN or inf, groups left without a query, and queries the m
 (:mod:`vlbias.models.unseen_text`: empty, or unknown tokens only; ``kind`` ``empty`` / ``unknown``). A query
 longer than the model's maximum is ranked on what the model reads, with the reason in its row's ``note``
 (a column only those rows fill).
-Counted: ``n_skipped/empty``, ``n_skipped/unknown`` and ``n_truncated``.
+Counted: ``n_skipped/empty``, ``n_skipped/unknown`` and ``n_truncated``. Under the ``sfid`` protocol a query whose
+top K lacks a group has an infinite skew (``ln 0``): such queries are counted (``<scope>/n_infinite/<statistic>@<K>``)
+and a mean they make infinite is written as null, with the reason in the skip list (:func:`report_ranking`).
 
 Measures:
     Whom a retrieval model shows first for queries that name no gender ("a person cooking"): the shares of men
@@ -72,10 +74,13 @@ Glossary:
     * ``n_skipped``: ``n_skipped/empty``, ``n_skipped/unknown``: queries skipped as empty or made of unknown tokens
       only.
     * ``n_truncated``: queries ranked truncated to the model's maximum length.
+    * ``n_infinite``: queries whose skew is infinite (``sfid`` protocol: a group absent from the top K); a mean
+      they make infinite is written as null.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -430,11 +435,7 @@ class _RetrievalBiasMeasurement(Measurement):
             if not gathered.rows or (scope != ALL and scope not in measured):
                 continue
             name = ALL if scope == ALL else f"group/{scope}"
-            result = metric.compute()
-            for statistic in STATISTICS:
-                output.metrics[f"{name}/{statistic}@{k}"] = float(result[statistic])
-                output.intervals[f"{name}/{statistic}@{k}"] = [float(v) for v in result[f"{statistic}_interval"]]
-            output.metrics[f"{name}/n_queries"] = float(result["n_queries"])
+            report_ranking(output, name, k, metric.compute())
         counts = self.attributes.bincount(minlength=len(GENDERS)).tolist()
         output.metrics |= {f"gallery/n_{gender}": float(n) for gender, n in zip(GENDERS, counts)}
         excluded = ("both", "neither")
@@ -447,6 +448,34 @@ class _RetrievalBiasMeasurement(Measurement):
         output.items = gathered.rows
         output.n_items = len(gathered.rows)
         return output
+
+
+def report_ranking(output: SuiteOutput, scope: str, k: int, result: dict[str, Tensor]) -> None:
+    """Write a :class:`~vlbias.metrics.RankingBias` ``result`` at cut-off ``k`` into ``output`` as
+    ``<scope>/<statistic>@<k>`` with its interval, and ``<scope>/n_queries``.
+
+    A statistic whose mean is infinite (a query's skew is ``ln 0`` under the ``sfid`` protocol, which adds nothing to
+    a zero count) is undefined as a number a result can hold: it is written as ``null``, its interval ends that are
+    infinite too, with ``<scope>/n_infinite/<statistic>@<k>`` counting the queries whose value is infinite and an
+    entry in the skip list saying why."""
+    for statistic in STATISTICS:
+        key = f"{scope}/{statistic}@{k}"
+        value, interval = float(result[statistic]), [float(v) for v in result[f"{statistic}_interval"]]
+        n_infinite = int(result[f"{statistic}_n_infinite"])
+        if n_infinite:
+            output.metrics[f"{scope}/n_infinite/{statistic}@{k}"] = float(n_infinite)
+        if math.isinf(value):
+            output.skipped.append(
+                {
+                    "item": key,
+                    "reason": f"{n_infinite} queries' {statistic}@{k} is infinite (a group absent from the top {k}, "
+                    "ln 0 under this protocol): the mean is written as null",
+                }
+            )
+            value = math.nan
+        output.metrics[key] = value
+        output.intervals[key] = [math.nan if math.isinf(end) else end for end in interval]
+    output.metrics[f"{scope}/n_queries"] = float(result["n_queries"])
 
 
 def caption_queries(

@@ -257,7 +257,8 @@ def _bootstrap_interval(values: Tensor, n_bootstrap: int, confidence: float, see
 def _ranking_bias_compute(
     per_query: dict[str, Tensor], n_bootstrap: int, confidence: float, seed: int
 ) -> dict[str, Tensor]:
-    """Means over queries, their bootstrap intervals (``<name>_interval``) and ``n_queries``."""
+    """Means over queries, their bootstrap intervals (``<name>_interval``), how many queries' values are infinite
+    (``<name>_n_infinite``) and ``n_queries``."""
     n_queries = per_query["bias"].numel()
     if n_queries == 0:
         raise InputError("Expected at least one query but got none")
@@ -265,6 +266,7 @@ def _ranking_bias_compute(
     for offset, name in enumerate(STATISTICS):  # one seed per statistic, the same on every rank
         out[name] = per_query[name].mean()
         out[f"{name}_interval"] = _bootstrap_interval(per_query[name], n_bootstrap, confidence, seed + offset)
+        out[f"{name}_n_infinite"] = per_query[name].isinf().sum()
     out["n_queries"] = torch.tensor(n_queries)
     return out
 
@@ -400,8 +402,9 @@ def ranking_bias(
         seed: seed of the bootstrap generator.
 
     Returns:
-        float64 ``max_skew``, ``min_skew``, ``ndkl``, ``bias``, each with ``<name>_interval`` ``[low, high]``,
-        and int64 ``n_queries``.
+        float64 ``max_skew``, ``min_skew``, ``ndkl``, ``bias``, each with ``<name>_interval`` ``[low, high]`` and
+        int64 ``<name>_n_infinite`` (the queries whose value is infinite: the ``sfid`` convention's skew of a zero
+        count, ``ln 0``), and int64 ``n_queries``.
 
     Example:
         >>> scores = torch.tensor([[3.0, 2.0, 1.0], [1.0, 2.0, 3.0]])
