@@ -14,6 +14,7 @@ _DEBIASERS = LazyTable(
     "debiaser",
     {
         "orth_proj": "vlbias.mitigation.orth_proj:OrthProj",
+        "roboshot": "vlbias.mitigation.roboshot:RoboShot",
     },
 )
 
