@@ -15,6 +15,7 @@ _DEBIASERS = LazyTable(
     {
         "orth_proj": "vlbias.mitigation.orth_proj:OrthProj",
         "roboshot": "vlbias.mitigation.roboshot:RoboShot",
+        "sfid": "vlbias.mitigation.sfid:SFID",
     },
 )
 
