@@ -114,6 +114,12 @@ def complement_projection(means: Tensor) -> Tensor:
     return orthogonal_projection(differences)
 
 
+def projected_off(means: Tensor, embeddings: Tensor) -> Tensor:
+    """Each row of ``embeddings`` (``(n, D)``) times the :func:`complement_projection` of its own ``means[i]``
+    (``(n, G, D)``)."""
+    return torch.stack([complement_projection(m) @ e for m, e in zip(means, embeddings, strict=True)])
+
+
 class BendVLM(Debiaser):
     """Gerych et al. (2024): each query projected off its own attribute subspace (from rewrites of it naming each
     attribute value), then moved to equal similarity to the groups' nearest reference images; text only, per query,
@@ -168,11 +174,8 @@ class BendVLM(Debiaser):
         state = self.fitted_state()
         references = [state[_GROUP_PREFIX + group].to(embeddings) for group in groups]
         rewrite_means = self._rewrite_means(texts, embeddings, groups)  # (n, G, D)
-        local = torch.stack(
-            [complement_projection(means) @ e for means, e in zip(rewrite_means, embeddings, strict=True)]
-        )
-        step1 = renormalised("text embeddings (step 1)", embeddings, local)
-        debiased = torch.stack([complement_projection(self._neighbour_means(e, references)) @ e for e in step1])
+        step1 = renormalised("text embeddings (step 1)", embeddings, projected_off(rewrite_means, embeddings))
+        debiased = projected_off(self._neighbour_means(step1, references), step1)
         return renormalised("text embeddings (step 2)", step1, debiased)
 
     def _rewrite_means(self, texts: Sequence[str], embeddings: Tensor, groups: list[str]) -> Tensor:
@@ -189,11 +192,11 @@ class BendVLM(Debiaser):
         per_query = encoded.view(len(texts), len(words), -1)
         return torch.stack([per_query[:, value_index == g].mean(dim=1) for g in range(len(groups))], dim=1)
 
-    def _neighbour_means(self, query: Tensor, references: list[Tensor]) -> Tensor:
-        """Each group's mean over its ``n_neighbors`` references most similar to ``query``, ``(G, D)``."""
+    def _neighbour_means(self, queries: Tensor, references: list[Tensor]) -> Tensor:
+        """Each group's mean over its ``n_neighbors`` references most similar to each query, ``(n, G, D)``."""
         means = []
         for group in references:
-            similarity = F.normalize(group, dim=-1) @ query
-            nearest = similarity.topk(min(self.options.n_neighbors, group.shape[0])).indices
-            means.append(group[nearest].mean(dim=0))
-        return torch.stack(means)
+            similarity = queries @ F.normalize(group, dim=-1).T  # (n, n_g)
+            nearest = similarity.topk(min(self.options.n_neighbors, group.shape[0]), dim=1).indices  # (n, k)
+            means.append(group[nearest].mean(dim=1))
+        return torch.stack(means, dim=1)
