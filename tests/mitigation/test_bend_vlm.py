@@ -55,7 +55,7 @@ def _references(encoder, n_per_group, seed):
 
 
 def _bend_by_hand(encoder, images, labels, queries, n_neighbors):
-    """Sec. 3, two groups: step 1 projects off the rewrites' difference, step 2 off the neighbour means' difference."""
+    """The two steps, two groups: step 1 projects off the rewrites' difference, step 2 off the neighbour means' difference."""
     out = []
     e = encoder(queries)
     for query, row in zip(queries, e, strict=True):

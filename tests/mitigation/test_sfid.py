@@ -27,7 +27,7 @@ def _planted(n, seed, strength=1.0, dim=DIM):
 
 
 def _sfid_by_hand(z, labels, x, k, threshold, n_estimators, held_out, seed):
-    """Sec. 3 of the paper step by step, with the split the module documents."""
+    """Sec. 4 of the paper step by step, with the split the module documents."""
     generator = torch.Generator().manual_seed(seed)
     train, held = [], []
     for group in dict.fromkeys(labels):

@@ -1,6 +1,7 @@
 r"""BendVLM: test-time debiasing of each text query, first against its own attribute subspace, then to equal
 similarity to the attribute groups' nearby reference images (Gerych, Zhang, Hamidieh, Pan, Sharma, Hartvigsen &
-Ghassemi, 2024, "BendVLM: Test-Time Debiasing of Vision-Language Embeddings", NeurIPS, Sec. 3).
+Ghassemi, 2024, "BendVLM: Test-Time Debiasing of Vision-Language Embeddings", NeurIPS, arXiv:2411.04420, its two
+steps).
 
 For a query text :math:`q` with unit embedding :math:`e`:
 

@@ -1,5 +1,5 @@
 r"""RoboShot: harmful insight directions removed from image embeddings, helpful ones amplified (Adila, Shin, Cai &
-Sala, 2024, "Zero-Shot Robustification of Zero-Shot Models", ICLR, Sec. 3, Algorithm 1).
+Sala, 2024, "Zero-Shot Robustification of Zero-Shot Models", ICLR, arXiv:2309.04344, Algorithm 1).
 
 An insight is a pair of texts whose embedding difference is a direction: a *harmful* one carries the spurious
 attribute, a *helpful* one the task. The paper asks an LLM for the insights; here they are given as embeddings:

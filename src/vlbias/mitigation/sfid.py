@@ -1,6 +1,7 @@
 r"""SFID, Selective Feature Imputation for Debiasing: the embedding dimensions a random forest finds most telling of
-the attribute are replaced by their mean over the samples it is least sure about (Jung, Jang, Cho, Kim & Moon,
-2024, "A Unified Debiasing Approach for Vision-Language Models across Modalities and Tasks", NeurIPS, Sec. 3).
+the attribute are replaced by their mean over the samples it is least sure about (Jung, Jang & Wang,
+2024, "A Unified Debiasing Approach for Vision-Language Models across Modalities and Tasks", NeurIPS,
+arXiv:2410.07593, Sec. 4).
 
 For each debiased modality, on labelled reference embeddings :math:`\{(z_n, a_n)\}`:
 
