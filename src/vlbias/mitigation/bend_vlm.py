@@ -45,6 +45,12 @@ BendVLM changes text embeddings only and needs the query texts (``transform_text
 linear (the subspace and the neighbours depend on the query). Its fitted state is the reference set, by group; the
 text encoder and the attribute words are not tensors and are not saved: a loaded BendVLM is given them back with
 :meth:`BendVLM.bind`.
+
+Example:
+    >>> augmented_query("a photo of an engineer", "female")
+    'a photo of a female engineer'
+    >>> augmented_query("a photo of a carpenter", "Asian")
+    'a photo of an Asian carpenter'
 """
 
 from __future__ import annotations

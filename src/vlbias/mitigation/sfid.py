@@ -32,6 +32,17 @@ is no :meth:`~vlbias.mitigation.debiaser.Debiaser.linear_map`.
 The released code (HoinJung/Unified-Debiaisng-VLM-SFID, ``evaluation.py``) differs in one place we do not follow:
 its FACET zero-shot evaluation normalises the class-prompt embeddings before imputing and returns the normalised
 copy, so there the text imputation has no effect; the paper imputes both modalities.
+
+Example:
+    >>> import torch
+    >>> g = torch.Generator().manual_seed(0)
+    >>> labels = ["f", "m"] * 50
+    >>> images = torch.randn(100, 4, generator=g)
+    >>> images[:, 0] += torch.tensor([-1.0, 1.0]).repeat(50)  # dimension 0 carries the attribute
+    >>> options = SFIDOptions(k=1, n_estimators=20, threshold=0.9, modalities=("image",))
+    >>> debiaser = SFID(options).fit(FitData(reference_images=images, reference_labels=labels))
+    >>> debiaser.fitted_state()["image_dims"]
+    tensor([0])
 """
 
 from __future__ import annotations
@@ -124,8 +135,8 @@ def fit_imputation(
     low = held[torch.from_numpy(confidence < options.threshold)]
     if not low.numel():
         raise InputError(
-            f"No held-out {what} has its largest class probability below `threshold` {options.threshold} "
-            f"(of {held.numel()} held out): raise the threshold or give more references"
+            f"None of the {held.numel()} held-out {what} has its largest class probability below `threshold` "
+            f"{options.threshold}: raise the threshold or give more references"
         )
     dims = torch.from_numpy(dims.copy()).to(embeddings.device)
     return dims, embeddings[low].mean(dim=0)
