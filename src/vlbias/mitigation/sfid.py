@@ -14,7 +14,8 @@ For each debiased modality, on labelled reference embeddings :math:`\{(z_n, a_n)
    the attribute; their mean :math:`\bar z^{\mathcal{L}} = \frac{1}{|\mathcal{L}|} \sum_{z \in \mathcal{L}} z` gives
    the imputed values.
 3. *Transform.* :math:`z'_d = \bar z^{\mathcal{L}}_d` for :math:`d \in \mathcal{I}`, :math:`z'_d = z_d` otherwise;
-   then :math:`z' / |z'|` (vlbias's embeddings are unit rows; the paper's code imputes into the raw embeddings).
+   then :math:`z' / |z'|` (vlbias's embeddings are unit rows; the released code does not renormalise after
+   imputing, which changes no cosine similarity).
 
 The paper trains the forest on a training split and takes :math:`\mathcal{L}` from a validation split (FairFace
 train / val for images). Here the reference set is split in two, per group, seeded: of the :math:`n_g` references of
