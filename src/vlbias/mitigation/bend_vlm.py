@@ -15,8 +15,8 @@ projection but local to the query,
     e_1 = \frac{P_q e}{|P_q e|}, \qquad P_q = I - V_q V_q^{+}.
 
 The paper has an LLM write the rewrites; here a template does: by default the attribute word is put before the
-query's last word, with "a"/"an" before it agreed (the rewrite the paper's LLM prompt shows, "A photo of a
-carpenter" -> "A photo of a __ATTRIBUTE__ carpenter"); ``template`` (with ``{query}`` and ``{attribute}``) replaces
+query's last word, with "a"/"an" before it agreed (the rewrite the released code's LLM prompt asks for, "A photo of
+a carpenter" -> "A photo of a __ATTRIBUTE__ carpenter"); ``template`` (with ``{query}`` and ``{attribute}``) replaces
 that rule. The words come from ``attribute_words``, the embeddings from ``encode_text``.
 
 **Step 2, equal similarity to the attribute groups.** For each group :math:`g` of the labelled reference images,
@@ -31,12 +31,13 @@ similar to every group's mean:
 The constraints are linear and homogeneous, so the feasible set is the unit sphere of
 :math:`C = \{\bar r_g - \bar r_{g_0}\}^{\perp}`, and by Cauchy-Schwarz the maximum is the normalised projection,
 exactly, for any number of groups: :math:`e^* = P_C e_1 / |P_C e_1|` (for two groups,
-:math:`e^* \propto e_1 - \frac{\langle e_1, d\rangle}{|d|^2} d` with :math:`d = \bar r_1 - \bar r_0`). The paper and
-its code (``bend_utils.legrange_text``) solve the same problem numerically with SLSQP; the closed form is its exact
-optimum. A query whose :math:`e_1` lies in the constrained-out span has no solution and is refused by index.
+:math:`e^* \propto e_1 - \frac{\langle e_1, d\rangle}{|d|^2} d` with :math:`d = \bar r_1 - \bar r_0`). The released code
+(``bend_utils.legrange_text``) solves the same problem numerically with SLSQP; the closed form is its exact optimum.
+The similarity is the inner product with the unnormalised group means, as in that code's constraint; equal cosine
+distances to the means are the same constraints when the means have equal norms. A query whose :math:`e_1` lies in the constrained-out span has no solution and is refused by index.
 
-Differences from the released code (waltergerych/bend_vlm, ``demo_debias.ipynb``), where we follow the paper's
-local subspace: the code's step 1 also projects out the embeddings of the generic prompts "a photo of a {value}
+Differences from the released code (waltergerych/bend_vlm, ``demo_debias.ipynb``), where we keep to the query's
+local attribute subspace as the method describes it: the code's step 1 also projects out the embeddings of the generic prompts "a photo of a {value}
 person", and takes the differences of all pairs of rewrites (halved) instead of the values' means against the first;
 for one word per value the pairwise differences and ours span the same subspace. The code's default neighbour count
 is 100 for gender and 10 for race, or a knee of the similarity curve when unset; here ``n_neighbors`` is given.
