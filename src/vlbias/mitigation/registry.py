@@ -13,7 +13,10 @@ if TYPE_CHECKING:
 _DEBIASERS = LazyTable(
     "debiaser",
     {
+        "bend_vlm": "vlbias.mitigation.bend_vlm:BendVLM",
         "orth_proj": "vlbias.mitigation.orth_proj:OrthProj",
+        "roboshot": "vlbias.mitigation.roboshot:RoboShot",
+        "sfid": "vlbias.mitigation.sfid:SFID",
     },
 )
 

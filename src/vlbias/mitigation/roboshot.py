@@ -1,0 +1,146 @@
+r"""RoboShot: harmful insight directions removed from image embeddings, helpful ones amplified (Adila, Shin, Cai &
+Sala, 2024, "Zero-Shot Robustification of Zero-Shot Models", ICLR, arXiv:2309.04344, Algorithm 1).
+
+An insight is a pair of texts whose embedding difference is a direction: a *harmful* one carries the spurious
+attribute, a *helpful* one the task. The paper asks an LLM for the insights; here they are given as embeddings:
+
+- harmful :math:`v^j`: differences of the attribute prompts, row by row: with the values :math:`a_0, \dots, a_{K-1}`
+  of ``attribute_prompts`` (each ``(m, D)``, row :math:`i` of every value the same prompt but for the value),
+  :math:`v^{(i, k)} = g(a_k)_i - g(a_0)_i` for :math:`k = 1, \dots, K - 1`, in the order :math:`i` then :math:`k`;
+- helpful :math:`u^k`: ``helpful_pairs[k, 0] - helpful_pairs[k, 1]`` (optional; without them only step 1 runs).
+
+Algorithm 1, on every image embedding :math:`x`:
+
+.. math::
+    \text{for } j = 1..S:\quad x \leftarrow x - \frac{\langle x, v^j\rangle}{\langle v^j, v^j\rangle} v^j,
+    \quad x \leftarrow x / |x| \qquad \text{(lines 2-5: remove harmful insights)}
+
+    \text{for } k = 1..R:\quad x \leftarrow x + \frac{\langle x, u^k\rangle}{\langle u^k, u^k\rangle} u^k
+    \qquad \text{(lines 6-8: amplify helpful insights)}
+
+Each step is linear and each renormalisation a positive scale, so the whole is :math:`x' = M x / |M x|` with
+
+.. math::
+    M = \prod_{k=R}^{1} \Big(I + \frac{u^k u^{k\top}}{|u^k|^2}\Big) \prod_{j=S}^{1} \Big(I - \frac{v^j v^{j\top}}{|v^j|^2}\Big)
+
+(later steps on the left): :meth:`RoboShot.linear_map` gives :math:`M` for images, so it folds into the image
+projection on export. Text embeddings are unchanged (the class prompts of the zero-shot classifier stay as they are).
+
+Paper and released code differ: the code (``run.py`` of SprocketLab/roboshot) first replaces each set of insight
+vectors by an orthonormal basis from a QR decomposition and then runs the same loops, which makes step 1 the
+projection onto the orthogonal complement of their span, :math:`I - Q_v Q_v^\top`, and step 2
+:math:`I + Q_u Q_u^\top`. Algorithm 1 is the default; ``orthonormalise=True`` gives the code's form, with the
+basis from the SVD (singular values above ``rtol`` times the largest) so that dependent insight vectors add no
+arbitrary direction, as a Householder QR of a rank-deficient matrix would.
+
+Example:
+    >>> import torch
+    >>> prompts = {"man": torch.tensor([[1.0, 0.0, 0.0]]), "woman": torch.tensor([[0.0, 1.0, 0.0]])}
+    >>> debiaser = RoboShot().fit(FitData(attribute_prompts=prompts))
+    >>> debiaser.transform_images(torch.tensor([[1.0, 0.0, 1.0]]))
+    tensor([[0.4082, 0.4082, 0.8165]])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from vlbias.errors import ConfigError, InputError
+from vlbias.metrics.functional.checks import check_embeddings
+from vlbias.mitigation.debiaser import Debiaser, DebiaserOptions, FitData, Modality
+
+
+@dataclass(frozen=True)
+class RoboShotOptions(DebiaserOptions):
+    """Args:
+    orthonormalise: replace each set of insight vectors by an orthonormal basis of its span first, as the released
+        code does (default: ``False``, Algorithm 1 as the paper states it).
+    rtol: with ``orthonormalise``, singular values below ``rtol`` times the largest count as zero (default: ``D``
+        times the dtype's machine epsilon).
+    """
+
+    orthonormalise: bool = False
+    rtol: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.rtol is not None and not 0 <= self.rtol < 1:
+            raise ConfigError(f"Expected `rtol` in [0, 1) but got {self.rtol!r}")
+
+
+def harmful_insights(prompts: dict) -> Tensor:
+    """The harmful insight vectors :math:`v^{(i, k)} = g(a_k)_i - g(a_0)_i`, ``(m (K - 1), D)``, row order
+    :math:`i` then :math:`k`."""
+    values = list(prompts)
+    if len(values) < 2:
+        raise InputError(f"Expected attribute_prompts of at least two values but got {len(values)}: {values}")
+    stacked = [check_embeddings(f"attribute_prompts[{value!r}]", prompts[value]) for value in values]
+    counts = {value: t.shape[0] for value, t in zip(values, stacked, strict=True)}
+    if len(set(counts.values())) != 1:
+        raise InputError(
+            f"Expected the same number of attribute prompts per value (row i of each value the same prompt but for "
+            f"the value) but got {counts}"
+        )
+    anchor = stacked[0]
+    return torch.stack([t - anchor for t in stacked[1:]], dim=1).flatten(0, 1)  # (m, K-1, D) -> (m (K-1), D)
+
+
+def helpful_insights(pairs: Tensor) -> Tensor:
+    """The helpful insight vectors :math:`u^k` = ``pairs[k, 0] - pairs[k, 1]``, ``(h, D)``."""
+    if pairs.ndim != 3 or pairs.shape[1] != 2:
+        raise InputError(f"Expected helpful_pairs of shape (h, 2, D) but got {tuple(pairs.shape)}")
+    return check_embeddings("helpful_pairs", pairs[:, 0]) - pairs[:, 1].to(pairs[:, 0])
+
+
+def _sequential(vectors: Tensor, sign: float, what: str) -> Tensor:
+    r""":math:`\prod_{j=S}^{1} (I + \text{sign}\, v^j v^{j\top} / |v^j|^2)` (Algorithm 1's loop as one matrix)."""
+    norms = vectors.norm(dim=1)
+    empty = (norms <= torch.finfo(vectors.dtype).eps).nonzero().squeeze(1)
+    if empty.numel():
+        raise InputError(f"{what} {empty.tolist()} are zero: the two texts of the insight have the same embedding")
+    matrix = torch.eye(vectors.shape[1], dtype=vectors.dtype, device=vectors.device)
+    for v in vectors:
+        matrix = matrix + sign * torch.outer(v, v @ matrix) / (v @ v)
+    return matrix
+
+
+def _orthonormal(vectors: Tensor, sign: float, rtol: float | None) -> Tensor:
+    r""":math:`I + \text{sign}\, Q Q^\top` with :math:`Q` an orthonormal basis of the vectors' span (the code's form)."""
+    dim = vectors.shape[1]
+    rtol = dim * torch.finfo(vectors.dtype).eps if rtol is None else rtol
+    u, s, _ = torch.linalg.svd(vectors.T, full_matrices=False)
+    basis = u[:, s > rtol * s.max()]
+    return torch.eye(dim, dtype=vectors.dtype, device=vectors.device) + sign * basis @ basis.T
+
+
+class RoboShot(Debiaser):
+    """Adila et al. (2024) Algorithm 1: harmful insight directions (from the attribute prompts) removed from image
+    embeddings one at a time, helpful ones (``helpful_pairs``, optional) amplified; linear (:meth:`linear_map`)."""
+
+    name = "roboshot"
+    NEEDS = ("attribute_prompts",)
+    MODIFIES = frozenset({"image"})
+    OPTIONS = RoboShotOptions
+
+    def _fit(self, data: FitData) -> None:
+        harmful = harmful_insights(dict(data.attribute_prompts))
+        helpful = None if data.helpful_pairs is None else helpful_insights(data.helpful_pairs).to(harmful)
+        if helpful is not None and helpful.shape[1] != harmful.shape[1]:
+            raise InputError(
+                f"Expected helpful_pairs of dimension {harmful.shape[1]} (the attribute prompts') "
+                f"but got {helpful.shape[1]}"
+            )
+        if self.options.orthonormalise:
+            matrix = _orthonormal(harmful, -1.0, self.options.rtol)
+            if helpful is not None:
+                matrix = _orthonormal(helpful, 1.0, self.options.rtol) @ matrix
+        else:
+            matrix = _sequential(harmful, -1.0, "Harmful insights (rows i * (K - 1) + k - 1)")
+            if helpful is not None:
+                matrix = _sequential(helpful, 1.0, "Helpful pairs") @ matrix
+        self._keep("matrix", matrix)
+
+    def linear_map(self, modality: Modality) -> Tensor | None:
+        return self.fitted_state()["matrix"] if modality in self.MODIFIES else None
