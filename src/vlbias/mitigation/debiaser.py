@@ -109,6 +109,9 @@ class Debiaser(abc.ABC):
     NEEDS: ClassVar[tuple[str, ...]]
     MODIFIES: ClassVar[frozenset[Modality]]
     OPTIONS: ClassVar[type] = DebiaserOptions
+    #: Whether :meth:`transform_texts` reads the texts themselves (BendVLM's per-query prompts); an adapter that
+    #: debiases embeddings (:class:`vlbias.models.debiased.DebiasedEmbeddings`) then remembers each row's text.
+    READS_TEXTS: ClassVar[bool] = False
 
     def __init__(self, options: object | None = None) -> None:
         self.options = self.OPTIONS() if options is None else options
