@@ -14,6 +14,10 @@ _DEBIASERS = LazyTable(
     "debiaser",
     {
         "orth_proj": "vlbias.mitigation.orth_proj:OrthProj",
+        "orth_cal": "vlbias.mitigation.orth_cal:OrthCal",
+        "prism_mini": "vlbias.mitigation.prism_mini:PrismMini",
+        "clip_clip": "vlbias.mitigation.clip_clip:CLIPClip",
+        "mmbias_pruning": "vlbias.mitigation.mmbias_pruning:MMBiasPruning",
     },
 )
 
