@@ -3,12 +3,7 @@ method's module is imported only when its class is asked for."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from vlbias.lazy_table import LazyTable
-
-if TYPE_CHECKING:
-    from vlbias.mitigation.debiaser import Debiaser
 
 _DEBIASERS = LazyTable(
     "debiaser",
@@ -27,6 +22,6 @@ def list_debiasers() -> list[str]:
     return _DEBIASERS.names()
 
 
-def debiaser_class(name: str) -> type[Debiaser]:
-    """The debiaser class registered as ``name``."""
+def debiaser_class(name: str) -> type:
+    """The debiaser class (a :class:`~vlbias.mitigation.debiaser.Debiaser` subclass) registered as ``name``."""
     return _DEBIASERS.get(name)
