@@ -141,7 +141,8 @@ def test_clip_clip_removes_the_dimensions_of_highest_mutual_information():
 
 
 def effect_size(x, y, a, b):
-    """MMBias Eq. 1 with cosines, written out: (mean_x s - mean_y s) / std_{w in X ∪ Y} s, s(w) = mean_a cos - mean_b cos."""
+    """MMBias Eq. 1 with cosines, written out: (mean_x s - mean_y s) / std_{w in X ∪ Y} s,
+    s(w) = mean_a cos(w, a) - mean_b cos(w, b)."""
 
     def s(w):
         return np.mean([np.dot(w, v) / np.linalg.norm(w) / np.linalg.norm(v) for v in a]) - np.mean(

@@ -73,10 +73,9 @@ class MMBiasPruning(DimensionRemoval):
                 f"{list(map(str, data.attribute_prompts))}"
             )
         (a_name, a), (b_name, b) = data.attribute_prompts.items()
-        test = BiasTest(
-            "reference", images[groups == 0], images[groups == 1],
-            check_embeddings(f"attribute_prompts[{a_name!r}]", a), check_embeddings(f"attribute_prompts[{b_name!r}]", b),
-        )  # fmt: skip
+        a = check_embeddings(f"attribute_prompts[{a_name!r}]", a)
+        b = check_embeddings(f"attribute_prompts[{b_name!r}]", b)
+        test = BiasTest("reference", images[groups == 0], images[groups == 1], a, b)
         options = self.options
         result = prune_dimensions(
             [test],

@@ -5,9 +5,10 @@ its dimensions were chosen on (:func:`selection_overlap`).
 ``vlbias measure --model pruned --checkpoint <out>/model``, with :data:`SELECTION_FILE`: the data it was pruned on),
 for a family that folds a linear map into its own format (:meth:`~vlbias.models.base.ModelAdapter.export_linear`) also
 ``<out>/<family>/``: ``<out>/clip/`` a standard ``transformers.CLIPModel`` directory, ``<out>/open_clip/`` open_clip's
-own ``local-dir:`` format; ``<out>/prune.json``, ``<out>/tradeoff.csv`` and ``<out>/tradeoff.png``. The folder is written whole beside ``<out>`` and put in its place in one step
-(:class:`vlbias.atomic.OutputFolder`): a reader, or a run killed at any moment, finds the old folder whole or the
-new one whole; a folder that is not an earlier output of ``vlbias prune`` is refused, not replaced.
+own ``local-dir:`` format; ``<out>/prune.json``, ``<out>/tradeoff.csv`` and ``<out>/tradeoff.png``. The folder is
+written whole beside ``<out>`` and put in its place in one step (:class:`vlbias.atomic.OutputFolder`): a reader, or a
+run killed at any moment, finds the old folder whole or the new one whole; a folder that is not an earlier output of
+``vlbias prune`` is refused, not replaced.
 """
 
 from __future__ import annotations

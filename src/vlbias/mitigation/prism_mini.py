@@ -11,8 +11,10 @@ abstract); the method is transcribed from the authors' released code (``Mahdiyar
 ``utils.orth_transforamtion_calculation``, applied to the image embeddings in ``classify_images``), whose README
 calls it "a closed-form orthogonal projection against identified bias directions". Choice: the projected image
 embedding is re-normalised (the code compares it unnormalised with the class prompts, which ranks the classes of
-one image identically). :math:`V V^{+}` is computed as in Orth-Proj (:func:`~vlbias.mitigation.projection.orthogonal_projection`), so a rank-deficient set of attribute embeddings stays exact where :math:`(V^\top V)^{-1}`
-does not exist. It is Orth-Proj (:class:`~vlbias.mitigation.orth_proj.OrthProj`) applied to the other modality.
+one image identically). :math:`V V^{+}` is computed as in Orth-Proj
+(:func:`~vlbias.mitigation.projection.orthogonal_projection`), so a rank-deficient set of attribute embeddings stays
+exact where :math:`(V^\top V)^{-1}` does not exist. It is Orth-Proj (:class:`~vlbias.mitigation.orth_proj.OrthProj`)
+applied to the other modality.
 
 Example:
     >>> import torch
