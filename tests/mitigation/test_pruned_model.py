@@ -1,4 +1,5 @@
-"""PrunedEmbeddings (an EMBED adapter keeping some dimensions) and the pruned CLIP and open_clip exports."""
+"""PrunedEmbeddings (an EMBED adapter keeping some dimensions) and the pruned CLIP and open_clip exports (pruning as
+the linear map of the kept rows, ``export_linear``)."""
 
 import copy
 import dataclasses
@@ -13,7 +14,7 @@ from vlbias.errors import CapabilityError, InputError
 from vlbias.models.base import Capability
 from vlbias.models.bert import BertAdapter
 from vlbias.models.clip import CLIPAdapter
-from vlbias.models.pruned import PRUNED_FILE, PrunedEmbeddings, export_pruned_clip
+from vlbias.models.pruned import PRUNED_FILE, PrunedEmbeddings, row_selection
 
 TEXTS = ["a man is cooking.", "the woman who is driving in a picture.", "someone sewing."]
 KEPT = [0, 3, 4, 10, 17, 31, 40, 63]
@@ -65,7 +66,7 @@ def test_save_load_round_trip(clip, pixels, tmp_path):
 
 
 def test_exported_clip_model_gives_the_pruned_embeddings(clip, pixels, tmp_path):
-    export_pruned_clip(clip, KEPT, tmp_path)
+    clip.export_linear(row_selection(KEPT, 64), row_selection(KEPT, 64), tmp_path)
     model = CLIPModel.from_pretrained(tmp_path).eval()  # plain transformers, no vlbias code
     assert model.config.projection_dim == len(KEPT)
     with torch.no_grad():
@@ -80,7 +81,7 @@ def test_bad_kept_dims_and_inner_models_are_refused(clip, tmp_path):
     with pytest.raises(InputError, match=r"kept dimensions in \[0, 64\) but got \[64\]"):
         PrunedEmbeddings(clip, [0, 64])
     with pytest.raises(InputError, match=r"distinct kept dimensions but got repeats in \[1, 1\]"):
-        export_pruned_clip(clip, [1, 1], tmp_path)
+        row_selection([1, 1], 64)
     with pytest.raises(InputError, match=r"non-empty 1-D list of integer dimensions but got \[\]"):
         PrunedEmbeddings(clip, [])
     with pytest.raises(CapabilityError, match="'bert' lacks it"):
@@ -114,10 +115,8 @@ def resnet_open_clip():
 def test_open_clip_export_folds_linear_projections_and_keeps_the_logit_scale_and_bias(resnet_open_clip, tmp_path):
     import open_clip
 
-    from vlbias.models.open_clip import export_pruned_open_clip
-
     kept = [0, 2, 5, 11, 30]
-    export_pruned_open_clip(resnet_open_clip, kept, tmp_path)
+    resnet_open_clip.export_linear(row_selection(kept, 32), row_selection(kept, 32), tmp_path)
     model = open_clip.create_model_from_pretrained(f"local-dir:{tmp_path}", return_transform=False).eval()
     pruned = PrunedEmbeddings(resnet_open_clip, kept)
     pixels = pruned.prepare_images(torch.rand(3, 3, 64, 64, generator=torch.Generator().manual_seed(0)))

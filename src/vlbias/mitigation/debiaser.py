@@ -51,6 +51,8 @@ class FitData:
     Attributes:
         reference_images: ``(n, D)`` embeddings of attribute-labelled reference images.
         reference_labels: the attribute value of each reference image (``n`` values, at least two distinct).
+        reference_classes: the class (zero-shot label) of each reference image, for a method that keeps the
+            dimensions that classify (MMBias Algorithm 1's labels :math:`L`).
         attribute_prompts: attribute value -> ``(m, D)`` embeddings of prompts that name that value ("a photo of a
             man", "a photo of a woman").
         prompt_pairs: ``(p, 2, D)`` embeddings of prompt pairs that differ only in the attribute ("a photo of a
@@ -66,6 +68,7 @@ class FitData:
 
     reference_images: Tensor | None = None
     reference_labels: Sequence[Hashable] | None = None
+    reference_classes: Sequence[Hashable] | None = None
     attribute_prompts: Mapping[Hashable, Tensor] | None = None
     prompt_pairs: Tensor | None = None
     concept_prompts: Tensor | None = None
@@ -109,6 +112,9 @@ class Debiaser(abc.ABC):
     NEEDS: ClassVar[tuple[str, ...]]
     MODIFIES: ClassVar[frozenset[Modality]]
     OPTIONS: ClassVar[type] = DebiaserOptions
+    #: Whether :meth:`transform_texts` reads the texts themselves (BendVLM's per-query prompts); an adapter that
+    #: debiases embeddings (:class:`vlbias.models.debiased.DebiasedEmbeddings`) then remembers each row's text.
+    READS_TEXTS: ClassVar[bool] = False
 
     def __init__(self, options: object | None = None) -> None:
         self.options = self.OPTIONS() if options is None else options
@@ -225,6 +231,16 @@ def renormalised(what: str, embeddings: Tensor, transformed: Tensor) -> Tensor:
     if lost.numel():
         raise InputError(f"Rows {lost.tolist()} of the {what} lie in the removed span: nothing is left of them")
     return F.normalize(transformed, dim=-1)
+
+
+def checked_pairs(name: str, pairs: Tensor) -> Tensor:
+    """``pairs`` (a :class:`FitData` field of text pairs, ``(p, 2, D)``: ``prompt_pairs``, ``helpful_pairs``) unchanged,
+    or one line naming the field: not of that shape, empty, or with a row :func:`check_embeddings` refuses."""
+    if not isinstance(pairs, Tensor) or pairs.ndim != 3 or pairs.shape[1] != 2:
+        shape = tuple(pairs.shape) if isinstance(pairs, Tensor) else type(pairs).__name__
+        raise InputError(f"Expected `{name}` of shape (pairs, 2, D) but got {shape}")
+    check_embeddings(name, pairs.reshape(-1, pairs.shape[-1]))
+    return pairs
 
 
 def stacked_prompts(prompts: Mapping[Hashable, Tensor]) -> Tensor:

@@ -3,12 +3,12 @@ its dimensions were chosen on (:func:`selection_overlap`).
 
 ``<out>/model/`` (:class:`~vlbias.models.pruned.PrunedEmbeddings`, loadable by
 ``vlbias measure --model pruned --checkpoint <out>/model``, with :data:`SELECTION_FILE`: the data it was pruned on),
-for a CLIP model also ``<out>/clip/`` (a standard ``transformers.CLIPModel`` directory,
-:func:`~vlbias.models.pruned.export_pruned_clip`), for an open_clip model ``<out>/open_clip/`` (open_clip's own
-``local-dir:`` format, :func:`~vlbias.models.open_clip.export_pruned_open_clip`), ``<out>/prune.json``, ``<out>/tradeoff.csv`` and
-``<out>/tradeoff.png``. The folder is written whole beside ``<out>`` and put in its place in one step
-(:class:`vlbias.atomic.OutputFolder`): a reader, or a run killed at any moment, finds the old folder whole or the
-new one whole; a folder that is not an earlier output of ``vlbias prune`` is refused, not replaced.
+for a family that folds a linear map into its own format (:meth:`~vlbias.models.base.ModelAdapter.export_linear`) also
+``<out>/<family>/``: ``<out>/clip/`` a standard ``transformers.CLIPModel`` directory, ``<out>/open_clip/`` open_clip's
+own ``local-dir:`` format; ``<out>/prune.json``, ``<out>/tradeoff.csv`` and ``<out>/tradeoff.png``. The folder is
+written whole beside ``<out>`` and put in its place in one step (:class:`vlbias.atomic.OutputFolder`): a reader, or a
+run killed at any moment, finds the old folder whole or the new one whole; a folder that is not an earlier output of
+``vlbias prune`` is refused, not replaced.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ import pandas as pd
 from vlbias.atomic import OutputFolder
 from vlbias.mitigation.tradeoff import plot_tradeoff
 from vlbias.models.base import ModelAdapter
-from vlbias.models.clip import CLIPAdapter
-from vlbias.models.pruned import PrunedEmbeddings, export_pruned_clip
+from vlbias.models.pruned import PrunedEmbeddings, row_selection
 
 PRUNE_FOLDER = OutputFolder(
     "vlbias prune",
@@ -50,14 +49,12 @@ def write_pruning_outputs(
     kept = summary["kept"]
 
     def write(folder: Path) -> None:
-        PrunedEmbeddings(adapter, kept).save_pretrained(folder / "model")
+        pruned = PrunedEmbeddings(adapter, kept)
+        pruned.save_pretrained(folder / "model")
         (folder / "model" / SELECTION_FILE).write_text(json.dumps(selection(summary["data"] or {}), indent=2))
-        if isinstance(adapter, CLIPAdapter):
-            export_pruned_clip(adapter, kept, folder / "clip")
-        if adapter.name == "open_clip":
-            from vlbias.models.open_clip import export_pruned_open_clip
-
-            export_pruned_open_clip(adapter, kept, folder / "open_clip")
+        if adapter.no_linear_export is None:
+            keep = row_selection(kept, pruned.embedding_dim)
+            adapter.export_linear(keep, keep, folder / adapter.name)
         table = pd.DataFrame(list(rows))
         table["chosen"] = table["n_removed"] == chosen
         (folder / "tradeoff.csv").write_text(table.to_csv(index=False))
@@ -72,13 +69,12 @@ def write_pruning_outputs(
 
 
 def check_exportable(adapter: ModelAdapter) -> None:
-    """Refuse, before any image is embedded, a model whose export in its own format cannot be written: an open_clip
-    model whose towers do not end in a linear projection (a timm or Hugging Face tower,
-    :func:`~vlbias.models.open_clip.embedding_projections`)."""
-    if adapter.name == "open_clip":  # the adapter's module has imported open_clip already
-        from vlbias.models.open_clip import embedding_projections
-
-        embedding_projections(adapter.model)
+    """Refuse, before any image is embedded, a model of a family that exports in its own format whose export cannot
+    be written (:meth:`~vlbias.models.base.ModelAdapter.check_linear_export`: an open_clip model whose towers do not
+    end in a linear projection, a timm or Hugging Face tower); a family without such an export writes ``model/``
+    only."""
+    if adapter.no_linear_export is None:
+        adapter.check_linear_export()
 
 
 def selection(data: Mapping[str, object]) -> dict[str, object]:

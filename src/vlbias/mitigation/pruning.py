@@ -192,7 +192,7 @@ def select_dimensions(
             raise ConfigError(
                 f"Strategy 'clip_clip' takes no Θ but got theta={theta!r}, theta_quantile={theta_quantile!r}"
             )
-        removed = mutual_info.argsort(descending=True, stable=True)[:n]
+        removed = most_informative(mutual_info, n)
         scores, threshold, n_candidates = mutual_info[removed], None, None
     else:
         threshold = _threshold(mutual_info, theta, theta_quantile)
@@ -223,6 +223,12 @@ def select_dimensions(
         n_candidates=n_candidates,
         seed=None,
     )
+
+
+def most_informative(mutual_info: Tensor, n: int) -> Tensor:
+    """CLIP-clip's choice (Wang et al., 2021a): the ``n`` dimensions of the highest mutual information ``(D,)`` with
+    the protected attribute, highest first (ties: the lower dimension first)."""
+    return mutual_info.argsort(descending=True, stable=True)[:n]
 
 
 def _ranked(

@@ -3,18 +3,17 @@ method's module is imported only when its class is asked for."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from vlbias.lazy_table import LazyTable
-
-if TYPE_CHECKING:
-    from vlbias.mitigation.debiaser import Debiaser
 
 _DEBIASERS = LazyTable(
     "debiaser",
     {
         "bend_vlm": "vlbias.mitigation.bend_vlm:BendVLM",
+        "clip_clip": "vlbias.mitigation.clip_clip:CLIPClip",
+        "mmbias_pruning": "vlbias.mitigation.mmbias_pruning:MMBiasPruning",
+        "orth_cal": "vlbias.mitigation.orth_cal:OrthCal",
         "orth_proj": "vlbias.mitigation.orth_proj:OrthProj",
+        "prism_mini": "vlbias.mitigation.prism_mini:PrismMini",
         "roboshot": "vlbias.mitigation.roboshot:RoboShot",
         "sfid": "vlbias.mitigation.sfid:SFID",
     },
@@ -26,6 +25,6 @@ def list_debiasers() -> list[str]:
     return _DEBIASERS.names()
 
 
-def debiaser_class(name: str) -> type[Debiaser]:
-    """The debiaser class registered as ``name``."""
+def debiaser_class(name: str) -> type:
+    """The debiaser class (a :class:`~vlbias.mitigation.debiaser.Debiaser` subclass) registered as ``name``."""
     return _DEBIASERS.get(name)

@@ -73,6 +73,9 @@ class ModelAdapter(nn.Module):
     #: logit of a softmax over candidates: a softmax over candidates is the model's own choice distribution, but
     #: :math:`\sigma(s)` is no probability (with :math:`e^{\tau} = 100` it is near 1 for any cosine above 0.05).
     match_score: ClassVar[str] = "itm"
+    #: Why the family's own checkpoint format cannot hold a linear change of the embeddings folded into its weights
+    #: (:meth:`export_linear`); ``None`` for a family that can.
+    no_linear_export: ClassVar[str | None] = "vlbias writes no checkpoint of this family with changed embeddings"
 
     tokenizer: object  # a transformers tokenizer
     max_text_length: int
@@ -225,6 +228,23 @@ class ModelAdapter(nn.Module):
     def from_pretrained(cls, name_or_path: str | Path) -> ModelAdapter:
         """Load real weights from a hub id or a local directory/file."""
         raise NotImplementedError
+
+    def export_linear(self, image_map: Tensor | None, text_map: Tensor | None, out_dir: str | Path) -> Path:
+        """Write this model to ``out_dir`` in its family's own format with the linear change ``z -> M z / |M z|`` of
+        its image (``image_map``) and text (``text_map``) embeddings folded into its projection weights
+        (:mod:`vlbias.models.linear_export`; ``None``: that modality unchanged), so the family's own loader, with no
+        vlbias code, gives the changed embeddings. Returns ``out_dir``. A family that cannot is refused with the
+        reason (:attr:`no_linear_export`)."""
+        self.check_linear_export()
+        raise NotImplementedError(f"{type(self).__name__} declares a linear export but does not write one")
+
+    def check_linear_export(self) -> None:
+        """Refuse, before any work, a model :meth:`export_linear` cannot write, saying why."""
+        if self.no_linear_export is not None:
+            raise CapabilityError(
+                f"Model {self.name!r} cannot export a linear change of its embeddings in its own format: "
+                f"{self.no_linear_export}"
+            )
 
     @classmethod
     def tiny(cls, seed: int = 0, tokenizer: object | None = None, sizes: TinySizes | None = None) -> ModelAdapter:

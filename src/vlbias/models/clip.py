@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+from pathlib import Path
+
 import torch.nn.functional as F
 from torch import Tensor
 from transformers import CLIPConfig, CLIPModel
 
 from vlbias.models.base import Capability
+from vlbias.models.linear_export import checked_linear_maps, folded_linear
 from vlbias.models.preprocess import ImageTransform
 from vlbias.models.pretrained import ImageTextAdapter, tiny_layers, tiny_vocabulary_ids
 from vlbias.models.tiny_sizes import TinyEmbeddingSizes
@@ -33,6 +37,7 @@ class CLIPAdapter(ImageTextAdapter):
     model_class = CLIPModel
     size_key = "crop_size"
     tiny_sizes = TinyEmbeddingSizes(hidden_size=64, image_size=64, projection_dim=64)
+    no_linear_export = None
 
     def embed_images(self, pixel_values: Tensor) -> Tensor:
         features = self.model.get_image_features(pixel_values=pixel_values).pooler_output
@@ -58,6 +63,21 @@ class CLIPAdapter(ImageTextAdapter):
     @property
     def logit_scale(self) -> Tensor:
         return self.model.logit_scale
+
+    def export_linear(self, image_map: Tensor | None, text_map: Tensor | None, out_dir: str | Path) -> Path:
+        """A standard ``transformers.CLIPModel`` directory whose ``visual_projection`` and ``text_projection`` are
+        :math:`M W` (:mod:`vlbias.models.linear_export`), with ``config.projection_dim`` the maps' output dimension;
+        CLIP normalises its embeddings, so ``CLIPModel.from_pretrained(out_dir)`` gives :math:`M z / |M z|`. Tokenizer
+        and preprocessing are written too, so ``vlbias.models.registry.load("clip", checkpoint=out_dir)`` loads it as
+        well. The logit scale is copied unchanged. This adapter's model is left as it is."""
+        model = copy.deepcopy(self.model)
+        maps = checked_linear_maps(image_map, text_map, model.config.projection_dim)
+        for attribute, matrix in zip(("visual_projection", "text_projection"), maps):
+            setattr(model, attribute, folded_linear(getattr(model, attribute), matrix))
+        model.config.projection_dim = maps[0].shape[0]
+        out_dir = Path(out_dir)
+        CLIPAdapter(model, self.tokenizer, self.transform).save_pretrained(out_dir)
+        return out_dir
 
     @classmethod
     def _tiny(cls, tokenizer, sizes: TinyEmbeddingSizes) -> CLIPAdapter:

@@ -26,10 +26,10 @@ from torch import Tensor, nn
 from vlbias.data.images import load_image
 from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.linear_export import checked_linear_maps, folded_columns, folded_linear
 from vlbias.models.loading import check_checkpoint
 from vlbias.models.open_clip_tokens import OpenCLIPTokenizer
 from vlbias.models.preprocess import checked_image_batch
-from vlbias.models.pruned import checked_kept_dims
 from vlbias.models.tiny_sizes import TinyEmbeddingSizes
 
 HF_HUB = "hf-hub:"
@@ -87,6 +87,7 @@ class OpenCLIPAdapter(ModelAdapter):
     """
 
     match_follows_embeddings = True  # e^tau cos (+ b)
+    no_linear_export = None  # for the towers that end in a linear projection (check_linear_export)
 
     name = "open_clip"
     capabilities = frozenset({Capability.EMBED, Capability.MATCH})
@@ -159,6 +160,38 @@ class OpenCLIPAdapter(ModelAdapter):
         return "softmax" if self.model.logit_bias is None else "sigmoid"
 
     # -- persistence -----------------------------------------------------------------
+    def export_linear(self, image_map: Tensor | None, text_map: Tensor | None, out_dir: str | Path) -> Path:
+        """This model with the linear change :math:`M` of each modality folded into its tower's projection, in
+        open_clip's ``local-dir:`` format (:meth:`save_pretrained`), so ``open_clip.create_model_from_pretrained(
+        "local-dir:" + out_dir)`` gives :math:`M z / |M z|` with no vlbias code.
+
+        Each tower ends in a linear map to the :math:`D`-dimensional embedding (:data:`EMBEDDING_PROJECTIONS`): a
+        ``(width, D)`` projection :math:`P` applied as ``x @ P`` becomes :math:`P M^\\top`, an ``nn.Linear`` becomes
+        :math:`M W` and :math:`M b` (:mod:`vlbias.models.linear_export`); the model config's ``embed_dim`` becomes the
+        maps' output dimension, and ``encode_*(normalize=True)`` normalises. The logit scale and bias are copied
+        unchanged, so the pair score is :math:`e^{\\tau}\\cos + b` of the changed embeddings. A tower whose embedding
+        comes from another module (a timm or Hugging Face tower, an MLP head) is refused by name
+        (:meth:`check_linear_export`). This adapter's model is left as it is."""
+        projections = embedding_projections(self.model)
+        model = copy.deepcopy(self.model)
+        maps = dict(zip(("image", "text"), checked_linear_maps(image_map, text_map, self.model_config["embed_dim"])))
+        for tower, path in projections.items():
+            owner_path, _, name = path.rpartition(".")
+            full = _attribute(model, path)
+            if isinstance(full, nn.Linear):
+                folded = folded_linear(full, maps[tower])
+            else:
+                folded = folded_columns(full, maps[tower])
+            setattr(_attribute(model, owner_path), name, folded)
+        config = {**self.model_config, "embed_dim": maps["image"].shape[0]}
+        out_dir = Path(out_dir)
+        OpenCLIPAdapter(model, config, self.tokenizer).save_pretrained(out_dir)
+        return out_dir
+
+    def check_linear_export(self) -> None:
+        """Refuse a model a tower of which does not end in a linear projection (:func:`embedding_projections`)."""
+        embedding_projections(self.model)
+
     def save_pretrained(self, directory: str | Path) -> None:
         """Write open_clip's ``local-dir:`` format to ``directory``: ``open_clip_config.json`` (the model config and
         the preprocessing, as ``open_clip.push_to_hf_hub`` writes it), the weights as ``open_clip_model.safetensors``
@@ -244,41 +277,6 @@ EMBEDDING_PROJECTIONS = {
 }
 
 
-def export_pruned_open_clip(adapter: OpenCLIPAdapter, kept_dims: Sequence[int] | Tensor, out_dir: str | Path) -> Path:
-    """Write ``adapter``'s model with only the embedding dimensions ``kept_dims`` in open_clip's ``local-dir:`` format
-    (:meth:`OpenCLIPAdapter.save_pretrained`), so that ``open_clip.create_model_from_pretrained("local-dir:" +
-    out_dir)`` gives the pruned embeddings with no vlbias code.
-
-    Each tower ends in a linear map to the :math:`D`-dimensional embedding (:data:`EMBEDDING_PROJECTIONS`), one output
-    coordinate per column of a ``(width, D)`` projection or per row of an ``nn.Linear``; keeping those of ``kept_dims``
-    and setting the model config's ``embed_dim`` to :math:`D - N` gives exactly the kept coordinates, which
-    ``encode_*(normalize=True)`` re-normalises as :class:`~vlbias.models.pruned.PrunedEmbeddings` does. The logit scale
-    and bias are copied unchanged, so the pair score is :math:`e^{\\tau}\\cos + b` of the pruned embeddings. A tower
-    whose embedding comes from another module (a timm or Hugging Face tower, an MLP head) is refused by name.
-
-    Returns:
-        ``out_dir`` as a path.
-    """
-    model = copy.deepcopy(adapter.model)
-    kept = checked_kept_dims(kept_dims, adapter.model_config["embed_dim"])
-    for path in embedding_projections(model).values():
-        owner_path, _, name = path.rpartition(".")
-        owner, full = _attribute(model, owner_path), _attribute(model, path)
-        with torch.no_grad():
-            if isinstance(full, nn.Linear):
-                pruned = nn.Linear(full.in_features, kept.numel(), bias=full.bias is not None).to(full.weight)
-                pruned.weight.copy_(full.weight.index_select(0, kept.to(full.weight.device)))
-                if full.bias is not None:
-                    pruned.bias.copy_(full.bias.index_select(0, kept.to(full.bias.device)))
-            else:
-                pruned = nn.Parameter(full.index_select(1, kept.to(full.device)).clone())
-        setattr(owner, name, pruned)
-    config = {**adapter.model_config, "embed_dim": kept.numel()}
-    out_dir = Path(out_dir)
-    OpenCLIPAdapter(model, config, adapter.tokenizer).save_pretrained(out_dir)
-    return out_dir
-
-
 def embedding_projections(model: nn.Module) -> dict[str, str]:
     """The path of each tower's linear map to the embedding (:data:`EMBEDDING_PROJECTIONS`), ``{"image": ...,
     "text": ...}``; a tower without one is refused by name."""
@@ -287,8 +285,8 @@ def embedding_projections(model: nn.Module) -> dict[str, str]:
         present = [path for path in paths if _attribute(model, path) is not None]
         if not present:
             raise InputError(
-                f"Cannot export a pruned open_clip {type(model).__name__}: its {tower} tower has none of the linear "
-                f"embedding projections {', '.join(paths)} that pruning folds its kept dimensions into"
+                f"Cannot export a linear change of the embeddings of open_clip {type(model).__name__}: its {tower} "
+                f"tower has none of the linear embedding projections {', '.join(paths)} that the change folds into"
             )
         found[tower] = present[0]
     return found

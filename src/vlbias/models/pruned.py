@@ -3,10 +3,11 @@
 :class:`PrunedEmbeddings` wraps any EMBED adapter and keeps only the dimensions that
 :func:`vlbias.mitigation.pruning.prune_dimensions` kept (``result.kept``): each image and text embedding
 becomes :math:`z_K / |z_K|`, the kept coordinates re-normalised, so its cosines are those that
-Algorithm 1 scored. :func:`export_pruned_clip` writes the same model as a plain ``transformers``
-CLIP checkpoint: the rows of ``visual_projection`` and ``text_projection`` of the removed dimensions are
-cut out (``projection_dim = D - N``), so ``CLIPModel.from_pretrained`` gives the pruned embeddings with
-no vlbias code.
+Algorithm 1 scored. Pruning is the linear map :math:`M` = the kept rows of the identity (:func:`row_selection`), so
+a family that folds a linear map into its projection weights (:meth:`~vlbias.models.base.ModelAdapter.export_linear`:
+CLIP, open_clip) writes the same model in its own format, ``adapter.export_linear(M, M, out_dir)``: the rows of the
+removed dimensions are cut out of both projections (``projection_dim = D - N``), and the family's own loader gives the
+pruned embeddings with no vlbias code.
 
 Example:
     >>> model = PrunedEmbeddings(CLIPAdapter.tiny(), kept_dims=[0, 5, 9])
@@ -16,14 +17,13 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from vlbias.errors import CapabilityError, InputError
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
@@ -57,6 +57,17 @@ def checked_kept_dims(kept_dims: Sequence[int] | Tensor, dim: int) -> Tensor:
     if torch.as_tensor(kept_dims).numel() == 0:
         raise InputError(f"Expected `kept_dims` to be a non-empty 1-D list of integer dimensions but got {kept_dims!r}")
     return checked_dimensions(kept_dims, dim, "kept")
+
+
+def row_selection(kept_dims: Sequence[int] | Tensor, dim: int) -> Tensor:
+    """The ``(len(kept_dims), dim)`` float64 matrix whose rows are the identity's rows ``kept_dims``
+    (:func:`checked_kept_dims`): the linear map of pruning the other dimensions.
+
+    Example:
+        >>> row_selection([0, 2], 3).tolist()
+        [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    """
+    return torch.eye(dim, dtype=torch.float64)[checked_kept_dims(kept_dims, dim)]
 
 
 def _embedding_dim(adapter: ModelAdapter) -> int:
@@ -141,33 +152,3 @@ class PrunedEmbeddings(ModelAdapter):
         even-numbered dimensions."""
         inner = CLIPAdapter.tiny(seed, tokenizer, sizes)
         return cls(inner, torch.arange(0, inner.model.config.projection_dim, 2))
-
-
-def export_pruned_clip(clip_adapter: CLIPAdapter, kept_dims: Sequence[int] | Tensor, out_dir: str | Path) -> Path:
-    """Write ``clip_adapter`` with only ``kept_dims`` as a standard ``transformers.CLIPModel`` directory.
-
-    The projections map the towers' pooled states to the embedding, one output row per dimension, so
-    keeping rows ``kept_dims`` of ``visual_projection`` and ``text_projection`` (and setting
-    ``config.projection_dim``) gives exactly the kept coordinates; CLIP's normalisation then re-normalises
-    them, as :class:`PrunedEmbeddings` does. Tokenizer and preprocessing are written too, so
-    ``CLIPModel.from_pretrained(out_dir)`` and ``vlbias.models.registry.load("clip", checkpoint=out_dir)`` both load it.
-
-    Returns:
-        ``out_dir`` as a path.
-    """
-    if not isinstance(clip_adapter, CLIPAdapter):
-        raise InputError(f"Expected a CLIPAdapter to export but got {type(clip_adapter).__name__}")
-    model = copy.deepcopy(clip_adapter.model)
-    kept = checked_kept_dims(kept_dims, model.config.projection_dim).to(model.visual_projection.weight.device)
-    for attribute in ("visual_projection", "text_projection"):
-        full = getattr(model, attribute)
-        pruned = nn.Linear(
-            full.in_features, kept.numel(), bias=False, device=full.weight.device, dtype=full.weight.dtype
-        )
-        with torch.no_grad():
-            pruned.weight.copy_(full.weight.index_select(0, kept))
-        setattr(model, attribute, pruned)
-    model.config.projection_dim = kept.numel()
-    out_dir = Path(out_dir)
-    CLIPAdapter(model, clip_adapter.tokenizer, clip_adapter.transform).save_pretrained(out_dir)
-    return out_dir

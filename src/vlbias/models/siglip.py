@@ -46,6 +46,10 @@ class SigmoidPairScores(ModelAdapter):
 
     match_follows_embeddings = True  # e^tau cos + b
     match_score = "sigmoid"
+    no_linear_export = (
+        "its image tower ends in an attention-pooling head whose MLP is added back to the pooled state (no linear map "
+        "to the embedding), so a change of the image embeddings has no projection weights to fold into"
+    )
 
     capabilities = frozenset({Capability.EMBED, Capability.MATCH})
 

@@ -1,0 +1,86 @@
+r"""Debiasers that remove embedding dimensions (:class:`DimensionRemoval`): CLIP-clip
+(:mod:`vlbias.mitigation.clip_clip`) and MMBias pruning (:mod:`vlbias.mitigation.mmbias_pruning`), the choices of
+:mod:`vlbias.mitigation.pruning` under the debiaser interface.
+
+Removing the dimensions :math:`R` of :math:`D` keeps the others, :math:`K`, in ascending order: every image and text
+embedding becomes :math:`z_K / |z_K|`, the linear map :math:`M z / |M z|` with :math:`M` the rows :math:`K` of the
+identity (``(D - N, D)``, :func:`vlbias.models.pruned.row_selection`), so a model exports it in its own format with
+the removed rows cut out of its projections (:meth:`vlbias.models.base.ModelAdapter.export_linear`). The fitted state
+is the kept and the removed dimensions (the latter in the order they were chosen) and :math:`D`.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from vlbias.errors import ConfigError, InputError
+from vlbias.mitigation.debiaser import Debiaser, DebiaserOptions, FitData, Modality
+from vlbias.mitigation.pruning import removal_count
+from vlbias.models.pruned import row_selection
+
+
+@dataclass(frozen=True)
+class RemovalOptions(DebiaserOptions):
+    """Args:
+    n_dims: N, the dimensions to remove (or ``fraction``; default a fraction of 0.1).
+    fraction: N as a share of the embedding dimension D, rounded (default 0.1 when ``n_dims`` is not given).
+    seed: seed of the mutual-information estimator's tie-breaking noise.
+    """
+
+    n_dims: int | None = None
+    fraction: float | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.n_dims is not None and self.fraction is not None:
+            raise ConfigError("Give one of `n_dims` (N) and `fraction` (N as a share of D), not both.")
+        if self.n_dims is None and self.fraction is None:
+            object.__setattr__(self, "fraction", 0.1)
+        if self.n_dims is not None and (isinstance(self.n_dims, bool) or not isinstance(self.n_dims, int)):
+            raise ConfigError(f"Expected `n_dims` to be an int count but got {self.n_dims!r}")
+        if self.fraction is not None and not (isinstance(self.fraction, float) and 0 < self.fraction < 1):
+            raise ConfigError(f"Expected `fraction` to be a float in (0, 1) but got {self.fraction!r}")
+
+    def count(self, dim: int) -> int:
+        """N for embeddings of ``dim`` dimensions (:func:`~vlbias.mitigation.pruning.removal_count`)."""
+        if self.n_dims is not None:
+            return removal_count(self.n_dims, dim, "n_dims")
+        return removal_count(self.fraction, dim, "fraction")
+
+
+class DimensionRemoval(Debiaser):
+    """A debiaser that removes the dimensions :meth:`_removed` chooses from image and text embeddings (module
+    docstring); linear (:meth:`linear_map` gives the kept rows of the identity)."""
+
+    MODIFIES = frozenset({"image", "text"})
+    OPTIONS = RemovalOptions
+
+    def _fit(self, data: FitData) -> None:
+        dim, removed = self._removed(data)
+        kept = torch.ones(dim, dtype=torch.bool)
+        kept[removed] = False
+        self._keep("removed", removed.long())
+        self._keep("kept", kept.nonzero().squeeze(1))
+        self._keep("dim", torch.tensor(dim))
+
+    @abc.abstractmethod
+    def _removed(self, data: FitData) -> tuple[int, Tensor]:
+        """``D`` and the dimensions to remove, in the order the method chose them."""
+
+    def linear_map(self, modality: Modality) -> Tensor:
+        state = self.fitted_state()
+        return row_selection(state["kept"], int(state["dim"]))
+
+
+def group_codes(name: str, values: Sequence[Hashable], count: int) -> Tensor:
+    """``values`` (one per reference image, ``count`` of them) as integer codes in the order of first appearance."""
+    values = list(values)
+    if len(values) != count:
+        raise InputError(f"Expected one value of `{name}` per reference image but got {len(values)} for {count}")
+    codes: dict[Hashable, int] = {}
+    return torch.tensor([codes.setdefault(value, len(codes)) for value in values])

@@ -1,0 +1,186 @@
+"""Embeddings of any EMBED adapter changed by a fitted post-hoc debiaser (:class:`DebiasedEmbeddings`, model
+``debiased``).
+
+The image and text embeddings are the debiaser's :meth:`~vlbias.mitigation.debiaser.Debiaser.transform_images` and
+:meth:`~vlbias.mitigation.debiaser.Debiaser.transform_texts` of the inner adapter's; a method that reads the texts
+themselves (``READS_TEXTS``, e.g. BendVLM's per-query prompts) gets the text of each row, remembered by
+:meth:`DebiasedEmbeddings.prepare_texts`. A linear debiaser on a family that folds a linear map into its projection
+weights (CLIP, open_clip) also exports the debiased model in the family's own format
+(:meth:`DebiasedEmbeddings.export_linear`).
+
+Example:
+    >>> model = DebiasedEmbeddings.tiny()
+    >>> model.embed_texts(model.prepare_texts(["a man is cooking"])).shape
+    torch.Size([1, 64])
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from vlbias.errors import CapabilityError, InputError
+from vlbias.mitigation.debiaser import Debiaser, FitData, load_debiaser
+from vlbias.mitigation.orth_proj import OrthProj
+from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.catalog import adapter_class
+from vlbias.models.clip import CLIPAdapter
+from vlbias.models.linear_export import checked_linear_maps
+from vlbias.models.loading import check_checkpoint
+from vlbias.models.tiny_sizes import TinySizes
+
+#: The file beside ``inner/`` and ``debiaser/`` that names the inner model and the embedding dimensions.
+DEBIASED_FILE = "debiased_embeddings.json"
+INNER_DIR = "inner"
+DEBIASER_DIR = "debiaser"
+#: The attribute prompts the tiny model's Orth-Proj is fitted on.
+TINY_PROMPTS = {"man": ["a photo of a man"], "woman": ["a photo of a woman"]}
+
+
+class DebiasedEmbeddings(ModelAdapter):
+    """An EMBED adapter whose embeddings are ``debiaser``'s transforms of ``inner``'s (module docstring).
+
+    Preprocessing, tokenizer and device are the inner adapter's. ``save_pretrained(directory)`` writes the inner
+    adapter to ``directory/inner``, the debiaser to ``directory/debiaser``
+    (:meth:`~vlbias.mitigation.debiaser.Debiaser.save`) and :data:`DEBIASED_FILE`; :meth:`from_pretrained` reads all
+    three back through the catalog and the debiaser registry.
+    """
+
+    name = "debiased"
+    capabilities = frozenset({Capability.EMBED})
+    tiny_sizes = CLIPAdapter.tiny_sizes
+
+    def __init__(self, inner: ModelAdapter, debiaser: Debiaser) -> None:
+        super().__init__()
+        if Capability.EMBED not in inner.capabilities:
+            raise CapabilityError(f"Expected an inner adapter with capability 'embed' but {inner.name!r} lacks it")
+        if not debiaser.fitted:
+            raise InputError(f"Expected a fitted debiaser but {debiaser.name!r} is not fitted")
+        self.inner = inner
+        self.debiaser = debiaser
+        self.tokenizer = inner.tokenizer
+        self.max_text_length = inner.max_text_length
+        self._texts: dict[tuple[int, ...], set[str]] = {}
+        with torch.no_grad():
+            full = inner.embed_texts(inner.prepare_texts(["a"]))
+        self.inner_dim = full.shape[1]
+        self.embedding_dim = debiaser.transform_texts(full, ["a"]).shape[1]
+
+    def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
+        return self.inner.prepare_images(images)
+
+    def prepare_texts(self, texts: Sequence[str]) -> dict[str, Tensor]:
+        """The inner adapter's tokens; for a debiaser that reads texts, each row's text is remembered by its tokens."""
+        tokens = self.inner.prepare_texts(texts)
+        if self.debiaser.READS_TEXTS:
+            for key, text in zip(_row_keys(tokens), texts):
+                self._texts.setdefault(key, set()).add(text)
+        return tokens
+
+    def _texts_of(self, tokens: dict[str, Tensor]) -> list[str] | None:
+        """The text of each row of ``tokens`` (for a debiaser that reads texts), from :meth:`prepare_texts`."""
+        if not self.debiaser.READS_TEXTS:
+            return None
+        texts = []
+        for row, key in enumerate(_row_keys(tokens)):
+            known = self._texts.get(key, set())
+            if len(known) != 1:
+                problem = "were not prepared by this model" if not known else f"stand for several texts {sorted(known)}"
+                raise InputError(
+                    f"Debiaser {self.debiaser.name!r} reads each query's text, but the tokens of row {row} {problem}"
+                )
+            texts.append(next(iter(known)))
+        return texts
+
+    def embed_images(self, pixel_values: Tensor) -> Tensor:
+        return self.debiaser.transform_images(self.inner.embed_images(pixel_values))
+
+    def embed_texts(self, tokens: dict[str, Tensor]) -> Tensor:
+        return self.debiaser.transform_texts(self.inner.embed_texts(tokens), self._texts_of(tokens))
+
+    def direct_call(
+        self, capability: Capability, pixel_values: Tensor, tokens: dict[str, Tensor]
+    ) -> tuple[Tensor, Tensor]:
+        """The inner adapter's ``direct_call`` (its library model called directly), debiased."""
+        if capability not in self.capabilities:
+            raise self._lacks(capability)
+        images, texts = self.inner.direct_call(capability, pixel_values, tokens)
+        return self.debiaser.transform_images(images), self.debiaser.transform_texts(texts, self._texts_of(tokens))
+
+    @property
+    def no_linear_export(self) -> str | None:
+        """Why :meth:`export_linear` cannot write this model: the inner family's reason, or a debiaser that changes a
+        modality non-linearly; ``None`` when it can."""
+        if self.inner.no_linear_export is not None:
+            return f"its inner model {self.inner.name!r} cannot: {self.inner.no_linear_export}"
+        nonlinear = sorted(m for m in self.debiaser.MODIFIES if self.debiaser.linear_map(m) is None)
+        if nonlinear:
+            return f"debiaser {self.debiaser.name!r} changes the {' and '.join(nonlinear)} embeddings non-linearly"
+        return None
+
+    def check_linear_export(self) -> None:
+        super().check_linear_export()
+        self.inner.check_linear_export()
+
+    def export_linear(self, image_map: Tensor | None, text_map: Tensor | None, out_dir: str | Path) -> Path:
+        """The inner model in its family's own format with the debiaser's linear maps, then ``image_map`` and
+        ``text_map`` (``None``: nothing more), folded into its projections: ``export_linear(None, None, out_dir)``
+        writes the debiased model itself, which the family's own loader reads with no vlbias code."""
+        self.check_linear_export()
+        given = checked_linear_maps(image_map, text_map, self.embedding_dim)
+        total = [after @ self._own_map(modality) for modality, after in zip(("image", "text"), given, strict=True)]
+        return self.inner.export_linear(total[0], total[1], out_dir)
+
+    def _own_map(self, modality: str) -> Tensor:
+        """The debiaser's ``(embedding_dim, inner_dim)`` map of ``modality`` in float64 (the identity if unchanged)."""
+        if modality not in self.debiaser.MODIFIES:
+            return torch.eye(self.inner_dim, dtype=torch.float64)
+        return self.debiaser.linear_map(modality).detach().cpu().double()
+
+    def save_pretrained(self, directory: str | Path) -> None:
+        directory = Path(directory)
+        self.inner.save_pretrained(directory / INNER_DIR)
+        self.debiaser.save(directory / DEBIASER_DIR)
+        fields = {"inner": self.inner.name, "inner_dim": self.inner_dim, "embedding_dim": self.embedding_dim}
+        (directory / DEBIASED_FILE).write_text(json.dumps(fields, indent=2))
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | Path) -> DebiasedEmbeddings:
+        """Load a :meth:`save_pretrained` directory."""
+        check_checkpoint(name_or_path, cls.name)
+        path = Path(name_or_path) / DEBIASED_FILE
+        if not path.is_file():
+            raise InputError(f"Checkpoint {str(name_or_path)!r} for model 'debiased' has no {DEBIASED_FILE}")
+        fields = json.loads(path.read_text())
+        inner = adapter_class(fields["inner"]).from_pretrained(Path(name_or_path) / INNER_DIR)
+        model = cls(inner, load_debiaser(Path(name_or_path) / DEBIASER_DIR))
+        written = (fields["inner_dim"], fields["embedding_dim"])
+        if (model.inner_dim, model.embedding_dim) != written:
+            raise InputError(
+                f"{str(path)!r} was written for {written[0]}-dimensional inner embeddings debiased to {written[1]} but "
+                f"the inner {fields['inner']!r} model and the debiaser give {model.inner_dim} and {model.embedding_dim}"
+            )
+        return model
+
+    @classmethod
+    def tiny(cls, seed: int = 0, tokenizer: object | None = None, sizes: TinySizes | None = None) -> DebiasedEmbeddings:
+        """A tiny random CLIP of ``sizes`` (:meth:`CLIPAdapter.tiny`; by default 64 dimensions) with Orth-Proj fitted
+        on its own embeddings of :data:`TINY_PROMPTS`."""
+        inner = CLIPAdapter.tiny(seed, tokenizer, sizes)
+        with torch.no_grad():
+            prompts = {value: inner.embed_texts(inner.prepare_texts(texts)) for value, texts in TINY_PROMPTS.items()}
+        return cls(inner, OrthProj().fit(FitData(attribute_prompts=prompts)))
+
+
+def _row_keys(tokens: dict[str, Tensor]) -> list[tuple[int, ...]]:
+    """One key per row of ``tokens``: its ``input_ids`` without padding (where an ``attention_mask`` marks it), so a
+    text has one key whatever the batch it is padded in."""
+    ids = tokens["input_ids"].cpu()
+    mask = tokens.get("attention_mask")
+    if mask is None:
+        return [tuple(row.tolist()) for row in ids]
+    return [tuple(row[keep].tolist()) for row, keep in zip(ids, mask.cpu().bool())]
