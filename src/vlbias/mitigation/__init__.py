@@ -4,7 +4,9 @@ Post-hoc debiasers share one interface (:mod:`vlbias.mitigation.debiaser`: fitte
 transform of image and/or text embeddings, a matrix when linear, saved and loaded as one folder), registered by name
 (:func:`list_debiasers`, :func:`debiaser_class`), one module per method: Orth-Proj and Orth-Cal (Chuang et al., 2023;
 :mod:`~vlbias.mitigation.orth_proj`, :mod:`~vlbias.mitigation.orth_cal`), PRISM-mini (Molahasani et al., 2025;
-:mod:`~vlbias.mitigation.prism_mini`), CLIP-clip (Wang et al., 2021; :mod:`~vlbias.mitigation.clip_clip`) and MMBias
+:mod:`~vlbias.mitigation.prism_mini`), RoboShot (Adila et al., 2024; :mod:`~vlbias.mitigation.roboshot`), SFID
+(Jung et al., 2024; :mod:`~vlbias.mitigation.sfid`), BendVLM (Gerych et al., 2024; :mod:`~vlbias.mitigation.bend_vlm`),
+CLIP-clip (Wang et al., 2021; :mod:`~vlbias.mitigation.clip_clip`) and MMBias
 pruning (Janghorbani & de Melo, 2023, Algorithm 1; :mod:`~vlbias.mitigation.mmbias_pruning`). A debiased model is
 :class:`vlbias.models.debiased.DebiasedEmbeddings`; a linear one exports in its family's own format
 (:meth:`vlbias.models.base.ModelAdapter.export_linear`). MMBias's MI-guided dimension pruning itself
