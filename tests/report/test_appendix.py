@@ -35,6 +35,7 @@ RUNS = {
     "counterbias": ("counterbias", "albef", BOOTSTRAP),
     "entity_association": ("entity_association", "albef", BOOTSTRAP),
     "weat": ("weat", "bert", STATISTICS),
+    "zero_shot_fairness": ("zero_shot_fairness", "clip", BOOTSTRAP),
 }
 
 

@@ -87,7 +87,12 @@ from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.models.unseen_text import TRUNCATED, unseen_by
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
-from vlbias.suites.zero_shot_fairness_options import INTERSECTION, ZeroShotFairnessOptions, face_data_kind
+from vlbias.suites.zero_shot_fairness_options import (
+    INTERSECTION,
+    ZeroShotFairnessOptions,
+    face_data_kind,
+    refuse_other_data,
+)
 from vlbias.suites.zero_shot_prompts import ClassPrompts, task_prompts
 
 if TYPE_CHECKING:
@@ -196,6 +201,8 @@ class ZeroShotFairnessSuite(Suite):
     def from_path(cls, path: Path, options: ZeroShotFairnessOptions) -> ZeroShotFairnessSuite:
         """A FairFace or CelebA folder in the release's layout (known by its label files)."""
         kind = face_data_kind(Path(path), options.split)
+        if kind is None:
+            raise refuse_other_data(Path(path), options.split)
         task, split = options.chosen_task(kind), options.chosen_split(kind)
         if kind == "fairface":
             gallery = read_fairface(path, split, options.padding)

@@ -14,6 +14,8 @@ from typing import ClassVar, Literal
 
 from jsonargparse.typing import PositiveInt
 
+from vlbias.data.celeba import ATTRIBUTES_FILE, RELEASE_FOLDERS
+from vlbias.data.fairface import label_file
 from vlbias.errors import ConfigError, InputError
 from vlbias.options import StatisticsOptions
 from vlbias.suites.options import NO_PERMUTATION_TEST, Split, SuiteOptions
@@ -43,8 +45,6 @@ GROUPING_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "fairface": ("race", "gender", "age"),
     "celeba": ("gender",),
 }
-FAIRFACE_MARKER = "fairface_label_{split}.csv"
-CELEBA_MARKER = "list_attr_celeba.txt"
 
 
 @dataclass(frozen=True)
@@ -130,15 +130,21 @@ class ZeroShotFairnessOptions(SuiteOptions):
         return groupings
 
 
-def face_data_kind(path: Path, split: str | None) -> str:
+def face_data_kind(path: Path, split: str | None) -> str | None:
     """``"celeba"`` or ``"fairface"``: which face data set the folder ``path`` holds, by its label files (CelebA's
-    ``list_attr_celeba.txt`` in it or in ``Anno/``; FairFace's ``fairface_label_<split>.csv`` in it or beside it)."""
-    if (path / CELEBA_MARKER).is_file() or (path / "Anno" / CELEBA_MARKER).is_file():
+    ``list_attr_celeba.txt`` in it or in ``Anno/``; FairFace's ``fairface_label_<split>.csv``, val by default, in it
+    or beside it), or ``None`` when it holds neither."""
+    if (path / ATTRIBUTES_FILE).is_file() or (path / RELEASE_FOLDERS[ATTRIBUTES_FILE] / ATTRIBUTES_FILE).is_file():
         return "celeba"
-    fairface = FAIRFACE_MARKER.format(split=split or DEFAULT_SPLITS["fairface"])
+    fairface = label_file(split or DEFAULT_SPLITS["fairface"])
     if path.is_dir() and ((path / fairface).is_file() or (path.parent / fairface).is_file()):
         return "fairface"
-    raise InputError(
-        f"Data path {str(path)!r} holds neither FairFace's {fairface} nor CelebA's {CELEBA_MARKER}; expected a FairFace "
-        "or CelebA folder in the release's layout (or 'biasworld')."
+    return None
+
+
+def refuse_other_data(path: Path, split: str | None) -> InputError:
+    """The error for a data path that is neither a FairFace nor a CelebA folder."""
+    return InputError(
+        f"Data path {str(path)!r} holds neither FairFace's {label_file(split or DEFAULT_SPLITS['fairface'])} nor "
+        f"CelebA's {ATTRIBUTES_FILE}; expected a FairFace or CelebA folder in the release's layout (or 'biasworld')."
     )
