@@ -6,6 +6,7 @@ protocol's classes are recorded in the config."""
 from __future__ import annotations
 
 import itertools
+import json
 import warnings
 
 import fairlearn.metrics as fairlearn_metrics
@@ -14,11 +15,16 @@ import pytest
 import torch
 
 from tests.data.faces import celeba_row, write_celeba, write_fairface, write_image
+from tests.suites.sharded import single_process
+from vlbias.audit import MEASURED, audit
 from vlbias.data.biasworld import ACTIVITIES, BiasWorld
+from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.data.fairface import AGES, RACES
 from vlbias.errors import ConfigError
 from vlbias.metrics.functional import group_fairness
 from vlbias.models.clip import CLIPAdapter
+from vlbias.results import read_results
+from vlbias.run_options import AuditOptions
 from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 
@@ -185,3 +191,46 @@ def test_celeba_blond_hair_by_gender_equals_fairlearn(adapter, tmp_path):
         assert abs(expected[name][0].item() - want) <= TOL
     with pytest.raises(ConfigError, match="No shipped prompts for CelebA attribute 'Bags_Under_Eyes'"):
         _run(adapter, root, {"attribute": "Bags_Under_Eyes"})
+
+
+# ----------------------------------------------------------------------------- vlbias audit
+def test_audit_measures_fairface_celeba_and_biasworld_and_the_report_draws_the_groups(tmp_path):
+    data = tmp_path / "data"
+    _fairface(data / "fairface")
+    names = [f"{k:06d}.jpg" for k in range(1, 9)]
+    rows = [celeba_row(name, ({"Male"} if k % 2 else set()) | ({"Blond_Hair"} if k % 4 < 2 else set())) for k, name in enumerate(names)]  # fmt: skip
+    write_celeba(data / "celeba", rows, "".join(f"{name} 2\n" for name in names), names, folders=True)
+    options = AuditOptions(
+        model="clip", out=str(tmp_path / "out"), tiny=True, suites=["zero_shot_fairness"], data_root=str(data),
+        biasworld=BiasWorldOptions(eval_per_combination=2),
+        suite_options={"zero_shot_fairness": {"statistics": {"n_bootstrap": 20}}},
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # fixtures of a few rows, where the releases list thousands
+        path = audit(options)
+    entries = {entry["dataset"]: entry for entry in json.loads(path.read_text())["entries"]}
+    assert {name: entry["status"] for name, entry in entries.items()} == dict.fromkeys(
+        ("biasworld", "celeba", "fairface"), MEASURED
+    )
+    tasks = {
+        name: read_results(path.parent / e["results"]).config["suite_config"]["task"] for name, e in entries.items()
+    }
+    assert tasks == {"biasworld": "activity", "celeba": "attribute", "fairface": "race"}
+    report = (path.parent / "report" / "report.md").read_text()
+    assert "zero_shot_fairness per group (race&gender)" in report and "zero_shot_fairness per group (gender)" in report
+
+
+# ----------------------------------------------------------------------------- sharded
+def sharded_case():
+    """BiasWorld's 12 test images in batches of five (rank 0 of two probes images 0-4 and 10-11, rank 1 images
+    5-9), image 6 drawn in NaN (skipped on rank 1 alone)."""
+    options = check_suite_options("zero_shot_fairness", {"batch_size": 5, "statistics": {"n_bootstrap": 20}})
+    suite = build_suite(options, BiasWorld(n_train=8, eval_per_combination=1))
+    suite.images[6].image[:] = float("nan")
+    return suite, CLIPAdapter.tiny(seed=3)
+
+
+def test_sharded_case_skips_the_nan_image():
+    (output,) = single_process([sharded_case])
+    assert output["metrics"]["n_images"] == 11 and output["metrics"]["n_skipped/images"] == 1
+    assert output["skipped"] == [{"item": "test/6", "reason": "its embedding holds NaN or inf", "scope": "images"}]
