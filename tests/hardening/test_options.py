@@ -96,6 +96,7 @@ def test_default_statistics_are_the_metrics_defaults():
     assert {suite: stats.interval_method for suite, stats in defaults.items() if stats.interval_method == "bca"} == {
         "mmbias": "bca",
         "weat": "bca",
+        "zero_shot_fairness": "bca",  # GroupFairness's default (the jackknife of each group)
     }
 
 

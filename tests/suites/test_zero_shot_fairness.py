@@ -11,12 +11,15 @@ import warnings
 
 import fairlearn.metrics as fairlearn_metrics
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
+from tests.callbacks.test_bias_suite import QUICKSTART, TINY_FIT
 from tests.data.faces import celeba_row, write_celeba, write_fairface, write_image
 from tests.suites.sharded import single_process
 from vlbias.audit import MEASURED, audit
+from vlbias.cli import main
 from vlbias.data.biasworld import ACTIVITIES, BiasWorld
 from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.data.fairface import AGES, RACES
@@ -234,3 +237,14 @@ def test_sharded_case_skips_the_nan_image():
     (output,) = single_process([sharded_case])
     assert output["metrics"]["n_images"] == 11 and output["metrics"]["n_skipped/images"] == 1
     assert output["skipped"] == [{"item": "test/6", "reason": "its embedding holds NaN or inf", "scope": "images"}]
+
+
+# ----------------------------------------------------------------------------- the callback
+def test_the_callback_logs_the_suite_every_epoch(tmp_path):
+    suites = [{"suite": "zero_shot_fairness", "data": "biasworld", "options": STATISTICS}]
+    callbacks = json.dumps([{"class_path": "vlbias.callbacks.BiasSuiteCallback", "init_args": {"suites": suites}}])
+    main(["fit", "--config", str(QUICKSTART), "--trainer.logger.init_args.save_dir", str(tmp_path), *TINY_FIT,
+          "--trainer.max_epochs", "2", "--trainer.callbacks", callbacks])  # fmt: skip
+    metrics = pd.read_csv(tmp_path / "quickstart" / "version_0" / "metrics.csv")
+    key = "bias/zero_shot_fairness/stereotype/worst_group_gap"
+    assert metrics[key].notna().sum() == 2 and metrics[f"{key}/ci_low"].notna().sum() == 2

@@ -76,7 +76,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from vlbias.data.biasworld import ACTIVITIES, BiasWorld, activity_phrases
+from vlbias.data.biasworld import ACTIVITIES, GROUPS, BiasWorld, activity_phrases
 from vlbias.data.celeba import read_celeba
 from vlbias.data.face_gallery import FaceGallery
 from vlbias.data.fairface import read_fairface
@@ -192,7 +192,7 @@ class ZeroShotFairnessSuite(Suite):
         phrases = {activity: activity_phrases(activity) for activity in ACTIVITIES}
         shipped = ClassPrompts(task, phrases, {}, "vlbias.data.biasworld.activity_phrases")
         prompts = shipped if options.prompts is None else shipped.given(options.prompts)
-        values = {"gender": ("man", "woman"), "stereotype": ("stereotyped", "counter_stereotyped")}
+        values = {"gender": GROUPS, "stereotype": ("stereotyped", "counter_stereotyped")}
         groupings = _groupings(options.chosen_groupings("biasworld", task), values)
         config = {"data": "biasworld", "split": split, **world.config}
         return cls(images, prompts, groupings, config, options)
