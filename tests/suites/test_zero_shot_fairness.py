@@ -23,7 +23,7 @@ from vlbias.cli import main
 from vlbias.data.biasworld import ACTIVITIES, BiasWorld
 from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.data.fairface import AGES, RACES
-from vlbias.errors import ConfigError
+from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional import group_fairness
 from vlbias.models.clip import CLIPAdapter
 from vlbias.results import read_results
@@ -248,3 +248,20 @@ def test_the_callback_logs_the_suite_every_epoch(tmp_path):
     metrics = pd.read_csv(tmp_path / "quickstart" / "version_0" / "metrics.csv")
     key = "bias/zero_shot_fairness/stereotype/worst_group_gap"
     assert metrics[key].notna().sum() == 2 and metrics[f"{key}/ci_low"].notna().sum() == 2
+
+
+# ----------------------------------------------------------------------------- bad options and data
+def test_bad_options_and_data_are_one_line_each(adapter, tmp_path):
+    with pytest.raises(ConfigError, match="`prompts` as {class: \\[prompts\\]} with at least two classes"):
+        check_suite_options("zero_shot_fairness", {"prompts": {"cooking": ["a person cooking."]}})
+    with pytest.raises(ConfigError, match="`groupings` other than the classified attribute 'race' itself"):
+        _run(adapter, _fairface(tmp_path / "fairface"), {"task": "race", "groupings": ["race"]})
+    with pytest.raises(ConfigError, match="`task` to be one of attribute on celeba data but got 'race'"):
+        names = ["000001.jpg"]
+        _run(adapter, write_celeba(tmp_path / "celeba", [celeba_row(names[0], set())], "000001.jpg 2\n", names), {"task": "race"})  # fmt: skip
+    (tmp_path / "other").mkdir()
+    with pytest.raises(InputError, match="holds neither FairFace's fairface_label_val.csv nor CelebA's"):
+        _run(adapter, tmp_path / "other", {})
+    prompts = {"cooking": ["a person cooking."], "sewing": ["a person sewing."]}  # no prompt for four activities
+    with pytest.raises(ConfigError, match="`prompts` for every class of the images but \\['cleaning', 'coding'"):
+        _run(adapter, BiasWorld(n_train=8, eval_per_combination=1), {"prompts": prompts})
