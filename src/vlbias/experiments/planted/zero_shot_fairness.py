@@ -7,10 +7,12 @@ seeds and ``--data.init_args.hidden_object_rate`` overridden (no logger, no chec
 ``epochs`` overrides ``max_epochs``). With the activity's object hidden in a share of the images, a model can only
 guess those images' activity, and a model that learned the planted stereotype guesses the group's stereotyped
 activity: the counter-stereotypical images are then classified worse than the stereotyped ones. The table reports
-the accuracy of both (``stereotype/group/.../accuracy``), its gap (``stereotype/worst_group_gap``: their mean minus
-the worse), and the equal-opportunity gap between men and women (``gender/equal_opportunity_gap_max``: the largest
+the accuracy of both (``stereotype/group/.../accuracy``), their signed difference (stereotyped minus
+counter-stereotypical, ``difference``), the suite's unsigned gap (``stereotype/worst_group_gap``: their mean minus the
+worse), and the equal-opportunity gap between men and women (``gender/equal_opportunity_gap_max``: the largest
 difference over the activities of the share of a group's images of the activity classified as it). Expected: the
-gap larger at 0.9 than at 0.0, on average over the seeds.
+difference larger at 0.9 than at 0.0, on average over the seeds (at 0.0 a seed may favour either side, which the
+unsigned gap does not show).
 """
 
 from __future__ import annotations
@@ -25,13 +27,16 @@ from vlbias.experiments.tables import strength_seed_rows
 from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 
-COLUMNS = {
+#: row key -> the suite's metric it is
+METRICS = {
     "stereotyped": "stereotype/group/stereotyped/accuracy",
     "counter": "stereotype/group/counter_stereotyped/accuracy",
     "gap": "stereotype/worst_group_gap",
     "gender_gap": "gender/equal_opportunity_gap_max",
     "accuracy": "accuracy",
 }
+#: the table's columns: the metrics and ``difference``, stereotyped minus counter-stereotypical accuracy
+COLUMNS = ("stereotyped", "counter", "difference", "gap", "gender_gap", "accuracy")
 
 
 def train_and_measure(strength: float, seed: int, run_dir: str, epochs: int | None, hidden: float) -> dict[str, float]:
@@ -44,7 +49,8 @@ def train_and_measure(strength: float, seed: int, run_dir: str, epochs: int | No
     options = check_suite_options("zero_shot_fairness", {"statistics": {"n_bootstrap": 200}})
     suite = build_suite(options, cli.datamodule.world)
     results, _ = run_suite(suite, cli.model.adapter, model="clip", checkpoint=None, seed=seed, config={})
-    return {key: results.metrics[name] for key, name in COLUMNS.items()} | {"seconds": time.perf_counter() - start}
+    row = {key: results.metrics[name] for key, name in METRICS.items()}
+    return row | {"difference": row["stereotyped"] - row["counter"], "seconds": time.perf_counter() - start}
 
 
 def sanity_table(
@@ -64,8 +70,8 @@ def sanity_table(
         hidden: Share of images drawn without their activity object.
     """
     rows = strength_seed_rows(partial(train_and_measure, epochs=epochs, hidden=hidden), strengths, seeds, progress=True)
-    header = "| bias_strength | seed | acc. stereotyped | acc. counter-stereotypical | gap | gender EO gap max | accuracy | seconds |"  # fmt: skip
-    print(f"\n{header}\n|---:|---:|---:|---:|---:|---:|---:|---:|")
+    header = "| bias_strength | seed | acc. stereotyped | acc. counter-stereotypical | difference | gap | gender EO gap max | accuracy | seconds |"  # fmt: skip
+    print(f"\n{header}\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for strength, seed, r in rows:
         cells = " | ".join(f"{r[key]:.3f}" for key in COLUMNS)
         print(f"| {strength:.2f} | {seed} | {cells} | {r['seconds']:.0f} |")
