@@ -22,8 +22,8 @@ from vlbias.models import registry as model_registry
 from vlbias.options import Seed, StatisticsOptions, check_options
 from vlbias.renamed import RENAMED
 from vlbias.results import Results
-from vlbias.suites import run as suite_run
 from vlbias.suites import options as declarations
+from vlbias.suites import run as suite_run
 from vlbias.suites.options import check_suite_options, options_help, suite_options_class
 from vlbias.suites.registry import list_suites
 
