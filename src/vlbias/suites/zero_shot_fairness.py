@@ -43,8 +43,8 @@ Direction:
     ``non_human_rate`` or ``crime_rate``.
 
 Glossary:
-    * ``accuracy``: the share of images classified correctly, over all images or (``<grouping>/group/<group>/...``)
-      over a group's images.
+    * ``accuracy``: the share of images classified correctly, over all images (its interval resamples within the
+      groups of the first grouping) or (``<grouping>/group/<group>/...``) over a group's images.
     * ``mean_group_accuracy``: the mean of the groups' accuracies.
     * ``worst_group_accuracy``: the lowest group accuracy.
     * ``worst_group_gap``: mean group accuracy minus worst group accuracy; 0 when every group is classified equally.
