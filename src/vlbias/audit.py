@@ -21,8 +21,10 @@ only with specs directly in it), ``annotations.csv`` (VL-Bias), a folder named a
 shipped entity-association spec (its image layout), and a caption file for ``retrieval_bias``: a Karpathy split
 JSON (``dataset_*.json``, e.g. ``dataset_coco.json``) or, where there is none, an ALBEF/LAVIS test-split
 annotation JSON (``*_test.json``, e.g. ``coco_karpathy_test.json``), its images under the file's folder unless
-``suite_options`` give ``image_root``. A data set is named after its folder (and its file, when a folder holds
-several).
+``suite_options`` give ``image_root``; a FairFace folder (``fairface_label_val.csv`` in it or beside it) or a CelebA
+folder (``list_attr_celeba.txt``, flat or in ``Anno/``) for ``zero_shot_fairness``, whose task is then the data set's
+first (race on FairFace, the attribute task on CelebA) unless ``suite_options`` name one. A data set is named after
+its folder (and its file, when a folder holds several).
 
 **Status** of each (suite, data set): ``measured``; ``not applicable`` (the model lacks the capability, or
 the suite reads no BiasWorld stimuli); ``data absent`` (no folder holds the suite's files, or its reader
@@ -63,6 +65,7 @@ from vlbias.suites.base import Suite
 from vlbias.suites.options import check_suite_options, with_statistics_preset
 from vlbias.suites.registry import list_suites, suite_class
 from vlbias.suites.run import build_suite, run_suite
+from vlbias.suites.zero_shot_fairness_options import face_data_kind
 from vlbias.threads import torch_threads
 
 logger = logging.getLogger(__name__)
@@ -97,6 +100,11 @@ def _entity_folders(folder: Path, root: Path) -> list[Path]:
     return [folder] if any((folder / entity).is_dir() for entity in read_spec().entities) else []
 
 
+def _face_folders(folder: Path, root: Path) -> list[Path]:
+    """A FairFace folder (its val label file in it or beside it) or a CelebA folder (its attribute file)."""
+    return [folder] if face_data_kind(folder, None) else []
+
+
 def _caption_files(folder: Path, root: Path) -> list[Path]:
     """Karpathy split files in ``folder``, else its ALBEF/LAVIS test-split files: each is a data set."""
     return sorted(folder.glob("dataset_*.json")) or sorted(folder.glob("*_test.json"))
@@ -110,6 +118,7 @@ DATA_MARKERS: dict[str, tuple[str, Callable[[Path, Path], list[Path]]]] = {
     "counterbias": (ANNOTATIONS, _holds(ANNOTATIONS)),
     "entity_association": ("<entity>/<group>/ image folders", _entity_folders),
     "retrieval_bias": ("a Karpathy dataset_*.json or an ALBEF/LAVIS *_test.json caption file", _caption_files),
+    "zero_shot_fairness": ("FairFace's fairface_label_val.csv or CelebA's list_attr_celeba.txt", _face_folders),
 }
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.data.faces import write_image
+from tests.data.faces import celeba_row, write_celeba
 from vlbias.data.celeba import ATTRIBUTES, read_celeba
 from vlbias.errors import ConfigError, InputError
 
@@ -16,34 +16,17 @@ NAMES = [f"{k:06d}.jpg" for k in range(1, 5)]
 PARTITION = "000001.jpg 0\n000002.jpg 2\n000003.jpg 2\n000004.jpg 1\n"
 
 
-def _values(true: set[str]) -> str:
-    """A row's 40 values as the release writes them: right-aligned in 2 characters, joined by a space."""
-    return " ".join(f"{1 if name in true else -1:2d}" for name in ATTRIBUTES)
-
-
-def _row(name: str, true: set[str]) -> str:
-    return f"{name} {_values(true)}\n"
-
-
 ROWS = [
-    _row(NAMES[0], {"Male", "Young"}),
-    _row(NAMES[1], {"Blond_Hair", "Smiling"}),
-    _row(NAMES[2], {"Male", "Eyeglasses", "5_o_Clock_Shadow"}),
-    _row(NAMES[3], set()),
+    celeba_row(NAMES[0], {"Male", "Young"}),
+    celeba_row(NAMES[1], {"Blond_Hair", "Smiling"}),
+    celeba_row(NAMES[2], {"Male", "Eyeglasses", "5_o_Clock_Shadow"}),
+    celeba_row(NAMES[3], set()),
 ]
 
 
 def _release(root: Path, rows=ROWS, partition=PARTITION, count=None, folders=False) -> Path:
     """CelebA in ``root``: flat (as torchvision lays it out), or in the release's Anno/, Eval/, Img/ folders."""
-    anno, evaluation, img = (root / "Anno", root / "Eval", root / "Img") if folders else (root, root, root)
-    for folder in (anno, evaluation):
-        folder.mkdir(parents=True, exist_ok=True)
-    header = f"{len(rows) if count is None else count}\n{' '.join(ATTRIBUTES)} \n"
-    (anno / "list_attr_celeba.txt").write_text(header + "".join(rows))
-    (evaluation / "list_eval_partition.txt").write_text(partition)
-    for name in NAMES:
-        write_image(img / "img_align_celeba" / name)
-    return root
+    return write_celeba(root, rows, partition, NAMES, count, folders)
 
 
 def _read(*args, **kwargs):
@@ -86,12 +69,12 @@ def test_counts_are_warnings_naming_both(tmp_path):
 
 def test_malformed_lines_are_skipped_naming_the_file_and_line(tmp_path):
     rows = ROWS + [
-        _row(NAMES[1], set()),  # line 7: a repeat
-        _row("000009.jpg", set()),  # 8: in the partition file, but no image
-        _row("000010.jpg", set()),  # 9: not in the partition file
-        _row("000011.jpg", set()).replace("-1", " 0", 1),  # 10: a 0 value
+        celeba_row(NAMES[1], set()),  # line 7: a repeat
+        celeba_row("000009.jpg", set()),  # 8: in the partition file, but no image
+        celeba_row("000010.jpg", set()),  # 9: not in the partition file
+        celeba_row("000011.jpg", set()).replace("-1", " 0", 1),  # 10: a 0 value
         "000012.jpg  1 -1\n",  # 11: too few values
-        _row("sub/000013.jpg", set()),  # 12: a path, not a file name
+        celeba_row("sub/000013.jpg", set()),  # 12: a path, not a file name
         "\n",  # a blank line holds no row
     ]
     partition = PARTITION + "000009.jpg 2\n000011.jpg 2\n000012.jpg 2\nsub/000013.jpg 2\n000002.jpg 1\n000014.jpg\n"

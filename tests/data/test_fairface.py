@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.data.faces import write_image
+from tests.data.faces import FAIRFACE_HEADER as HEADER
+from tests.data.faces import write_fairface, write_image
 from vlbias.data.fairface import AGES, PADDING_FOLDERS, RACES, read_fairface
 from vlbias.errors import ConfigError, InputError
 
-HEADER = "file,age,gender,race,service_test\n"
 ROWS = [
     "val/1.jpg,3-9,Male,East Asian,False\n",
     "val/2.jpg,more than 70,Female,Latino_Hispanic,True\n",
@@ -19,13 +19,8 @@ ROWS = [
 
 
 def _release(root: Path, folders=(0.25,), rows=ROWS, split="val") -> Path:
-    """FairFace as the release unpacks: the label file in ``root``, the images in each padding folder."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / f"fairface_label_{split}.csv").write_text(HEADER + "".join(rows))
-    for padding in folders:
-        for k in range(1, 4):
-            write_image(root / PADDING_FOLDERS[padding] / split / f"{k}.jpg")
-    return root
+    """FairFace as the release unpacks: the label file in ``root``, images 1-3 in each padding folder."""
+    return write_fairface(root, rows, [f"{k}.jpg" for k in range(1, 4)], split, folders)
 
 
 def _read(*args, **kwargs):

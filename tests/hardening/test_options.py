@@ -22,11 +22,14 @@ from vlbias.models import registry as model_registry
 from vlbias.options import Seed, StatisticsOptions, check_options
 from vlbias.renamed import RENAMED
 from vlbias.results import Results
+from vlbias.suites import options as declarations
 from vlbias.suites import run as suite_run
-from vlbias.suites.options import SUITE_OPTIONS, check_suite_options, options_help
+from vlbias.suites.options import check_suite_options, options_help, suite_options_class
 from vlbias.suites.registry import list_suites
 
 ROOT = Path(__file__).resolve().parents[2]
+#: every suite's options declaration (those in vlbias.suites.options and those in a module of their own)
+SUITE_OPTIONS = {suite: suite_options_class(suite) for suite in list_suites()}
 STATISTICS = [field.name for field in dataclasses.fields(StatisticsOptions)]
 #: (suite, option): every top-level option, and ``statistics.<field>`` for each statistics field the suite uses
 OPTIONS = [
@@ -51,7 +54,8 @@ def _keyword_defaults(function) -> dict[str, object]:
 
 
 def test_every_registered_suite_declares_its_options():
-    assert sorted(SUITE_OPTIONS) == list_suites()
+    declared = [*declarations.SUITE_OPTIONS, *declarations.OWN_MODULE_OPTIONS.entries]
+    assert sorted(declared) == list_suites() and len(set(declared)) == len(declared)
 
 
 @pytest.mark.parametrize("declared", [*SUITE_OPTIONS.values(), StatisticsOptions, BiasWorldOptions])
@@ -92,6 +96,7 @@ def test_default_statistics_are_the_metrics_defaults():
     assert {suite: stats.interval_method for suite, stats in defaults.items() if stats.interval_method == "bca"} == {
         "mmbias": "bca",
         "weat": "bca",
+        "zero_shot_fairness": "bca",  # GroupFairness's default (the jackknife of each group)
     }
 
 

@@ -35,6 +35,7 @@ RUNS = {
     "counterbias": ("counterbias", "albef", BOOTSTRAP),
     "entity_association": ("entity_association", "albef", BOOTSTRAP),
     "weat": ("weat", "bert", STATISTICS),
+    "zero_shot_fairness": ("zero_shot_fairness", "clip", BOOTSTRAP),
 }
 
 
@@ -198,10 +199,14 @@ def test_figures_carry_information(measured):
     assert forests == {"mmbias_embed", "mmbias_data", "mmbias_match", "weat"}
     assert not any("heatmap" in n for n in names)  # each kind of test here has one target pair and one attribute pair
     # per-group bars where the suite reports groups: retrieval's query groups, CounterBias's targets, the entities,
-    # MMBias's zero-shot groups; none for VLStereoSet, whose only category on BiasWorld is gender
+    # MMBias's zero-shot groups, zero-shot accuracy per gender and per stereotype; none for VLStereoSet, whose only
+    # category on BiasWorld is gender
     bars = {run for run in RUNS if any(f"_bars_{root.name}_{run}_" in n for n in names)}
-    assert bars == {"retrieval_bias", "counterbias", "entity_association", "mmbias_data"}
+    assert bars == {"retrieval_bias", "counterbias", "entity_association", "mmbias_data", "zero_shot_fairness"}
     text = report.markdown.read_text()
+    zero_shot = section(text, "zero_shot_fairness")
+    for grouping in ("gender", "stereotype"):
+        assert f"![{root.name}/zero_shot_fairness: zero_shot_fairness per group ({grouping})](" in zero_shot
     assert f"![{root.name}/retrieval_bias: retrieval_bias per group (@10)](" in section(text, "retrieval_bias")
     assert f"![{root.name}/mmbias_data: mmbias per group](" in section(text, "mmbias_data")
 

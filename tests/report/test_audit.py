@@ -145,9 +145,14 @@ def test_data_sets_are_found_by_their_readers_files(tmp_path):
     (tmp_path / "flickr").mkdir()  # ALBEF/LAVIS split files: the test split is the data set
     for split in ("train", "val", "test"):
         (tmp_path / "flickr" / f"flickr30k_{split}.json").write_text("[]")
+    (tmp_path / "fairface").mkdir()  # FairFace's val label file; CelebA's attribute file in the release's Anno/
+    (tmp_path / "fairface" / "fairface_label_val.csv").write_text("file,age,gender,race,service_test\n")
+    (tmp_path / "celeba" / "Anno").mkdir(parents=True)
+    (tmp_path / "celeba" / "Anno" / "list_attr_celeba.txt").write_text("0\n")
     found = {suite: [name for name, _ in find_datasets(suite, tmp_path)] for suite in vlbias.audit.DATA_MARKERS}
     assert found == {"mmbias": ["mm"], "weat": ["specs"], "counterbias": ["vl"], "entity_association": ["entities"],
-                     "vlstereoset": [], "retrieval_bias": ["coco", "flickr"]}  # fmt: skip
+                     "vlstereoset": [], "retrieval_bias": ["coco", "flickr"],
+                     "zero_shot_fairness": ["celeba", "fairface"]}  # fmt: skip
     assert find_datasets("retrieval_bias", tmp_path) == [
         ("coco", tmp_path / "coco" / "dataset_coco.json"),
         ("flickr", tmp_path / "flickr" / "flickr30k_test.json"),
@@ -213,7 +218,8 @@ def test_the_open_clip_and_siglip_families_are_audited(model, tmp_path):
     entries = {(e["suite"], e["dataset"]): e for e in json.loads((out / "audit.json").read_text())["entries"]}
     assert {suite for suite, _ in entries} == set(list_suites())
     measured = {key for key, entry in entries.items() if entry["status"] == MEASURED}
-    assert measured == {("mmbias", "biasworld"), ("vlstereoset", "biasworld"), ("retrieval_bias", "biasworld")}
+    embed = ("mmbias", "vlstereoset", "retrieval_bias", "zero_shot_fairness")
+    assert measured == {(suite, "biasworld") for suite in embed}
     for key in measured:
         results = read_results(out / entries[key]["results"])
         assert results.model == model and results.n_items > 0

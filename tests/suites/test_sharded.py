@@ -11,6 +11,7 @@ from tests.suites.test_mmbias import sharded_match_case as mmbias_match_case
 from tests.suites.test_retrieval_bias import sharded_case as retrieval_bias_case
 from tests.suites.test_vlstereoset import sharded_case as vlstereoset_case
 from tests.suites.test_weat import sharded_case as weat_case
+from tests.suites.test_zero_shot_fairness import sharded_case as zero_shot_fairness_case
 
 CASES = [
     mmbias_case,
@@ -20,6 +21,7 @@ CASES = [
     entity_association_case,
     counterbias_case,
     retrieval_bias_case,
+    zero_shot_fairness_case,
 ]
 
 

@@ -24,6 +24,12 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "retrieval_bias": (r"all/[a-z_]+@\d+",),
     "counterbias": (r"[^/]+/B@.+/avg", r"[^/]+/[^/]+/B@V-L", "attack_success_rate"),
     "entity_association": (r"B_L/[^/]+", r"B_V/[^/]+", r"B_PT/[^/]+", r"B_L_no_image/[^/]+"),
+    "zero_shot_fairness": (
+        "accuracy",
+        r"[^/]+/worst_group_gap",
+        r"[^/]+/equal_opportunity_gap_max",
+        r"[^/]+/group/[^/]+/(?:non_human|crime)_rate",
+    ),
 }
 #: At most this many key numbers in a headline; the rest are in the full table.
 MAX_KEY_ROWS = 12

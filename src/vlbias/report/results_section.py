@@ -35,6 +35,7 @@ GROUP_BARS: dict[str, tuple[str, ...]] = {
     "mmbias": (r"zero_shot/(?P<group>[^/]+)/(?P<series>pleasant_share)",),
     "counterbias": (r"(?P<panel>[^/]+)/(?P<group>[^/]+)/(?P<series>B@(?:V-L|V|L))",),
     "entity_association": (r"(?P<series>B_[A-Za-z_]+)/(?P<group>[^/]+)",),
+    "zero_shot_fairness": (r"(?P<panel>[^/]+)/group/(?P<group>[^/]+)/(?P<series>accuracy|non_human_rate|crime_rate)",),
 }
 EFFECT_SIZE = "/effect_size"
 

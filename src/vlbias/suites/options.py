@@ -27,6 +27,7 @@ from jsonargparse.typing import NonNegativeFloat, NonNegativeInt, PositiveInt
 from jsonargparse.typing import restricted_number_type as _restricted
 
 from vlbias.errors import ConfigError
+from vlbias.lazy_table import LazyTable
 from vlbias.models.catalog import model_capabilities
 from vlbias.options import PositiveUnitInterval, StatisticsOptions, check_options, describe
 from vlbias.renamed import renamed_hint
@@ -479,6 +480,8 @@ SUITE_OPTIONS: dict[str, type[SuiteOptions]] = {
         WEATOptions,
     )
 }
+#: suite -> "module:Class" of options declared in a module of their own (torch-free), imported when asked for.
+OWN_MODULE_OPTIONS = LazyTable("suite", {"zero_shot_fairness": f"{__package__}.zero_shot_fairness_options:ZeroShotFairnessOptions"})  # fmt: skip
 
 
 def is_biasworld(data: object) -> bool:
@@ -487,9 +490,13 @@ def is_biasworld(data: object) -> bool:
 
 
 def suite_options_class(suite: str) -> type[SuiteOptions]:
-    """The options declaration of ``suite``; an unknown suite is refused with the known ones."""
+    """The options declaration of ``suite`` (either table); an unknown suite is refused with the known ones."""
+    if suite in OWN_MODULE_OPTIONS.entries:
+        return OWN_MODULE_OPTIONS.get(suite)
     if suite not in SUITE_OPTIONS:
-        raise ConfigError(f"Unknown suite {suite!r}; expected one of: {', '.join(sorted(SUITE_OPTIONS))}.")
+        raise ConfigError(
+            f"Unknown suite {suite!r}; expected one of: {', '.join(sorted([*SUITE_OPTIONS, *OWN_MODULE_OPTIONS.entries]))}."
+        )
     return SUITE_OPTIONS[suite]
 
 
