@@ -91,7 +91,7 @@ from vlbias.data.lexicon import text_words
 from vlbias.data.retrieval_bias import GENDERS, LABELS, GenderWords, Query, annotate
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics import RankingBias
-from vlbias.metrics.functional.ranking_bias import STATISTICS, SkewConventions, top_counts
+from vlbias.metrics.functional.ranking_bias import SkewConventions, top_counts
 from vlbias.metrics.ranking_protocols import RankingProtocol, ranking_protocol
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
@@ -103,6 +103,8 @@ if TYPE_CHECKING:
     from torchmetrics import Metric
 
 ALL = "all"  # the scope of every query
+#: The statistics of :class:`~vlbias.metrics.RankingBias` this suite reports (KL@K is the gallery-skew suite's).
+REPORTED = ("max_skew", "min_skew", "ndkl", "bias")
 
 
 @dataclass(frozen=True)
@@ -431,7 +433,7 @@ class _RetrievalBiasMeasurement(Measurement):
                 continue
             name = ALL if scope == ALL else f"group/{scope}"
             result = metric.compute()
-            for statistic in STATISTICS:
+            for statistic in REPORTED:
                 output.metrics[f"{name}/{statistic}@{k}"] = float(result[statistic])
                 output.intervals[f"{name}/{statistic}@{k}"] = [float(v) for v in result[f"{statistic}_interval"]]
             output.metrics[f"{name}/n_queries"] = float(result["n_queries"])
