@@ -23,10 +23,11 @@ from vlbias.options import Seed, StatisticsOptions, check_options
 from vlbias.renamed import RENAMED
 from vlbias.results import Results
 from vlbias.suites import run as suite_run
-from vlbias.suites.options import SUITE_OPTIONS, check_suite_options, options_help
+from vlbias.suites.options import check_suite_options, options_help, suite_options_classes
 from vlbias.suites.registry import list_suites
 
 ROOT = Path(__file__).resolve().parents[2]
+SUITE_OPTIONS = suite_options_classes()
 STATISTICS = [field.name for field in dataclasses.fields(StatisticsOptions)]
 #: (suite, option): every top-level option, and ``statistics.<field>`` for each statistics field the suite uses
 OPTIONS = [

@@ -27,6 +27,7 @@ from jsonargparse.typing import NonNegativeFloat, NonNegativeInt, PositiveInt
 from jsonargparse.typing import restricted_number_type as _restricted
 
 from vlbias.errors import ConfigError
+from vlbias.lazy_table import LazyTable
 from vlbias.models.catalog import model_capabilities
 from vlbias.options import PositiveUnitInterval, StatisticsOptions, check_options, describe
 from vlbias.renamed import renamed_hint
@@ -467,8 +468,8 @@ class RetrievalBiasOptions(SuiteOptions):
         return tuple(sorted({int(value) for value in ([k] if isinstance(k, int) else k)}))
 
 
-#: suite name -> its options; one line per suite of :mod:`vlbias.suites.registry`.
-SUITE_OPTIONS: dict[str, type[SuiteOptions]] = {
+#: suite name -> its options declared in this module; one line per suite of :mod:`vlbias.suites.registry`.
+_DECLARED_HERE: dict[str, type[SuiteOptions]] = {
     declaration.SUITE: declaration
     for declaration in (
         CounterBiasOptions,
@@ -479,6 +480,18 @@ SUITE_OPTIONS: dict[str, type[SuiteOptions]] = {
         WEATOptions,
     )
 }
+#: suite name -> its options declared in a module of their own (which imports this one, so it is imported when
+#: asked for); one line per suite.
+_DECLARED_APART = LazyTable(
+    "suite",
+    {"gallery_skew": "vlbias.suites.gallery_skew_options:GallerySkewOptions"},
+)
+
+
+def suite_options_classes() -> dict[str, type[SuiteOptions]]:
+    """Every suite's options declaration, by suite name, sorted by name."""
+    found = _DECLARED_HERE | {name: _DECLARED_APART.get(name) for name in _DECLARED_APART.names()}
+    return dict(sorted(found.items()))
 
 
 def is_biasworld(data: object) -> bool:
@@ -488,9 +501,10 @@ def is_biasworld(data: object) -> bool:
 
 def suite_options_class(suite: str) -> type[SuiteOptions]:
     """The options declaration of ``suite``; an unknown suite is refused with the known ones."""
-    if suite not in SUITE_OPTIONS:
-        raise ConfigError(f"Unknown suite {suite!r}; expected one of: {', '.join(sorted(SUITE_OPTIONS))}.")
-    return SUITE_OPTIONS[suite]
+    declared = suite_options_classes()
+    if suite not in declared:
+        raise ConfigError(f"Unknown suite {suite!r}; expected one of: {', '.join(declared)}.")
+    return declared[suite]
 
 
 def check_suite_options(suite: str, options: Mapping[str, Any] | None, tiny: bool = False) -> SuiteOptions:
