@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from jsonargparse.typing import PositiveInt
-from jsonargparse.typing import restricted_number_type as _restricted
+from jsonargparse.typing import ClosedUnitInterval, PositiveInt
 
 from vlbias.errors import ConfigError
 from vlbias.options import StatisticsOptions
@@ -16,7 +15,6 @@ from vlbias.suites.options import PERCENTILE_BOOTSTRAP_ONLY, RankingProtocolName
 #: The shipped query sets (``src/vlbias/resources/gallery_queries/<name>.yaml``, each naming its source), and
 #: BiasWorld's activity phrases.
 QuerySet = Literal["neutral", "debiasclip", "bendvlm", "bendvlm_hair", "activities"]
-UnitInterval = _restricted("UnitInterval", float, [(">=", 0.0), ("<=", 1.0)])
 
 
 @dataclass(frozen=True)
@@ -47,7 +45,7 @@ class GallerySkewOptions(SuiteOptions):
     queries: QuerySet | list[str] | dict[str, list[str]] | None = None
     attributes: list[str] | None = None
     split: Literal["train", "val", "test"] | None = None
-    share: UnitInterval = 0.7
+    share: ClosedUnitInterval = 0.7
     per_activity: PositiveInt = 30
     protocol: RankingProtocolName = "geyik"
     k: PositiveInt | list[PositiveInt] | None = None

@@ -20,6 +20,7 @@ _SUITES = LazyTable(
         "weat": "vlbias.suites.weat:WEATSuite",
         "entity_association": "vlbias.suites.entity_association:EntityAssociationSuite",
         "retrieval_bias": "vlbias.suites.retrieval_bias:RetrievalBiasSuite",
+        "gallery_skew": "vlbias.suites.gallery_skew:GallerySkewSuite",
     },
 )
 
