@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tests.data.test_celeba import _release as celeba_release
-from tests.data.test_fairface import HEADER, ROWS
+from tests.data.test_fairface import ROWS
 from tests.data.test_fairface import _release as fairface_release
 from vlbias.data.biasworld import BiasWorld
 from vlbias.errors import ConfigError
