@@ -21,7 +21,8 @@ only with specs directly in it), ``annotations.csv`` (VL-Bias), a folder named a
 shipped entity-association spec (its image layout), and a caption file for ``retrieval_bias``: a Karpathy split
 JSON (``dataset_*.json``, e.g. ``dataset_coco.json``) or, where there is none, an ALBEF/LAVIS test-split
 annotation JSON (``*_test.json``, e.g. ``coco_karpathy_test.json``), its images under the file's folder unless
-``suite_options`` give ``image_root``. A data set is named after its folder (and its file, when a folder holds
+``suite_options`` give ``image_root``, and a face-attribute folder for ``gallery_skew`` (FairFace, CelebA or UTKFace
+in its release layout, :func:`~vlbias.data.face_datasets.detect_face_dataset`). A data set is named after its folder (and its file, when a folder holds
 several).
 
 **Status** of each (suite, data set): ``measured``; ``not applicable`` (the model lacks the capability, or
@@ -50,6 +51,8 @@ import vlbias
 from vlbias.atomic import OutputFolder
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.entity_association import read_spec
+from vlbias.data.face_datasets import EXPECTED as FACE_DATA
+from vlbias.data.face_datasets import detect_face_dataset
 from vlbias.data.mmbias import PHRASES_FILE
 from vlbias.data.vl_bias import ANNOTATIONS
 from vlbias.data.vlstereoset import CSV_NAME
@@ -102,6 +105,10 @@ def _caption_files(folder: Path, root: Path) -> list[Path]:
     return sorted(folder.glob("dataset_*.json")) or sorted(folder.glob("*_test.json"))
 
 
+def _face_folders(folder: Path, root: Path) -> list[Path]:
+    return [folder] if detect_face_dataset(folder) else []
+
+
 # suite -> (what its reader expects, the data paths a folder holds for it, given (folder, data root))
 DATA_MARKERS: dict[str, tuple[str, Callable[[Path, Path], list[Path]]]] = {
     "mmbias": (PHRASES_FILE, _holds(PHRASES_FILE)),
@@ -110,6 +117,7 @@ DATA_MARKERS: dict[str, tuple[str, Callable[[Path, Path], list[Path]]]] = {
     "counterbias": (ANNOTATIONS, _holds(ANNOTATIONS)),
     "entity_association": ("<entity>/<group>/ image folders", _entity_folders),
     "retrieval_bias": ("a Karpathy dataset_*.json or an ALBEF/LAVIS *_test.json caption file", _caption_files),
+    "gallery_skew": (FACE_DATA, _face_folders),
 }
 
 

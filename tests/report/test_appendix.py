@@ -32,6 +32,7 @@ RUNS = {
     "mmbias_match": ("mmbias", "albef", {"probe": "match", **STATISTICS}),
     "vlstereoset": ("vlstereoset", "clip", BOOTSTRAP),
     "retrieval_bias": ("retrieval_bias", "clip", BOOTSTRAP),
+    "gallery_skew": ("gallery_skew", "clip", {"per_activity": 6, "k": 3, **BOOTSTRAP}),
     "counterbias": ("counterbias", "albef", BOOTSTRAP),
     "entity_association": ("entity_association", "albef", BOOTSTRAP),
     "weat": ("weat", "bert", STATISTICS),

@@ -147,7 +147,7 @@ def test_data_sets_are_found_by_their_readers_files(tmp_path):
         (tmp_path / "flickr" / f"flickr30k_{split}.json").write_text("[]")
     found = {suite: [name for name, _ in find_datasets(suite, tmp_path)] for suite in vlbias.audit.DATA_MARKERS}
     assert found == {"mmbias": ["mm"], "weat": ["specs"], "counterbias": ["vl"], "entity_association": ["entities"],
-                     "vlstereoset": [], "retrieval_bias": ["coco", "flickr"]}  # fmt: skip
+                     "vlstereoset": [], "retrieval_bias": ["coco", "flickr"], "gallery_skew": []}  # fmt: skip
     assert find_datasets("retrieval_bias", tmp_path) == [
         ("coco", tmp_path / "coco" / "dataset_coco.json"),
         ("flickr", tmp_path / "flickr" / "flickr30k_test.json"),
