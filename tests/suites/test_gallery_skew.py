@@ -3,9 +3,11 @@ ranked by the ground-truth concept adapter), the fold intervals recomputed by ha
 FairFace folder in the release's layout, the protocol recorded, skips counted by name, bad options refused and
 ``vlbias measure``; its sharded case runs in ``tests/suites/test_sharded.py``."""
 
+import json
 import math
 import warnings
 
+import pandas as pd
 import pytest
 import torch
 
@@ -152,3 +154,13 @@ def sharded_case():
     options = check_suite_options("gallery_skew", {"protocol": "bendvlm", "per_activity": 6, "k": 4, "batch_size": 4})
     suite = build_suite(options.with_statistics(n_bootstrap=50), BiasWorld(**SMALL_WORLD))
     return suite, ConceptOracle(suite.gallery)
+
+
+def test_the_bias_callback_measures_it_every_epoch(tmp_path):
+    from tests.callbacks.test_bias_suite import fit
+
+    suites = [{"suite": "gallery_skew", "data": "biasworld", "options": {"per_activity": 6, "k": 3, **FAST}}]
+    callback = [{"class_path": "vlbias.callbacks.BiasSuiteCallback", "init_args": {"suites": suites}}]
+    run = fit(tmp_path, "--trainer.max_epochs", "2", "--trainer.callbacks", json.dumps(callback))
+    metrics = pd.read_csv(run / "metrics.csv")
+    assert metrics["bias/gallery_skew/gender/max_skew@3"].notna().sum() == 2
