@@ -186,7 +186,9 @@ def chosen_attributes(options: GallerySkewOptions, gallery: FaceGallery) -> list
             f"Expected `attributes` among {gallery.dataset}'s {', '.join(gallery.values)} but got {unknown}"
         )
     if not chosen:
-        raise ConfigError(f"{gallery.dataset} labels none of {sorted(DEFAULT_ATTRIBUTES)}'s attributes: give some.")
+        raise ConfigError(
+            f"{gallery.dataset} has no default attributes to measure: give `attributes` among {', '.join(gallery.values)}."
+        )
     return [*chosen, *(f"{a}_x_{b}" for a, b in INTERSECTIONS if a in chosen and b in chosen)]
 
 
@@ -206,7 +208,11 @@ class GallerySkewSuite(Suite):
     capability_hint = "gallery_skew ranks the gallery by the cosine of EMBED embeddings (CLIP-like models)."
 
     def __init__(
-        self, queries: list[ConceptQuery], gallery: FaceGallery, data_config: dict[str, object], options
+        self,
+        queries: list[ConceptQuery],
+        gallery: FaceGallery,
+        data_config: dict[str, object],
+        options: GallerySkewOptions,
     ) -> None:
         if not len(gallery):
             raise InputError(f"The {gallery.dataset} gallery of {data_config.get('data')} holds no usable image")

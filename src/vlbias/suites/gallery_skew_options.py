@@ -10,7 +10,7 @@ from jsonargparse.typing import ClosedUnitInterval, PositiveInt
 
 from vlbias.errors import ConfigError
 from vlbias.options import StatisticsOptions
-from vlbias.suites.options import PERCENTILE_BOOTSTRAP_ONLY, RankingProtocolName, SuiteOptions
+from vlbias.suites.options import PERCENTILE_BOOTSTRAP_ONLY, RankingProtocolName, RetrievalBiasOptions, SuiteOptions
 
 #: The shipped query sets (``src/vlbias/resources/gallery_queries/<name>.yaml``, each naming its source), and
 #: BiasWorld's activity phrases.
@@ -67,7 +67,4 @@ class GallerySkewOptions(SuiteOptions):
                     f"but got {queries!r}"
                 )
 
-    def cut_offs(self, default: int) -> tuple[int, ...]:
-        """The cut-offs K, sorted, each once; ``default`` (the protocol's K) when ``k`` is not given."""
-        k = default if self.k is None else self.k
-        return tuple(sorted({int(value) for value in ([k] if isinstance(k, int) else k)}))
+    cut_offs = RetrievalBiasOptions.cut_offs  # the cut-offs K, sorted, each once; the protocol's K when not given

@@ -468,24 +468,15 @@ class RetrievalBiasOptions(SuiteOptions):
         return tuple(sorted({int(value) for value in ([k] if isinstance(k, int) else k)}))
 
 
-#: suite name -> its options declared in this module; one line per suite of :mod:`vlbias.suites.registry`.
-_DECLARED_HERE: dict[str, type[SuiteOptions]] = {
-    declaration.SUITE: declaration
-    for declaration in (
-        CounterBiasOptions,
-        EntityAssociationOptions,
-        MMBiasOptions,
-        RetrievalBiasOptions,
-        VLStereoSetOptions,
-        WEATOptions,
-    )
-}
-#: suite name -> its options declared in a module of their own (which imports this one, so it is imported when
-#: asked for); one line per suite.
-_DECLARED_APART = LazyTable(
-    "suite",
-    {"gallery_skew": "vlbias.suites.gallery_skew_options:GallerySkewOptions"},
-)
+#: suite name -> its options declared in this module.
+_DECLARED_HERE: dict[str, type[SuiteOptions]] = {d.SUITE: d for d in (
+    CounterBiasOptions, EntityAssociationOptions, MMBiasOptions, RetrievalBiasOptions, VLStereoSetOptions, WEATOptions,
+)}  # fmt: skip
+#: suite name -> its options declared in a module of their own (imported when asked for, as it imports this one);
+#: one line per suite.
+_DECLARED_APART = LazyTable("suite", {
+    "gallery_skew": "vlbias.suites.gallery_skew_options:GallerySkewOptions",
+})  # fmt: skip
 
 
 def suite_options_classes() -> dict[str, type[SuiteOptions]]:
