@@ -89,7 +89,7 @@ def sanity_table(
                 f"| {result[f'tone_x_gender/max_skew@{k}'][0]:.4f} | {result[f'precision@{k}'][0]:.3f} |"
             )
     print(f"\nMean over seeds {', '.join(map(str, seeds))} (interval: t over the seeds):")
-    print("| share | K | gender MaxSkew@K | t-interval | planted ln(p' / 0.5) | tone x gender MaxSkew@K | planted |")
+    print("| share | K | gender MaxSkew@K | t-interval | planted | tone x gender MaxSkew@K | planted |")
     print("|---:|---:|---:|---|---:|---:|---:|")
     for share in shares:
         for k in ks:
