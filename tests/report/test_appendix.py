@@ -198,10 +198,11 @@ def test_figures_carry_information(measured):
     forests = {run for run in RUNS if any(f"_forest_{root.name}_{run}_" in n for n in names)}
     assert forests == {"mmbias_embed", "mmbias_data", "mmbias_match", "weat"}
     assert not any("heatmap" in n for n in names)  # each kind of test here has one target pair and one attribute pair
-    # per-group bars where the suite reports groups: retrieval's query groups, CounterBias's targets, the entities,
-    # MMBias's zero-shot groups; none for VLStereoSet, whose only category on BiasWorld is gender
+    # per-group bars where the suite reports groups: retrieval's query groups, the gallery skew per concept,
+    # CounterBias's targets, the entities, MMBias's zero-shot groups; none for VLStereoSet, whose only category on
+    # BiasWorld is gender
     bars = {run for run in RUNS if any(f"_bars_{root.name}_{run}_" in n for n in names)}
-    assert bars == {"retrieval_bias", "counterbias", "entity_association", "mmbias_data"}
+    assert bars == {"retrieval_bias", "gallery_skew", "counterbias", "entity_association", "mmbias_data"}
     text = report.markdown.read_text()
     assert f"![{root.name}/retrieval_bias: retrieval_bias per group (@10)](" in section(text, "retrieval_bias")
     assert f"![{root.name}/mmbias_data: mmbias per group](" in section(text, "mmbias_data")
