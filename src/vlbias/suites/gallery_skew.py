@@ -314,6 +314,7 @@ class _GallerySkewMeasurement(Measurement):
                 f"`k` = {suite.ks[-1]}: {self.gallery_skipped[:3]}"
             )
         self.kept, self.codes, self.n_empty = kept, {}, 0
+        self.concept_masks: dict[tuple[str, object], Tensor] = {}  # concept -> (N',) its images, made when first asked
         for attribute in suite.attributes:
             documented, held, codes = attribute_codes(gallery, kept, attribute)
             for value in (value for value in documented if value not in held):
@@ -361,8 +362,10 @@ class _GallerySkewMeasurement(Measurement):
 
     def _relevant(self, queries: list[ConceptQuery]) -> Tensor:
         """``(b, N')`` bool: whether each embedded image holds each query's concept."""
-        labels = self.suite.gallery.labels
-        return torch.tensor([[labels[q.concept[0]][i] == q.concept[1] for i in self.kept] for q in queries])
+        for concept in {query.concept for query in queries} - set(self.concept_masks):
+            column = self.suite.gallery.labels[concept[0]]
+            self.concept_masks[concept] = torch.tensor([column[i] == concept[1] for i in self.kept])  # (N',)
+        return torch.stack([self.concept_masks[query.concept] for query in queries])
 
     def update(self, batch: Batch, outputs: tuple[Tensor, list[UnseenText | None]]) -> None:
         measured, scores = measured_queries(self, batch, *outputs)  # scores (b', N')
