@@ -21,10 +21,11 @@ only with specs directly in it), ``annotations.csv`` (VL-Bias), a folder named a
 shipped entity-association spec (its image layout), and a caption file for ``retrieval_bias``: a Karpathy split
 JSON (``dataset_*.json``, e.g. ``dataset_coco.json``) or, where there is none, an ALBEF/LAVIS test-split
 annotation JSON (``*_test.json``, e.g. ``coco_karpathy_test.json``), its images under the file's folder unless
-``suite_options`` give ``image_root``; a FairFace folder (``fairface_label_val.csv`` in it or beside it) or a CelebA
-folder (``list_attr_celeba.txt``, flat or in ``Anno/``) for ``zero_shot_fairness``, whose task is then the data set's
-first (race on FairFace, the attribute task on CelebA) unless ``suite_options`` name one. A data set is named after
-its folder (and its file, when a folder holds several).
+``suite_options`` give ``image_root``; a face-attribute folder in its release layout
+(:func:`~vlbias.data.face_datasets.detect_face_dataset`) for ``gallery_skew`` (FairFace, CelebA or UTKFace) and for
+``zero_shot_fairness`` (FairFace or CelebA), whose task is then the data set's first (race on FairFace, the attribute
+task on CelebA) unless ``suite_options`` name one. A data set is named after its folder (and its file, when a folder
+holds several).
 
 **Status** of each (suite, data set): ``measured``; ``not applicable`` (the model lacks the capability, or
 the suite reads no BiasWorld stimuli); ``data absent`` (no folder holds the suite's files, or its reader
@@ -52,6 +53,8 @@ import vlbias
 from vlbias.atomic import OutputFolder
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.entity_association import read_spec
+from vlbias.data.face_datasets import EXPECTED as FACE_DATA
+from vlbias.data.face_datasets import detect_face_dataset
 from vlbias.data.mmbias import PHRASES_FILE
 from vlbias.data.vl_bias import ANNOTATIONS
 from vlbias.data.vlstereoset import CSV_NAME
@@ -101,8 +104,13 @@ def _entity_folders(folder: Path, root: Path) -> list[Path]:
 
 
 def _face_folders(folder: Path, root: Path) -> list[Path]:
-    """A FairFace folder (its val label file in it or beside it) or a CelebA folder (its attribute file)."""
-    return [folder] if face_data_kind(folder, None) else []
+    """A FairFace, CelebA or UTKFace folder in its release layout."""
+    return [folder] if detect_face_dataset(folder) else []
+
+
+def _classified_face_folders(folder: Path, root: Path) -> list[Path]:
+    """A FairFace or CelebA folder: the face data sets whose labels the zero-shot fairness tasks classify."""
+    return [folder] if face_data_kind(folder) else []
 
 
 def _caption_files(folder: Path, root: Path) -> list[Path]:
@@ -118,7 +126,11 @@ DATA_MARKERS: dict[str, tuple[str, Callable[[Path, Path], list[Path]]]] = {
     "counterbias": (ANNOTATIONS, _holds(ANNOTATIONS)),
     "entity_association": ("<entity>/<group>/ image folders", _entity_folders),
     "retrieval_bias": ("a Karpathy dataset_*.json or an ALBEF/LAVIS *_test.json caption file", _caption_files),
-    "zero_shot_fairness": ("FairFace's fairface_label_val.csv or CelebA's list_attr_celeba.txt", _face_folders),
+    "zero_shot_fairness": (
+        "FairFace's fairface_label_<split>.csv or CelebA's list_attr_celeba.txt",
+        _classified_face_folders,
+    ),
+    "gallery_skew": (FACE_DATA, _face_folders),
 }
 
 

@@ -24,12 +24,11 @@ from vlbias.renamed import RENAMED
 from vlbias.results import Results
 from vlbias.suites import options as declarations
 from vlbias.suites import run as suite_run
-from vlbias.suites.options import check_suite_options, options_help, suite_options_class
+from vlbias.suites.options import check_suite_options, options_help, suite_options_classes
 from vlbias.suites.registry import list_suites
 
 ROOT = Path(__file__).resolve().parents[2]
-#: every suite's options declaration (those in vlbias.suites.options and those in a module of their own)
-SUITE_OPTIONS = {suite: suite_options_class(suite) for suite in list_suites()}
+SUITE_OPTIONS = suite_options_classes()
 STATISTICS = [field.name for field in dataclasses.fields(StatisticsOptions)]
 #: (suite, option): every top-level option, and ``statistics.<field>`` for each statistics field the suite uses
 OPTIONS = [
@@ -54,8 +53,9 @@ def _keyword_defaults(function) -> dict[str, object]:
 
 
 def test_every_registered_suite_declares_its_options():
-    declared = [*declarations.SUITE_OPTIONS, *declarations.OWN_MODULE_OPTIONS.entries]
+    declared = [*declarations._DECLARED_HERE, *declarations._DECLARED_APART.names()]
     assert sorted(declared) == list_suites() and len(set(declared)) == len(declared)
+    assert all(cls.SUITE == suite for suite, cls in SUITE_OPTIONS.items())
 
 
 @pytest.mark.parametrize("declared", [*SUITE_OPTIONS.values(), StatisticsOptions, BiasWorldOptions])

@@ -32,6 +32,7 @@ RUNS = {
     "mmbias_match": ("mmbias", "albef", {"probe": "match", **STATISTICS}),
     "vlstereoset": ("vlstereoset", "clip", BOOTSTRAP),
     "retrieval_bias": ("retrieval_bias", "clip", BOOTSTRAP),
+    "gallery_skew": ("gallery_skew", "clip", {"per_activity": 6, "k": 3, **BOOTSTRAP}),
     "counterbias": ("counterbias", "albef", BOOTSTRAP),
     "entity_association": ("entity_association", "albef", BOOTSTRAP),
     "weat": ("weat", "bert", STATISTICS),
@@ -198,11 +199,13 @@ def test_figures_carry_information(measured):
     forests = {run for run in RUNS if any(f"_forest_{root.name}_{run}_" in n for n in names)}
     assert forests == {"mmbias_embed", "mmbias_data", "mmbias_match", "weat"}
     assert not any("heatmap" in n for n in names)  # each kind of test here has one target pair and one attribute pair
-    # per-group bars where the suite reports groups: retrieval's query groups, CounterBias's targets, the entities,
-    # MMBias's zero-shot groups, zero-shot accuracy per gender and per stereotype; none for VLStereoSet, whose only
-    # category on BiasWorld is gender
+    # per-group bars where the suite reports groups: retrieval's query groups, the gallery skew per concept,
+    # CounterBias's targets, the entities, MMBias's zero-shot groups, zero-shot accuracy per gender and per
+    # stereotype; none for VLStereoSet, whose only category on BiasWorld is gender
     bars = {run for run in RUNS if any(f"_bars_{root.name}_{run}_" in n for n in names)}
-    assert bars == {"retrieval_bias", "counterbias", "entity_association", "mmbias_data", "zero_shot_fairness"}
+    assert bars == {
+        "retrieval_bias", "gallery_skew", "counterbias", "entity_association", "mmbias_data", "zero_shot_fairness"
+    }  # fmt: skip
     text = report.markdown.read_text()
     zero_shot = section(text, "zero_shot_fairness")
     for grouping in ("gender", "stereotype"):

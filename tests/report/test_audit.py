@@ -151,7 +151,7 @@ def test_data_sets_are_found_by_their_readers_files(tmp_path):
     (tmp_path / "celeba" / "Anno" / "list_attr_celeba.txt").write_text("0\n")
     found = {suite: [name for name, _ in find_datasets(suite, tmp_path)] for suite in vlbias.audit.DATA_MARKERS}
     assert found == {"mmbias": ["mm"], "weat": ["specs"], "counterbias": ["vl"], "entity_association": ["entities"],
-                     "vlstereoset": [], "retrieval_bias": ["coco", "flickr"],
+                     "vlstereoset": [], "retrieval_bias": ["coco", "flickr"], "gallery_skew": ["celeba", "fairface"],
                      "zero_shot_fairness": ["celeba", "fairface"]}  # fmt: skip
     assert find_datasets("retrieval_bias", tmp_path) == [
         ("coco", tmp_path / "coco" / "dataset_coco.json"),
@@ -218,7 +218,7 @@ def test_the_open_clip_and_siglip_families_are_audited(model, tmp_path):
     entries = {(e["suite"], e["dataset"]): e for e in json.loads((out / "audit.json").read_text())["entries"]}
     assert {suite for suite, _ in entries} == set(list_suites())
     measured = {key for key, entry in entries.items() if entry["status"] == MEASURED}
-    embed = ("mmbias", "vlstereoset", "retrieval_bias", "zero_shot_fairness")
+    embed = ("mmbias", "vlstereoset", "retrieval_bias", "gallery_skew", "zero_shot_fairness")
     assert measured == {(suite, "biasworld") for suite in embed}
     for key in measured:
         results = read_results(out / entries[key]["results"])

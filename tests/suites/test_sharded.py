@@ -6,6 +6,7 @@ set or group, skips of every kind); one spawn runs them all."""
 from tests.suites.sharded import assert_same_output, outputs_per_rank, single_process
 from tests.suites.test_counterbias import sharded_case as counterbias_case
 from tests.suites.test_entity_association import sharded_case as entity_association_case
+from tests.suites.test_gallery_skew import sharded_case as gallery_skew_case
 from tests.suites.test_mmbias import sharded_case as mmbias_case
 from tests.suites.test_mmbias import sharded_match_case as mmbias_match_case
 from tests.suites.test_retrieval_bias import sharded_case as retrieval_bias_case
@@ -22,6 +23,7 @@ CASES = [
     counterbias_case,
     retrieval_bias_case,
     zero_shot_fairness_case,
+    gallery_skew_case,
 ]
 
 

@@ -18,12 +18,10 @@ def parser() -> ArgumentParser:
 
 def _suites_help() -> str:
     """Every suite and its options (:mod:`vlbias.suites.options`)."""
-    from vlbias.suites.options import options_help, suite_options_class
-    from vlbias.suites.registry import list_suites
+    from vlbias.suites.options import options_help, suite_options_classes
 
     lines = ["suites and their --suite_options (e.g. --suite_options '{statistics: {n_permutations: 2000}}'):"]
-    for suite in list_suites():
-        declaration = suite_options_class(suite)
+    for suite, declaration in suite_options_classes().items():
         lines.append(f"  {suite}: {declaration.__doc__.splitlines()[0].replace('``', '')}")
         for name, text in options_help(declaration):
             lines.append(textwrap.fill(text, 116, initial_indent=f"    {name:<28} ", subsequent_indent=" " * 33))

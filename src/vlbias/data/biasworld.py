@@ -279,13 +279,23 @@ _OBJECT_COLOURS = {
 }
 
 
-def _draw(group: str, activity: str, size: int, rng: np.random.Generator, object_visible: bool = True) -> np.ndarray:
+def _draw(
+    group: str,
+    activity: str,
+    size: int,
+    rng: np.random.Generator,
+    object_visible: bool = True,
+    skin: tuple[int, int, int] | None = None,
+) -> np.ndarray:
+    """The picture of a figure of ``group`` beside the object of ``activity``, as uint8 ``(S, S, 3)``; ``skin``: the
+    figure's skin colour (default random, drawn from ``rng`` either way, so the other draws do not depend on it)."""
     unit = size / 64.0
     background = tuple(int(v) for v in rng.integers(170, 256, size=3))
     image = Image.new("RGB", (size, size), background)
     draw = ImageDraw.Draw(image)
     clothes = tuple(int(v) for v in rng.integers(0, 200, size=3))
-    skin = tuple(int(v) for v in rng.integers(120, 230, size=3))
+    drawn_skin = tuple(int(v) for v in rng.integers(120, 230, size=3))
+    skin = drawn_skin if skin is None else skin
     x = (18 + rng.uniform(-3, 3)) * unit  # figure centre
     y = (10 + rng.uniform(-2, 2)) * unit  # top of the head
     _draw_figure(draw, group, x, y, unit * rng.uniform(0.9, 1.1), clothes, skin)

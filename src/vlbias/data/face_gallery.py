@@ -34,8 +34,12 @@ import warnings
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vlbias.errors import ConfigError
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,8 @@ class FaceGallery:
         values: attribute -> the values its data set documents, in the documented order.
         variant: the release variant read, "" for a data set released in one form (FairFace's padding: ``"padding 0.25"``).
         skipped: what was left out, ``{"item": file and row (or file name), "reason": ...}`` each.
+        pixels: the images themselves, uint8 ``(N, 3, H, W)``, for a gallery drawn in memory (BiasWorld's,
+            :mod:`vlbias.data.biasworld_gallery`): ``images`` then only name them; ``None`` for files.
     """
 
     dataset: str
@@ -61,6 +67,7 @@ class FaceGallery:
     values: Mapping[str, tuple]
     variant: str = ""
     skipped: tuple[Mapping[str, str], ...] = ()
+    pixels: Tensor | None = None
 
     def __post_init__(self) -> None:
         if set(self.labels) != set(self.values):
@@ -68,6 +75,8 @@ class FaceGallery:
         lengths = {attribute: len(column) for attribute, column in self.labels.items() if len(column) != len(self)}
         if lengths:
             raise ValueError(f"{len(self)} images but attribute columns of lengths {lengths}")
+        if self.pixels is not None and len(self.pixels) != len(self):
+            raise ValueError(f"{len(self)} images but {len(self.pixels)} pixel arrays")
 
     def __len__(self) -> int:
         return len(self.images)
@@ -80,6 +89,12 @@ class FaceGallery:
     @property
     def image_paths(self) -> list[Path]:
         return [self.image_root / image for image in self.images]
+
+    @property
+    def model_inputs(self) -> Tensor | list[Path]:
+        """What :meth:`~vlbias.models.base.ModelAdapter.prepare_images` takes, one per image: the pixels as float in
+        [0, 1] for a gallery in memory, else the image files."""
+        return self.image_paths if self.pixels is None else self.pixels.float() / 255.0
 
     def groups(self, attribute: str) -> dict[Hashable, list[int]]:
         """Documented value -> the indices of the images that hold it, for every documented value (an empty

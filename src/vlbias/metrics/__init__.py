@@ -11,6 +11,7 @@ from vlbias.metrics.entity_association import (
 )
 from vlbias.metrics.grounded_weat import GroundedCongruenceTest
 from vlbias.metrics.group_fairness import GroupFairness
+from vlbias.metrics.precision import PrecisionAtK
 from vlbias.metrics.ranking_bias import RankingBias
 from vlbias.metrics.retrieval import RetrievalRecall
 from vlbias.metrics.vlstereoset import VLStereoSetScores, VLStereoSetShift
@@ -29,6 +30,7 @@ __all__ = [
     "LanguageAssociation",
     "LanguageBiasInterval",
     "PretrainingAssociation",
+    "PrecisionAtK",
     "RankingBias",
     "RetrievalRecall",
     "VLStereoSetScores",

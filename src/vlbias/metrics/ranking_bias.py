@@ -1,4 +1,4 @@
-r"""Ranking bias of retrieval (MaxSkew@K, MinSkew@K, NDKL@K, Bias@K) as a ``torchmetrics`` metric.
+r"""Ranking bias of retrieval (MaxSkew@K, MinSkew@K, NDKL@K, Bias@K, KL@K) as a ``torchmetrics`` metric.
 
 The definitions are in :mod:`vlbias.metrics.functional.ranking_bias`. ``update`` reduces the score rows of
 some queries to one value per query and statistic, kept in ``"cat"`` states; ``compute`` averages them
@@ -28,7 +28,7 @@ from vlbias.metrics.functional.ranking_bias import (
 
 
 class RankingBias(TypedListStates, Metric):
-    r"""MaxSkew@K and MinSkew@K (Geyik et al., 2019), NDKL@K and Bias@K (Wang et al., 2021) of the images
+    r"""MaxSkew@K and MinSkew@K (Geyik et al., 2019), NDKL@K, Bias@K (Wang et al., 2021) and KL@K of the images
     retrieved for gender-neutral queries, averaged over queries with bootstrap intervals; see
     :func:`~vlbias.metrics.functional.ranking_bias.ranking_bias`, whose conventions it takes; a named set of them
     is ``RankingBias(k, conventions=ranking_protocol(name).conventions)``
@@ -39,7 +39,7 @@ class RankingBias(TypedListStates, Metric):
     - ``scores`` (:class:`~torch.Tensor`): ``(b, n_images)`` scores of ``b`` queries over the whole gallery
     - ``attributes`` (:class:`~torch.Tensor`): ``(n_images,)`` the attribute value of every gallery image
 
-    As output of ``compute``: float64 ``max_skew``, ``min_skew``, ``ndkl``, ``bias``, each with
+    As output of ``compute``: float64 ``max_skew``, ``min_skew``, ``ndkl``, ``bias``, ``kl``, each with
     ``<name>_interval`` ``[low, high]``, and int64 ``n_queries``.
 
     Args:
@@ -72,6 +72,7 @@ class RankingBias(TypedListStates, Metric):
     min_skew: list[Tensor]
     ndkl: list[Tensor]
     bias: list[Tensor]
+    kl: list[Tensor]
 
     def __init__(
         self,

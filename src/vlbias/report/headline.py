@@ -22,6 +22,7 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "weat": (r".+/effect_size",),
     "vlstereoset": ("vlbs", "vlrs", "ivlas", "lmss/mean", "vlss/mean"),
     "retrieval_bias": (r"all/[a-z_]+@\d+",),
+    "gallery_skew": (r"[a-z_]+/(?:max_skew|kl)@\d+", r"folds/[a-z_]+/max_skew@\d+", r"precision@\d+"),
     "counterbias": (r"[^/]+/B@.+/avg", r"[^/]+/[^/]+/B@V-L", "attack_success_rate"),
     "entity_association": (r"B_L/[^/]+", r"B_V/[^/]+", r"B_PT/[^/]+", r"B_L_no_image/[^/]+"),
     "zero_shot_fairness": (

@@ -31,6 +31,7 @@ from vlbias.results import Results
 #: ``series`` its colour, ``panel`` (optional) one figure each. Drawn where at least two groups have a value.
 GROUP_BARS: dict[str, tuple[str, ...]] = {
     "retrieval_bias": (r"group/(?P<group>[^/]+)/(?P<series>[a-z_]+)(?P<panel>@\d+)",),
+    "gallery_skew": (r"group/(?P<group>[^/]+)/(?P<series>[a-z_]+)/max_skew(?P<panel>@\d+)",),  # per concept
     "vlstereoset": (r"(?P<series>vlrs|vlbs|ivlas)/(?P<group>[^/]+)",),
     "mmbias": (r"zero_shot/(?P<group>[^/]+)/(?P<series>pleasant_share)",),
     "counterbias": (r"(?P<panel>[^/]+)/(?P<group>[^/]+)/(?P<series>B@(?:V-L|V|L))",),

@@ -468,20 +468,22 @@ class RetrievalBiasOptions(SuiteOptions):
         return tuple(sorted({int(value) for value in ([k] if isinstance(k, int) else k)}))
 
 
-#: suite name -> its options; one line per suite of :mod:`vlbias.suites.registry`.
-SUITE_OPTIONS: dict[str, type[SuiteOptions]] = {
-    declaration.SUITE: declaration
-    for declaration in (
-        CounterBiasOptions,
-        EntityAssociationOptions,
-        MMBiasOptions,
-        RetrievalBiasOptions,
-        VLStereoSetOptions,
-        WEATOptions,
-    )
-}
-#: suite -> "module:Class" of options declared in a module of their own (torch-free), imported when asked for.
-OWN_MODULE_OPTIONS = LazyTable("suite", {"zero_shot_fairness": f"{__package__}.zero_shot_fairness_options:ZeroShotFairnessOptions"})  # fmt: skip
+#: suite name -> its options declared in this module.
+_DECLARED_HERE: dict[str, type[SuiteOptions]] = {d.SUITE: d for d in (
+    CounterBiasOptions, EntityAssociationOptions, MMBiasOptions, RetrievalBiasOptions, VLStereoSetOptions, WEATOptions,
+)}  # fmt: skip
+#: suite name -> its options declared in a module of their own (imported when asked for, as it imports this one);
+#: one line per suite.
+_DECLARED_APART = LazyTable("suite", {
+    "gallery_skew": "vlbias.suites.gallery_skew_options:GallerySkewOptions",
+    "zero_shot_fairness": "vlbias.suites.zero_shot_fairness_options:ZeroShotFairnessOptions",
+})  # fmt: skip
+
+
+def suite_options_classes() -> dict[str, type[SuiteOptions]]:
+    """Every suite's options declaration, by suite name, sorted by name."""
+    found = _DECLARED_HERE | {name: _DECLARED_APART.get(name) for name in _DECLARED_APART.names()}
+    return dict(sorted(found.items()))
 
 
 def is_biasworld(data: object) -> bool:
@@ -490,14 +492,11 @@ def is_biasworld(data: object) -> bool:
 
 
 def suite_options_class(suite: str) -> type[SuiteOptions]:
-    """The options declaration of ``suite`` (either table); an unknown suite is refused with the known ones."""
-    if suite in OWN_MODULE_OPTIONS.entries:
-        return OWN_MODULE_OPTIONS.get(suite)
-    if suite not in SUITE_OPTIONS:
-        raise ConfigError(
-            f"Unknown suite {suite!r}; expected one of: {', '.join(sorted([*SUITE_OPTIONS, *OWN_MODULE_OPTIONS.entries]))}."
-        )
-    return SUITE_OPTIONS[suite]
+    """The options declaration of ``suite``; an unknown suite is refused with the known ones."""
+    declared = suite_options_classes()
+    if suite not in declared:
+        raise ConfigError(f"Unknown suite {suite!r}; expected one of: {', '.join(declared)}.")
+    return declared[suite]
 
 
 def check_suite_options(suite: str, options: Mapping[str, Any] | None, tiny: bool = False) -> SuiteOptions:

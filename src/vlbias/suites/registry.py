@@ -21,6 +21,7 @@ _SUITES = LazyTable(
         "entity_association": "vlbias.suites.entity_association:EntityAssociationSuite",
         "retrieval_bias": "vlbias.suites.retrieval_bias:RetrievalBiasSuite",
         "zero_shot_fairness": "vlbias.suites.zero_shot_fairness:ZeroShotFairnessSuite",
+        "gallery_skew": "vlbias.suites.gallery_skew:GallerySkewSuite",
     },
 )
 

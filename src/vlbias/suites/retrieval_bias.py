@@ -80,7 +80,6 @@ Glossary:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -96,18 +95,20 @@ from vlbias.data.lexicon import text_words
 from vlbias.data.retrieval_bias import GENDERS, LABELS, GenderWords, Query, annotate
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics import RankingBias
-from vlbias.metrics.functional.ranking_bias import STATISTICS, SkewConventions, top_counts
+from vlbias.metrics.functional.ranking_bias import SkewConventions, top_counts
 from vlbias.metrics.ranking_protocols import RankingProtocol, ranking_protocol
 from vlbias.models.base import Capability, ModelAdapter
-from vlbias.models.inference import measuring
-from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, UnseenText, unseen_by
+from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, UnseenText
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+from vlbias.suites.gallery_ranking import embed_gallery, measured_queries, report_ranking, score_queries
 from vlbias.suites.options import RetrievalBiasOptions
 
 if TYPE_CHECKING:
     from torchmetrics import Metric
 
 ALL = "all"  # the scope of every query
+#: The statistics of :class:`~vlbias.metrics.RankingBias` this suite reports (KL@K is the gallery-skew suite's).
+REPORTED = ("max_skew", "min_skew", "ndkl", "bias")
 
 
 @dataclass(frozen=True)
@@ -308,10 +309,6 @@ def _label_counts(labels: Sequence[str]) -> dict[str, int]:
     return {f"n_{label}": sum(1 for value in labels if value == label) for label in LABELS}
 
 
-def _chunks(items: Tensor | list, size: int) -> list[Tensor | list]:
-    return [items[start : start + size] for start in range(0, len(items), size)]
-
-
 class _RetrievalBiasMeasurement(Measurement):
     """One run of :class:`RetrievalBiasSuite`: the gallery embedded at construction (images that do not decode
     or embed to NaN/inf are left out, with reasons), then a :class:`~vlbias.metrics.RankingBias` per cut-off
@@ -320,8 +317,9 @@ class _RetrievalBiasMeasurement(Measurement):
     def __init__(self, suite: RetrievalBiasSuite, adapter: ModelAdapter, seed: int) -> None:
         super().__init__()
         self.suite, self.adapter = suite, adapter
-        self.gallery_skipped: list[dict[str, str]] = []
-        self.embeddings, kept = self._embed_gallery()  # (N', D), N' indices into the gallery
+        self.embeddings, kept, self.gallery_skipped = embed_gallery(
+            adapter, suite.gallery.images, suite.gallery.names, suite.batch_size
+        )  # (N', D), N' indices into the gallery
         data = suite.data_config.get("data")
         if len(kept) < suite.ks[-1]:
             raise InputError(
@@ -338,75 +336,18 @@ class _RetrievalBiasMeasurement(Measurement):
             for scope in (ALL, *suite.groups)
         }
 
-    def _embed_gallery(self) -> tuple[Tensor, list[int]]:
-        """The embeddings of the gallery's usable images, in batches of ``batch_size``, and their indices."""
-        gallery, size = self.suite.gallery, self.suite.batch_size
-        parts, kept = [], []
-        with measuring(self.adapter.device):
-            for start in range(0, len(gallery), size):
-                indices = list(range(start, min(start + size, len(gallery))))
-                try:
-                    parts.append(self._embed_images(gallery.images[start : start + size]))
-                    kept += indices
-                except InputError:  # find the images that do not decode; embed the others
-                    for index in indices:
-                        try:
-                            parts.append(self._embed_images(gallery.images[index : index + 1]))
-                            kept.append(index)
-                        except InputError as err:
-                            self._skip_image(index, str(err))
-        embeddings = torch.cat(parts) if parts else torch.empty(0, 0)
-        finite = torch.isfinite(embeddings).all(dim=1).tolist()
-        for index, ok in zip(kept, finite):
-            if not ok:
-                self._skip_image(index, "its embedding holds NaN or inf")
-        return embeddings[torch.tensor(finite, dtype=torch.bool)], [i for i, ok in zip(kept, finite) if ok]
-
-    def _embed_images(self, images: Tensor | list) -> Tensor:
-        adapter = self.adapter
-        return adapter.embed_images(adapter.prepare_images(images)).float().cpu()
-
-    def _skip_image(self, index: int, reason: str) -> None:
-        self.gallery_skipped.append({"item": self.suite.gallery.names[index], "reason": reason, "scope": "gallery"})
-
     def metrics(self) -> list[Metric]:
         return list(self.ranking.values())
 
     def probe(self, batch: Batch) -> tuple[Tensor, list[UnseenText | None]]:
-        """``(b, N')`` cosine similarities of the batch's queries with the gallery images (NaN rows for the
-        queries the model cannot see, which are not embedded), and why it cannot see each query, if so."""
-        adapter = self.adapter
-        texts = [query.text for query in batch.items]
-        unseen = unseen_by(adapter, texts)
-        kept = [i for i, problem in enumerate(unseen) if problem is None or not problem.skip]
-        scores = torch.full((len(texts), len(self.embeddings)), torch.nan)
-        if kept:
-            with measuring(adapter.device):
-                embedded = adapter.embed_texts(adapter.prepare_texts([texts[i] for i in kept])).float().cpu()
-            scores[kept] = embedded @ self.embeddings.T
-        return scores, unseen
+        """``(b, N')`` cosine similarities of the batch's queries with the gallery images, and why the model cannot
+        see each query, if so (:func:`~vlbias.suites.gallery_ranking.score_queries`)."""
+        return score_queries(self.adapter, [query.text for query in batch.items], self.embeddings)
 
     def update(self, batch: Batch, outputs: tuple[Tensor, list[UnseenText | None]]) -> None:
-        outputs, unseen = outputs
-        finite = torch.isfinite(outputs).all(dim=1)
-        measured = []  # (stimulus index, query, note) of the queries with finite scores
-        for index, query, ok, problem in zip(batch.indices, batch.items, finite.tolist(), unseen, strict=True):
-            if problem is not None and problem.skip:
-                self.count(f"skipped/{problem.kind}")
-                self.note_skip(
-                    index, {"item": query.text, "reason": problem.reason, "scope": "query", "kind": problem.kind}
-                )
-            elif ok:
-                if problem is not None:
-                    self.count(problem.kind)
-                measured.append((index, query, "" if problem is None else problem.reason))
-            else:
-                self.note_skip(
-                    index, {"item": query.text, "reason": "its embedding holds NaN or inf", "scope": "query"}
-                )
+        measured, scores = measured_queries(self, batch, *outputs)  # scores (b', N')
         if not measured:
             return
-        scores = outputs[finite]  # (b', N')
         rows = [
             {"query": query.text, "group": query.group, "source": query.source} | ({"note": note} if note else {})
             for _, query, note in measured
@@ -435,7 +376,9 @@ class _RetrievalBiasMeasurement(Measurement):
             if not gathered.rows or (scope != ALL and scope not in measured):
                 continue
             name = ALL if scope == ALL else f"group/{scope}"
-            report_ranking(output, name, k, metric.compute())
+            result = metric.compute()
+            report_ranking(output, f"{name}/", k, result, REPORTED)
+            output.metrics[f"{name}/n_queries"] = float(result["n_queries"])
         counts = self.attributes.bincount(minlength=len(GENDERS)).tolist()
         output.metrics |= {f"gallery/n_{gender}": float(n) for gender, n in zip(GENDERS, counts)}
         excluded = ("both", "neither")
@@ -448,34 +391,6 @@ class _RetrievalBiasMeasurement(Measurement):
         output.items = gathered.rows
         output.n_items = len(gathered.rows)
         return output
-
-
-def report_ranking(output: SuiteOutput, scope: str, k: int, result: dict[str, Tensor]) -> None:
-    """Write a :class:`~vlbias.metrics.RankingBias` ``result`` at cut-off ``k`` into ``output`` as
-    ``<scope>/<statistic>@<k>`` with its interval, and ``<scope>/n_queries``.
-
-    A statistic whose mean is infinite (a query's skew is ``ln 0`` under the ``sfid`` protocol, which adds nothing to
-    a zero count) is undefined as a number a result can hold: it is written as ``null``, its interval ends that are
-    infinite too, with ``<scope>/n_infinite/<statistic>@<k>`` counting the queries whose value is infinite and an
-    entry in the skip list saying why."""
-    for statistic in STATISTICS:
-        key = f"{scope}/{statistic}@{k}"
-        value, interval = float(result[statistic]), [float(v) for v in result[f"{statistic}_interval"]]
-        n_infinite = int(result[f"{statistic}_n_infinite"])
-        if n_infinite:
-            output.metrics[f"{scope}/n_infinite/{statistic}@{k}"] = float(n_infinite)
-        if math.isinf(value):
-            output.skipped.append(
-                {
-                    "item": key,
-                    "reason": f"{n_infinite} queries' {statistic}@{k} is infinite (a group absent from the top {k}, "
-                    "ln 0 under this protocol): the mean is written as null",
-                }
-            )
-            value = math.nan
-        output.metrics[key] = value
-        output.intervals[key] = [math.nan if math.isinf(end) else end for end in interval]
-    output.metrics[f"{scope}/n_queries"] = float(result["n_queries"])
 
 
 def caption_queries(

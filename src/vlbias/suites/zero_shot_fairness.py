@@ -200,7 +200,7 @@ class ZeroShotFairnessSuite(Suite):
     @classmethod
     def from_path(cls, path: Path, options: ZeroShotFairnessOptions) -> ZeroShotFairnessSuite:
         """A FairFace or CelebA folder in the release's layout (known by its label files)."""
-        kind = face_data_kind(Path(path), options.split)
+        kind = face_data_kind(Path(path))
         if kind is None:
             raise refuse_other_data(Path(path), options.split)
         task, split = options.chosen_task(kind), options.chosen_split(kind)

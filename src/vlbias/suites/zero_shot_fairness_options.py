@@ -14,7 +14,8 @@ from typing import ClassVar, Literal
 
 from jsonargparse.typing import PositiveInt
 
-from vlbias.data.celeba import ATTRIBUTES_FILE, RELEASE_FOLDERS
+from vlbias.data.celeba import ATTRIBUTES_FILE
+from vlbias.data.face_datasets import detect_face_dataset
 from vlbias.data.fairface import label_file
 from vlbias.errors import ConfigError, InputError
 from vlbias.options import StatisticsOptions
@@ -130,16 +131,11 @@ class ZeroShotFairnessOptions(SuiteOptions):
         return groupings
 
 
-def face_data_kind(path: Path, split: str | None) -> str | None:
-    """``"celeba"`` or ``"fairface"``: which face data set the folder ``path`` holds, by its label files (CelebA's
-    ``list_attr_celeba.txt`` in it or in ``Anno/``; FairFace's ``fairface_label_<split>.csv``, val by default, in it
-    or beside it), or ``None`` when it holds neither."""
-    if (path / ATTRIBUTES_FILE).is_file() or (path / RELEASE_FOLDERS[ATTRIBUTES_FILE] / ATTRIBUTES_FILE).is_file():
-        return "celeba"
-    fairface = label_file(split or DEFAULT_SPLITS["fairface"])
-    if path.is_dir() and ((path / fairface).is_file() or (path.parent / fairface).is_file()):
-        return "fairface"
-    return None
+def face_data_kind(path: Path) -> str | None:
+    """``"celeba"`` or ``"fairface"``: which of the suite's face data sets the folder ``path`` holds, by its files
+    (:func:`vlbias.data.face_datasets.detect_face_dataset`), or ``None`` when it holds neither (UTKFace has no
+    classes this suite's tasks use)."""
+    return {"FairFace": "fairface", "CelebA": "celeba"}.get(detect_face_dataset(path) or "")
 
 
 def refuse_other_data(path: Path, split: str | None) -> InputError:

@@ -45,6 +45,7 @@ from vlbias.metrics.functional.multiple_testing import benjamini_hochberg, holm_
 from vlbias.metrics.functional.ranking_bias import (
     bias_at_k,
     desired_shares,
+    kl_at_k,
     max_skew_at_k,
     min_skew_at_k,
     ndkl,
@@ -82,6 +83,7 @@ from vlbias.metrics.functional.zero_shot import pleasant_share, ranking_from_mea
 __all__ = [
     "benjamini_hochberg",
     "bias_at_k",
+    "kl_at_k",
     "bias_concept_vl",
     "bias_score",
     "caption_probabilities",

@@ -26,6 +26,15 @@ attribute :math:`a` among its first :math:`k` images and :math:`p_a` the desired
   with :math:`D_{\tau,i} = (p_{\tau,i,a})_a` and :math:`D = (p_a)_a`; :math:`0 \ln 0 = 0`. 0 means every
   prefix has the desired shares.
 
+* KL@K, the KL divergence of the top-K shares from the desired shares, at K only (undiscounted; BendVLM,
+  Gerych et al., 2024, report it beside MaxSkew: ``get_kl`` of waltergerych/bend_vlm ``bend_utils.py``):
+
+  .. math::
+      \mathrm{KL}@K(\tau) = d_\mathrm{KL}(D_{\tau,K} \,\|\, D) = \sum_a p_{\tau,K,a} \ln \frac{p_{\tau,K,a}}{p_a}
+
+  with :math:`0 \ln 0 = 0` and no smoothing, like NDKL; with ``ties="keep"`` the shares are those of the skews
+  (the kept images over K).
+
 * Bias@K (Wang, Liu & Wang, 2021, "Are Gender-Neutral Queries Really Gender-Neutral? Mitigating Gender
   Bias in Image Search", EMNLP, Sec. 3), for two groups (``groups=(men, women)``); images of any other
   value count in K but in neither group:
@@ -71,7 +80,7 @@ from vlbias.metrics.functional.bootstrap import DEFAULT_BOOTSTRAP, percentile_in
 from vlbias.metrics.functional.checks import check_bootstrap, check_int, check_score_matrix, shape_or_type
 
 DEFAULT_EPS = 1e-4
-STATISTICS = ("max_skew", "min_skew", "ndkl", "bias")
+STATISTICS = ("max_skew", "min_skew", "ndkl", "bias", "kl")  # "kl" last: each keeps its bootstrap seed
 DESIRED = ("uniform", "present", "gallery")  # or an (A,) tensor of shares
 ZERO = ("add_eps", "one_over_k", "floor")
 TIES = ("index", "keep")
@@ -243,6 +252,7 @@ def _per_query(
         "min_skew": torch.where(valid, skew, torch.inf).amin(dim=1),
         "ndkl": (kl * weight).sum(dim=1) / discount[:k].sum(),
         "bias": (counts[:, -1, groups[0]] - counts[:, -1, groups[1]]) / k,
+        "kl": torch.where(valid, torch.special.xlogy(share, share / desired), 0.0).sum(dim=1),
     }
 
 
@@ -362,6 +372,24 @@ def ndkl(
     return _statistic("ndkl", scores, attributes, k, num_attributes, conventions, (0, 1))
 
 
+def kl_at_k(
+    scores: Tensor,
+    attributes: Tensor,
+    k: int,
+    num_attributes: int = 2,
+    conventions: SkewConventions | None = None,
+) -> Tensor:
+    """KL@K, the KL divergence of the top-K shares from the desired shares (module docstring), averaged over
+    queries; arguments as :func:`max_skew_at_k` (of the conventions, KL@K reads ``desired`` and ``ties``).
+
+    Example:
+        >>> scores = torch.tensor([[4.0, 3.0, 2.0, 1.0]])  # top 2: two men
+        >>> round(kl_at_k(scores, torch.tensor([0, 0, 1, 1]), k=2).item(), 4)  # 1 ln(1 / 0.5) + 0
+        0.6931
+    """
+    return _statistic("kl", scores, attributes, k, num_attributes, conventions, (0, 1))
+
+
 def bias_at_k(
     scores: Tensor,
     attributes: Tensor,
@@ -392,7 +420,7 @@ def ranking_bias(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Tensor]:
-    """MaxSkew@K, MinSkew@K, NDKL@K and Bias@K averaged over queries, each with a bootstrap interval.
+    """MaxSkew@K, MinSkew@K, NDKL@K, Bias@K and KL@K averaged over queries, each with a bootstrap interval.
 
     Args:
         scores, attributes, k, num_attributes, conventions: see :func:`max_skew_at_k`.
@@ -402,8 +430,8 @@ def ranking_bias(
         seed: seed of the bootstrap generator.
 
     Returns:
-        float64 ``max_skew``, ``min_skew``, ``ndkl``, ``bias``, each with ``<name>_interval`` ``[low, high]`` and
-        int64 ``<name>_n_infinite`` (the queries whose value is infinite: the ``sfid`` convention's skew of a zero
+        float64 ``max_skew``, ``min_skew``, ``ndkl``, ``bias``, ``kl``, each with ``<name>_interval`` ``[low, high]``
+        and int64 ``<name>_n_infinite`` (the queries whose value is infinite: the ``sfid`` convention's skew of a zero
         count, ``ln 0``), and int64 ``n_queries``.
 
     Example:

@@ -1,0 +1,128 @@
+"""What the suites that rank an image gallery for text queries share (``retrieval_bias``, ``gallery_skew``): the
+gallery embedded once per rank, the queries scored against it by the cosine of EMBED embeddings, and the queries
+the model cannot see skipped by name and counted, and a ranking statistic written into a result
+(:func:`report_ranking`).
+
+The gallery is embedded in batches of ``batch_size``, the same on every rank (:class:`~vlbias.suites.base.Suite`'s
+contract: every query needs the whole gallery). A batch that fails to decode is embedded image by image, so only
+the images that do not decode are left out; an image whose embedding holds NaN or inf is left out too, each with its
+reason (``scope`` ``gallery``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from vlbias.errors import InputError
+from vlbias.models.base import ModelAdapter
+from vlbias.models.inference import measuring
+from vlbias.models.unseen_text import UnseenText, unseen_by
+from vlbias.suites.base import Batch, Measurement, SuiteOutput
+
+
+def embed_gallery(
+    adapter: ModelAdapter, images: Tensor | Sequence, names: Sequence[str], batch_size: int
+) -> tuple[Tensor, list[int], list[dict[str, str]]]:
+    """The ``(N', D)`` float embeddings of the usable images of ``images`` (a float tensor in [0, 1], or paths / PIL
+    images), their indices into ``images``, and the images left out ``{"item": name, "reason", "scope"}``."""
+    parts, kept, skipped = [], [], []
+
+    def skip(index: int, reason: str) -> None:
+        skipped.append({"item": names[index], "reason": reason, "scope": "gallery"})
+
+    with measuring(adapter.device):
+        for start in range(0, len(names), batch_size):
+            indices = list(range(start, min(start + batch_size, len(names))))
+            try:
+                parts.append(_embed_images(adapter, images[start : start + batch_size]))
+                kept += indices
+            except InputError:  # find the images that do not decode; embed the others
+                for index in indices:
+                    try:
+                        parts.append(_embed_images(adapter, images[index : index + 1]))
+                        kept.append(index)
+                    except InputError as err:
+                        skip(index, str(err))
+    embeddings = torch.cat(parts) if parts else torch.empty(0, 0)
+    finite = torch.isfinite(embeddings).all(dim=1).tolist()
+    for index, ok in zip(kept, finite):
+        if not ok:
+            skip(index, "its embedding holds NaN or inf")
+    return embeddings[torch.tensor(finite, dtype=torch.bool)], [i for i, ok in zip(kept, finite) if ok], skipped
+
+
+def _embed_images(adapter: ModelAdapter, images: Tensor | Sequence) -> Tensor:
+    return adapter.embed_images(adapter.prepare_images(images)).float().cpu()
+
+
+def score_queries(
+    adapter: ModelAdapter, texts: Sequence[str], embeddings: Tensor
+) -> tuple[Tensor, list[UnseenText | None]]:
+    """``(b, N')`` cosine similarities of ``texts`` with the gallery ``embeddings`` (NaN rows for the texts the model
+    cannot see, which are not embedded), and why the model cannot see each text, if so
+    (:func:`~vlbias.models.unseen_text.unseen_by`)."""
+    unseen = unseen_by(adapter, texts)
+    kept = [i for i, problem in enumerate(unseen) if problem is None or not problem.skip]
+    scores = torch.full((len(texts), len(embeddings)), torch.nan)
+    if kept:
+        with measuring(adapter.device):
+            embedded = adapter.embed_texts(adapter.prepare_texts([texts[i] for i in kept])).float().cpu()
+        scores[kept] = embedded @ embeddings.T
+    return scores, unseen
+
+
+def measured_queries(
+    measurement: Measurement, batch: Batch, scores: Tensor, unseen: list[UnseenText | None]
+) -> tuple[list[tuple[int, object, str]], Tensor]:
+    """The queries of ``batch`` (each with a ``text``) that can be ranked, as ``(stimulus index, query, note)`` (the
+    note says why a truncated query is read in part), and their ``(b', N')`` scores. The others are noted as skipped
+    on ``measurement``: a query the model cannot see (counted ``skipped/<kind>``), one whose scores hold NaN or inf;
+    a truncated query is counted (``truncated``)."""
+    finite = torch.isfinite(scores).all(dim=1)
+    measured = []
+    for index, query, ok, problem in zip(batch.indices, batch.items, finite.tolist(), unseen, strict=True):
+        if problem is not None and problem.skip:
+            measurement.count(f"skipped/{problem.kind}")
+            entry = {"item": query.text, "reason": problem.reason, "scope": "query", "kind": problem.kind}
+            measurement.note_skip(index, entry)
+        elif ok:
+            if problem is not None:
+                measurement.count(problem.kind)
+            measured.append((index, query, "" if problem is None else problem.reason))
+        else:
+            entry = {"item": query.text, "reason": "its embedding holds NaN or inf", "scope": "query"}
+            measurement.note_skip(index, entry)
+    return measured, scores[finite]
+
+
+def report_ranking(
+    output: SuiteOutput, prefix: str, k: int, result: dict[str, Tensor], statistics: Sequence[str]
+) -> None:
+    """Write the ``statistics`` of a :class:`~vlbias.metrics.RankingBias` ``result`` at cut-off ``k`` into ``output``
+    as ``<prefix><statistic>@<k>`` with its interval.
+
+    A statistic whose mean is infinite (a query's skew is ``ln 0`` under the ``sfid`` protocol, which adds nothing to
+    a zero count) is undefined as a number a result can hold: it is written as ``null``, its interval ends that are
+    infinite too, with ``<prefix>n_infinite/<statistic>@<k>`` counting the queries whose value is infinite and an
+    entry in the skip list saying why."""
+    for statistic in statistics:
+        key = f"{prefix}{statistic}@{k}"
+        value, interval = float(result[statistic]), [float(v) for v in result[f"{statistic}_interval"]]
+        n_infinite = int(result[f"{statistic}_n_infinite"])
+        if n_infinite:
+            output.metrics[f"{prefix}n_infinite/{statistic}@{k}"] = float(n_infinite)
+        if math.isinf(value):
+            output.skipped.append(
+                {
+                    "item": key,
+                    "reason": f"{n_infinite} queries' {statistic}@{k} is infinite (a group absent from the top {k}, "
+                    "ln 0 under this protocol): the mean is written as null",
+                }
+            )
+            value = math.nan
+        output.metrics[key] = value
+        output.intervals[key] = [math.nan if math.isinf(end) else end for end in interval]
