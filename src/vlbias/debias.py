@@ -1,0 +1,269 @@
+"""``vlbias debias``: fit post-hoc debiasers (:mod:`vlbias.mitigation.registry`) on one EMBED model and measure what
+they change, bias and accuracy together.
+
+The service behind the subcommand, in the order it runs:
+
+1. every choice is checked before any data or model is read: the device and the model's options, each method's
+   name (an unknown one is refused with the registered ones) and its options (checked against the method's options
+   dataclass, an unknown key named), each suite's options, and a prompt file's keys;
+2. the suites are built on ``suite_data`` (BiasWorld's ``test`` split unless a suite's ``split`` says otherwise)
+   and must probe embeddings (EMBED); a suite measured on the BiasWorld split the methods are fitted on is
+   measured, with a warning (:func:`~vlbias.mitigation.outputs.same_selection`);
+3. the fitting data is built (:mod:`vlbias.mitigation.fit_data`: BiasWorld's ``split``, ``val`` by default, or a
+   prompt file); a method that needs a field the data does not give is refused naming the field, before any fit
+   (in the compare mode with ``'all'``, it is listed in the table as not fitted, with that reason);
+4. the model is measured by each suite, and its zero-shot accuracy on BiasWorld's ``test`` activities
+   (:func:`~vlbias.mitigation.comparison.accuracy_with_interval`); then each method is fitted (torch's generators
+   seeded with ``seed`` before each fit, so a method's fit does not depend on which ran before it) and measured
+   the same way, through :func:`~vlbias.mitigation.debiased_view.debiased_adapter`, its accuracy from the
+   transformed image and prompt embeddings;
+5. the output folder is written as a unit (:mod:`vlbias.mitigation.debias_outputs`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+
+import torch
+
+from vlbias.data.biasworld import ACTIVITIES, BiasWorld, activity_phrases
+from vlbias.environment import environment
+from vlbias.errors import ConfigError, InputError
+from vlbias.loaded_model import check_model_choice, load_model, refuse_empty, run_config
+from vlbias.mitigation.comparison import (
+    NO_METHOD,
+    accuracy_with_interval,
+    comparison_rows,
+    headline_bias,
+    plot_comparison,
+)
+from vlbias.mitigation.debias_outputs import (
+    DEBIAS_FOLDER,
+    write_debias_folder,
+    write_debiased_model,
+    write_measurements,
+)
+from vlbias.mitigation.debiased_view import debiased_adapter
+from vlbias.mitigation.debiaser import Debiaser, FitData
+from vlbias.mitigation.fit_data import biasworld_fit_data, embed_images, file_fit_data, read_prompt_file, text_encoder
+from vlbias.mitigation.outputs import same_selection, selection
+from vlbias.mitigation.registry import debiaser_class
+from vlbias.models.base import Capability, ModelAdapter, require_capability
+from vlbias.models.catalog import adapter_class
+from vlbias.options import check_options
+from vlbias.results import Results
+from vlbias.run_options import DebiasOptions
+from vlbias.suites.base import Suite
+from vlbias.suites.options import check_suite_options
+from vlbias.suites.run import build_suite, run_suite
+from vlbias.threads import torch_threads
+
+logger = logging.getLogger(__name__)
+
+
+def checked_debiasers(options: DebiasOptions) -> dict[str, Debiaser]:
+    """A new, unfitted debiaser per method of ``options``, its options checked against its ``OPTIONS`` dataclass."""
+    methods = options.methods
+    if options.compare:
+        unknown = sorted(set(options.method_options) - set(methods))
+        if unknown:
+            raise ConfigError(f"`method_options` names methods that are not compared: {unknown}; compared: {methods}.")
+    debiasers = {}
+    for method in methods:
+        cls = debiaser_class(method)  # an unknown name is refused with the registered ones
+        given = options.method_options.get(method) if options.compare else options.method_options
+        checked = check_options(given, cls.OPTIONS, f"debiaser {method!r} option")
+        debiasers[method] = cls(cls.OPTIONS(**checked))
+    return debiasers
+
+
+def unmet_needs(debiaser: Debiaser, data: FitData, source: str) -> str | None:
+    """Why ``debiaser`` cannot be fitted on ``data`` (from ``source``): the first field of its ``NEEDS`` the data does
+    not give, named; ``None`` when it can."""
+    missing = data.missing(debiaser.NEEDS)
+    if not missing:
+        return None
+    hint = " (give it in a prompt file: see vlbias.mitigation.fit_data)" if source == "biasworld" else ""
+    return f"Debiaser {debiaser.name!r} needs `{missing[0]}`, which data {source!r} does not give{hint}."
+
+
+def debias(options: DebiasOptions) -> dict:
+    """Fit and measure ``options.method`` (one, a list, or ``'all'``) and write ``options.out`` (module docstring);
+    returns the content of ``debias.json``."""
+    check_model_choice(options)
+    debiasers = checked_debiasers(options)
+    unknown = sorted(set(options.suite_options) - set(options.suites))
+    if unknown:
+        raise ConfigError(f"`suite_options` names suites that do not run: {unknown}; the suites are {options.suites}.")
+    suite_options = {s: check_suite_options(s, options.suite_options.get(s), tiny=options.tiny) for s in options.suites}
+    if options.data != "biasworld":
+        read_prompt_file(options.data)
+    out = DEBIAS_FOLDER.check(options.out)
+    world_options = dataclasses.asdict(options.biasworld)
+    with torch_threads(options.threads) as threads:
+        suites = {name: build_suite(o, options.suite_data, world_options) for name, o in suite_options.items()}
+        for suite in suites.values():
+            _check_embedding_suite(suite, options.model)
+            _warn_overlap(options, suite_options[suite.name])
+        adapter = load_model(options)
+        fit_data = _fit_data(options, adapter)
+        refusals = {m: unmet_needs(d, fit_data, options.data) for m, d in debiasers.items()}
+        blocking = [reason for reason in refusals.values() if reason is not None]
+        if blocking and options.method != "all":
+            raise InputError(blocking[0])
+        config = {**run_config(options, adapter, threads), "suite_data": options.suite_data}
+        evaluation = _accuracy_inputs(adapter, BiasWorld(**world_options))
+        measured = {NO_METHOD: _measure(suites, adapter, options, config)}
+        accuracy = {NO_METHOD: _accuracy(evaluation, None, options.seed)}
+        fitted: dict[str, Debiaser] = {}
+        for method, debiaser in debiasers.items():
+            if refusals[method] is not None:
+                logger.warning(f"warning: {refusals[method]} It is listed in the table as not fitted.")
+                continue
+            torch.manual_seed(options.seed)
+            fitted[method] = debiaser.fit(fit_data)
+            view = debiased_adapter(adapter, debiaser)
+            measured[method] = _measure(suites, view, options, {**config, "debiaser": method})
+            accuracy[method] = _accuracy(evaluation, debiaser, options.seed)
+        summary = _summary(options, adapter, fit_data, fitted, refusals, measured, accuracy)
+
+        def write(folder) -> None:
+            if options.compare:
+                for method, debiaser in fitted.items():
+                    write_debiased_model(folder / method, adapter, debiaser)
+                for method, results in measured.items():
+                    write_measurements(folder / method, results)
+                rows = summary["comparison"]
+                (folder / "compare.csv").write_text(_table(rows))
+                (folder / "compare.png").write_bytes(plot_comparison(rows, headline_bias(rows)))
+            else:
+                (method,) = fitted
+                write_debiased_model(folder, adapter, fitted[method])
+                write_measurements(folder / "before", measured[NO_METHOD])
+                write_measurements(folder / "after", measured[method])
+
+        write_debias_folder(out, summary, write)
+    return summary
+
+
+def _fit_data(options: DebiasOptions, adapter: ModelAdapter) -> FitData:
+    if options.data == "biasworld":
+        world = BiasWorld(**dataclasses.asdict(options.biasworld))
+        return biasworld_fit_data(adapter, world, options.split, options.batch_size)
+    return file_fit_data(adapter, options.data, options.batch_size)
+
+
+def _check_embedding_suite(suite: Suite, model: str) -> None:
+    """A suite that does not probe embeddings cannot see a debiaser's transform: refused by name."""
+    if suite.capability is not Capability.EMBED:
+        raise ConfigError(
+            f"Suite {suite.name!r} probes {suite.capability.value}, not embeddings, so it cannot measure a debiaser; "
+            "give it options that probe embeddings (e.g. probe: embed) or leave it out of `suites`."
+        )
+    require_capability(adapter_class(model), suite.capability, suite.name, suite.capability_hint)
+
+
+def _warn_overlap(options: DebiasOptions, suite_options: object) -> None:
+    """Warn when a suite measures the BiasWorld split the methods are fitted on."""
+    if options.data != "biasworld" or options.suite_data != "biasworld":
+        return
+    fitted_on = selection({"data": "biasworld", "split": options.split, "seed": options.biasworld.seed})
+    where = same_selection(fitted_on, "biasworld", getattr(suite_options, "split", None), options.biasworld.seed)
+    if where is not None:
+        logger.warning(
+            f"warning: suite {suite_options.SUITE!r} measures {where} the debiasers are fitted on: the number "
+            "overstates their effect; measure on another split (fit on 'val', measure on 'test')."
+        )
+
+
+def _measure(
+    suites: Mapping[str, Suite], adapter: ModelAdapter, options: DebiasOptions, config: dict
+) -> dict[str, tuple[Results, list[dict]]]:
+    """Each suite's results and item table for ``adapter``."""
+    measured = {}
+    for name, suite in suites.items():
+        results, items = run_suite(
+            suite,
+            adapter,
+            model=options.model,
+            checkpoint=options.checkpoint,
+            seed=options.seed,
+            config={**config, "suite": name, "suite_options": options.suite_options.get(name, {})},
+        )
+        refuse_empty(results, options.suite_data)
+        measured[name] = (results, items)
+    return measured
+
+
+def _accuracy_inputs(adapter: ModelAdapter, world: BiasWorld) -> dict:
+    """BiasWorld's ``test`` images and activity prompts embedded by ``adapter``, with the prompts' classes and the
+    images' labels: what the zero-shot accuracy of every method is computed on."""
+    texts = [phrase for activity in ACTIVITIES for phrase in activity_phrases(activity)]
+    classes = [k for k, activity in enumerate(ACTIVITIES) for _ in activity_phrases(activity)]
+    return {
+        "images": embed_images(adapter, world.images("test")),
+        "texts": texts,
+        "prompts": text_encoder(adapter)(texts),
+        "classes": torch.tensor(classes),
+        "labels": torch.tensor([ACTIVITIES.index(item.activity) for item in world.items("test")]),
+    }
+
+
+def _accuracy(evaluation: dict, debiaser: Debiaser | None, seed: int) -> tuple[float, float, float]:
+    images, prompts = evaluation["images"], evaluation["prompts"]
+    if debiaser is not None:
+        images, prompts = debiaser.transform_images(images), debiaser.transform_texts(prompts, evaluation["texts"])
+    return accuracy_with_interval(images, prompts, evaluation["classes"], evaluation["labels"], seed)
+
+
+def _summary(
+    options: DebiasOptions,
+    adapter: ModelAdapter,
+    fit_data: FitData,
+    fitted: Mapping[str, Debiaser],
+    refusals: Mapping[str, str | None],
+    measured: Mapping[str, Mapping[str, tuple[Results, list[dict]]]],
+    accuracy: Mapping[str, tuple[float, float, float]],
+) -> dict:
+    """``debias.json``'s content."""
+    import vlbias
+
+    results = {method: {suite: r for suite, (r, _) in suites.items()} for method, suites in measured.items()}
+    rows = comparison_rows(results, accuracy)
+    for method, reason in refusals.items():
+        if reason is not None:
+            rows.append({"method": method, "not_fitted": reason})
+    return {
+        "methods": {
+            method: {
+                "method": method,
+                "options": dataclasses.asdict(debiaser.options),
+                "needs": list(debiaser.NEEDS),
+                "modifies": sorted(debiaser.MODIFIES),
+                "state": {name: list(t.shape) for name, t in debiaser.fitted_state().items()},
+                "linear": {m: debiaser.linear_map(m) is not None for m in sorted(debiaser.MODIFIES)},
+            }
+            for method, debiaser in fitted.items()
+        },
+        "not_fitted": {method: reason for method, reason in refusals.items() if reason is not None},
+        "model": options.model,
+        "checkpoint": options.checkpoint,
+        "tiny": options.tiny,
+        "data": dict(fit_data.description or {}),
+        "suite_data": options.suite_data,
+        "suites": options.suites,
+        "suite_options": options.suite_options,
+        "seed": options.seed,
+        "biasworld": dataclasses.asdict(options.biasworld),
+        "vlbias_version": vlbias.__version__,
+        "environment": environment(adapter.device),
+        "comparison": rows,
+    }
+
+
+def _table(rows: list[dict]) -> str:
+    import pandas as pd
+
+    return pd.DataFrame(rows).to_csv(index=False)

@@ -1,0 +1,63 @@
+"""Write a ``vlbias debias`` run's folder as a unit (:data:`DEBIAS_FOLDER`, :class:`vlbias.atomic.OutputFolder`).
+
+One method: ``<out>/debias.json`` (the summary: method, options, fitted-state shapes, data, seeds, versions, the
+suites' headline numbers and zero-shot accuracy before and after), ``<out>/debiaser/`` (the fitted debiaser,
+:func:`write_debiased_model`), ``<out>/before/`` and ``<out>/after/`` (each suite's results schema,
+``<suite>.json`` + ``<suite>.items.parquet``, which ``vlbias report`` reads as the runs ``before`` and ``after``).
+
+The compare mode: ``<out>/debias.json`` (the summary of every method), ``<out>/none/`` and ``<out>/<method>/`` (each
+suite's results, one run each for ``vlbias report``; each method's fitted debiaser in ``<out>/<method>/debiaser/``),
+``<out>/compare.csv`` (:func:`~vlbias.mitigation.comparison.comparison_rows`) and ``<out>/compare.png``
+(:func:`~vlbias.mitigation.comparison.plot_comparison`).
+
+The folder is written whole beside ``<out>`` and put in its place in one step: a reader, or a run killed at any
+moment, finds the old folder whole or the new one whole; a folder that is not an earlier output of ``vlbias
+debias`` is refused, not replaced.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from vlbias.atomic import OutputFolder
+from vlbias.mitigation.debiaser import Debiaser
+from vlbias.mitigation.registry import list_debiasers
+from vlbias.models.base import ModelAdapter
+from vlbias.results import Results, write_results
+
+SUMMARY_FILE = "debias.json"
+DEBIAS_FOLDER = OutputFolder(
+    "vlbias debias",
+    SUMMARY_FILE,
+    frozenset(
+        {SUMMARY_FILE, "debiaser", "model", "before", "after", "none", "compare.csv", "compare.png", *list_debiasers()}
+    ),
+)
+
+
+def write_debiased_model(folder: Path, adapter: ModelAdapter, debiaser: Debiaser) -> Path:
+    """Write what loads the debiased model into ``folder``: for now the fitted debiaser (``folder/debiaser``,
+    :meth:`~vlbias.mitigation.debiaser.Debiaser.save`; :func:`~vlbias.mitigation.debiaser.load_debiaser` reads it),
+    which applied to ``adapter``'s embeddings gives the debiased ones. ``adapter`` is the model the debiaser was
+    fitted on: exporting it with the debiaser folded in (a ``debiased`` adapter checkpoint, or the family's own
+    format where the change is linear) is the step that takes it. Returns the debiaser's folder."""
+    return debiaser.save(folder / "debiaser")
+
+
+def write_measurements(folder: Path, measured: Mapping[str, tuple[Results, list[dict]]]) -> None:
+    """Each suite's results (``{suite: (results, items)}``) in ``folder`` (the results schema)."""
+    for results, items in measured.values():
+        write_results(folder, results, items)
+
+
+def write_debias_folder(out: str | Path, summary: Mapping[str, object], write: Callable[[Path], object]) -> Path:
+    """Write the run folder ``out`` as a unit: ``write(folder)`` writes its parts, then ``debias.json`` holds
+    ``summary``. Returns the path of ``debias.json``."""
+
+    def whole(folder: Path) -> None:
+        write(folder)
+        (folder / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, allow_nan=False))
+
+    return DEBIAS_FOLDER.replace(out, whole) / SUMMARY_FILE
