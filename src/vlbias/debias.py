@@ -132,9 +132,9 @@ def debias(options: DebiasOptions) -> dict:
         def write(folder) -> None:
             if options.compare:
                 for method, debiaser in fitted.items():
-                    write_debiased_model(folder / method, adapter, debiaser)
+                    write_debiased_model(folder / "methods" / method, adapter, debiaser)
                 for method, results in measured.items():
-                    write_measurements(folder / method, results)
+                    write_measurements(folder / "methods" / method, results)
                 rows = summary["comparison"]
                 (folder / "compare.csv").write_text(_table(rows))
                 (folder / "compare.png").write_bytes(plot_comparison(rows, headline_bias(rows)))

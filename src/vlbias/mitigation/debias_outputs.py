@@ -5,8 +5,9 @@ suites' headline numbers and zero-shot accuracy before and after), ``<out>/debia
 :func:`write_debiased_model`), ``<out>/before/`` and ``<out>/after/`` (each suite's results schema,
 ``<suite>.json`` + ``<suite>.items.parquet``, which ``vlbias report`` reads as the runs ``before`` and ``after``).
 
-The compare mode: ``<out>/debias.json`` (the summary of every method), ``<out>/none/`` and ``<out>/<method>/`` (each
-suite's results, one run each for ``vlbias report``; each method's fitted debiaser in ``<out>/<method>/debiaser/``),
+The compare mode: ``<out>/debias.json`` (the summary of every method), ``<out>/methods/none/`` and
+``<out>/methods/<method>/`` (each suite's results, one run each for ``vlbias report``; each method's fitted debiaser in
+``<out>/methods/<method>/debiaser/``),
 ``<out>/compare.csv`` (:func:`~vlbias.mitigation.comparison.comparison_rows`) and ``<out>/compare.png``
 (:func:`~vlbias.mitigation.comparison.plot_comparison`).
 
@@ -23,7 +24,6 @@ from pathlib import Path
 
 from vlbias.atomic import OutputFolder
 from vlbias.mitigation.debiaser import Debiaser
-from vlbias.mitigation.registry import list_debiasers
 from vlbias.models.base import ModelAdapter
 from vlbias.results import Results, write_results
 
@@ -31,9 +31,7 @@ SUMMARY_FILE = "debias.json"
 DEBIAS_FOLDER = OutputFolder(
     "vlbias debias",
     SUMMARY_FILE,
-    frozenset(
-        {SUMMARY_FILE, "debiaser", "model", "before", "after", "none", "compare.csv", "compare.png", *list_debiasers()}
-    ),
+    frozenset({SUMMARY_FILE, "debiaser", "before", "after", "methods", "compare.csv", "compare.png"}),
 )
 
 

@@ -1,0 +1,281 @@
+"""``vlbias debias``: the run folder of one method, the compare mode, the fitting data, and one-line errors."""
+
+import json
+import logging
+import sys
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+from PIL import Image
+from torch import Tensor
+
+from vlbias.data.biasworld import GROUPS, BiasWorld, group_phrases
+from vlbias.data.biasworld_options import BiasWorldOptions
+from vlbias.debias import debias
+from vlbias.mitigation import registry
+from vlbias.mitigation.debiased_view import debiased_adapter
+from vlbias.mitigation.debiaser import Debiaser, FitData, Modality, load_debiaser
+from vlbias.mitigation.fit_data import biasworld_fit_data, file_fit_data, text_encoder
+from vlbias.mitigation.projection import orthogonal_projection
+from vlbias.models.registry import load
+from vlbias.results import read_results
+from vlbias.run_options import DebiasOptions
+
+QUICK = "{mmbias: {statistics: {n_permutations: 200, n_bootstrap: 100}}}"
+SMALL = ["--biasworld.eval_per_combination", "2", "--biasworld.n_train", "16"]
+BASE = ["debias", "--model", "clip", "--tiny", *SMALL, "--suite_options", QUICK]
+EFFECT = "man_vs_woman/stereotyped_activities/effect_size"
+
+
+def assert_one_line_error(result, *fragments):
+    code, _, err = result
+    assert code == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("vlbias: error: "), err
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+@pytest.fixture(scope="module")
+def orth_proj_run(tmp_path_factory):
+    """Orth-Proj fitted on BiasWorld's val split, measured on test, through the console script in this process."""
+    from vlbias.cli import main
+
+    out = tmp_path_factory.mktemp("debias") / "run"
+    main([*BASE, "--method", "orth_proj", "--seed", "3", "--out", str(out)])
+    return out
+
+
+def test_one_method_writes_the_debiaser_its_summary_and_the_suites_before_and_after(orth_proj_run):
+    summary = json.loads((orth_proj_run / "debias.json").read_text())
+    assert summary["methods"]["orth_proj"]["state"] == {"projection": [64, 64]}
+    assert summary["methods"]["orth_proj"]["options"] == {"rtol": None}
+    assert summary["methods"]["orth_proj"]["linear"] == {"text": True}
+    assert summary["data"]["data"] == "biasworld" and summary["data"]["split"] == "val"
+    assert summary["seed"] == 3 and summary["suites"] == ["mmbias"] and summary["not_fitted"] == {}
+    assert summary["vlbias_version"] and summary["environment"]["torch"] == torch.__version__
+    before = read_results(orth_proj_run / "before" / "mmbias.json")
+    after = read_results(orth_proj_run / "after" / "mmbias.json")
+    assert before.config["suite_config"]["data"]["split"] == "test"
+    assert before.metrics[EFFECT] != after.metrics[EFFECT]
+    rows = {row["method"]: row for row in summary["comparison"]}
+    assert rows["none"][f"mmbias/{EFFECT}"] == before.metrics[EFFECT]
+    assert rows["orth_proj"][f"mmbias/{EFFECT}"] == after.metrics[EFFECT]
+    assert 0 <= rows["orth_proj"]["zero_shot_accuracy"] <= 1
+    assert sorted(p.name for p in orth_proj_run.iterdir()) == ["after", "before", "debias.json", "debiaser"]
+
+
+def test_the_saved_debiaser_is_orth_proj_of_the_group_prompts_of_the_model():
+    """The fitted state equals P = I - V V^+ of the model's own group-phrase embeddings (an independent
+    float64 transcription), and the view the suites measure applies it to the text embeddings."""
+    model = load("clip", tiny=True)
+    world = BiasWorld(eval_per_combination=1, n_train=8)
+    data = biasworld_fit_data(model, world, "val")
+    debiaser = registry.debiaser_class("orth_proj")().fit(data)
+    prompts = torch.cat([data.attribute_prompts[g] for g in GROUPS]).double()  # (6, D)
+    reference = torch.eye(prompts.shape[1], dtype=torch.float64) - prompts.T @ torch.linalg.pinv(prompts.T)
+    torch.testing.assert_close(debiaser.linear_map("text").double(), reference, atol=1e-5, rtol=0)
+    texts = ["a person cooking.", "the woman is driving."]
+    plain = text_encoder(model)(texts).double()
+    expected = torch.nn.functional.normalize(plain @ reference.T, dim=1)
+    view = debiased_adapter(model, debiaser)
+    with torch.no_grad():
+        seen = view.embed_texts(view.prepare_texts(texts)).double()
+    torch.testing.assert_close(seen, expected, atol=1e-5, rtol=0)
+    pixels = view.prepare_images(world.images("test")[:2])
+    with torch.no_grad():
+        torch.testing.assert_close(view.embed_images(pixels), model.embed_images(pixels))  # Orth-Proj leaves images
+
+
+def test_the_saved_debiaser_loads_back_with_its_state(orth_proj_run):
+    loaded = load_debiaser(orth_proj_run / "debiaser")
+    assert loaded.name == "orth_proj" and loaded.fitted_state()["projection"].shape == (64, 64)
+    summary = json.loads((orth_proj_run / "debias.json").read_text())
+    assert json.loads((orth_proj_run / "debiaser" / "debiaser.json").read_text())["state"] == {
+        name: shape for name, shape in summary["methods"]["orth_proj"]["state"].items()
+    }
+
+
+def test_biasworld_fit_data_pairs_each_template_with_both_groups():
+    model = load("clip", tiny=True)
+    world = BiasWorld(eval_per_combination=1, n_train=8)
+    data = biasworld_fit_data(model, world, "val")
+    encode = text_encoder(model)
+    torch.testing.assert_close(
+        data.prompt_pairs[3], encode(["a photo of a man cooking.", "a photo of a woman cooking."])
+    )
+    torch.testing.assert_close(data.attribute_prompts["woman"], encode(group_phrases("woman")))
+    assert data.reference_labels == [item.group for item in world.items("val")]
+    assert data.reference_images.shape == (12, 64) and data.attribute_words == {"man": ["man"], "woman": ["woman"]}
+    assert data.helpful_pairs is None and data.description["split"] == "val"
+
+
+def utkface_folder(root):
+    """Four tiny UTKFace-named images: two men, two women."""
+    root.mkdir()
+    for k, gender in enumerate([0, 1, 0, 1]):
+        Image.new("RGB", (32, 32), (40 * k, 80, 120)).save(root / f"{20 + k}_{gender}_0_2017011917043553{k}.jpg")
+    return root
+
+
+def test_a_prompt_file_gives_its_prompts_and_a_gallery_of_reference_images(tmp_path):
+    gallery = utkface_folder(tmp_path / "utk")
+    path = tmp_path / "prompts.yaml"
+    spec = {
+        "attribute_prompts": {"male": ["a photo of a man."], "female": ["a photo of a woman."]},
+        "prompt_pairs": [["the man is cooking.", "the woman is cooking."]],
+        "concept_prompts": ["a person cooking.", "a person driving."],
+        "reference": {"gallery": "utkface", "root": str(gallery), "attribute": "gender", "limit": 1},
+    }
+    path.write_text(yaml.safe_dump(spec))
+    model = load("clip", tiny=True)
+    data = file_fit_data(model, path)
+    assert data.prompt_pairs.shape == (1, 2, 64) and data.concept_prompts.shape == (2, 64)
+    assert data.reference_images.shape == (2, 64) and sorted(data.reference_labels) == ["Female", "Male"]
+    assert data.helpful_pairs is None and data.attribute_words is None
+    assert data.description["reference"]["n_reference"] == 2 and data.description["given"]["prompt_pairs"] == 1
+
+
+def test_fitting_on_a_prompt_file_writes_its_source(tmp_path, run_cli):
+    path = tmp_path / "prompts.json"
+    path.write_text(json.dumps({"attribute_prompts": {"man": ["the man."], "woman": ["the woman."]}}))
+    code, out, err = run_cli([*BASE, "--method", "orth_proj", "--data", str(path), "--out", str(tmp_path / "run")])
+    assert code == 0, err
+    assert "orth_proj: mmbias/" in out and out.strip().endswith(f"wrote {tmp_path / 'run'}")
+    summary = json.loads((tmp_path / "run" / "debias.json").read_text())
+    assert summary["data"] == {"data": str(path.resolve()), "given": {"attribute_prompts": 2}}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragments"),
+    [
+        (["--method", "orth_prj"], ["Unknown debiaser 'orth_prj'", "orth_proj"]),
+        (["--method", "orth_proj", "--method_options", "{rtols: 0.1}"], ["`rtols`", "did you mean `rtol`"]),
+        (["--method", "orth_proj", "--method_options", "{rtol: 2}"], ["`rtol` in [0, 1)", "2"]),
+        (["--method", "[orth_proj, orth_proj]"], ["distinct methods"]),
+        (["--method", "orth_proj", "--suites", "[]"], ["at least one suite"]),
+        (["--method", "[orth_proj]", "--method_options", "{sfid: {}}"], ["not compared: ['sfid']"]),
+    ],
+)
+def test_bad_choices_are_one_line_before_anything_is_written(tmp_path, run_cli, arguments, fragments):
+    out = tmp_path / "run"
+    argv = ["debias", "--model", "clip", "--tiny", *arguments, "--out", str(out)]
+    assert_one_line_error(run_cli(argv), *fragments)
+    assert not out.exists()
+
+
+def test_a_method_whose_needs_the_data_does_not_give_is_refused_by_field(tmp_path, run_cli):
+    path = tmp_path / "prompts.yaml"
+    path.write_text(yaml.safe_dump({"concept_prompts": ["a person cooking."]}))
+    out = tmp_path / "run"
+    result = run_cli([*BASE, "--method", "orth_proj", "--data", str(path), "--out", str(out)])
+    assert_one_line_error(result, "Debiaser 'orth_proj' needs `attribute_prompts`", str(path))
+    assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ({"atribute_prompts": {"a": ["x"]}}, "unknown key(s) ['atribute_prompts']"),
+        ({"prompt_pairs": [["only one"]]}, "`prompt_pairs` to be a list of [text, text] pairs"),
+        ({"reference": {"gallery": "lfw", "root": "."}}, "`gallery` (one of fairface, utkface, celeba)"),
+    ],
+)
+def test_a_bad_prompt_file_is_refused_by_key(tmp_path, run_cli, content, fragment):
+    path = tmp_path / "prompts.yaml"
+    path.write_text(yaml.safe_dump(content))
+    result = run_cli(["debias", "--model", "clip", "--tiny", "--method", "orth_proj", "--data", str(path),
+                      "--out", str(tmp_path / "run")])  # fmt: skip
+    assert_one_line_error(result, str(path), fragment)
+
+
+def test_measuring_on_the_fitting_split_warns(tmp_path, caplog):
+    options = DebiasOptions(
+        method="orth_proj",
+        model="clip",
+        tiny=True,
+        out=str(tmp_path / "run"),
+        suite_options={"mmbias": {"split": "val", "statistics": {"n_permutations": 100, "n_bootstrap": 50}}},
+        biasworld=BiasWorldOptions(eval_per_combination=1, n_train=8),
+    )
+    with caplog.at_level(logging.WARNING):
+        debias(options)
+    assert "measures BiasWorld's 'val' split (seed 0), the split the debiasers are fitted on" in caplog.text
+
+
+class MeanGap(Debiaser):
+    """A test method: image embeddings projected away from the gap between the two groups' mean reference images."""
+
+    name = "mean_gap"
+    NEEDS = ("reference_images", "reference_labels")
+    MODIFIES = frozenset({"image"})
+
+    def _fit(self, data: FitData) -> None:
+        images, labels = data.labelled_references()
+        first = torch.tensor([label == labels[0] for label in labels])
+        gap = images[first].mean(0) - images[~first].mean(0)
+        self._keep("projection", orthogonal_projection(gap[None, :]))
+
+    def linear_map(self, modality: Modality) -> Tensor | None:
+        return self.fitted_state()["projection"] if modality in self.MODIFIES else None
+
+
+class NeedsInsights(MeanGap):
+    """A test method that needs RoboShot's helpful pairs, which BiasWorld does not give."""
+
+    name = "needs_insights"
+    NEEDS = ("helpful_pairs",)
+
+
+@pytest.fixture
+def two_more_methods(monkeypatch):
+    module = sys.modules[__name__].__name__
+    entries = {
+        **registry._DEBIASERS.entries,
+        "mean_gap": f"{module}:MeanGap",
+        "needs_insights": f"{module}:NeedsInsights",
+    }
+    monkeypatch.setattr(registry._DEBIASERS, "entries", entries)
+
+
+def test_compare_mode_fits_every_method_on_the_same_data_and_tabulates_them(tmp_path, orth_proj_run, two_more_methods):
+    options = DebiasOptions(
+        method="all",
+        model="clip",
+        tiny=True,
+        seed=3,
+        out=str(tmp_path / "compare"),
+        suite_options=yaml.safe_load(QUICK),
+        biasworld=BiasWorldOptions(eval_per_combination=2, n_train=16),
+    )
+    summary = debias(options)
+    out = tmp_path / "compare"
+    table = pd.read_csv(out / "compare.csv")
+    assert table["method"].tolist() == ["none", "mean_gap", "orth_proj", "needs_insights"]
+    assert "`helpful_pairs`" in table.set_index("method").loc["needs_insights", "not_fitted"]
+    assert summary["not_fitted"].keys() == {"needs_insights"}
+    fitted = table[table["method"] != "needs_insights"]
+    accuracy = fitted["zero_shot_accuracy"]
+    assert (
+        (fitted["zero_shot_accuracy/ci_low"] <= accuracy) & (accuracy <= fitted["zero_shot_accuracy/ci_high"])
+    ).all()
+    # the same data, folds and seed as the one-method run: the same numbers for the same method
+    single = json.loads((orth_proj_run / "debias.json").read_text())["comparison"]
+    for row in single:
+        assert table.set_index("method").loc[row["method"], f"mmbias/{EFFECT}"] == pytest.approx(
+            row[f"mmbias/{EFFECT}"]
+        )
+    assert load_debiaser(out / "methods" / "mean_gap" / "debiaser").name == "mean_gap"
+    assert sorted(p.name for p in (out / "methods").iterdir()) == ["mean_gap", "none", "orth_proj"]
+    assert read_results(out / "methods" / "none" / "mmbias.json").metrics[EFFECT] == table.loc[0, f"mmbias/{EFFECT}"]
+    assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_earlier_output_is_replaced_and_a_foreign_folder_refused(tmp_path, run_cli, orth_proj_run):
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    assert_one_line_error(run_cli([*BASE, "--method", "orth_proj", "--out", str(foreign)]), "notes.txt")
+    assert (foreign / "notes.txt").read_text() == "mine"
