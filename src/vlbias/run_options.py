@@ -177,33 +177,35 @@ class PruneOptions(PruningChoice, ModelChoice):
 
 @dataclass(frozen=True, kw_only=True)
 class DebiasOptions(DeviceChoice, ModelChoice):
-    """Fit a post-hoc debiaser on one EMBED model and measure it; writes <out>/debias.json, <out>/debiaser (the fitted
-    state) and each suite's results before (<out>/before) and after (<out>/after). With several methods (a list,
-    or 'all'), the compare mode: every method fitted on the same data, the same suites measured after each, and
-    <out>/compare.csv, <out>/compare.png (bias against zero-shot accuracy) and <out>/<method>/<suite>.json.
+    """Fit post-hoc debiasers on one EMBED model; measure bias and zero-shot accuracy before and after.
+
+    One method writes <out>/debias.json, <out>/debiaser (the fitted state) and each suite's results before
+    (<out>/before) and after (<out>/after). Several methods (a list, or 'all') is the compare mode: every method
+    fitted on the same data, the same suites measured after each, <out>/compare.csv, <out>/compare.png (bias against
+    zero-shot accuracy) and <out>/methods/<method>/<suite>.json.
 
     Args:
         method: Debiaser name, a list of names, or 'all' (every registered one) for the compare mode.
         method_options: The method's options, e.g. '{rtol: 1e-6}'; in the compare mode per method,
             '{orth_proj: {rtol: 1e-6}}'.
+        out: Output directory.
         data: What the method is fitted on: 'biasworld' (its --split), or a prompt file (YAML/JSON: attribute
             prompts, prompt pairs, concepts, reference images).
         split: BiasWorld split the method is fitted on (the suites measure on their own split, 'test' by default).
         suites: Suites measured before and after (EMBED suites; on --suite_data).
         suite_data: The suites' data: 'biasworld', or a directory in each suite's public format.
         suite_options: Per-suite options, e.g. '{mmbias: {statistics: {n_permutations: 2000}}}'.
-        out: Output directory.
         batch_size: Images per embedding batch.
     """
 
     method: str | list[str]
     method_options: dict = field(default_factory=dict)
+    out: str
     data: str = "biasworld"
     split: Split = "val"
     suites: list[str] = field(default_factory=lambda: ["mmbias"])
     suite_data: str = "biasworld"
     suite_options: dict = field(default_factory=dict)
-    out: str
     batch_size: PositiveInt = 64
 
     @property
