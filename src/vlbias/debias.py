@@ -36,7 +36,6 @@ from vlbias.mitigation.comparison import (
     NO_METHOD,
     accuracy_with_interval,
     comparison_rows,
-    headline_bias,
     plot_comparison,
 )
 from vlbias.mitigation.debias_outputs import (
@@ -53,6 +52,7 @@ from vlbias.mitigation.registry import debiaser_class
 from vlbias.models.base import Capability, ModelAdapter, require_capability
 from vlbias.models.catalog import adapter_class
 from vlbias.options import check_options
+from vlbias.report.pareto import headline_bias
 from vlbias.results import Results
 from vlbias.run_options import DebiasOptions
 from vlbias.suites.base import Suite
@@ -137,7 +137,7 @@ def debias(options: DebiasOptions) -> dict:
                     write_measurements(folder / "methods" / method, results)
                 rows = summary["comparison"]
                 (folder / "compare.csv").write_text(_table(rows))
-                (folder / "compare.png").write_bytes(plot_comparison(rows, headline_bias(rows)))
+                (folder / "compare.png").write_bytes(plot_comparison(rows, headline_bias(rows[0])))
             else:
                 (method,) = fitted
                 write_debiased_model(folder, adapter, fitted[method])

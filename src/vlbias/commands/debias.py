@@ -19,12 +19,12 @@ def parser() -> ArgumentParser:
 def main(argv: Sequence[str]) -> None:
     options = parse_options(DebiasOptions, parser(), argv)  # --help answers here, before torch is imported
     from vlbias.debias import debias
-    from vlbias.mitigation.comparison import headline_bias
     from vlbias.mitigation.tradeoff import ACCURACY
+    from vlbias.report.pareto import headline_bias
 
     print(f"writing {options.out}")
     rows = debias(options)["comparison"]
-    bias = headline_bias(rows)
+    bias = headline_bias(rows[0])
     for row in rows:
         if ACCURACY in row:
             print(f"{row['method']}: {bias} {number(row.get(bias))}, zero-shot accuracy {row[ACCURACY]:.3f}")

@@ -62,14 +62,6 @@ def comparison_rows(
     return rows
 
 
-def headline_bias(rows: Sequence[Mapping[str, object]]) -> str:
-    """The bias column the figure shows: the first effect size of the rows (MMBias's cross-modal :math:`d` when the
-    ``mmbias`` suite ran), else their first metric."""
-    metrics = [key for key in rows[0] if key not in ("method", ACCURACY) and not key.endswith(("/ci_low", "/ci_high"))]
-    effect_sizes = [key for key in metrics if key.endswith("effect_size")]
-    return (effect_sizes or metrics)[0]
-
-
 def plot_comparison(rows: Sequence[Mapping[str, object]], bias: str) -> bytes:
     """PNG bytes: ``|bias|`` against zero-shot accuracy, one point per fitted method, the Pareto front ringed and
     joined (:func:`vlbias.report.plots.bias_vs_accuracy`)."""
