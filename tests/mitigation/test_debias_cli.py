@@ -2,7 +2,10 @@
 
 import json
 import logging
+import shutil
+import subprocess
 import sys
+import textwrap
 
 import pandas as pd
 import pytest
@@ -15,6 +18,7 @@ from vlbias.data.biasworld import GROUPS, BiasWorld, group_phrases
 from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.debias import debias
 from vlbias.mitigation import registry
+from vlbias.mitigation.debias_outputs import DEBIAS_FOLDER
 from vlbias.mitigation.debiased_view import debiased_adapter
 from vlbias.mitigation.debiaser import Debiaser, FitData, Modality, load_debiaser
 from vlbias.mitigation.fit_data import biasworld_fit_data, file_fit_data, text_encoder
@@ -157,6 +161,8 @@ def test_fitting_on_a_prompt_file_writes_its_source(tmp_path, run_cli):
         (["--method", "[orth_proj, orth_proj]"], ["distinct methods"]),
         (["--method", "orth_proj", "--suites", "[]"], ["at least one suite"]),
         (["--method", "[orth_proj]", "--method_options", "{sfid: {}}"], ["not compared: ['sfid']"]),
+        (["--method", "orth_proj", "--suite_options", "{weat: {}}"], ["suites that do not run: ['weat']"]),
+        (["--method", "orth_proj", "--suite_options", "{mmbias: {probe: match}}"], ["Suite 'mmbias' probes match"]),
     ],
 )
 def test_bad_choices_are_one_line_before_anything_is_written(tmp_path, run_cli, arguments, fragments):
@@ -279,3 +285,69 @@ def test_an_earlier_output_is_replaced_and_a_foreign_folder_refused(tmp_path, ru
     (foreign / "notes.txt").write_text("mine")
     assert_one_line_error(run_cli([*BASE, "--method", "orth_proj", "--out", str(foreign)]), "notes.txt")
     assert (foreign / "notes.txt").read_text() == "mine"
+
+
+# Rewrites the debias folder argv[1] from its own files with Orth-Proj's rtol set to 0.5 (in debias.json and in
+# debiaser/), and SIGKILLs itself at the step argv[2]: "debiaser" (debiaser/ written in the stage, the rest not),
+# "exchanged" (the new folder swapped in, the stage with the old one not yet deleted) or "rename1" (the two-rename
+# fallback, between its renames: the old folder moved aside, the new one not yet in place).
+REWRITER = textwrap.dedent(
+    """
+    import json, os, signal, sys
+    from pathlib import Path
+    import vlbias.atomic as atomic
+    from vlbias.mitigation.debias_outputs import write_debias_folder, write_debiased_model, write_measurements
+    from vlbias.mitigation.debiaser import load_debiaser
+    from vlbias.mitigation.orth_proj import OrthProj, OrthProjOptions
+    from vlbias.results import read_items, read_results
+
+    out, kill_at = Path(sys.argv[1]), sys.argv[2]
+    summary = json.loads((out / "debias.json").read_text())
+    summary["methods"]["orth_proj"]["options"]["rtol"] = 0.5
+    debiaser = OrthProj(OrthProjOptions(rtol=0.5))
+    debiaser._state = load_debiaser(out / "debiaser").fitted_state()
+    runs = {
+        part: {s: (read_results(out / part / f"{s}.json"), read_items(out / part / f"{s}.json")) for s in summary["suites"]}
+        for part in ("before", "after")
+    }
+    replace = os.replace
+
+    def exchange(first, second):
+        if kill_at == "rename1":
+            return False
+        atomic.ctypes.CDLL(None).renameat2(-100, os.fsencode(first), -100, os.fsencode(second), 2)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def replace_then_die(source, target):
+        replace(source, target)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def write(folder):
+        write_debiased_model(folder, None, debiaser)
+        if kill_at == "debiaser":
+            os.kill(os.getpid(), signal.SIGKILL)
+        for part, measured in runs.items():
+            write_measurements(folder / part, measured)
+        atomic._exchange, atomic.os.replace = exchange, replace_then_die  # the folder's own swap, not its files'
+
+    write_debias_folder(out, summary, write)
+    """
+)
+
+
+@pytest.mark.parametrize(("kill_at", "rtol"), [("debiaser", None), ("exchanged", 0.5), ("rename1", None)])
+def test_a_debias_killed_while_replacing_its_folder_leaves_the_old_run_or_the_new_one_whole(
+    orth_proj_run, tmp_path, kill_at, rtol
+):
+    out = tmp_path / "out"
+    shutil.copytree(orth_proj_run, out)
+    names = sorted(p.name for p in out.iterdir())
+    done = subprocess.run(
+        [sys.executable, "-c", REWRITER, str(out), kill_at], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == -9, done.stderr
+    DEBIAS_FOLDER.check(out)
+    assert sorted(p.name for p in out.iterdir()) == names and [p.name for p in tmp_path.iterdir()] == ["out"]
+    assert json.loads((out / "debias.json").read_text())["methods"]["orth_proj"]["options"]["rtol"] == rtol
+    assert load_debiaser(out / "debiaser").options.rtol == rtol
+    assert read_results(out / "after" / "mmbias.json").suite == "mmbias"
