@@ -36,11 +36,14 @@ DEBIAS_FOLDER = OutputFolder(
 
 
 def write_debiased_model(folder: Path, adapter: ModelAdapter, debiaser: Debiaser) -> Path:
-    """Write what loads the debiased model into ``folder``: for now the fitted debiaser (``folder/debiaser``,
-    :meth:`~vlbias.mitigation.debiaser.Debiaser.save`; :func:`~vlbias.mitigation.debiaser.load_debiaser` reads it),
-    which applied to ``adapter``'s embeddings gives the debiased ones. ``adapter`` is the model the debiaser was
-    fitted on: exporting it with the debiaser folded in (a ``debiased`` adapter checkpoint, or the family's own
-    format where the change is linear) is the step that takes it. Returns the debiaser's folder."""
+    """Write what loads the debiased model (``adapter``, the model ``debiaser`` was fitted on, with the fitted
+    ``debiaser`` applied) into ``folder``; returns the debiaser's folder.
+
+    It writes the fitted debiaser, ``folder/debiaser`` (:meth:`~vlbias.mitigation.debiaser.Debiaser.save`;
+    :func:`~vlbias.mitigation.debiaser.load_debiaser` reads it back), and only that until the ``debiased`` adapter
+    (a checkpoint of ``adapter`` with the debiaser) and the families' export of a linear map into their own
+    checkpoint format are part of vlbias: writing those is this function's job, so ``vlbias debias`` needs no other
+    change when they come."""
     return debiaser.save(folder / "debiaser")
 
 

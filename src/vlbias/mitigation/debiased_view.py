@@ -63,5 +63,6 @@ class DebiasedView(ModelAdapter):
 
 def debiased_adapter(inner: ModelAdapter, debiaser: Debiaser) -> ModelAdapter:
     """The adapter whose embeddings are ``inner``'s debiased by the fitted ``debiaser``, which the suites measure
-    after fitting."""
+    after fitting: every measurement of a debiaser goes through here, so the ``debiased`` adapter, when it is part
+    of vlbias, takes :class:`DebiasedView`'s place in this one line."""
     return DebiasedView(inner, debiaser)
