@@ -12,11 +12,13 @@ The service behind the subcommand, in the order it runs:
 3. the fitting data is built (:mod:`vlbias.mitigation.fit_data`: BiasWorld's ``split``, ``val`` by default, or a
    prompt file); a method that needs a field the data does not give is refused naming the field, before any fit
    (in the compare mode with ``'all'``, it is listed in the table as not fitted, with that reason);
-4. the model is measured by each suite, and its zero-shot accuracy on BiasWorld's ``test`` activities
-   (:func:`~vlbias.mitigation.comparison.accuracy_with_interval`); then each method is fitted (torch's generators
-   seeded with ``seed`` before each fit, so a method's fit does not depend on which ran before it) and measured
-   the same way, through :func:`~vlbias.mitigation.debiased_view.debiased_adapter`, its accuracy from the
-   transformed image and prompt embeddings;
+4. per fold (``folds`` BiasWorld worlds, of seeds ``biasworld.seed``, ``+1``, ...; the run's seed moves with
+   them), the model is measured by each suite, and its zero-shot accuracy on the world's ``test`` activities
+   (:func:`~vlbias.mitigation.comparison.accuracy_with_interval`); then a new debiaser of each method is fitted on
+   the fold's data (torch's generators seeded with the fold's seed before each fit, so a method's fit does not
+   depend on which ran before it) and measured the same way, through
+   :func:`~vlbias.mitigation.debiased_view.debiased_adapter`, its accuracy from the transformed image and prompt
+   embeddings; every method sees the same folds;
 5. the output folder is written as a unit (:mod:`vlbias.mitigation.debias_outputs`).
 """
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import torch
 
@@ -32,12 +35,7 @@ from vlbias.data.biasworld import ACTIVITIES, BiasWorld, activity_phrases
 from vlbias.environment import environment
 from vlbias.errors import ConfigError, InputError
 from vlbias.loaded_model import check_model_choice, load_model, refuse_empty, run_config
-from vlbias.mitigation.comparison import (
-    NO_METHOD,
-    accuracy_with_interval,
-    comparison_rows,
-    plot_comparison,
-)
+from vlbias.mitigation.comparison import NO_METHOD, accuracy_with_interval, comparison_rows, fold_means, plot_comparison
 from vlbias.mitigation.debias_outputs import (
     DEBIAS_FOLDER,
     write_debias_folder,
@@ -89,6 +87,23 @@ def unmet_needs(debiaser: Debiaser, data: FitData, source: str) -> str | None:
     return f"Debiaser {debiaser.name!r} needs `{missing[0]}`, which data {source!r} does not give{hint}."
 
 
+@dataclass
+class Fold:
+    """One fold of a run: the world it is measured on, each method's (and ``none``'s) results and zero-shot accuracy,
+    and the debiasers fitted on it."""
+
+    world: dict
+    fit_data: FitData
+    measured: dict[str, dict[str, tuple[Results, list[dict]]]] = field(default_factory=dict)
+    accuracy: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    fitted: dict[str, Debiaser] = field(default_factory=dict)
+
+    def rows(self) -> list[dict[str, object]]:
+        """:func:`~vlbias.mitigation.comparison.comparison_rows` of this fold."""
+        results = {method: {suite: r for suite, (r, _) in suites.items()} for method, suites in self.measured.items()}
+        return comparison_rows(results, self.accuracy)
+
+
 def debias(options: DebiasOptions) -> dict:
     """Fit and measure ``options.method`` (one, a list, or ``'all'``) and write ``options.out`` (module docstring);
     returns the content of ``debias.json``."""
@@ -101,57 +116,79 @@ def debias(options: DebiasOptions) -> dict:
     if options.data != "biasworld":
         read_prompt_file(options.data)
     out = DEBIAS_FOLDER.check(options.out)
-    world_options = dataclasses.asdict(options.biasworld)
+    worlds = [
+        {**dataclasses.asdict(options.biasworld), "seed": options.biasworld.seed + k} for k in range(options.folds)
+    ]
     with torch_threads(options.threads) as threads:
-        suites = {name: build_suite(o, options.suite_data, world_options) for name, o in suite_options.items()}
-        for suite in suites.values():
+        suites = [
+            {name: build_suite(o, options.suite_data, world) for name, o in suite_options.items()} for world in worlds
+        ]
+        for suite in suites[0].values():
             _check_embedding_suite(suite, options.model)
             _warn_overlap(options, suite_options[suite.name])
         adapter = load_model(options)
-        fit_data = _fit_data(options, adapter)
-        refusals = {m: unmet_needs(d, fit_data, options.data) for m, d in debiasers.items()}
+        config = {**run_config(options, adapter, threads), "suite_data": options.suite_data}
+        folds = [Fold(world, _fit_data(options, adapter, world)) for world in worlds]
+        refusals = {m: unmet_needs(d, folds[0].fit_data, options.data) for m, d in debiasers.items()}
         blocking = [reason for reason in refusals.values() if reason is not None]
         if blocking and options.method != "all":
             raise InputError(blocking[0])
-        config = {**run_config(options, adapter, threads), "suite_data": options.suite_data}
-        evaluation = _accuracy_inputs(adapter, BiasWorld(**world_options))
-        measured = {NO_METHOD: _measure(suites, adapter, options, config)}
-        accuracy = {NO_METHOD: _accuracy(evaluation, None, options.seed)}
-        fitted: dict[str, Debiaser] = {}
-        for method, debiaser in debiasers.items():
-            if refusals[method] is not None:
-                logger.warning(f"warning: {refusals[method]} It is listed in the table as not fitted.")
-                continue
-            torch.manual_seed(options.seed)
-            fitted[method] = debiaser.fit(fit_data)
-            view = debiased_adapter(adapter, debiaser)
-            measured[method] = _measure(suites, view, options, {**config, "debiaser": method})
-            accuracy[method] = _accuracy(evaluation, debiaser, options.seed)
-        summary = _summary(options, adapter, fit_data, fitted, refusals, measured, accuracy)
+        for reason in blocking:  # with 'all' only: one method refused is refused alone
+            logger.warning(f"warning: {reason} It is listed in the table as not fitted.")
+        fitted = {m: d for m, d in debiasers.items() if refusals[m] is None}
+        for k, (fold, fold_suites) in enumerate(zip(folds, suites, strict=True)):
+            _run_fold(
+                fold, fold_suites, adapter, fitted, options, {**config, "biasworld": fold.world}, options.seed + k
+            )
+        summary = _summary(options, adapter, folds, refusals)
 
         def write(folder) -> None:
-            if options.compare:
-                for method, debiaser in fitted.items():
-                    write_debiased_model(folder / "methods" / method, adapter, debiaser)
-                for method, results in measured.items():
-                    write_measurements(folder / "methods" / method, results)
-                rows = summary["comparison"]
-                (folder / "compare.csv").write_text(_table(rows))
-                (folder / "compare.png").write_bytes(plot_comparison(rows, headline_bias(rows[0])))
-            else:
+            if not options.compare:
                 (method,) = fitted
-                write_debiased_model(folder, adapter, fitted[method])
-                write_measurements(folder / "before", measured[NO_METHOD])
-                write_measurements(folder / "after", measured[method])
+                write_debiased_model(folder, adapter, folds[0].fitted[method])
+                write_measurements(folder / "before", folds[0].measured[NO_METHOD])
+                write_measurements(folder / "after", folds[0].measured[method])
+                return
+            for k, fold in enumerate(folds):
+                for method, results in fold.measured.items():
+                    place = folder / "methods" / method / (f"fold{k}" if len(folds) > 1 else "")
+                    write_measurements(place, results)
+                    if method in fold.fitted:
+                        write_debiased_model(place, adapter, fold.fitted[method])
+            rows = summary["comparison"]
+            (folder / "compare.csv").write_text(_table(rows))
+            (folder / "compare.png").write_bytes(plot_comparison(rows, headline_bias(rows[0])))
+            if len(folds) > 1:
+                (folder / "compare_folds.csv").write_text(_table(summary["folds"]))
 
         write_debias_folder(out, summary, write)
     return summary
 
 
-def _fit_data(options: DebiasOptions, adapter: ModelAdapter) -> FitData:
+def _run_fold(
+    fold: Fold,
+    suites: Mapping[str, Suite],
+    adapter: ModelAdapter,
+    debiasers: Mapping[str, Debiaser],
+    options: DebiasOptions,
+    config: dict,
+    seed: int,
+) -> None:
+    """Measure ``adapter`` on ``fold``, then fit a new debiaser of each method on its data and measure it."""
+    evaluation = _accuracy_inputs(adapter, BiasWorld(**fold.world))
+    fold.measured[NO_METHOD] = _measure(suites, adapter, options, config, seed)
+    fold.accuracy[NO_METHOD] = _accuracy(evaluation, None, seed)
+    for method, unfitted in debiasers.items():
+        torch.manual_seed(seed)
+        debiaser = fold.fitted[method] = type(unfitted)(unfitted.options).fit(fold.fit_data)
+        view = debiased_adapter(adapter, debiaser)
+        fold.measured[method] = _measure(suites, view, options, {**config, "debiaser": method}, seed)
+        fold.accuracy[method] = _accuracy(evaluation, debiaser, seed)
+
+
+def _fit_data(options: DebiasOptions, adapter: ModelAdapter, world: dict) -> FitData:
     if options.data == "biasworld":
-        world = BiasWorld(**dataclasses.asdict(options.biasworld))
-        return biasworld_fit_data(adapter, world, options.split, options.batch_size)
+        return biasworld_fit_data(adapter, BiasWorld(**world), options.split, options.batch_size)
     return file_fit_data(adapter, options.data, options.batch_size)
 
 
@@ -179,7 +216,7 @@ def _warn_overlap(options: DebiasOptions, suite_options: object) -> None:
 
 
 def _measure(
-    suites: Mapping[str, Suite], adapter: ModelAdapter, options: DebiasOptions, config: dict
+    suites: Mapping[str, Suite], adapter: ModelAdapter, options: DebiasOptions, config: dict, seed: int
 ) -> dict[str, tuple[Results, list[dict]]]:
     """Each suite's results and item table for ``adapter``."""
     measured = {}
@@ -189,7 +226,7 @@ def _measure(
             adapter,
             model=options.model,
             checkpoint=options.checkpoint,
-            seed=options.seed,
+            seed=seed,
             config={**config, "suite": name, "suite_options": options.suite_options.get(name, {})},
         )
         refuse_empty(results, options.suite_data)
@@ -219,22 +256,15 @@ def _accuracy(evaluation: dict, debiaser: Debiaser | None, seed: int) -> tuple[f
 
 
 def _summary(
-    options: DebiasOptions,
-    adapter: ModelAdapter,
-    fit_data: FitData,
-    fitted: Mapping[str, Debiaser],
-    refusals: Mapping[str, str | None],
-    measured: Mapping[str, Mapping[str, tuple[Results, list[dict]]]],
-    accuracy: Mapping[str, tuple[float, float, float]],
+    options: DebiasOptions, adapter: ModelAdapter, folds: list[Fold], refusals: Mapping[str, str | None]
 ) -> dict:
-    """``debias.json``'s content."""
+    """``debias.json``'s content: ``comparison`` holds the rows of ``compare.csv`` (one fold's, or the means over
+    the folds, :func:`~vlbias.mitigation.comparison.fold_means`), ``folds`` each fold's rows."""
     import vlbias
 
-    results = {method: {suite: r for suite, (r, _) in suites.items()} for method, suites in measured.items()}
-    rows = comparison_rows(results, accuracy)
-    for method, reason in refusals.items():
-        if reason is not None:
-            rows.append({"method": method, "not_fitted": reason})
+    per_fold = [{"fold": k, **row} for k, fold in enumerate(folds) for row in fold.rows()]
+    rows = folds[0].rows() if len(folds) == 1 else fold_means([fold.rows() for fold in folds], options.seed)
+    rows += [{"method": method, "not_fitted": reason} for method, reason in refusals.items() if reason is not None]
     return {
         "methods": {
             method: {
@@ -245,21 +275,24 @@ def _summary(
                 "state": {name: list(t.shape) for name, t in debiaser.fitted_state().items()},
                 "linear": {m: debiaser.linear_map(m) is not None for m in sorted(debiaser.MODIFIES)},
             }
-            for method, debiaser in fitted.items()
+            for method, debiaser in folds[0].fitted.items()
         },
         "not_fitted": {method: reason for method, reason in refusals.items() if reason is not None},
         "model": options.model,
         "checkpoint": options.checkpoint,
         "tiny": options.tiny,
-        "data": dict(fit_data.description or {}),
+        "data": dict(folds[0].fit_data.description or {}),
         "suite_data": options.suite_data,
         "suites": options.suites,
         "suite_options": options.suite_options,
         "seed": options.seed,
         "biasworld": dataclasses.asdict(options.biasworld),
+        "n_folds": len(folds),
+        "fold_worlds": [fold.world["seed"] for fold in folds],
         "vlbias_version": vlbias.__version__,
         "environment": environment(adapter.device),
         "comparison": rows,
+        "folds": per_fold,
     }
 
 

@@ -196,6 +196,8 @@ class DebiasOptions(DeviceChoice, ModelChoice):
         suite_data: The suites' data: 'biasworld', or a directory in each suite's public format.
         suite_options: Per-suite options, e.g. '{mmbias: {statistics: {n_permutations: 2000}}}'.
         batch_size: Images per embedding batch.
+        folds: Compare mode on BiasWorld: this many worlds (seeds biasworld.seed, +1, ...), each fitted on and
+            measured; compare.csv gives each number's mean over them with a bootstrap interval.
     """
 
     method: str | list[str]
@@ -207,6 +209,7 @@ class DebiasOptions(DeviceChoice, ModelChoice):
     suite_data: str = "biasworld"
     suite_options: dict = field(default_factory=dict)
     batch_size: PositiveInt = 64
+    folds: PositiveInt = 1
 
     @property
     def methods(self) -> list[str]:
@@ -229,3 +232,8 @@ class DebiasOptions(DeviceChoice, ModelChoice):
             raise ConfigError(f"Expected distinct methods in `method` but got {self.methods}.")
         if not self.suites:
             raise ConfigError("Expected at least one suite in `suites` but got an empty list.")
+        if self.folds > 1 and not (self.compare and self.data == "biasworld" and self.suite_data == "biasworld"):
+            raise ConfigError(
+                f"`folds` ({self.folds}) are BiasWorld worlds of the compare mode: give a list of methods or 'all', "
+                "and 'biasworld' as `data` and `suite_data`."
+            )

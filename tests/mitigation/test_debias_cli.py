@@ -351,3 +351,42 @@ def test_a_debias_killed_while_replacing_its_folder_leaves_the_old_run_or_the_ne
     assert json.loads((out / "debias.json").read_text())["methods"]["orth_proj"]["options"]["rtol"] == rtol
     assert load_debiaser(out / "debiaser").options.rtol == rtol
     assert read_results(out / "after" / "mmbias.json").suite == "mmbias"
+
+
+def test_folds_give_each_number_its_mean_over_worlds_with_an_interval(tmp_path, orth_proj_run, two_more_methods):
+    options = DebiasOptions(
+        method=["orth_proj", "mean_gap"],
+        model="clip",
+        tiny=True,
+        seed=3,
+        folds=2,
+        out=str(tmp_path / "compare"),
+        suite_options=yaml.safe_load(QUICK),
+        biasworld=BiasWorldOptions(eval_per_combination=2, n_train=16),
+    )
+    summary = debias(options)
+    out = tmp_path / "compare"
+    table = pd.read_csv(out / "compare.csv").set_index("method")
+    folds = pd.read_csv(out / "compare_folds.csv")
+    assert summary["fold_worlds"] == [0, 1] and folds["fold"].tolist() == [0, 0, 0, 1, 1, 1]
+    column = f"mmbias/{EFFECT}"
+    for method, rows in folds.groupby("method"):
+        assert table.loc[method, column] == pytest.approx(rows[column].mean())
+        assert (
+            table.loc[method, f"{column}/ci_low"] <= table.loc[method, column] <= table.loc[method, f"{column}/ci_high"]
+        )
+        assert table.loc[method, "zero_shot_accuracy"] == pytest.approx(rows["zero_shot_accuracy"].mean())
+    # fold 0 is the one-method run's world and seed: the same numbers
+    single = {row["method"]: row for row in json.loads((orth_proj_run / "debias.json").read_text())["comparison"]}
+    first = folds[folds["fold"] == 0].set_index("method")
+    assert first.loc["orth_proj", column] == pytest.approx(single["orth_proj"][column])
+    assert first.loc["none", "zero_shot_accuracy"] == pytest.approx(single["none"]["zero_shot_accuracy"])
+    assert folds[folds["fold"] == 1].set_index("method").loc["none", column] != first.loc["none", column]
+    world = read_results(out / "methods" / "none" / "fold1" / "mmbias.json").config["suite_config"]["data"]["seed"]
+    assert world == 1 and load_debiaser(out / "methods" / "mean_gap" / "fold1" / "debiaser").name == "mean_gap"
+
+
+def test_folds_are_for_the_compare_mode_on_biasworld(tmp_path, run_cli):
+    result = run_cli(["debias", "--model", "clip", "--tiny", "--method", "orth_proj", "--folds", "2",
+                      "--out", str(tmp_path / "run")])  # fmt: skip
+    assert_one_line_error(result, "`folds` (2) are BiasWorld worlds of the compare mode")

@@ -7,9 +7,10 @@ suites' headline numbers and zero-shot accuracy before and after), ``<out>/debia
 
 The compare mode: ``<out>/debias.json`` (the summary of every method), ``<out>/methods/none/`` and
 ``<out>/methods/<method>/`` (each suite's results, one run each for ``vlbias report``; each method's fitted debiaser in
-``<out>/methods/<method>/debiaser/``),
-``<out>/compare.csv`` (:func:`~vlbias.mitigation.comparison.comparison_rows`) and ``<out>/compare.png``
-(:func:`~vlbias.mitigation.comparison.plot_comparison`).
+``<out>/methods/<method>/debiaser/``; with several folds, in ``fold<k>/`` below each),
+``<out>/compare.csv`` (:func:`~vlbias.mitigation.comparison.comparison_rows`, or over several folds
+:func:`~vlbias.mitigation.comparison.fold_means`, with each fold's rows in ``<out>/compare_folds.csv``) and
+``<out>/compare.png`` (:func:`~vlbias.mitigation.comparison.plot_comparison`).
 
 The folder is written whole beside ``<out>`` and put in its place in one step: a reader, or a run killed at any
 moment, finds the old folder whole or the new one whole; a folder that is not an earlier output of ``vlbias
@@ -31,7 +32,9 @@ SUMMARY_FILE = "debias.json"
 DEBIAS_FOLDER = OutputFolder(
     "vlbias debias",
     SUMMARY_FILE,
-    frozenset({SUMMARY_FILE, "debiaser", "before", "after", "methods", "compare.csv", "compare.png"}),
+    frozenset(
+        {SUMMARY_FILE, "debiaser", "before", "after", "methods", "compare.csv", "compare_folds.csv", "compare.png"}
+    ),
 )
 
 
