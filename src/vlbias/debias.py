@@ -5,13 +5,15 @@ The service behind the subcommand, in the order it runs:
 
 1. every choice is checked before any data or model is read: the device and the model's options, each method's
    name (an unknown one is refused with the registered ones) and its options (checked against the method's options
-   dataclass, an unknown key named), each suite's options, and a prompt file's keys;
+   dataclass, an unknown key named), each suite's options, a prompt file's keys, and each method's ``NEEDS``
+   against the fields the data gives (:func:`~vlbias.mitigation.fit_data.fields_given`): a method that needs one
+   the data does not give is refused naming the field (in the compare mode with ``'all'``, it is listed in the
+   table as not fitted, with that reason);
 2. the suites are built on ``suite_data`` (BiasWorld's ``test`` split unless a suite's ``split`` says otherwise)
    and must probe embeddings (EMBED); a suite measured on the BiasWorld split the methods are fitted on is
    measured, with a warning (:func:`~vlbias.mitigation.outputs.same_selection`);
-3. the fitting data is built (:mod:`vlbias.mitigation.fit_data`: BiasWorld's ``split``, ``val`` by default, or a
-   prompt file); a method that needs a field the data does not give is refused naming the field, before any fit
-   (in the compare mode with ``'all'``, it is listed in the table as not fitted, with that reason);
+3. the model is loaded and the fitting data built (:mod:`vlbias.mitigation.fit_data`: BiasWorld's ``split``,
+   ``val`` by default, or a prompt file);
 4. per fold (``folds`` BiasWorld worlds, of seeds ``biasworld.seed``, ``+1``, ...; the run's seed moves with
    them), the model is measured by each suite, and its zero-shot accuracy on the world's ``test`` activities
    (:func:`~vlbias.mitigation.comparison.accuracy_with_interval`); then a new debiaser of each method is fitted on
@@ -28,6 +30,7 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -44,7 +47,7 @@ from vlbias.mitigation.debias_outputs import (
 )
 from vlbias.mitigation.debiased_view import debiased_adapter
 from vlbias.mitigation.debiaser import Debiaser, FitData
-from vlbias.mitigation.fit_data import biasworld_fit_data, embed_images, file_fit_data, read_prompt_file, text_encoder
+from vlbias.mitigation.fit_data import biasworld_fit_data, embed_images, fields_given, file_fit_data, text_encoder
 from vlbias.mitigation.outputs import same_selection, selection
 from vlbias.mitigation.registry import debiaser_class
 from vlbias.models.base import Capability, ModelAdapter, require_capability
@@ -77,10 +80,11 @@ def checked_debiasers(options: DebiasOptions) -> dict[str, Debiaser]:
     return debiasers
 
 
-def unmet_needs(debiaser: Debiaser, data: FitData, source: str) -> str | None:
-    """Why ``debiaser`` cannot be fitted on ``data`` (from ``source``): the first field of its ``NEEDS`` the data does
-    not give, named; ``None`` when it can."""
-    missing = data.missing(debiaser.NEEDS)
+def unmet_needs(debiaser: Debiaser, given: frozenset[str], source: str) -> str | None:
+    """Why ``debiaser`` cannot be fitted on data ``source``, which gives the :class:`FitData` fields ``given``
+    (:func:`~vlbias.mitigation.fit_data.fields_given`): the first field of its ``NEEDS`` missing, named; ``None``
+    when it can."""
+    missing = [name for name in debiaser.NEEDS if name not in given]
     if not missing:
         return None
     hint = " (give it in a prompt file: see vlbias.mitigation.fit_data)" if source == "biasworld" else ""
@@ -113,8 +117,10 @@ def debias(options: DebiasOptions) -> dict:
     if unknown:
         raise ConfigError(f"`suite_options` names suites that do not run: {unknown}; the suites are {options.suites}.")
     suite_options = {s: check_suite_options(s, options.suite_options.get(s), tiny=options.tiny) for s in options.suites}
-    if options.data != "biasworld":
-        read_prompt_file(options.data)
+    refusals = {m: unmet_needs(d, fields_given(options.data), options.data) for m, d in debiasers.items()}
+    blocking = [reason for reason in refusals.values() if reason is not None]
+    if blocking and options.method != "all":
+        raise InputError(blocking[0])
     out = DEBIAS_FOLDER.check(options.out)
     worlds = [
         {**dataclasses.asdict(options.biasworld), "seed": options.biasworld.seed + k} for k in range(options.folds)
@@ -126,13 +132,10 @@ def debias(options: DebiasOptions) -> dict:
         for suite in suites[0].values():
             _check_embedding_suite(suite, options.model)
             _warn_overlap(options, suite_options[suite.name])
+        print(f"fitting {', '.join(debiasers)} on {options.data}; writing {out}", flush=True)  # choices all checked
         adapter = load_model(options)
         config = {**run_config(options, adapter, threads), "suite_data": options.suite_data}
         folds = [Fold(world, _fit_data(options, adapter, world)) for world in worlds]
-        refusals = {m: unmet_needs(d, folds[0].fit_data, options.data) for m, d in debiasers.items()}
-        blocking = [reason for reason in refusals.values() if reason is not None]
-        if blocking and options.method != "all":
-            raise InputError(blocking[0])
         for reason in blocking:  # with 'all' only: one method refused is refused alone
             logger.warning(f"warning: {reason} It is listed in the table as not fitted.")
         fitted = {m: d for m, d in debiasers.items() if refusals[m] is None}
@@ -142,27 +145,29 @@ def debias(options: DebiasOptions) -> dict:
             )
         summary = _summary(options, adapter, folds, refusals)
 
-        def write(folder) -> None:
-            if not options.compare:
-                (method,) = fitted
-                write_debiased_model(folder, adapter, folds[0].fitted[method])
-                write_measurements(folder / "before", folds[0].measured[NO_METHOD])
-                write_measurements(folder / "after", folds[0].measured[method])
-                return
-            for k, fold in enumerate(folds):
-                for method, results in fold.measured.items():
-                    place = folder / "methods" / method / (f"fold{k}" if len(folds) > 1 else "")
-                    write_measurements(place, results)
-                    if method in fold.fitted:
-                        write_debiased_model(place, adapter, fold.fitted[method])
-            rows = summary["comparison"]
-            (folder / "compare.csv").write_text(_table(rows))
-            (folder / "compare.png").write_bytes(plot_comparison(rows, headline_bias(rows[0])))
-            if len(folds) > 1:
-                (folder / "compare_folds.csv").write_text(_table(summary["folds"]))
-
-        write_debias_folder(out, summary, write)
+        write_debias_folder(out, summary, lambda folder: _write_parts(folder, options, adapter, folds, summary))
     return summary
+
+
+def _write_parts(folder: Path, options: DebiasOptions, adapter: ModelAdapter, folds: list[Fold], summary: dict) -> None:
+    """Write the run's parts into ``folder`` (:mod:`vlbias.mitigation.debias_outputs` lists them)."""
+    if not options.compare:
+        (method,) = folds[0].fitted
+        write_debiased_model(folder, adapter, folds[0].fitted[method])
+        write_measurements(folder / "before", folds[0].measured[NO_METHOD])
+        write_measurements(folder / "after", folds[0].measured[method])
+        return
+    for k, fold in enumerate(folds):
+        for method, results in fold.measured.items():
+            place = folder / "methods" / method / (f"fold{k}" if len(folds) > 1 else "")
+            write_measurements(place, results)
+            if method in fold.fitted:
+                write_debiased_model(place, adapter, fold.fitted[method])
+    rows = summary["comparison"]
+    (folder / "compare.csv").write_text(_table(rows))
+    (folder / "compare.png").write_bytes(plot_comparison(rows, headline_bias(rows[0])))
+    if len(folds) > 1:
+        (folder / "compare_folds.csv").write_text(_table(summary["folds"]))
 
 
 def _run_fold(

@@ -1,5 +1,6 @@
 """``vlbias debias``: the run folder of one method, the compare mode, the fitting data, and one-line errors."""
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -21,7 +22,7 @@ from vlbias.mitigation import registry
 from vlbias.mitigation.debias_outputs import DEBIAS_FOLDER
 from vlbias.mitigation.debiased_view import debiased_adapter
 from vlbias.mitigation.debiaser import Debiaser, FitData, Modality, load_debiaser
-from vlbias.mitigation.fit_data import biasworld_fit_data, file_fit_data, text_encoder
+from vlbias.mitigation.fit_data import biasworld_fit_data, fields_given, file_fit_data, text_encoder
 from vlbias.mitigation.projection import orthogonal_projection
 from vlbias.models.registry import load
 from vlbias.results import read_results
@@ -147,6 +148,7 @@ def test_fitting_on_a_prompt_file_writes_its_source(tmp_path, run_cli):
     path.write_text(json.dumps({"attribute_prompts": {"man": ["the man."], "woman": ["the woman."]}}))
     code, out, err = run_cli([*BASE, "--method", "orth_proj", "--data", str(path), "--out", str(tmp_path / "run")])
     assert code == 0, err
+    assert out.startswith(f"fitting orth_proj on {path}; writing {tmp_path / 'run'}\n")
     assert "orth_proj: mmbias/" in out and out.strip().endswith(f"wrote {tmp_path / 'run'}")
     summary = json.loads((tmp_path / "run" / "debias.json").read_text())
     assert summary["data"] == {"data": str(path.resolve()), "given": {"attribute_prompts": 2}}
@@ -168,8 +170,9 @@ def test_fitting_on_a_prompt_file_writes_its_source(tmp_path, run_cli):
 def test_bad_choices_are_one_line_before_anything_is_written(tmp_path, run_cli, arguments, fragments):
     out = tmp_path / "run"
     argv = ["debias", "--model", "clip", "--tiny", *arguments, "--out", str(out)]
-    assert_one_line_error(run_cli(argv), *fragments)
-    assert not out.exists()
+    result = run_cli(argv)
+    assert_one_line_error(result, *fragments)
+    assert result[1] == "" and not out.exists()
 
 
 def test_a_method_whose_needs_the_data_does_not_give_is_refused_by_field(tmp_path, run_cli):
@@ -178,7 +181,20 @@ def test_a_method_whose_needs_the_data_does_not_give_is_refused_by_field(tmp_pat
     out = tmp_path / "run"
     result = run_cli([*BASE, "--method", "orth_proj", "--data", str(path), "--out", str(out)])
     assert_one_line_error(result, "Debiaser 'orth_proj' needs `attribute_prompts`", str(path))
-    assert not out.exists() or not any(out.iterdir())
+    assert result[1] == "" and not out.exists()
+
+
+def test_what_the_data_is_said_to_give_is_what_it_gives(tmp_path):
+    """``fields_given`` (the door's check) agrees with the fitting data built from BiasWorld and from a file."""
+    model = load("clip", tiny=True)
+    built = biasworld_fit_data(model, BiasWorld(eval_per_combination=1, n_train=8), "val")
+    assert {f.name for f in dataclasses.fields(built) if getattr(built, f.name) is not None} == fields_given(
+        "biasworld"
+    )
+    path = tmp_path / "prompts.yaml"
+    path.write_text(yaml.safe_dump({"concept_prompts": ["a person cooking."], "helpful_pairs": [["a", "b"]]}))
+    built = file_fit_data(model, path)
+    assert {f.name for f in dataclasses.fields(built) if getattr(built, f.name) is not None} == fields_given(path)
 
 
 @pytest.mark.parametrize(

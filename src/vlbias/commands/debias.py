@@ -22,7 +22,6 @@ def main(argv: Sequence[str]) -> None:
     from vlbias.mitigation.tradeoff import ACCURACY
     from vlbias.report.pareto import headline_bias
 
-    print(f"writing {options.out}")
     rows = debias(options)["comparison"]
     bias = headline_bias(rows[0])
     for row in rows:

@@ -57,6 +57,19 @@ from vlbias.models.inference import measuring
 
 #: The keys a prompt file may hold.
 FILE_KEYS = ("attribute_prompts", "prompt_pairs", "concept_prompts", "helpful_pairs", "attribute_words", "reference")
+#: The :class:`FitData` fields :func:`biasworld_fit_data` gives (all but ``helpful_pairs``).
+BIASWORLD_GIVES = frozenset(
+    {
+        "reference_images",
+        "reference_labels",
+        "attribute_prompts",
+        "prompt_pairs",
+        "concept_prompts",
+        "encode_text",
+        "attribute_words",
+        "description",
+    }
+)
 #: The face galleries a prompt file's ``reference`` may name: reader and whether it takes a split.
 GALLERIES = {
     "fairface": ("vlbias.data.fairface:read_fairface", True),
@@ -152,7 +165,21 @@ def read_prompt_file(path: str | Path) -> dict:
             raise InputError(f"Prompt file {str(path)!r}: expected `{key}` to be a list of [text, text] pairs")
     if not _is_texts(content.get("concept_prompts", [])):
         raise InputError(f"Prompt file {str(path)!r}: expected `concept_prompts` to be a list of texts")
+    if "reference" in content:
+        _check_reference(content["reference"], path)
     return content
+
+
+def fields_given(data: str | Path) -> frozenset[str]:
+    """The :class:`FitData` fields that ``data`` (``"biasworld"`` or a prompt file) gives, known before any model
+    embeds it: what lets a method that needs another be refused at the door."""
+    if data == "biasworld":
+        return BIASWORLD_GIVES
+    content = read_prompt_file(data)
+    given = {key for key in FILE_KEYS if content.get(key) and key != "reference"}
+    if content.get("reference"):
+        given |= {"reference_images", "reference_labels"}
+    return frozenset(given | {"encode_text", "description"})
 
 
 def _is_texts(value: object) -> bool:
@@ -183,18 +210,32 @@ def file_fit_data(adapter: ModelAdapter, path: str | Path, batch_size: int = 64)
         "given": {key: len(value) for key, value in given.items() if key != "reference"},
     }
     if "reference" in given:
-        paths, labels, reference = reference_gallery(given["reference"], path)
+        paths, labels, reference = reference_gallery(given["reference"])
         fields["reference_images"] = embed_images(adapter, [str(p) for p in paths], batch_size)
         fields["reference_labels"] = labels
         description["reference"] = {**reference, "n_reference": len(labels)}
     return FitData(**fields, description=description)
 
 
-def reference_gallery(spec: object, path: str | Path) -> tuple[list[Path], list[Hashable], dict]:
-    """The image paths and labels a prompt file's ``reference`` names (a face gallery's images with one attribute,
-    the first ``limit`` of each value), and its resolved description."""
+def reference_gallery(spec: Mapping[str, object]) -> tuple[list[Path], list[Hashable], dict]:
+    """The image paths and labels a prompt file's ``reference`` (checked by :func:`read_prompt_file`) names: a face
+    gallery's images with one attribute, the first ``limit`` of each value; and its resolved description."""
     import importlib
 
+    module, _, function = GALLERIES[spec["gallery"]][0].partition(":")
+    reader = getattr(importlib.import_module(module), function)
+    gallery = reader(spec["root"], spec["split"]) if "split" in spec else reader(spec["root"])
+    attribute, limit = spec.get("attribute", "gender"), spec.get("limit")
+    chosen = sorted(i for indices in gallery.groups(attribute).values() for i in indices[:limit])
+    every = gallery.image_paths
+    paths = [every[i] for i in chosen]
+    labels = [gallery.labels[attribute][i] for i in chosen]
+    return paths, labels, {"gallery": gallery.dataset, "root": str(gallery.image_root), "split": gallery.split,
+                           "attribute": attribute, "limit": limit}  # fmt: skip
+
+
+def _check_reference(spec: object, path: Path) -> None:
+    """A prompt file's ``reference``: a gallery of :data:`GALLERIES`, its ``root``, and only the keys it takes."""
     if not isinstance(spec, Mapping) or spec.get("gallery") not in GALLERIES or "root" not in spec:
         raise InputError(
             f"Prompt file {str(path)!r}: expected `reference` to give `gallery` (one of {', '.join(GALLERIES)}), "
@@ -203,21 +244,10 @@ def reference_gallery(spec: object, path: str | Path) -> tuple[list[Path], list[
     unknown = sorted(set(spec) - {"gallery", "root", "split", "attribute", "limit"})
     if unknown:
         raise InputError(f"Prompt file {str(path)!r}: unknown `reference` key(s) {unknown}")
-    target, takes_split = GALLERIES[spec["gallery"]]
-    module, _, function = target.partition(":")
-    reader = getattr(importlib.import_module(module), function)
-    if "split" in spec and not takes_split:
+    if "split" in spec and not GALLERIES[spec["gallery"]][1]:
         raise InputError(f"Prompt file {str(path)!r}: gallery {spec['gallery']!r} has no splits; remove `split`")
-    gallery = reader(spec["root"], spec["split"]) if "split" in spec else reader(spec["root"])
-    attribute = spec.get("attribute", "gender")
     limit = spec.get("limit")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise InputError(
             f"Prompt file {str(path)!r}: expected `reference.limit` to be a positive integer, got {limit!r}"
         )
-    chosen = sorted(i for indices in gallery.groups(attribute).values() for i in indices[:limit])
-    every = gallery.image_paths
-    paths = [every[i] for i in chosen]
-    labels = [gallery.labels[attribute][i] for i in chosen]
-    return paths, labels, {"gallery": gallery.dataset, "root": str(gallery.image_root), "split": gallery.split,
-                           "attribute": attribute, "limit": limit}  # fmt: skip
