@@ -107,3 +107,25 @@ def test_bench_fairvlp_base_size_names_a_tokenizer_directory_without_a_vocabular
     assert stopped.value.code == 2
     error = capsys.readouterr().err
     assert f"error: --tokenizer: no WordPiece tokenizer directory (with a vocab.txt) at {tmp_path}." in error
+
+
+def test_bench_debias_times_every_registered_method_against_the_baseline(capsys):
+    from vlbias.experiments.bench.debias import BASELINE, bench_debias, random_fit_data
+    from vlbias.mitigation.registry import list_debiasers
+
+    threads = str(torch.get_num_threads())
+    run(bench_debias, ["--n", "64", "--dims", "64", "--repeats", "1", "--threads", threads])  # D >= SFID's k = 50
+    out = capsys.readouterr().out
+    assert "n = 64 cached embeddings, D = 64, median of 1" in out
+    baseline = float(re.search(rf"{re.escape(BASELINE)}\s+(\S+)\s+1\.0", out).group(1))
+    assert baseline > 0
+    for method in list_debiasers():
+        fit, fit_ratio, transform, _ = re.search(rf"^{method}\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)$", out, re.M).groups()
+        assert float(fit) > 0 and float(transform) > 0
+        assert float(fit_ratio) == pytest.approx(float(fit) / baseline, rel=0.05, abs=1e-3)
+    data = random_fit_data(64, 16)  # the planted attribute: the two groups' mean images differ along one direction
+    images, labels = data.labelled_references()
+    first = torch.tensor([label == "a" for label in labels])
+    assert float((images[first].mean(0) - images[~first].mean(0)).norm()) > 0.3
+    assert data.missing(("reference_images", "attribute_prompts", "prompt_pairs", "concept_prompts",
+                         "helpful_pairs", "encode_text", "attribute_words")) == []  # fmt: skip

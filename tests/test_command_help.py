@@ -4,12 +4,13 @@ text: a parser built from a dataclass field without an ``Args:`` line fails here
 import pytest
 from jsonargparse import ActionConfigFile
 
-from vlbias.commands import audit, measure, models, prune, report, slurm
+from vlbias.commands import audit, debias, measure, models, prune, report, slurm
 
 PARSERS = {
     "measure": measure.parser,
     "audit": audit.parser,
     "prune": prune.parser,
+    "debias": debias.parser,
     "report": report.parser,
     "models": models.parser,
     "slurm submit": lambda: slurm.parser("submit"),

@@ -53,6 +53,7 @@ SMALLER = {
     "measure": _SMALL_WORLD,
     "audit": _SMALL_WORLD,
     "prune": _SMALL_WORLD,
+    "debias": [*_SMALL_WORLD, "--suite_options", "{mmbias: {statistics: {n_permutations: 200, n_bootstrap: 100}}}"],
 }
 
 #: An abbreviated or full commit hash (7 to 40 hex digits, at least one letter and one digit); a SHA-256 checksum

@@ -24,11 +24,13 @@ def _cli(argv: list[str]) -> str:
     ("code", "forbidden"),
     [
         ("import vlbias.measure, vlbias.suites.run, vlbias.suites.mmbias, vlbias.suites.weat", LIGHTNING),
+        ("import vlbias.debias", LIGHTNING),
         (_cli(["measure", "--help"]), HEAVY),
+        (_cli(["debias", "--help"]), HEAVY),
         (_cli(["--help"]), HEAVY),
         (_cli(["models"]), HEAVY),
     ],
-    ids=["import-measure", "measure-help", "help", "models"],
+    ids=["import-measure", "import-debias", "measure-help", "debias-help", "help", "models"],
 )
 def test_entry_points_import_only_what_they_use(code, forbidden):
     program = CHECK.format(code="exec(" + repr(code) + ")", forbidden=forbidden)

@@ -1,8 +1,9 @@
-"""What the one-process commands take — ``vlbias measure``, ``vlbias audit`` and ``vlbias prune`` — each option
+"""What the one-process commands take — ``vlbias measure``, ``vlbias audit``, ``vlbias prune`` and ``vlbias debias`` — each option
 declared once, here, with its type, default and help (the ``Args:`` lines below are the ``--help`` text).
 
 The commands' parsers are built from these dataclasses (:mod:`vlbias.commands.parsing`), the Python API takes them
-(:func:`vlbias.measure.measure`, :func:`vlbias.audit.audit`, :func:`vlbias.prune.prune`), and ``vlbias slurm``
+(:func:`vlbias.measure.measure`, :func:`vlbias.audit.audit`, :func:`vlbias.prune.prune`,
+:func:`vlbias.debias.debias`), and ``vlbias slurm``
 resolves them the same way. Options shared by several commands live in one base class (:class:`ModelChoice`,
 :class:`DeviceChoice`). Type and range checks are the types' own (``jsonargparse.typing``); rules across fields run
 in ``__post_init__``, so every check happens before any data or model is loaded. This module imports no torch.
@@ -172,3 +173,67 @@ class PruneOptions(PruningChoice, ModelChoice):
         super().__post_init__()
         if self.split is not None and self.data != "biasworld":
             raise ConfigError(f"`split` ({self.split!r}) is BiasWorld's; MMBias data {self.data!r} has no splits.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DebiasOptions(DeviceChoice, ModelChoice):
+    """Fit post-hoc debiasers on one EMBED model; measure bias and zero-shot accuracy before and after.
+
+    One method writes <out>/debias.json, <out>/debiaser (the fitted state) and each suite's results before
+    (<out>/before) and after (<out>/after). Several methods (a list, or 'all') is the compare mode: every method
+    fitted on the same data, the same suites measured after each, <out>/compare.csv, <out>/compare.png (bias against
+    zero-shot accuracy) and <out>/methods/<method>/<suite>.json.
+
+    Args:
+        method: Debiaser name, a list of names, or 'all' (every registered one) for the compare mode.
+        method_options: The method's options, e.g. '{rtol: 1e-6}'; in the compare mode per method,
+            '{orth_proj: {rtol: 1e-6}}'.
+        out: Output directory.
+        data: What the method is fitted on: 'biasworld' (its --split), or a prompt file (YAML/JSON: attribute
+            prompts, prompt pairs, concepts, reference images).
+        split: BiasWorld split the method is fitted on (the suites measure on their own split, 'test' by default).
+        suites: Suites measured before and after (EMBED suites; on --suite_data).
+        suite_data: The suites' data: 'biasworld', or a directory in each suite's public format.
+        suite_options: Per-suite options, e.g. '{mmbias: {statistics: {n_permutations: 2000}}}'.
+        batch_size: Images per embedding batch.
+        folds: Compare mode on BiasWorld: this many worlds (seeds biasworld.seed, +1, ...), each fitted on and
+            measured; compare.csv gives each number's mean over them with a bootstrap interval.
+    """
+
+    method: str | list[str]
+    method_options: dict = field(default_factory=dict)
+    out: str
+    data: str = "biasworld"
+    split: Split = "val"
+    suites: list[str] = field(default_factory=lambda: ["mmbias"])
+    suite_data: str = "biasworld"
+    suite_options: dict = field(default_factory=dict)
+    batch_size: PositiveInt = 64
+    folds: PositiveInt = 1
+
+    @property
+    def methods(self) -> list[str]:
+        """The methods asked for: ``[method]``, the list, or every registered one for ``'all'``."""
+        from vlbias.mitigation.registry import list_debiasers  # torch-free: the registry imports no method
+
+        if self.method == "all":
+            return list_debiasers()
+        return [self.method] if isinstance(self.method, str) else list(self.method)
+
+    @property
+    def compare(self) -> bool:
+        """Whether this is the compare mode (``'all'`` or a list of methods)."""
+        return not isinstance(self.method, str) or self.method == "all"
+
+    def __post_init__(self) -> None:
+        if not self.methods:
+            raise ConfigError("Expected at least one method in `method` but got an empty list.")
+        if len(set(self.methods)) != len(self.methods):
+            raise ConfigError(f"Expected distinct methods in `method` but got {self.methods}.")
+        if not self.suites:
+            raise ConfigError("Expected at least one suite in `suites` but got an empty list.")
+        if self.folds > 1 and not (self.compare and self.data == "biasworld" and self.suite_data == "biasworld"):
+            raise ConfigError(
+                f"`folds` ({self.folds}) are BiasWorld worlds of the compare mode: give a list of methods or 'all', "
+                "and 'biasworld' as `data` and `suite_data`."
+            )

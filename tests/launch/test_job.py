@@ -106,3 +106,19 @@ def test_status_reads_a_cut_last_record_and_refuses_a_broken_submission_by_name(
     (tmp_path / "submission.json").write_text('{"job_id": "7", "ta')
     code, out, err = run_cli(["slurm", "status", str(tmp_path)])
     assert code == 2 and out == "" and "submission.json is not a submission record" in err, err
+
+
+def test_a_debias_runs_as_a_job_with_its_folder_in_the_job_directory(tmp_path):
+    argv = ["--model", "clip", "--tiny", "--method", "orth_proj", "--out", "ignored", "--seed", "3",
+            "--biasworld.eval_per_combination", "1", "--suite_options",
+            "{mmbias: {statistics: {n_permutations: 100, n_bootstrap: 50}}}"]  # fmt: skip
+    task = resolve_task("debias", argv, {})
+    assert task.config["seed"] == 3 and task.config["method"] == "orth_proj" and task.config["split"] == "val"
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(task.config))
+    status = run(tmp_path, "debias", {"SLURM_JOB_ID": "8", "SLURM_PROCID": "0"})
+    job_dir = tmp_path / "job-8"
+    assert status == 0
+    assert json.loads((job_dir / "debias" / "debias.json").read_text())["methods"]["orth_proj"]["state"]
+    assert (job_dir / "debias" / "after" / "mmbias.json").is_file()
+    events = [json.loads(line) for line in (job_dir / "attempts.jsonl").read_text().splitlines()]
+    assert [(e["event"], e.get("outcome")) for e in events] == [("start", None), ("end", "finished")]

@@ -43,6 +43,10 @@ COMMANDS: dict[str, Command] = {
         "remove the embedding dimensions that carry bias (MMBias Algorithm 1) and write a pruned model",
         "vlbias.commands.prune:main",
     ),
+    "debias": Command(
+        "fit post-hoc debiasers on a model, measure bias and accuracy before and after, and compare methods",
+        "vlbias.commands.debias:main",
+    ),
     "report": Command(
         "write an HTML + Markdown report with figures from results files and logs", "vlbias.commands.report:main"
     ),

@@ -1,5 +1,5 @@
-"""``vlbias slurm``: render and submit sbatch jobs of ``vlbias fit|validate|test|predict|measure|prune|audit``,
-sweeps as job arrays, and the per-job runner that makes requeued runs resume where they stopped."""
+"""``vlbias slurm``: render and submit sbatch jobs of
+``vlbias fit|validate|test|predict|measure|prune|audit|debias``, sweeps as job arrays, and the per-job runner that makes requeued runs resume where they stopped."""
 
 from vlbias.launch.job_spec import JobSpec
 from vlbias.launch.status import TaskStatus, run_status

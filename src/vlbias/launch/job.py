@@ -75,9 +75,9 @@ def placed_in(config: dict[str, Any], command: str, job_dir: Path) -> dict[str, 
     """``config`` with its outputs in ``job_dir``: the trainer's root and every logger's directory for a
     Lightning command (``name`` and ``version`` empty for CSV/TensorBoard, so nothing auto-increments on a
     restart; vlbias's W&B logger also gets the job's run id, :func:`wandb_run_id`), ``out`` for
-    ``measure``/``prune``/``audit`` the folder ``job_dir/<command>`` (``prune`` and ``audit`` replace their folder
-    as a unit, which must not take the job's own records with it); for ``fit``, ``ckpt_path`` is the newest HPC
-    checkpoint."""
+    ``measure``/``prune``/``audit``/``debias`` the folder ``job_dir/<command>`` (``prune``, ``audit`` and ``debias``
+    replace their folder as a unit, which must not take the job's own records with it); for ``fit``, ``ckpt_path``
+    is the newest HPC checkpoint."""
     if command not in LIGHTNING_COMMANDS:
         return {**config, "out": str(job_dir / command)}
     trainer = dict(config.get("trainer") or {})

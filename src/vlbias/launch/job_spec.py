@@ -15,7 +15,7 @@ from typing import Any, Literal
 from vlbias.errors import ConfigError
 
 #: The commands a Slurm job can run (vlbias.launch.resolve resolves each one's options before submitting).
-Runnable = Literal["fit", "validate", "test", "predict", "measure", "prune", "audit"]
+Runnable = Literal["fit", "validate", "test", "predict", "measure", "prune", "audit", "debias"]
 GPU_ACCELERATORS = ("gpu", "cuda")
 GPU_ONLY_STRATEGIES = ("deepspeed",)  # prefixes of strategy names that need CUDA
 _TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$")  # minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]]
@@ -152,7 +152,7 @@ def job_for_trainer(trainer: dict[str, Any], job: JobSpec) -> JobSpec:
 
 
 def single_process_job(job: JobSpec, command: str) -> JobSpec:
-    """``job`` for a one-process command (``measure``, ``prune``, ``audit``): one node, one task."""
+    """``job`` for a one-process command (``measure``, ``prune``, ``audit``, ``debias``): one node, one task."""
     for name in ("nodes", "ntasks_per_node"):
         value = getattr(job, name)
         if value not in (None, 1):

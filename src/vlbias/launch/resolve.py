@@ -2,7 +2,7 @@
 its loggers continue across requeues.
 
 Lightning commands are parsed by a LightningCLI that stops before it instantiates any class (no model is
-built, no weights are read); ``measure``, ``prune`` and ``audit`` by their own parsers, and their options object is
+built, no weights are read); ``measure``, ``prune``, ``audit`` and ``debias`` by their own parsers, and their options object is
 made (so its cross-field rules run too). The result is the mapping LightningCLI itself would save as
 ``config.yaml``: every default filled in, ``seed: true`` replaced by the drawn seed.
 """
@@ -20,9 +20,14 @@ from vlbias.errors import ConfigError
 from vlbias.launch.job_spec import Runnable
 from vlbias.lightning_cli import SUBCOMMANDS as LIGHTNING_COMMANDS
 from vlbias.lightning_cli import VlbiasCLI, make_cli
-from vlbias.run_options import AuditOptions, MeasureOptions, PruneOptions
+from vlbias.run_options import AuditOptions, DebiasOptions, MeasureOptions, PruneOptions
 
-ONE_PROCESS_OPTIONS = {"measure": MeasureOptions, "prune": PruneOptions, "audit": AuditOptions}
+ONE_PROCESS_OPTIONS = {
+    "measure": MeasureOptions,
+    "prune": PruneOptions,
+    "audit": AuditOptions,
+    "debias": DebiasOptions,
+}
 COMMANDS = get_args(Runnable)  # LIGHTNING_COMMANDS and ONE_PROCESS_OPTIONS
 
 # Lightning's loggers -> the ones that continue after a requeue (vlbias.loggers); TensorBoard appends already.

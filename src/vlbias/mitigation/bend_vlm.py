@@ -136,6 +136,7 @@ class BendVLM(Debiaser):
     name = "bend_vlm"
     NEEDS = ("reference_images", "reference_labels", "encode_text", "attribute_words")
     MODIFIES = frozenset({"text"})
+    READS_TEXTS = True
     OPTIONS = BendVLMOptions
 
     def __init__(self, options: BendVLMOptions | None = None) -> None:

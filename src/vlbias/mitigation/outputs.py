@@ -93,8 +93,8 @@ def selection(data: Mapping[str, object]) -> dict[str, object]:
 
 def selection_overlap(checkpoint: str | Path, data: str, split: str | None, seed: int) -> str | None:
     """Why measuring the pruned model at ``checkpoint`` on ``data`` (``"biasworld"``'s ``split`` of the world of
-    ``seed``, or a data path) judges it on the data its dimensions were chosen on, or ``None``: another split or
-    world, other data, or a checkpoint without :data:`SELECTION_FILE`.
+    ``seed``, or a data path) judges it on the data its dimensions were chosen on (:func:`same_selection` of its
+    :data:`SELECTION_FILE`), or ``None``: another split or world, other data, or a checkpoint without the file.
 
     Example:
         >>> import tempfile
@@ -108,17 +108,31 @@ def selection_overlap(checkpoint: str | Path, data: str, split: str | None, seed
     path = Path(checkpoint) / SELECTION_FILE
     if not path.is_file():
         return None
-    chosen = json.loads(path.read_text())
-    if data == "biasworld":
-        same = chosen.get("data") == "biasworld" and chosen.get("split") == split and chosen.get("seed") in (None, seed)
-        where = f"BiasWorld's {split!r} split (seed {seed}), the split"
-    else:
-        same = chosen.get("data") == str(Path(data).resolve())
-        where = f"{data!r}, the data"
-    if not same:
+    where = same_selection(json.loads(path.read_text()), data, split, seed)
+    if where is None:
         return None
     return (
         f"Model {str(checkpoint)!r} was pruned on {where} it is measured on now: its dimensions were chosen to lower "
         "this very bias, so the number overstates the effect; measure it on other data (prune chooses on 'val', "
         "measure on 'test')."
     )
+
+
+def same_selection(chosen: Mapping[str, object], data: str, split: str | None, seed: int) -> str | None:
+    """Where a model was fitted or pruned, when ``chosen`` (a :func:`selection`) is the data it is measured on now
+    (``"biasworld"``'s ``split`` of the world of ``seed``, or a data path): "BiasWorld's 'val' split (seed 0), the
+    split" or "'<path>', the data"; ``None`` when they differ.
+
+    Example:
+        >>> same_selection({"data": "biasworld", "split": "val", "seed": 0}, "biasworld", "val", 0)
+        "BiasWorld's 'val' split (seed 0), the split"
+        >>> same_selection({"data": "biasworld", "split": "val", "seed": 0}, "biasworld", "test", 0) is None
+        True
+    """
+    if data == "biasworld":
+        same = chosen.get("data") == "biasworld" and chosen.get("split") == split and chosen.get("seed") in (None, seed)
+        where = f"BiasWorld's {split!r} split (seed {seed}), the split"
+    else:
+        same = chosen.get("data") == str(Path(data).resolve())
+        where = f"{data!r}, the data"
+    return where if same else None

@@ -5,7 +5,7 @@ or a pruning summary holds.
 
 The report opens with the problems met in its inputs (a file that cannot be read, cells that are not finite
 numbers, a column asked for that no input has), then an audit's table, bias over epochs, bias against accuracy,
-pruning, one section per results file (:mod:`vlbias.report.results_section`), and a glossary of every metric
+pruning, debiasing methods compared (:mod:`vlbias.report.comparison_section`), one section per results file (:mod:`vlbias.report.results_section`), and a glossary of every metric
 name it shows (:mod:`vlbias.report.glossary`)."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import pandas as pd
 import vlbias
 from vlbias.atomic import OutputFolder
 from vlbias.report import plots
+from vlbias.report.comparison_section import comparison_section
 from vlbias.report.glossary import entries, undefined
 from vlbias.report.render import Block, Figures, Heading, Table, Text, markdown, page
 from vlbias.report.results_section import results_section
@@ -70,6 +71,7 @@ def build_report(
         *_epoch_section(sources.runs, figures),
         *_tradeoff_section(sources.runs, figures, accuracy, bias),
         *_pruning_section(sources.runs),
+        *comparison_section(sources.runs, figures),
         *_results_section(sources.runs, figures),
         *_glossary_section(sources.runs),
     ]

@@ -1,9 +1,10 @@
-"""The Pareto front of (bias, accuracy) points: lower ``|bias|`` and higher accuracy are better."""
+"""The Pareto front of (bias, accuracy) points: lower ``|bias|`` and higher accuracy are better; and which column of a
+comparison of debiasing methods is its bias axis (:func:`headline_bias`)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 
 def pareto_front(bias: Sequence[float], accuracy: Sequence[float]) -> list[bool]:
@@ -25,3 +26,21 @@ def pareto_front(bias: Sequence[float], accuracy: Sequence[float]) -> list[bool]
         )
         front.append(finite[i] and not dominated)
     return front
+
+
+def headline_bias(columns: Iterable[str], accuracy: str = "zero_shot_accuracy") -> str:
+    """The bias column of a comparison of debiasing methods (``compare.csv``'s ``columns``) that its figure shows:
+    the first effect size (MMBias's cross-modal :math:`d` when the ``mmbias`` suite ran), else the first metric;
+    ``method``, ``not_fitted``, ``accuracy`` and the interval ends are not metrics.
+
+    Example:
+        >>> headline_bias(["method", "weat/p_value", "mmbias/x/effect_size", "mmbias/x/effect_size/ci_low"])
+        'mmbias/x/effect_size'
+    """
+    metrics = [
+        column
+        for column in columns
+        if column not in ("method", "not_fitted", accuracy) and not column.endswith(("/ci_low", "/ci_high"))
+    ]
+    effect_sizes = [column for column in metrics if column.endswith("effect_size")]
+    return (effect_sizes or metrics)[0]

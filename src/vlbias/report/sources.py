@@ -2,7 +2,8 @@
 
 A *run* is a directory holding ``metrics.csv`` (a CSV-logger run), ``tradeoff.csv`` (written by
 :class:`~vlbias.callbacks.TradeoffCallback`, or by ``vlbias prune`` with an ``n_removed`` column),
-``prune.json`` or ``audit.json`` (written by ``vlbias audit``: the status of each suite and data set); a
+``prune.json``, ``audit.json`` (written by ``vlbias audit``: the status of each suite and data set) or
+``compare.csv`` (written by ``vlbias debias`` in its compare mode: one row per debiasing method); a
 results file (``<suite>.json`` with ``<suite>.items.parquet`` beside it) belongs to the nearest such directory
 above it, else to its own directory. Per-epoch copies (``epoch=NNN/``) are left out:
 the epochs are shown from ``metrics.csv``/``tradeoff.csv``. Nothing is recomputed.
@@ -16,6 +17,7 @@ named and left out). A path that does not exist, or inputs holding nothing to re
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +27,9 @@ import pandas as pd
 from vlbias.errors import InputError, SchemaError
 from vlbias.results import Results, read_items, read_results
 
-RUN_MARKERS = ("metrics.csv", "tradeoff.csv", "prune.json", "audit.json")
+RUN_MARKERS = ("metrics.csv", "tradeoff.csv", "prune.json", "audit.json", "compare.csv")
+#: The text columns of a ``compare.csv``: the method, and why a method was not fitted.
+COMPARE_TEXT = ("method", "not_fitted")
 AUDIT_FIELDS = ("suite", "dataset", "status", "reason")
 #: The fields of a ``prune.json`` that a report reads as ``{name: number}`` objects.
 PRUNE_NUMBERS = ("effect_sizes_before", "effect_sizes_after", "zero_shot_accuracy")
@@ -44,7 +48,9 @@ class ResultsFile:
 class Run:
     """Everything read from one run directory. ``epochs`` has one row per epoch (``epoch`` column; bias keys
     ``bias/<suite>/<metric>`` with ``/ci_low``, ``/ci_high``); ``pruning`` one row per number of removed
-    dimensions (``n_removed`` column); ``prune`` is ``prune.json``; ``audit`` the entries of ``audit.json``."""
+    dimensions (``n_removed`` column); ``prune`` is ``prune.json``; ``audit`` the entries of ``audit.json``;
+    ``comparison`` one row per debiasing method (``compare.csv``: ``method`` and ``not_fitted`` text, the rest
+    numbers)."""
 
     name: str
     path: Path
@@ -53,6 +59,7 @@ class Run:
     pruning: pd.DataFrame | None = None
     prune: dict | None = None
     audit: list[dict] | None = None
+    comparison: pd.DataFrame | None = None
 
 
 @dataclass
@@ -87,7 +94,12 @@ def read_sources(inputs: list[str | Path]) -> Sources:
     found = [
         run
         for run in runs.values()
-        if run.results or run.epochs is not None or run.pruning is not None or run.prune or run.audit is not None
+        if run.results
+        or run.epochs is not None
+        or run.pruning is not None
+        or run.prune
+        or run.audit is not None
+        or run.comparison is not None
     ]
     if not found and not problems:
         raise InputError(
@@ -135,6 +147,12 @@ def _read_into(run: Run, path: Path) -> list[str]:
         else:
             run.epochs = _merge_epochs(epoch_table(table, path), run.epochs)
         return problems
+    if path.name == "compare.csv":
+        table, problems = read_numeric_csv(path, text=COMPARE_TEXT)
+        if "method" not in table.columns:
+            raise InputError(f"Comparison {str(path)!r} has no 'method' column; columns are {sorted(table.columns)}.")
+        run.comparison = table
+        return problems
     if path.name == "prune.json":
         run.prune = prune_summary(path)
     elif path.name == "audit.json":
@@ -144,12 +162,14 @@ def _read_into(run: Run, path: Path) -> list[str]:
     return []
 
 
-def read_numeric_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
-    """The CSV table at ``path`` with every column numeric, and one problem per column that held a cell that is not
-    a finite number (text such as ``n/a``, or ``nan``, ``inf``): those cells are named (value and line) and left
-    out, as missing values. An empty cell is a missing value, not a problem: a CSV logger leaves the columns a row
-    does not log empty."""
+def read_numeric_csv(path: Path, text: Sequence[str] = ()) -> tuple[pd.DataFrame, list[str]]:
+    """The CSV table at ``path`` with every column numeric but the ``text`` ones (kept as written, after them), and
+    one problem per column that held a cell that is not a finite number (text such as ``n/a``, or ``nan``, ``inf``):
+    those cells are named (value and line) and left out, as missing values. An empty cell is a missing value, not a
+    problem: a CSV logger leaves the columns a row does not log empty."""
     raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    kept = raw[[column for column in raw.columns if column in text]]
+    raw = raw[[column for column in raw.columns if column not in text]]
     columns, problems = {}, []
     for column in raw.columns:
         text = raw[column].str.strip()
@@ -163,7 +183,7 @@ def read_numeric_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
         columns[column] = values.to_numpy()
     # one float block, not one per column: a wide log (hundreds of bias columns) is otherwise "highly fragmented"
     stacked = np.column_stack(list(columns.values())) if columns else np.empty((len(raw), 0))
-    return pd.DataFrame(stacked, index=raw.index, columns=list(columns)), problems
+    return pd.concat([kept, pd.DataFrame(stacked, index=raw.index, columns=list(columns))], axis=1), problems
 
 
 def prune_summary(path: Path) -> dict:

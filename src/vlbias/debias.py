@@ -1,0 +1,307 @@
+"""``vlbias debias``: fit post-hoc debiasers (:mod:`vlbias.mitigation.registry`) on one EMBED model and measure what
+they change, bias and accuracy together.
+
+The service behind the subcommand, in the order it runs:
+
+1. every choice is checked before any data or model is read: the device and the model's options, each method's
+   name (an unknown one is refused with the registered ones) and its options (checked against the method's options
+   dataclass, an unknown key named), each suite's options, a prompt file's keys, and each method's ``NEEDS``
+   against the fields the data gives (:func:`~vlbias.mitigation.fit_data.fields_given`): a method that needs one
+   the data does not give is refused naming the field (in the compare mode with ``'all'``, it is listed in the
+   table as not fitted, with that reason);
+2. the suites are built on ``suite_data`` (BiasWorld's ``test`` split unless a suite's ``split`` says otherwise)
+   and must probe embeddings (EMBED); a suite measured on the BiasWorld split the methods are fitted on is
+   measured, with a warning (:func:`~vlbias.mitigation.outputs.same_selection`);
+3. the model is loaded and the fitting data built (:mod:`vlbias.mitigation.fit_data`: BiasWorld's ``split``,
+   ``val`` by default, or a prompt file);
+4. per fold (``folds`` BiasWorld worlds, of seeds ``biasworld.seed``, ``+1``, ...; the run's seed moves with
+   them), the model is measured by each suite, and its zero-shot accuracy on the world's ``test`` activities
+   (:func:`~vlbias.mitigation.comparison.accuracy_with_interval`); then a new debiaser of each method is fitted on
+   the fold's data (torch's generators seeded with the fold's seed before each fit, so a method's fit does not
+   depend on which ran before it) and measured the same way, through
+   :class:`~vlbias.models.debiased.DebiasedEmbeddings`, its accuracy from the transformed image and prompt
+   embeddings; every method sees the same folds;
+5. the output folder is written as a unit (:mod:`vlbias.mitigation.debias_outputs`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from vlbias.data.biasworld import ACTIVITIES, BiasWorld, activity_phrases
+from vlbias.environment import environment
+from vlbias.errors import ConfigError, InputError
+from vlbias.loaded_model import check_model_choice, load_model, refuse_empty, run_config
+from vlbias.mitigation.comparison import NO_METHOD, accuracy_with_interval, comparison_rows, fold_means, plot_comparison
+from vlbias.mitigation.debias_outputs import (
+    DEBIAS_FOLDER,
+    write_debias_folder,
+    write_debiased_model,
+    write_measurements,
+)
+from vlbias.mitigation.debiaser import Debiaser, FitData
+from vlbias.mitigation.fit_data import biasworld_fit_data, embed_images, fields_given, file_fit_data, text_encoder
+from vlbias.mitigation.outputs import same_selection, selection
+from vlbias.mitigation.registry import debiaser_class
+from vlbias.models.base import Capability, ModelAdapter, require_capability
+from vlbias.models.catalog import adapter_class
+from vlbias.models.debiased import DebiasedEmbeddings
+from vlbias.options import check_options
+from vlbias.report.pareto import headline_bias
+from vlbias.results import Results
+from vlbias.run_options import DebiasOptions
+from vlbias.suites.base import Suite
+from vlbias.suites.options import check_suite_options
+from vlbias.suites.run import build_suite, run_suite
+from vlbias.threads import torch_threads
+
+logger = logging.getLogger(__name__)
+
+
+def checked_debiasers(options: DebiasOptions) -> dict[str, Debiaser]:
+    """A new, unfitted debiaser per method of ``options``, its options checked against its ``OPTIONS`` dataclass."""
+    methods = options.methods
+    if options.compare:
+        unknown = sorted(set(options.method_options) - set(methods))
+        if unknown:
+            raise ConfigError(f"`method_options` names methods that are not compared: {unknown}; compared: {methods}.")
+    debiasers = {}
+    for method in methods:
+        cls = debiaser_class(method)  # an unknown name is refused with the registered ones
+        given = options.method_options.get(method) if options.compare else options.method_options
+        checked = check_options(given, cls.OPTIONS, f"debiaser {method!r} option")
+        debiasers[method] = cls(cls.OPTIONS(**checked))
+    return debiasers
+
+
+def unmet_needs(debiaser: Debiaser, given: frozenset[str], source: str) -> str | None:
+    """Why ``debiaser`` cannot be fitted on data ``source``, which gives the :class:`FitData` fields ``given``
+    (:func:`~vlbias.mitigation.fit_data.fields_given`): the first field of its ``NEEDS`` missing, named; ``None``
+    when it can."""
+    missing = [name for name in debiaser.NEEDS if name not in given]
+    if not missing:
+        return None
+    hint = " (give it in a prompt file: see vlbias.mitigation.fit_data)" if source == "biasworld" else ""
+    return f"Debiaser {debiaser.name!r} needs `{missing[0]}`, which data {source!r} does not give{hint}."
+
+
+@dataclass
+class Fold:
+    """One fold of a run: the world it is measured on, each method's (and ``none``'s) results and zero-shot accuracy,
+    and the debiasers fitted on it."""
+
+    world: dict
+    fit_data: FitData
+    measured: dict[str, dict[str, tuple[Results, list[dict]]]] = field(default_factory=dict)
+    accuracy: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    fitted: dict[str, Debiaser] = field(default_factory=dict)
+
+    def rows(self) -> list[dict[str, object]]:
+        """:func:`~vlbias.mitigation.comparison.comparison_rows` of this fold."""
+        results = {method: {suite: r for suite, (r, _) in suites.items()} for method, suites in self.measured.items()}
+        return comparison_rows(results, self.accuracy)
+
+
+def debias(options: DebiasOptions) -> dict:
+    """Fit and measure ``options.method`` (one, a list, or ``'all'``) and write ``options.out`` (module docstring);
+    returns the content of ``debias.json``."""
+    check_model_choice(options)
+    debiasers = checked_debiasers(options)
+    unknown = sorted(set(options.suite_options) - set(options.suites))
+    if unknown:
+        raise ConfigError(f"`suite_options` names suites that do not run: {unknown}; the suites are {options.suites}.")
+    suite_options = {s: check_suite_options(s, options.suite_options.get(s), tiny=options.tiny) for s in options.suites}
+    refusals = {m: unmet_needs(d, fields_given(options.data), options.data) for m, d in debiasers.items()}
+    blocking = [reason for reason in refusals.values() if reason is not None]
+    if blocking and options.method != "all":
+        raise InputError(blocking[0])
+    out = DEBIAS_FOLDER.check(options.out)
+    worlds = [
+        {**dataclasses.asdict(options.biasworld), "seed": options.biasworld.seed + k} for k in range(options.folds)
+    ]
+    with torch_threads(options.threads) as threads:
+        suites = [
+            {name: build_suite(o, options.suite_data, world) for name, o in suite_options.items()} for world in worlds
+        ]
+        for suite in suites[0].values():
+            _check_embedding_suite(suite, options.model)
+            _warn_overlap(options, suite_options[suite.name])
+        print(f"fitting {', '.join(debiasers)} on {options.data}; writing {out}", flush=True)  # choices all checked
+        adapter = load_model(options)
+        config = {**run_config(options, adapter, threads), "suite_data": options.suite_data}
+        folds = [Fold(world, _fit_data(options, adapter, world)) for world in worlds]
+        for reason in blocking:  # with 'all' only: one method refused is refused alone
+            logger.warning(f"warning: {reason} It is listed in the table as not fitted.")
+        fitted = {m: d for m, d in debiasers.items() if refusals[m] is None}
+        for k, (fold, fold_suites) in enumerate(zip(folds, suites, strict=True)):
+            _run_fold(
+                fold, fold_suites, adapter, fitted, options, {**config, "biasworld": fold.world}, options.seed + k
+            )
+        summary = _summary(options, adapter, folds, refusals)
+
+        write_debias_folder(out, summary, lambda folder: _write_parts(folder, options, adapter, folds, summary))
+    return summary
+
+
+def _write_parts(folder: Path, options: DebiasOptions, adapter: ModelAdapter, folds: list[Fold], summary: dict) -> None:
+    """Write the run's parts into ``folder`` (:mod:`vlbias.mitigation.debias_outputs` lists them)."""
+    if not options.compare:
+        (method,) = folds[0].fitted
+        write_debiased_model(folder, adapter, folds[0].fitted[method])
+        write_measurements(folder / "before", folds[0].measured[NO_METHOD])
+        write_measurements(folder / "after", folds[0].measured[method])
+        return
+    for k, fold in enumerate(folds):
+        for method, results in fold.measured.items():
+            place = folder / "methods" / method / (f"fold{k}" if len(folds) > 1 else "")
+            write_measurements(place, results)
+            if method in fold.fitted:
+                fold.fitted[method].save(place / "debiaser")
+    rows = summary["comparison"]
+    (folder / "compare.csv").write_text(_table(rows))
+    (folder / "compare.png").write_bytes(plot_comparison(rows, headline_bias(rows[0])))
+    if len(folds) > 1:
+        (folder / "compare_folds.csv").write_text(_table(summary["folds"]))
+
+
+def _run_fold(
+    fold: Fold,
+    suites: Mapping[str, Suite],
+    adapter: ModelAdapter,
+    debiasers: Mapping[str, Debiaser],
+    options: DebiasOptions,
+    config: dict,
+    seed: int,
+) -> None:
+    """Measure ``adapter`` on ``fold``, then fit a new debiaser of each method on its data and measure it."""
+    evaluation = _accuracy_inputs(adapter, BiasWorld(**fold.world))
+    fold.measured[NO_METHOD] = _measure(suites, adapter, options, config, seed)
+    fold.accuracy[NO_METHOD] = _accuracy(evaluation, None, seed)
+    for method, unfitted in debiasers.items():
+        torch.manual_seed(seed)
+        debiaser = fold.fitted[method] = type(unfitted)(unfitted.options).fit(fold.fit_data)
+        view = DebiasedEmbeddings(adapter, debiaser)
+        fold.measured[method] = _measure(suites, view, options, {**config, "debiaser": method}, seed)
+        fold.accuracy[method] = _accuracy(evaluation, debiaser, seed)
+
+
+def _fit_data(options: DebiasOptions, adapter: ModelAdapter, world: dict) -> FitData:
+    if options.data == "biasworld":
+        return biasworld_fit_data(adapter, BiasWorld(**world), options.split, options.batch_size)
+    return file_fit_data(adapter, options.data, options.batch_size)
+
+
+def _check_embedding_suite(suite: Suite, model: str) -> None:
+    """A suite that does not probe embeddings cannot see a debiaser's transform: refused by name."""
+    if suite.capability is not Capability.EMBED:
+        raise ConfigError(
+            f"Suite {suite.name!r} probes {suite.capability.value}, not embeddings, so it cannot measure a debiaser; "
+            "give it options that probe embeddings (e.g. probe: embed) or leave it out of `suites`."
+        )
+    require_capability(adapter_class(model), suite.capability, suite.name, suite.capability_hint)
+
+
+def _warn_overlap(options: DebiasOptions, suite_options: object) -> None:
+    """Warn when a suite measures the BiasWorld split the methods are fitted on."""
+    if options.data != "biasworld" or options.suite_data != "biasworld":
+        return
+    fitted_on = selection({"data": "biasworld", "split": options.split, "seed": options.biasworld.seed})
+    where = same_selection(fitted_on, "biasworld", getattr(suite_options, "split", None), options.biasworld.seed)
+    if where is not None:
+        logger.warning(
+            f"warning: suite {suite_options.SUITE!r} measures {where} the debiasers are fitted on: the number "
+            "overstates their effect; measure on another split (fit on 'val', measure on 'test')."
+        )
+
+
+def _measure(
+    suites: Mapping[str, Suite], adapter: ModelAdapter, options: DebiasOptions, config: dict, seed: int
+) -> dict[str, tuple[Results, list[dict]]]:
+    """Each suite's results and item table for ``adapter``."""
+    measured = {}
+    for name, suite in suites.items():
+        results, items = run_suite(
+            suite,
+            adapter,
+            model=options.model,
+            checkpoint=options.checkpoint,
+            seed=seed,
+            config={**config, "suite": name, "suite_options": options.suite_options.get(name, {})},
+        )
+        refuse_empty(results, options.suite_data)
+        measured[name] = (results, items)
+    return measured
+
+
+def _accuracy_inputs(adapter: ModelAdapter, world: BiasWorld) -> dict:
+    """BiasWorld's ``test`` images and activity prompts embedded by ``adapter``, with the prompts' classes and the
+    images' labels: what the zero-shot accuracy of every method is computed on."""
+    texts = [phrase for activity in ACTIVITIES for phrase in activity_phrases(activity)]
+    classes = [k for k, activity in enumerate(ACTIVITIES) for _ in activity_phrases(activity)]
+    return {
+        "images": embed_images(adapter, world.images("test")),
+        "texts": texts,
+        "prompts": text_encoder(adapter)(texts),
+        "classes": torch.tensor(classes),
+        "labels": torch.tensor([ACTIVITIES.index(item.activity) for item in world.items("test")]),
+    }
+
+
+def _accuracy(evaluation: dict, debiaser: Debiaser | None, seed: int) -> tuple[float, float, float]:
+    images, prompts = evaluation["images"], evaluation["prompts"]
+    if debiaser is not None:
+        images, prompts = debiaser.transform_images(images), debiaser.transform_texts(prompts, evaluation["texts"])
+    return accuracy_with_interval(images, prompts, evaluation["classes"], evaluation["labels"], seed)
+
+
+def _summary(
+    options: DebiasOptions, adapter: ModelAdapter, folds: list[Fold], refusals: Mapping[str, str | None]
+) -> dict:
+    """``debias.json``'s content: ``comparison`` holds the rows of ``compare.csv`` (one fold's, or the means over
+    the folds, :func:`~vlbias.mitigation.comparison.fold_means`), ``folds`` each fold's rows."""
+    import vlbias
+
+    per_fold = [{"fold": k, **row} for k, fold in enumerate(folds) for row in fold.rows()]
+    rows = folds[0].rows() if len(folds) == 1 else fold_means([fold.rows() for fold in folds], options.seed)
+    rows += [{"method": method, "not_fitted": reason} for method, reason in refusals.items() if reason is not None]
+    return {
+        "methods": {
+            method: {
+                "method": method,
+                "options": dataclasses.asdict(debiaser.options),
+                "needs": list(debiaser.NEEDS),
+                "modifies": sorted(debiaser.MODIFIES),
+                "state": {name: list(t.shape) for name, t in debiaser.fitted_state().items()},
+                "linear": {m: debiaser.linear_map(m) is not None for m in sorted(debiaser.MODIFIES)},
+            }
+            for method, debiaser in folds[0].fitted.items()
+        },
+        "not_fitted": {method: reason for method, reason in refusals.items() if reason is not None},
+        "model": options.model,
+        "checkpoint": options.checkpoint,
+        "tiny": options.tiny,
+        "data": dict(folds[0].fit_data.description or {}),
+        "suite_data": options.suite_data,
+        "suites": options.suites,
+        "suite_options": options.suite_options,
+        "seed": options.seed,
+        "biasworld": dataclasses.asdict(options.biasworld),
+        "n_folds": len(folds),
+        "fold_worlds": [fold.world["seed"] for fold in folds],
+        "vlbias_version": vlbias.__version__,
+        "environment": environment(adapter.device),
+        "comparison": rows,
+        "folds": per_fold,
+    }
+
+
+def _table(rows: list[dict]) -> str:
+    import pandas as pd
+
+    return pd.DataFrame(rows).to_csv(index=False)

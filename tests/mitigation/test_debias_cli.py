@@ -1,0 +1,428 @@
+"""``vlbias debias``: the run folder of one method, the compare mode, the fitting data, and one-line errors."""
+
+import dataclasses
+import json
+import logging
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+from PIL import Image
+from torch import Tensor
+
+from vlbias.data.biasworld import GROUPS, BiasWorld, group_phrases
+from vlbias.data.biasworld_options import BiasWorldOptions
+from vlbias.debias import debias
+from vlbias.mitigation import registry
+from vlbias.mitigation.debias_outputs import DEBIAS_FOLDER
+from vlbias.mitigation.debiaser import Debiaser, FitData, Modality, load_debiaser
+from vlbias.mitigation.fit_data import biasworld_fit_data, fields_given, file_fit_data, text_encoder
+from vlbias.mitigation.projection import orthogonal_projection
+from vlbias.models.debiased import DebiasedEmbeddings
+from vlbias.models.registry import load
+from vlbias.results import read_results
+from vlbias.run_options import DebiasOptions
+
+QUICK = "{mmbias: {statistics: {n_permutations: 200, n_bootstrap: 100}}}"
+SMALL = ["--biasworld.eval_per_combination", "2", "--biasworld.n_train", "16"]
+BASE = ["debias", "--model", "clip", "--tiny", *SMALL, "--suite_options", QUICK]
+EFFECT = "man_vs_woman/stereotyped_activities/effect_size"
+
+
+def assert_one_line_error(result, *fragments):
+    code, _, err = result
+    assert code == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("vlbias: error: "), err
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+@pytest.fixture(scope="module")
+def orth_proj_run(tmp_path_factory):
+    """Orth-Proj fitted on BiasWorld's val split, measured on test, through the console script in this process."""
+    from vlbias.cli import main
+
+    out = tmp_path_factory.mktemp("debias") / "run"
+    main([*BASE, "--method", "orth_proj", "--seed", "3", "--out", str(out)])
+    return out
+
+
+def test_one_method_writes_the_debiaser_its_summary_and_the_suites_before_and_after(orth_proj_run):
+    summary = json.loads((orth_proj_run / "debias.json").read_text())
+    assert summary["methods"]["orth_proj"]["state"] == {"projection": [64, 64]}
+    assert summary["methods"]["orth_proj"]["options"] == {"rtol": None}
+    assert summary["methods"]["orth_proj"]["linear"] == {"text": True}
+    assert summary["data"]["data"] == "biasworld" and summary["data"]["split"] == "val"
+    assert summary["seed"] == 3 and summary["suites"] == ["mmbias"] and summary["not_fitted"] == {}
+    assert summary["vlbias_version"] and summary["environment"]["torch"] == torch.__version__
+    before = read_results(orth_proj_run / "before" / "mmbias.json")
+    after = read_results(orth_proj_run / "after" / "mmbias.json")
+    assert before.config["suite_config"]["data"]["split"] == "test"
+    assert before.metrics[EFFECT] != after.metrics[EFFECT]
+    rows = {row["method"]: row for row in summary["comparison"]}
+    assert rows["none"][f"mmbias/{EFFECT}"] == before.metrics[EFFECT]
+    assert rows["orth_proj"][f"mmbias/{EFFECT}"] == after.metrics[EFFECT]
+    assert 0 <= rows["orth_proj"]["zero_shot_accuracy"] <= 1
+    assert sorted(p.name for p in orth_proj_run.iterdir()) == [
+        "after", "before", "clip", "debias.json", "debiaser", "model"
+    ]  # fmt: skip
+
+
+def test_the_debiased_model_is_written_as_a_checkpoint_and_in_clips_own_format(orth_proj_run):
+    """``model/`` loads as the ``debiased`` model, ``clip/`` as a plain CLIPModel: both give the debiased
+    text embeddings of the model the run fitted on (the tiny CLIP of seed 0)."""
+    from transformers import CLIPModel
+
+    debiased = DebiasedEmbeddings.from_pretrained(orth_proj_run / "model")
+    texts = ["a person cooking.", "the woman is driving."]
+    with torch.no_grad():
+        expected = debiased.embed_texts(debiased.prepare_texts(texts))
+        exported = CLIPModel.from_pretrained(orth_proj_run / "clip").eval()
+        tokens = debiased.prepare_texts(texts)
+        plain = exported.get_text_features(**tokens).pooler_output
+    torch.testing.assert_close(torch.nn.functional.normalize(plain, dim=-1), expected, atol=1e-5, rtol=0)
+
+
+def test_the_saved_debiaser_is_orth_proj_of_the_group_prompts_of_the_model():
+    """The fitted state equals P = I - V V^+ of the model's own group-phrase embeddings (an independent
+    float64 transcription), and the view the suites measure applies it to the text embeddings."""
+    model = load("clip", tiny=True)
+    world = BiasWorld(eval_per_combination=1, n_train=8)
+    data = biasworld_fit_data(model, world, "val")
+    debiaser = registry.debiaser_class("orth_proj")().fit(data)
+    prompts = torch.cat([data.attribute_prompts[g] for g in GROUPS]).double()  # (6, D)
+    reference = torch.eye(prompts.shape[1], dtype=torch.float64) - prompts.T @ torch.linalg.pinv(prompts.T)
+    torch.testing.assert_close(debiaser.linear_map("text").double(), reference, atol=1e-5, rtol=0)
+    texts = ["a person cooking.", "the woman is driving."]
+    plain = text_encoder(model)(texts).double()
+    expected = torch.nn.functional.normalize(plain @ reference.T, dim=1)
+    view = DebiasedEmbeddings(model, debiaser)
+    with torch.no_grad():
+        seen = view.embed_texts(view.prepare_texts(texts)).double()
+    torch.testing.assert_close(seen, expected, atol=1e-5, rtol=0)
+    pixels = view.prepare_images(world.images("test")[:2])
+    with torch.no_grad():
+        torch.testing.assert_close(view.embed_images(pixels), model.embed_images(pixels))  # Orth-Proj leaves images
+
+
+def test_the_saved_debiaser_loads_back_with_its_state(orth_proj_run):
+    loaded = load_debiaser(orth_proj_run / "debiaser")
+    assert loaded.name == "orth_proj" and loaded.fitted_state()["projection"].shape == (64, 64)
+    summary = json.loads((orth_proj_run / "debias.json").read_text())
+    assert json.loads((orth_proj_run / "debiaser" / "debiaser.json").read_text())["state"] == {
+        name: shape for name, shape in summary["methods"]["orth_proj"]["state"].items()
+    }
+
+
+def test_biasworld_fit_data_pairs_each_template_with_both_groups():
+    model = load("clip", tiny=True)
+    world = BiasWorld(eval_per_combination=1, n_train=8)
+    data = biasworld_fit_data(model, world, "val")
+    encode = text_encoder(model)
+    torch.testing.assert_close(
+        data.prompt_pairs[3], encode(["a photo of a man cooking.", "a photo of a woman cooking."])
+    )
+    torch.testing.assert_close(data.attribute_prompts["woman"], encode(group_phrases("woman")))
+    assert data.reference_labels == [item.group for item in world.items("val")]
+    assert data.reference_images.shape == (12, 64) and data.attribute_words == {"man": ["man"], "woman": ["woman"]}
+    assert data.helpful_pairs is None and data.description["split"] == "val"
+
+
+def utkface_folder(root):
+    """Four tiny UTKFace-named images: two men, two women."""
+    root.mkdir()
+    for k, gender in enumerate([0, 1, 0, 1]):
+        Image.new("RGB", (32, 32), (40 * k, 80, 120)).save(root / f"{20 + k}_{gender}_0_2017011917043553{k}.jpg")
+    return root
+
+
+def test_a_prompt_file_gives_its_prompts_and_a_gallery_of_reference_images(tmp_path):
+    gallery = utkface_folder(tmp_path / "utk")
+    path = tmp_path / "prompts.yaml"
+    spec = {
+        "attribute_prompts": {"male": ["a photo of a man."], "female": ["a photo of a woman."]},
+        "prompt_pairs": [["the man is cooking.", "the woman is cooking."]],
+        "concept_prompts": ["a person cooking.", "a person driving."],
+        "reference": {"gallery": "utkface", "root": str(gallery), "attribute": "gender", "limit": 1},
+    }
+    path.write_text(yaml.safe_dump(spec))
+    model = load("clip", tiny=True)
+    data = file_fit_data(model, path)
+    assert data.prompt_pairs.shape == (1, 2, 64) and data.concept_prompts.shape == (2, 64)
+    assert data.reference_images.shape == (2, 64) and sorted(data.reference_labels) == ["Female", "Male"]
+    assert data.helpful_pairs is None and data.attribute_words is None
+    assert data.description["reference"]["n_reference"] == 2 and data.description["given"]["prompt_pairs"] == 1
+
+
+def test_fitting_on_a_prompt_file_writes_its_source(tmp_path, run_cli):
+    path = tmp_path / "prompts.json"
+    path.write_text(json.dumps({"attribute_prompts": {"man": ["the man."], "woman": ["the woman."]}}))
+    code, out, err = run_cli([*BASE, "--method", "orth_proj", "--data", str(path), "--out", str(tmp_path / "run")])
+    assert code == 0, err
+    assert out.startswith(f"fitting orth_proj on {path}; writing {tmp_path / 'run'}\n")
+    assert "orth_proj: mmbias/" in out and out.strip().endswith(f"wrote {tmp_path / 'run'}")
+    summary = json.loads((tmp_path / "run" / "debias.json").read_text())
+    assert summary["data"] == {"data": str(path.resolve()), "given": {"attribute_prompts": 2}}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragments"),
+    [
+        (["--method", "orth_prj"], ["Unknown debiaser 'orth_prj'", "orth_proj"]),
+        (["--method", "orth_proj", "--method_options", "{rtols: 0.1}"], ["`rtols`", "did you mean `rtol`"]),
+        (["--method", "orth_proj", "--method_options", "{rtol: 2}"], ["`rtol` in [0, 1)", "2"]),
+        (["--method", "[orth_proj, orth_proj]"], ["distinct methods"]),
+        (["--method", "orth_proj", "--suites", "[]"], ["at least one suite"]),
+        (["--method", "[orth_proj]", "--method_options", "{sfid: {}}"], ["not compared: ['sfid']"]),
+        (["--method", "orth_proj", "--suite_options", "{weat: {}}"], ["suites that do not run: ['weat']"]),
+        (["--method", "orth_proj", "--suite_options", "{mmbias: {probe: match}}"], ["Suite 'mmbias' probes match"]),
+    ],
+)
+def test_bad_choices_are_one_line_before_anything_is_written(tmp_path, run_cli, arguments, fragments):
+    out = tmp_path / "run"
+    argv = ["debias", "--model", "clip", "--tiny", *arguments, "--out", str(out)]
+    result = run_cli(argv)
+    assert_one_line_error(result, *fragments)
+    assert result[1] == "" and not out.exists()
+
+
+def test_a_method_whose_needs_the_data_does_not_give_is_refused_by_field(tmp_path, run_cli):
+    path = tmp_path / "prompts.yaml"
+    path.write_text(yaml.safe_dump({"concept_prompts": ["a person cooking."]}))
+    out = tmp_path / "run"
+    result = run_cli([*BASE, "--method", "orth_proj", "--data", str(path), "--out", str(out)])
+    assert_one_line_error(result, "Debiaser 'orth_proj' needs `attribute_prompts`", str(path))
+    assert result[1] == "" and not out.exists()
+
+
+def test_what_the_data_is_said_to_give_is_what_it_gives(tmp_path):
+    """``fields_given`` (the door's check) agrees with the fitting data built from BiasWorld and from a file."""
+    model = load("clip", tiny=True)
+    built = biasworld_fit_data(model, BiasWorld(eval_per_combination=1, n_train=8), "val")
+    assert {f.name for f in dataclasses.fields(built) if getattr(built, f.name) is not None} == fields_given(
+        "biasworld"
+    )
+    path = tmp_path / "prompts.yaml"
+    path.write_text(yaml.safe_dump({"concept_prompts": ["a person cooking."], "helpful_pairs": [["a", "b"]]}))
+    built = file_fit_data(model, path)
+    assert {f.name for f in dataclasses.fields(built) if getattr(built, f.name) is not None} == fields_given(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ({"atribute_prompts": {"a": ["x"]}}, "unknown key(s) ['atribute_prompts']"),
+        ({"prompt_pairs": [["only one"]]}, "`prompt_pairs` to be a list of [text, text] pairs"),
+        ({"reference": {"gallery": "lfw", "root": "."}}, "`gallery` (one of fairface, utkface, celeba)"),
+    ],
+)
+def test_a_bad_prompt_file_is_refused_by_key(tmp_path, run_cli, content, fragment):
+    path = tmp_path / "prompts.yaml"
+    path.write_text(yaml.safe_dump(content))
+    result = run_cli(["debias", "--model", "clip", "--tiny", "--method", "orth_proj", "--data", str(path),
+                      "--out", str(tmp_path / "run")])  # fmt: skip
+    assert_one_line_error(result, str(path), fragment)
+
+
+def test_measuring_on_the_fitting_split_warns(tmp_path, caplog):
+    options = DebiasOptions(
+        method="orth_proj",
+        model="clip",
+        tiny=True,
+        out=str(tmp_path / "run"),
+        suite_options={"mmbias": {"split": "val", "statistics": {"n_permutations": 100, "n_bootstrap": 50}}},
+        biasworld=BiasWorldOptions(eval_per_combination=1, n_train=8),
+    )
+    with caplog.at_level(logging.WARNING):
+        debias(options)
+    assert "measures BiasWorld's 'val' split (seed 0), the split the debiasers are fitted on" in caplog.text
+
+
+class MeanGap(Debiaser):
+    """A test method: image embeddings projected away from the gap between the two groups' mean reference images."""
+
+    name = "mean_gap"
+    NEEDS = ("reference_images", "reference_labels")
+    MODIFIES = frozenset({"image"})
+
+    def _fit(self, data: FitData) -> None:
+        images, labels = data.labelled_references()
+        first = torch.tensor([label == labels[0] for label in labels])
+        gap = images[first].mean(0) - images[~first].mean(0)
+        self._keep("projection", orthogonal_projection(gap[None, :]))
+
+    def linear_map(self, modality: Modality) -> Tensor | None:
+        return self.fitted_state()["projection"] if modality in self.MODIFIES else None
+
+
+class NeedsInsights(MeanGap):
+    """A test method that needs RoboShot's helpful pairs, which BiasWorld does not give."""
+
+    name = "needs_insights"
+    NEEDS = ("helpful_pairs",)
+
+
+@pytest.fixture
+def two_more_methods(monkeypatch):
+    module = sys.modules[__name__].__name__
+    entries = {
+        **registry._DEBIASERS.entries,
+        "mean_gap": f"{module}:MeanGap",
+        "needs_insights": f"{module}:NeedsInsights",
+    }
+    monkeypatch.setattr(registry._DEBIASERS, "entries", entries)
+
+
+def test_compare_mode_fits_every_method_on_the_same_data_and_tabulates_them(tmp_path, orth_proj_run, two_more_methods):
+    options = DebiasOptions(
+        method="all",
+        model="clip",
+        tiny=True,
+        seed=3,
+        out=str(tmp_path / "compare"),
+        suite_options=yaml.safe_load(QUICK),
+        biasworld=BiasWorldOptions(eval_per_combination=2, n_train=16),
+    )
+    summary = debias(options)
+    out = tmp_path / "compare"
+    table = pd.read_csv(out / "compare.csv")
+    methods = registry.list_debiasers()  # every registered method, the two of the fixture among them
+    assert table["method"].tolist() == ["none", *[m for m in methods if m != "needs_insights"], "needs_insights"]
+    assert "`helpful_pairs`" in table.set_index("method").loc["needs_insights", "not_fitted"]
+    assert summary["not_fitted"].keys() == {"needs_insights"}
+    fitted = table[table["method"] != "needs_insights"]
+    accuracy = fitted["zero_shot_accuracy"]
+    assert (
+        (fitted["zero_shot_accuracy/ci_low"] <= accuracy) & (accuracy <= fitted["zero_shot_accuracy/ci_high"])
+    ).all()
+    # the same data, folds and seed as the one-method run: the same numbers for the same method
+    single = json.loads((orth_proj_run / "debias.json").read_text())["comparison"]
+    for row in single:
+        assert table.set_index("method").loc[row["method"], f"mmbias/{EFFECT}"] == pytest.approx(
+            row[f"mmbias/{EFFECT}"]
+        )
+    assert load_debiaser(out / "methods" / "mean_gap" / "debiaser").name == "mean_gap"
+    assert sorted(p.name for p in (out / "methods").iterdir()) == sorted({"none", *methods} - {"needs_insights"})
+    assert read_results(out / "methods" / "none" / "mmbias.json").metrics[EFFECT] == table.loc[0, f"mmbias/{EFFECT}"]
+    assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_earlier_output_is_replaced_and_a_foreign_folder_refused(tmp_path, run_cli, orth_proj_run):
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    assert_one_line_error(run_cli([*BASE, "--method", "orth_proj", "--out", str(foreign)]), "notes.txt")
+    assert (foreign / "notes.txt").read_text() == "mine"
+
+
+# Rewrites the debias folder argv[1] from its own files with Orth-Proj's rtol set to 0.5 (in debias.json and in
+# debiaser/), and SIGKILLs itself at the step argv[2]: "debiaser" (debiaser/ written in the stage, the rest not),
+# "exchanged" (the new folder swapped in, the stage with the old one not yet deleted) or "rename1" (the two-rename
+# fallback, between its renames: the old folder moved aside, the new one not yet in place).
+REWRITER = textwrap.dedent(
+    """
+    import json, os, shutil, signal, sys
+    from pathlib import Path
+    import vlbias.atomic as atomic
+    from vlbias.mitigation.debias_outputs import write_debias_folder, write_measurements
+    from vlbias.mitigation.debiaser import load_debiaser
+    from vlbias.mitigation.orth_proj import OrthProj, OrthProjOptions
+    from vlbias.results import read_items, read_results
+
+    out, kill_at = Path(sys.argv[1]), sys.argv[2]
+    summary = json.loads((out / "debias.json").read_text())
+    summary["methods"]["orth_proj"]["options"]["rtol"] = 0.5
+    debiaser = OrthProj(OrthProjOptions(rtol=0.5))
+    debiaser._state = load_debiaser(out / "debiaser").fitted_state()
+    runs = {
+        part: {s: (read_results(out / part / f"{s}.json"), read_items(out / part / f"{s}.json")) for s in summary["suites"]}
+        for part in ("before", "after")
+    }
+    replace = os.replace
+
+    def exchange(first, second):
+        if kill_at == "rename1":
+            return False
+        atomic.ctypes.CDLL(None).renameat2(-100, os.fsencode(first), -100, os.fsencode(second), 2)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def replace_then_die(source, target):
+        replace(source, target)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def write(folder):
+        debiaser.save(folder / "debiaser")
+        for part in ("model", "clip"):  # the model's files as they were: this rewrite changes the debiaser only
+            shutil.copytree(out / part, folder / part)
+        if kill_at == "debiaser":
+            os.kill(os.getpid(), signal.SIGKILL)
+        for part, measured in runs.items():
+            write_measurements(folder / part, measured)
+        atomic._exchange, atomic.os.replace = exchange, replace_then_die  # the folder's own swap, not its files'
+
+    write_debias_folder(out, summary, write)
+    """
+)
+
+
+@pytest.mark.parametrize(("kill_at", "rtol"), [("debiaser", None), ("exchanged", 0.5), ("rename1", None)])
+def test_a_debias_killed_while_replacing_its_folder_leaves_the_old_run_or_the_new_one_whole(
+    orth_proj_run, tmp_path, kill_at, rtol
+):
+    out = tmp_path / "out"
+    shutil.copytree(orth_proj_run, out)
+    names = sorted(p.name for p in out.iterdir())
+    done = subprocess.run(
+        [sys.executable, "-c", REWRITER, str(out), kill_at], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == -9, done.stderr
+    DEBIAS_FOLDER.check(out)
+    assert sorted(p.name for p in out.iterdir()) == names and [p.name for p in tmp_path.iterdir()] == ["out"]
+    assert json.loads((out / "debias.json").read_text())["methods"]["orth_proj"]["options"]["rtol"] == rtol
+    assert load_debiaser(out / "debiaser").options.rtol == rtol
+    assert read_results(out / "after" / "mmbias.json").suite == "mmbias"
+
+
+def test_folds_give_each_number_its_mean_over_worlds_with_an_interval(tmp_path, orth_proj_run, two_more_methods):
+    options = DebiasOptions(
+        method=["orth_proj", "mean_gap"],
+        model="clip",
+        tiny=True,
+        seed=3,
+        folds=2,
+        out=str(tmp_path / "compare"),
+        suite_options=yaml.safe_load(QUICK),
+        biasworld=BiasWorldOptions(eval_per_combination=2, n_train=16),
+    )
+    summary = debias(options)
+    out = tmp_path / "compare"
+    table = pd.read_csv(out / "compare.csv").set_index("method")
+    folds = pd.read_csv(out / "compare_folds.csv")
+    assert summary["fold_worlds"] == [0, 1] and folds["fold"].tolist() == [0, 0, 0, 1, 1, 1]
+    column = f"mmbias/{EFFECT}"
+    for method, rows in folds.groupby("method"):
+        assert table.loc[method, column] == pytest.approx(rows[column].mean())
+        assert (
+            table.loc[method, f"{column}/ci_low"] <= table.loc[method, column] <= table.loc[method, f"{column}/ci_high"]
+        )
+        assert table.loc[method, "zero_shot_accuracy"] == pytest.approx(rows["zero_shot_accuracy"].mean())
+    # fold 0 is the one-method run's world and seed: the same numbers
+    single = {row["method"]: row for row in json.loads((orth_proj_run / "debias.json").read_text())["comparison"]}
+    first = folds[folds["fold"] == 0].set_index("method")
+    assert first.loc["orth_proj", column] == pytest.approx(single["orth_proj"][column])
+    assert first.loc["none", "zero_shot_accuracy"] == pytest.approx(single["none"]["zero_shot_accuracy"])
+    assert folds[folds["fold"] == 1].set_index("method").loc["none", column] != first.loc["none", column]
+    world = read_results(out / "methods" / "none" / "fold1" / "mmbias.json").config["suite_config"]["data"]["seed"]
+    assert world == 1 and load_debiaser(out / "methods" / "mean_gap" / "fold1" / "debiaser").name == "mean_gap"
+
+
+def test_folds_are_for_the_compare_mode_on_biasworld(tmp_path, run_cli):
+    result = run_cli(["debias", "--model", "clip", "--tiny", "--method", "orth_proj", "--folds", "2",
+                      "--out", str(tmp_path / "run")])  # fmt: skip
+    assert_one_line_error(result, "`folds` (2) are BiasWorld worlds of the compare mode")
