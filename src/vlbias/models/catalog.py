@@ -28,6 +28,7 @@ _ADAPTERS = LazyTable(
         "siglip": "vlbias.models.siglip:SigLIPAdapter",
         "siglip2": "vlbias.models.siglip2:SigLIP2Adapter",
         "pruned": "vlbias.models.pruned:PrunedEmbeddings",
+        "prompt_array": "vlbias.models.prompt_array:PromptArrayCLIP",
     },
 )
 
@@ -47,6 +48,7 @@ _CAPABILITIES: dict[str, tuple[str, ...]] = {
     "siglip": ("embed", "match"),
     "siglip2": ("embed", "match"),
     "pruned": ("embed",),
+    "prompt_array": ("embed",),
 }
 
 
