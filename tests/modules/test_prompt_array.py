@@ -48,6 +48,17 @@ def test_the_config_queries_are_biasworlds_neutral_phrases_and_groups_its_labels
     assert init["queries"] == QUERIES and init["groups"] == list(GROUPS)
 
 
+def test_the_config_builds_an_optimizer_for_the_prompts_and_one_for_the_adversary():
+    from vlbias.lightning_cli import make_cli
+
+    cli = make_cli(["--config", str(CONFIG), *TINY, *small(8, 8)], run=False)
+    prompts, adversary = cli.model.configure_optimizers()
+    assert [type(prompts), type(adversary)] == [torch.optim.Adam, torch.optim.Adam]
+    assert prompts.param_groups[0]["params"] == [cli.model.adapter.prompts]
+    assert adversary.param_groups[0]["params"] == list(cli.model.adversary.parameters())
+    assert prompts.defaults["lr"] == adversary.defaults["lr"] == 0.01
+
+
 def fitted(tmp_path: Path, **options) -> tuple[PromptArrayDebiasing, PromptArrayDebiasing]:
     """A module before and after one epoch of 4 steps on BiasWorld (and a log dir with the export)."""
     module = PromptArrayDebiasing(queries=QUERIES, groups=list(GROUPS), **options)
