@@ -38,10 +38,11 @@ class AdapterModule(LightningModule):
 
     The hyperparameters (``hparams``, saved in checkpoints) hold plain values only, so that a checkpoint loads with
     ``torch.load(weights_only=True)``: the model spec and other settings groups as mappings, the optimizer and
-    scheduler (and any other optimizer a module takes) as LightningCLI's ``class_path`` specs where LightningCLI built
-    the module (a callable given in Python has no such form and is left out). ``load_from_checkpoint`` rebuilds a module from them through LightningCLI's
-    instantiator, whichever way it was built: the module trains with the optimizer its checkpoint names (its own
-    ``hparams`` then leave the optimizer out, as for any module built outside LightningCLI). Checkpoints written
+    scheduler (and any other optimizer a module takes) as LightningCLI's ``class_path`` specs where LightningCLI
+    built the module (a callable given in Python has no such form and is left out). ``load_from_checkpoint``
+    rebuilds a module from them through LightningCLI's instantiator, whichever way it was built: the module trains
+    with the optimizer its checkpoint names (its own ``hparams`` then leave the optimizer out, as for any module
+    built outside LightningCLI). Checkpoints written
     before the model spec (``model: clip`` with ``tiny``, ``learning_rate``, ... beside it) do not load into these
     modules.
 
