@@ -48,6 +48,19 @@ def test_the_config_queries_are_biasworlds_neutral_phrases_and_groups_its_labels
     assert init["queries"] == QUERIES and init["groups"] == list(GROUPS)
 
 
+def test_the_config_debiases_the_checkpoint_given_on_the_command_line(tmp_path):
+    """As the config's "Run me" says: the quickstart's export, given by path alone, is the frozen inner CLIP."""
+    from vlbias.lightning_cli import make_cli
+
+    clip = load("clip", tiny=True, device="cpu")
+    clip.save_pretrained(tmp_path / "model")
+    given = ["--model.init_args.model.checkpoint", str(tmp_path / "model")]
+    cli = make_cli(["--config", str(CONFIG), *given, *small(8, 8)], run=False)
+    assert cli.model.spec.checkpoint == str(tmp_path / "model") and not cli.model.spec.tiny
+    inner = cli.model.adapter.inner.model.state_dict()
+    assert all(torch.equal(value, inner[name]) for name, value in clip.model.state_dict().items())
+
+
 def test_the_config_builds_an_optimizer_for_the_prompts_and_one_for_the_adversary():
     from vlbias.lightning_cli import make_cli
 
