@@ -16,7 +16,7 @@ front (the start-of-text id, never the end-of-text one) and position ids ``0 .. 
 the text embeddings puts :math:`P` where the placeholders' embeddings were. The library's pooling then finds the
 end-of-text token in the padded ids itself, by whichever of its two rules the config selects (the first
 ``eos_token_id``, or the largest id for configs with the legacy ``eos_token_id == 2``), at index + ``K``.
-``tests/models/test_prompt_array.py`` checks the pooled position against prompts that are the embeddings of real
+``tests/models/test_prompt_array_clip.py`` checks the pooled position against prompts that are the embeddings of real
 tokens. The longest text is ``K`` tokens shorter than the inner CLIP's (:attr:`max_text_length`).
 
 Example:
