@@ -16,7 +16,7 @@ from safetensors.torch import load_file
 
 from vlbias.data.biasworld import ACTIVITIES, GROUPS, activity_phrases
 from vlbias.data.biasworld_datamodule import BiasWorldDataModule
-from vlbias.errors import ConfigError
+from vlbias.errors import ConfigError, InputError
 from vlbias.models.registry import load
 from vlbias.modules import ModelSpec, PromptArrayDebiasing
 
@@ -114,6 +114,9 @@ def test_what_it_cannot_train_is_refused_by_name():
         PromptArrayDebiasing(queries=QUERIES, groups=["man"])
     with pytest.raises(ConfigError, match="`lam`"):
         PromptArrayDebiasing(queries=QUERIES, groups=list(GROUPS), lam=-0.5)
+    module = PromptArrayDebiasing(queries=QUERIES, groups=list(GROUPS), group_label_key="gender")
+    with pytest.raises(InputError, match=r"reads batch keys \['gender'\] .* but the batch has \['caption', 'group'"):
+        module.training_step({"pixel_values": torch.rand(2, 3, 64, 64), "caption": ["a", "b"], "group": [0, 1]}, 0)
 
 
 def vlbias(*argv: str) -> None:

@@ -36,7 +36,7 @@ from jsonargparse.typing import NonNegativeFloat, PositiveInt
 from lightning.pytorch.cli import OptimizerCallable
 from torch import Tensor, nn
 
-from vlbias.errors import ConfigError
+from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability
 from vlbias.models.clip import CLIPAdapter
 from vlbias.models.prompt_array import PromptArrayCLIP
@@ -131,6 +131,12 @@ class PromptArrayDebiasing(AdapterModule):
     # -- the two sides -----------------------------------------------------------------------------
     def _images(self, batch: dict[str, object]) -> tuple[Tensor, Tensor]:
         """The batch's image embeddings ``(B, D)`` (the frozen image tower, no graph) and attributes ``(B,)``."""
+        missing = [key for key in (self.hparams.image_key, self.hparams.group_label_key) if key not in batch]
+        if missing:
+            raise InputError(
+                f"Prompt-array debiasing reads batch keys {missing} (`image_key`, `group_label_key`) but the batch has "
+                f"{sorted(batch)}."
+            )
         with torch.no_grad():
             images = self.adapter.embed_images(self.adapter.prepare_images(batch[self.hparams.image_key]))
         attributes = torch.as_tensor(batch[self.hparams.group_label_key], device=images.device).long()
@@ -164,8 +170,8 @@ class PromptArrayDebiasing(AdapterModule):
 
     # -- training and evaluation -------------------------------------------------------------------
     def training_step(self, batch: dict[str, object], batch_idx: int) -> None:
-        prompt_optimizer, adversary_optimizer = self.optimizers()
         images, attributes = self._images(batch)
+        prompt_optimizer, adversary_optimizer = self.optimizers()
         n = len(images)
         for _ in range(self.hparams.adversary_steps):
             logits = self._adversary_logits(images)
