@@ -1,4 +1,4 @@
-"""A CLIP whose texts are read after a learned prompt array (DebiasCLIP, Berg et al., 2022, Sec. 5).
+"""A CLIP whose texts are read after a learned prompt array (DebiasCLIP, Berg et al., 2022).
 
 :class:`PromptArrayCLIP` wraps a :class:`~vlbias.models.clip.CLIPAdapter` and prepends ``K`` learned token
 embeddings, the prompt array :math:`P` (``(K, H)``, ``H`` the text tower's width), to every text it embeds; images

@@ -1,4 +1,4 @@
-r"""DebiasCLIP (Berg et al., 2022, "A Prompt Array Keeps the Bias Away", Sec. 5): a prompt array trained
+r"""DebiasCLIP (Berg et al., 2022, "A Prompt Array Keeps the Bias Away", AACL 2022): a prompt array trained
 adversarially against an attribute classifier, with CLIP's contrastive loss that keeps accuracy.
 
 The CLIP is frozen, image and text towers alike; what trains is the prompt array :math:`P` (``n_prompts`` token

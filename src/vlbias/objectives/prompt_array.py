@@ -1,5 +1,6 @@
-r"""DebiasCLIP's prompt-array objectives (Berg et al., 2022, "A Prompt Array Keeps the Bias Away", Sec. 5 and its
-method figure): an adversary against learnable prompt tokens, with CLIP's contrastive loss that keeps accuracy.
+r"""DebiasCLIP's prompt-array objectives (Berg et al., 2022, "A Prompt Array Keeps the Bias Away", AACL 2022, the
+debiasing method and its figure): an adversary against learnable prompt tokens, with CLIP's contrastive loss that
+keeps accuracy.
 
 A prompt array :math:`P` (``K`` learnable token embeddings) is prepended to every text the frozen text encoder
 reads (:mod:`vlbias.models.prompt_array`). For image :math:`i` with protected attribute :math:`a_i \in \{0, \dots,
@@ -9,8 +10,8 @@ G - 1\}` and :math:`Q` attribute-neutral queries :math:`t_1, \dots, t_Q` ("a per
 .. math::
     s_i(P) = \bigl(\cos(f(x_i), g([P; t_q]))\bigr)_{q=1}^{Q}
 
-and predicts the attribute. The paper states the objectives in words; written out, the adversary's loss is the
-cross-entropy of its prediction over the batch of :math:`B` images,
+and predicts the attribute. Written out from the authors' description of the method (quoted below) and their
+released code, the adversary's loss is the cross-entropy of its prediction over the batch of :math:`B` images,
 
 .. math::
     \mathcal{L}_{adv}(\phi, P) = -\frac{1}{B} \sum_i \log \operatorname{softmax}(h_\phi(s_i(P)))_{a_i},
@@ -23,10 +24,10 @@ prompts minimise
 .. math::
     \mathcal{L}_{P}(P) = -\mathcal{L}_{adv}(\phi, P) + \lambda\, \mathcal{L}_{itc}(P).
 
-The paper names :math:`\lambda` as the trade-off between the two without writing the sum; the choice here puts
-:math:`\lambda` on the contrastive term, so that :math:`\lambda = 0` is adversarial debiasing alone and a larger
-:math:`\lambda` keeps more of the image-text alignment. The two are minimised in alternation
-(:class:`vlbias.modules.PromptArrayDebiasing`).
+How the two terms are weighed is a choice made here, not read off the paper (its equations were not at hand when
+this was written): :math:`\lambda` weighs the contrastive term, so that :math:`\lambda = 0` is adversarial debiasing
+alone (the negated cross-entropy the authors' code gives the prompts) and a larger :math:`\lambda` keeps more of
+the image-text alignment. The two sides are minimised in alternation (:class:`vlbias.modules.PromptArrayDebiasing`).
 """
 
 from __future__ import annotations
