@@ -23,6 +23,7 @@ from vlbias.modules import (
     FairVLPMethod,
     MaskedLMPretraining,
     ModelSpec,
+    PromptArrayDebiasing,
     RetrievalFinetuning,
 )
 
@@ -82,8 +83,13 @@ def test_a_prune_run_writes_only_safe_weights(tmp_path, run_cli):
             model=ModelSpec("albef", tiny=True, tiny_sizes=TINY),
             **BIASWORLD_WORDS,
         ),
+        lambda: PromptArrayDebiasing(
+            queries=["a person cooking.", "a person driving."],
+            groups=["man", "woman"],
+            model=ModelSpec("clip", tiny=True, tiny_sizes=TINY),
+        ),
     ],
-    ids=["contrastive", "retrieval", "masked_lm", "fairvlp"],
+    ids=["contrastive", "retrieval", "masked_lm", "fairvlp", "prompt_array"],
 )
 def test_lightning_checkpoints_load_with_weights_only(module, tmp_path):
     """One epoch of two batches, as ``vlbias fit`` runs it: module and datamodule hyperparameters, optimizer and

@@ -23,18 +23,20 @@ def instantiate(*configs: Path, extra: tuple[str, ...] = (), small: tuple[str, .
 
 
 def small_args(configs: tuple[Path, ...], tmp_path: Path) -> tuple[str, ...]:
-    """BiasWorld's size overrides, or, where the last config's data is a local caption corpus (COCO), which
-    this machine lacks: the data module pointed at a tiny Karpathy corpus written here, a tiny random model
-    in place of pretrained weights, and one CPU in place of GPUs. Everything else of the config is kept."""
+    """A tiny random model in place of a config's pretrained weights (a checkpoint this machine lacks: the
+    quickstart's export that DebiasCLIP starts from, COCO's ALBEF); BiasWorld's size overrides, or, where the last
+    config's data is a local caption corpus (COCO), which this machine lacks: the data module pointed at a tiny
+    Karpathy corpus written here, and one CPU in place of GPUs. Everything else of the config is kept."""
     sections = [yaml.safe_load(config.read_text()) or {} for config in configs]
+    model = next((section["model"] for section in reversed(sections) if "model" in section), {})
+    tiny = ["--model.init_args.model", "{tiny: true, checkpoint: null}"]
+    tiny = tiny if model.get("init_args", {}).get("model", {}).get("checkpoint") else []
     data = next((section["data"] for section in reversed(sections) if "data" in section), {})
     if data.get("class_path") != CAPTION_DATA:
-        return tuple(SMALL)
+        return (*SMALL, *tiny)
     args = ["--data.init_args.annotations", str(write_karpathy_corpus(tmp_path))]
     args += ["--data.init_args.image_root", str(tmp_path / "images"), "--data.init_args.num_workers", "0"]
-    model = next((section["model"] for section in reversed(sections) if "model" in section), {})
-    if model.get("init_args", {}).get("model", {}).get("checkpoint"):
-        args += ["--model.init_args.model", "{tiny: true, checkpoint: null}"]
+    args += tiny
     trainer = next((section["trainer"] for section in reversed(sections) if "trainer" in section), {})
     if trainer.get("accelerator") == "gpu":
         args += ["--trainer.accelerator", "cpu", "--trainer.devices", "1", "--trainer.strategy", "auto"]
@@ -117,6 +119,11 @@ def test_every_training_experiment_keeps_its_optimizer(experiment, tmp_path):
     assert (tuple(defaults["betas"]), defaults["eps"], defaults["amsgrad"]) == ((0.9, 0.999), 1e-8, False)
 
 
+#: Training experiments written after the model spec, whose optimizers their own tests check (two optimizers:
+#: tests/modules/test_prompt_array.py).
+NEWER_EXPERIMENTS = {"debiasclip_biasworld"}
+
+
 def test_every_training_experiment_has_its_optimizer_listed():
     training = {p.stem for p in (ROOT / "configs" / "experiment").glob("*.yaml") if not p.stem.startswith("prune")}
-    assert training == set(OPTIMIZERS)
+    assert training - NEWER_EXPERIMENTS == set(OPTIMIZERS)

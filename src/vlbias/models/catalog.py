@@ -29,6 +29,7 @@ _ADAPTERS = LazyTable(
         "siglip2": "vlbias.models.siglip2:SigLIP2Adapter",
         "pruned": "vlbias.models.pruned:PrunedEmbeddings",
         "debiased": "vlbias.models.debiased:DebiasedEmbeddings",
+        "prompt_array": "vlbias.models.prompt_array:PromptArrayCLIP",
     },
 )
 
@@ -49,6 +50,7 @@ _CAPABILITIES: dict[str, tuple[str, ...]] = {
     "siglip2": ("embed", "match"),
     "pruned": ("embed",),
     "debiased": ("embed",),
+    "prompt_array": ("embed",),
 }
 
 

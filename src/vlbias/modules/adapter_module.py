@@ -38,10 +38,11 @@ class AdapterModule(LightningModule):
 
     The hyperparameters (``hparams``, saved in checkpoints) hold plain values only, so that a checkpoint loads with
     ``torch.load(weights_only=True)``: the model spec and other settings groups as mappings, the optimizer and
-    scheduler as LightningCLI's ``class_path`` specs where LightningCLI built the module (a callable given in Python
-    has no such form and is left out). ``load_from_checkpoint`` rebuilds a module from them through LightningCLI's
-    instantiator, whichever way it was built: the module trains with the optimizer its checkpoint names (its own
-    ``hparams`` then leave the optimizer out, as for any module built outside LightningCLI). Checkpoints written
+    scheduler (and any other optimizer a module takes) as LightningCLI's ``class_path`` specs where LightningCLI
+    built the module (a callable given in Python has no such form and is left out). ``load_from_checkpoint``
+    rebuilds a module from them through LightningCLI's instantiator, whichever way it was built: the module trains
+    with the optimizer its checkpoint names (its own ``hparams`` then leave the optimizer out, as for any module
+    built outside LightningCLI). Checkpoints written
     before the model spec (``model: clip`` with ``tiny``, ``learning_rate``, ... beside it) do not load into these
     modules.
 
@@ -62,7 +63,7 @@ class AdapterModule(LightningModule):
         for key, value in list(self.hparams.items()):
             if is_dataclass(value):
                 self.hparams[key] = asdict(value)
-            elif key in ("optimizer", "scheduler") and callable(value):
+            elif callable(value):  # an optimizer or scheduler callable given in Python
                 del self.hparams[key]
         self.hparams.setdefault("_instantiator", CLI_INSTANTIATOR)
         self.spec = model

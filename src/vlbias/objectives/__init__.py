@@ -1,14 +1,17 @@
 """Training losses as plain functions, no Lightning: masked LM, image-text contrast, image-text matching with
-hard negatives, and FairVLP's counterfactual KL objective."""
+hard negatives, FairVLP's counterfactual KL objective and DebiasCLIP's prompt-array objectives."""
 
 from vlbias.objectives.contrastive import itc_loss
 from vlbias.objectives.fairvlp import FairVLPLoss, counterfactual_kl, fairvlp_loss
 from vlbias.objectives.itm import hard_negative_itm, itm_loss, sample_negatives
 from vlbias.objectives.masked_lm import IGNORE_INDEX, mask_tokens, masked_lm_loss
+from vlbias.objectives.prompt_array import PromptArrayLoss, adversary_loss, prompt_array_loss
 
 __all__ = [
     "IGNORE_INDEX",
     "FairVLPLoss",
+    "PromptArrayLoss",
+    "adversary_loss",
     "counterfactual_kl",
     "fairvlp_loss",
     "hard_negative_itm",
@@ -16,5 +19,6 @@ __all__ = [
     "itm_loss",
     "mask_tokens",
     "masked_lm_loss",
+    "prompt_array_loss",
     "sample_negatives",
 ]
