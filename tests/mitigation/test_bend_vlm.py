@@ -185,9 +185,9 @@ def test_save_load_and_bind(tmp_path):
     loaded = load_debiaser(debiaser.save(tmp_path / "bend"))
     assert isinstance(loaded, BendVLM) and loaded.options == debiaser.options and loaded.groups() == ["female", "male"]
     queries = ["a photo of a nurse"]
-    with pytest.raises(ConfigError, match=r"call bind\(encode_text, attribute_words\)"):
+    with pytest.raises(ConfigError, match=r"call attach_text_encoder\(encode_text\) after loading"):
         loaded.transform_texts(encoder(queries), queries)
-    loaded.bind(encoder, WORDS)
+    loaded.attach_text_encoder(encoder)  # the attribute words were saved with it
     torch.testing.assert_close(
         loaded.transform_texts(encoder(queries), queries),
         debiaser.transform_texts(encoder(queries), queries),

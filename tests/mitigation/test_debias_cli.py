@@ -426,3 +426,18 @@ def test_folds_are_for_the_compare_mode_on_biasworld(tmp_path, run_cli):
     result = run_cli(["debias", "--model", "clip", "--tiny", "--method", "orth_proj", "--folds", "2",
                       "--out", str(tmp_path / "run")])  # fmt: skip
     assert_one_line_error(result, "`folds` (2) are BiasWorld worlds of the compare mode")
+
+
+def test_a_bend_vlm_debiased_model_loads_and_measures_with_its_inner_models_encoder(tmp_path):
+    """BendVLM embeds the queries it rewrites: the ``debiased`` model saved with it gets its inner model's text
+    encoder back on loading (the attribute words are saved with the debiaser), and gives the same embeddings."""
+    model = load("clip", tiny=True)
+    world = BiasWorld(eval_per_combination=2, n_train=8)
+    debiaser = registry.debiaser_class("bend_vlm")().fit(biasworld_fit_data(model, world, "val"))
+    debiased = DebiasedEmbeddings(model, debiaser)
+    debiased.save_pretrained(tmp_path / "model")
+    loaded = DebiasedEmbeddings.from_pretrained(tmp_path / "model")
+    texts = ["a person cooking.", "someone is driving."]
+    with torch.no_grad():
+        expected = debiased.embed_texts(debiased.prepare_texts(texts))
+        torch.testing.assert_close(loaded.embed_texts(loaded.prepare_texts(texts)), expected, atol=1e-6, rtol=0)

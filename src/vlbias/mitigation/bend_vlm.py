@@ -172,13 +172,21 @@ class BendVLM(Debiaser):
         if empty:
             raise InputError(f"Expected at least one attribute word per value but got none for {empty}")
         self._encode_text, self._attribute_words = encode_text, words
+        self._keep_info("attribute_words", {value: list(w) for value, w in words.items()})
         return self
+
+    def attach_text_encoder(self, encode_text: Callable[[Sequence[str]], Tensor]) -> None:
+        """Bind ``encode_text`` with the attribute words this BendVLM was fitted with (saved with it)."""
+        self.bind(encode_text, self._info["attribute_words"])
 
     def _transform(self, modality: Modality, embeddings: Tensor, texts: Sequence[str] | None) -> Tensor:
         if texts is None:
             raise InputError("BendVLM rewrites each query: transform_texts needs the query texts with the embeddings")
         if self._encode_text is None:
-            raise ConfigError("BendVLM has no text encoder: call bind(encode_text, attribute_words) after loading")
+            raise ConfigError(
+                "BendVLM has no text encoder: call attach_text_encoder(encode_text) after loading (the debiased "
+                "model does)"
+            )
         groups = self.groups()
         state = self.fitted_state()
         references = [state[_GROUP_PREFIX + group].to(embeddings) for group in groups]

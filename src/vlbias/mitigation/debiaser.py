@@ -121,6 +121,7 @@ class Debiaser(abc.ABC):
         if not isinstance(self.options, self.OPTIONS):
             raise ConfigError(f"Debiaser {self.name!r} takes {self.OPTIONS.__name__} but got {type(options).__name__}")
         self._state: dict[str, Tensor] = {}
+        self._info: dict[str, object] = {}  # fitted state that is not a tensor (JSON-able), saved with it
 
     @property
     def fitted(self) -> bool:
@@ -133,7 +134,7 @@ class Debiaser(abc.ABC):
             raise InputError(
                 f"Debiaser {self.name!r} needs {', '.join(self.NEEDS)} to fit but got no {', '.join(missing)}"
             )
-        self._state = {}
+        self._state, self._info = {}, {}
         self._fit(data)
         return self
 
@@ -144,6 +145,17 @@ class Debiaser(abc.ABC):
     def _keep(self, name: str, tensor: Tensor) -> None:
         """Keep ``tensor`` as fitted state ``name`` (saved and loaded with the debiaser)."""
         self._state[name] = tensor.detach()
+
+    def _keep_info(self, name: str, value: object) -> None:
+        """Keep the JSON-able ``value`` as fitted state ``name`` (saved in ``debiaser.json``, loaded with it)."""
+        self._info[name] = value
+
+    def attach_text_encoder(self, encode_text: Callable[[Sequence[str]], Tensor]) -> None:
+        """Give a loaded debiaser the text encoder of the model it debiases. A method that embeds texts it builds
+        itself (BendVLM's rewritten queries) needs it back after :func:`load_debiaser`, since an encoder is not
+        saved; :class:`~vlbias.models.debiased.DebiasedEmbeddings` attaches its inner model's. Other methods embed
+        no text of their own and ignore it."""
+        return None
 
     def fitted_state(self) -> dict[str, Tensor]:
         """The fitted tensors, by name (what :meth:`save` writes)."""
@@ -190,6 +202,7 @@ class Debiaser(abc.ABC):
             "method": self.name,
             "options": asdict(self.options),
             "state": {name: list(tensor.shape) for name, tensor in state.items()},
+            "info": self._info,
         }
 
         def write(target: Path) -> None:
@@ -219,7 +232,7 @@ def load_debiaser(folder: str | Path) -> Debiaser:
     state = load_file(str(folder / STATE_FILE))
     if {name: list(t.shape) for name, t in state.items()} != config["state"]:
         raise InputError(f"{str(folder / STATE_FILE)!r} does not hold the state {CONFIG_FILE} lists")
-    debiaser._state = dict(state)
+    debiaser._state, debiaser._info = dict(state), dict(config.get("info", {}))
     return debiaser
 
 

@@ -25,6 +25,7 @@ from torch import Tensor
 
 from vlbias.errors import CapabilityError, InputError
 from vlbias.mitigation.debiaser import Debiaser, FitData, load_debiaser
+from vlbias.mitigation.fit_data import text_encoder
 from vlbias.mitigation.orth_proj import OrthProj
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
 from vlbias.models.catalog import adapter_class
@@ -65,6 +66,7 @@ class DebiasedEmbeddings(ModelAdapter):
         self.tokenizer = inner.tokenizer
         self.max_text_length = inner.max_text_length
         self._texts: dict[tuple[int, ...], set[str]] = {}
+        debiaser.attach_text_encoder(text_encoder(inner))
         with torch.no_grad():
             full = inner.embed_texts(inner.prepare_texts(["a"]))
         self.inner_dim = full.shape[1]
