@@ -101,6 +101,12 @@ class Fold:
     measured: dict[str, dict[str, tuple[Results, list[dict]]]] = field(default_factory=dict)
     accuracy: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     fitted: dict[str, Debiaser] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)  # method -> why its fit on this fold's data failed
+
+    def drop(self, method: str) -> None:
+        """Leave ``method`` out of this fold's results (it failed on another fold: every row has the same folds)."""
+        for held in (self.measured, self.accuracy, self.fitted):
+            held.pop(method, None)
 
     def rows(self) -> list[dict[str, object]]:
         """:func:`~vlbias.mitigation.comparison.comparison_rows` of this fold."""
@@ -143,6 +149,14 @@ def debias(options: DebiasOptions) -> dict:
             _run_fold(
                 fold, fold_suites, adapter, fitted, options, {**config, "biasworld": fold.world}, options.seed + k
             )
+        for fold in folds:  # a method whose fit failed on any fold is in the table as not fitted, with the reason
+            for method, reason in fold.failed.items():
+                if refusals[method] is None:
+                    logger.warning(f"warning: {reason} It is listed in the table as not fitted.")
+                refusals[method] = refusals[method] or reason
+        for method in [m for m, reason in refusals.items() if reason is not None]:
+            for fold in folds:
+                fold.drop(method)
         summary = _summary(options, adapter, folds, refusals)
 
         write_debias_folder(out, summary, lambda folder: _write_parts(folder, options, adapter, folds, summary))
@@ -185,7 +199,14 @@ def _run_fold(
     fold.accuracy[NO_METHOD] = _accuracy(evaluation, None, seed)
     for method, unfitted in debiasers.items():
         torch.manual_seed(seed)
-        debiaser = fold.fitted[method] = type(unfitted)(unfitted.options).fit(fold.fit_data)
+        try:
+            debiaser = type(unfitted)(unfitted.options).fit(fold.fit_data)
+        except InputError as err:  # the data cannot fit it (e.g. too few references); one line in the compare mode
+            if not options.compare:
+                raise
+            fold.failed[method] = f"Debiaser {method!r} could not be fitted on world {fold.world['seed']}: {err}"
+            continue
+        fold.fitted[method] = debiaser
         view = DebiasedEmbeddings(adapter, debiaser)
         fold.measured[method] = _measure(suites, view, options, {**config, "debiaser": method}, seed)
         fold.accuracy[method] = _accuracy(evaluation, debiaser, seed)

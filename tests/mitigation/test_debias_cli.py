@@ -18,6 +18,7 @@ from torch import Tensor
 from vlbias.data.biasworld import GROUPS, BiasWorld, group_phrases
 from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.debias import debias
+from vlbias.errors import InputError
 from vlbias.mitigation import registry
 from vlbias.mitigation.debias_outputs import DEBIAS_FOLDER
 from vlbias.mitigation.debiaser import Debiaser, FitData, Modality, load_debiaser
@@ -268,6 +269,15 @@ class NeedsInsights(MeanGap):
     NEEDS = ("helpful_pairs",)
 
 
+class FailsToFit(MeanGap):
+    """A test method whose fit refuses the data it is given (as SFID does with too few references)."""
+
+    name = "fails_to_fit"
+
+    def _fit(self, data: FitData) -> None:
+        raise InputError("Expected more references than these")
+
+
 @pytest.fixture
 def two_more_methods(monkeypatch):
     module = sys.modules[__name__].__name__
@@ -275,6 +285,7 @@ def two_more_methods(monkeypatch):
         **registry._DEBIASERS.entries,
         "mean_gap": f"{module}:MeanGap",
         "needs_insights": f"{module}:NeedsInsights",
+        "fails_to_fit": f"{module}:FailsToFit",
     }
     monkeypatch.setattr(registry._DEBIASERS, "entries", entries)
 
@@ -293,10 +304,14 @@ def test_compare_mode_fits_every_method_on_the_same_data_and_tabulates_them(tmp_
     out = tmp_path / "compare"
     table = pd.read_csv(out / "compare.csv")
     methods = registry.list_debiasers()  # every registered method, the two of the fixture among them
-    assert table["method"].tolist() == ["none", *[m for m in methods if m != "needs_insights"], "needs_insights"]
+    refused = ["fails_to_fit", "needs_insights"]  # in the table, last, with the reason
+    assert table["method"].tolist() == ["none", *[m for m in methods if m not in refused], *refused]
     assert "`helpful_pairs`" in table.set_index("method").loc["needs_insights", "not_fitted"]
-    assert summary["not_fitted"].keys() == {"needs_insights"}
-    fitted = table[table["method"] != "needs_insights"]
+    assert table.set_index("method").loc["fails_to_fit", "not_fitted"] == (
+        "Debiaser 'fails_to_fit' could not be fitted on world 0: Expected more references than these"
+    )
+    assert summary["not_fitted"].keys() == set(refused)
+    fitted = table[~table["method"].isin(refused)]
     accuracy = fitted["zero_shot_accuracy"]
     assert (
         (fitted["zero_shot_accuracy/ci_low"] <= accuracy) & (accuracy <= fitted["zero_shot_accuracy/ci_high"])
@@ -308,7 +323,7 @@ def test_compare_mode_fits_every_method_on_the_same_data_and_tabulates_them(tmp_
             row[f"mmbias/{EFFECT}"]
         )
     assert load_debiaser(out / "methods" / "mean_gap" / "debiaser").name == "mean_gap"
-    assert sorted(p.name for p in (out / "methods").iterdir()) == sorted({"none", *methods} - {"needs_insights"})
+    assert sorted(p.name for p in (out / "methods").iterdir()) == sorted({"none", *methods} - set(refused))
     assert read_results(out / "methods" / "none" / "mmbias.json").metrics[EFFECT] == table.loc[0, f"mmbias/{EFFECT}"]
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
