@@ -261,6 +261,11 @@ def _ranking_bias(g: torch.Generator) -> list[Batch]:
     return [[("", dict(scores=_rand(g, 3, 10), attributes=attributes))] for _ in range(N_BATCHES)]
 
 
+def _precision(g: torch.Generator) -> list[Batch]:
+    # (queries, 10 images) scores and whether each image shows the query's concept
+    return [[("", dict(scores=_rand(g, 3, 10), relevant=_rand(g, 3, 10) > 0.5))] for _ in range(N_BATCHES)]
+
+
 _TEST = dict(n_permutations=50, n_bootstrap=20, seed=3)  # few random draws, fixed seed
 
 RECIPES: dict[str, Recipe] = {
@@ -293,6 +298,7 @@ RECIPES: dict[str, Recipe] = {
         lambda: metrics.LanguageBiasInterval(num_entities=3, n_bootstrap=20, seed=3), _language_bias_interval
     ),
     "PretrainingAssociation": Recipe(lambda: metrics.PretrainingAssociation(num_entities=3), _pretraining_association),
+    "PrecisionAtK": Recipe(lambda: metrics.PrecisionAtK(k=4, n_bootstrap=20, seed=3), _precision),
     "RankingBias": Recipe(lambda: metrics.RankingBias(k=4, num_attributes=3, n_bootstrap=20, seed=3), _ranking_bias),
     "RetrievalRecall": Recipe(lambda: metrics.RetrievalRecall(ks=(1, 3)), _retrieval_recall),
     "VLStereoSetScores": Recipe(lambda: metrics.VLStereoSetScores(n_bootstrap=20, seed=3), _vlstereoset_scores),

@@ -14,7 +14,7 @@ from torchmetrics import Metric
 from vlbias.metrics._list_states import TypedListStates
 from vlbias.metrics.functional.bootstrap import DEFAULT_BOOTSTRAP
 from vlbias.metrics.functional.checks import check_bootstrap
-from vlbias.metrics.functional.precision import _precision_compute, _precision_update
+from vlbias.metrics.functional.precision import _precision_compute, per_query_precision
 
 
 class PrecisionAtK(TypedListStates, Metric):
@@ -60,7 +60,7 @@ class PrecisionAtK(TypedListStates, Metric):
 
     def update(self, scores: Tensor, relevant: Tensor) -> None:
         """Add the Precision@K of the ``b`` queries whose gallery scores are ``scores``."""
-        self.precision.append(_precision_update(scores, relevant, self.k))
+        self.precision.append(per_query_precision(scores, relevant, self.k))
 
     def compute(self) -> dict[str, Tensor]:
         """The mean over every query seen since the last ``reset``, with its bootstrap interval."""

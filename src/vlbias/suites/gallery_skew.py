@@ -100,7 +100,7 @@ from vlbias.data.face_datasets import read_face_dataset
 from vlbias.data.face_gallery import FaceGallery
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics import PrecisionAtK, RankingBias
-from vlbias.metrics.functional.precision import _precision_update
+from vlbias.metrics.functional.precision import per_query_precision
 from vlbias.metrics.functional.t_interval import t_interval
 from vlbias.metrics.ranking_protocols import ranking_protocol
 from vlbias.models.base import Capability, ModelAdapter
@@ -397,7 +397,7 @@ class _GallerySkewMeasurement(Measurement):
                 mask = masks[group][labelled]
                 if bool(mask.any()):
                     self.precision[k, group].update(labelled_scores[mask], relevant[mask])
-            values = iter(_precision_update(labelled_scores, relevant, k).tolist())
+            values = iter(per_query_precision(labelled_scores, relevant, k).tolist())
             for row, is_labelled in zip(rows, labelled.tolist(), strict=True):
                 if is_labelled:
                     row[f"precision@{k}"] = next(values)

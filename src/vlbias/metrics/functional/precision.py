@@ -18,7 +18,7 @@ from vlbias.metrics.functional.bootstrap import percentile_interval, resampled_m
 from vlbias.metrics.functional.checks import check_int, check_score_matrix, shape_or_type
 
 
-def _precision_update(scores: Tensor, relevant: Tensor, k: int) -> Tensor:
+def per_query_precision(scores: Tensor, relevant: Tensor, k: int) -> Tensor:
     """``(Q,)`` float64 Precision@K of each query from its ``(Q, N)`` scores and ``(Q, N)`` bool relevance."""
     check_score_matrix("scores", scores)
     if not isinstance(relevant, Tensor) or relevant.dtype != torch.bool or relevant.shape != scores.shape:
@@ -55,4 +55,4 @@ def precision_at_k(scores: Tensor, relevant: Tensor, k: int) -> Tensor:
         >>> precision_at_k(scores, relevant, k=2)  # (1/2 + 1/2) / 2
         tensor(0.5000, dtype=torch.float64)
     """
-    return _precision_update(scores, relevant, k).mean()
+    return per_query_precision(scores, relevant, k).mean()
