@@ -30,3 +30,16 @@ def test_pil_images_and_their_tensors_agree(tmp_path):
     from_file = transform([path])
     from_tensor = transform(TF.to_dtype(pixels, torch.float32, scale=True)[None])
     torch.testing.assert_close(from_file, from_tensor, rtol=0, atol=1e-6)
+
+
+def test_a_uint8_batch_is_read_on_its_0_to_255_scale_and_other_integers_are_refused(tmp_path):
+    """BiasWorld's pictures are uint8: read as 0-255, as the same picture from a file, never clamped to white."""
+    import pytest
+
+    from vlbias.errors import InputError
+
+    transform = ImageTransform(image_size=16)
+    pixels = (torch.rand(2, 3, 16, 16, generator=torch.Generator().manual_seed(2)) * 255).byte()
+    torch.testing.assert_close(transform(pixels), transform(pixels.float() / 255.0), rtol=0, atol=0)
+    with pytest.raises(InputError, match="floats in \\[0, 1\\] or of uint8 in \\[0, 255\\] but got dtype torch.int64"):
+        transform(pixels.long())

@@ -100,10 +100,17 @@ class ImageTransform:
 
 
 def checked_image_batch(images: Tensor) -> Tensor:
-    """``images`` as float, refused unless a ``(B, 3, H, W)`` batch (the adapters' tensor input, values in
-    ``[0, 1]``)."""
+    """``images`` as float in ``[0, 1]``, refused unless a ``(B, 3, H, W)`` batch (the adapters' tensor input): a
+    float tensor is taken as values in ``[0, 1]``, a ``uint8`` one (BiasWorld's pictures, a decoded image) as
+    0-255 and scaled, as torchvision does; any other dtype is refused, not read on the wrong scale."""
     if images.ndim != 4 or images.shape[1] != 3:
         raise InputError(f"Expected image tensor of shape (B, 3, H, W) but got {tuple(images.shape)}.")
+    if images.dtype == torch.uint8:
+        return images.float() / 255.0
+    if not images.is_floating_point():
+        raise InputError(
+            f"Expected an image tensor of floats in [0, 1] or of uint8 in [0, 255] but got dtype {images.dtype}."
+        )
     return images.float()
 
 
