@@ -72,6 +72,7 @@ def test_bench_shared_rows_variants_agree(capsys):
     assert all(float(diff) < 1e-4 for _, diff in rows)
 
 
+@pytest.mark.slow
 def test_bench_bca_memory_prints_a_row_per_size(capfd):
     run(bench_bca_memory, ["--sizes", "10", "30", "--n_bootstrap", "50"])
     rows = [line for line in capfd.readouterr().out.splitlines() if line.startswith("| ") and line[2].isdigit()]

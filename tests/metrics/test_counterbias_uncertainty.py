@@ -188,6 +188,7 @@ def test_metric_equals_functional_and_brackets_the_point_estimate():
     assert out["per_target"][~seen].isnan().all() and out["p_value"][~seen].isnan().all()
 
 
+@pytest.mark.slow  # each metric's DDP sync runs in the default suite: tests/metrics/test_ddp_every_metric.py
 def test_ddp_two_processes_match_single_process():
     expected = run_uncertainty(range(N_BATCHES))
     for result in results_per_rank(run_uncertainty, N_BATCHES):

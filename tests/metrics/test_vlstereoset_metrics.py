@@ -235,6 +235,7 @@ def test_results_do_not_depend_on_batch_order():
         assert_close(gathered_order[key], value, atol=0, rtol=0, equal_nan=True, msg=key)
 
 
+@pytest.mark.slow  # each metric's DDP sync runs in the default suite: tests/metrics/test_ddp_every_metric.py
 def test_ddp_two_processes_match_single_process():
     expected = run_metrics(range(NUM_BATCHES))
     assert expected["all/scores/n_items"].item() == 90 and expected["even/shift/n_items"].item() == 45

@@ -386,7 +386,14 @@ REWRITER = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize(("kill_at", "rtol"), [("debiaser", None), ("exchanged", 0.5), ("rename1", None)])
+@pytest.mark.parametrize(
+    ("kill_at", "rtol"),
+    [
+        pytest.param("debiaser", None, marks=pytest.mark.slow),
+        ("exchanged", 0.5),
+        pytest.param("rename1", None, marks=pytest.mark.slow),
+    ],
+)
 def test_a_debias_killed_while_replacing_its_folder_leaves_the_old_run_or_the_new_one_whole(
     orth_proj_run, tmp_path, kill_at, rtol
 ):

@@ -189,6 +189,7 @@ def test_the_exported_model_gives_the_debiased_embeddings_without_vlbias(family,
     torch.testing.assert_close(texts, expected_texts, rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow  # the export itself runs in the default suite: test_the_exported_model_gives_...
 @pytest.mark.parametrize("family", ["clip", "open_clip"])
 def test_an_export_folds_any_map_of_each_modality_after_the_debiaser(family, clip, open_clip_model, tmp_path):
     inner = clip if family == "clip" else open_clip_model

@@ -335,7 +335,14 @@ REWRITER = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize(("kill_at", "after"), [("model", "test"), ("exchanged", "new"), ("rename1", "test")])
+@pytest.mark.parametrize(
+    ("kill_at", "after"),
+    [
+        pytest.param("model", "test", marks=pytest.mark.slow),
+        ("exchanged", "new"),
+        pytest.param("rename1", "test", marks=pytest.mark.slow),
+    ],
+)
 def test_a_prune_killed_while_replacing_its_folder_leaves_the_old_run_or_the_new_one_whole(
     pruned_run, tmp_path, kill_at, after
 ):
