@@ -13,9 +13,11 @@ CLIP-clip and MMBias pruning (Wang et al., 2021; Janghorbani & de Melo, 2023). A
 4. when its transform of a modality is :math:`z \mapsto M z / |M z|` for a fixed :math:`M`, gives :math:`M`
    (:meth:`Debiaser.linear_map`), which is what lets ``vlbias debias`` fold it into the model's projection weights
    and export a checkpoint the family's own loader reads;
-5. saves and loads: :meth:`Debiaser.save` writes ``debiaser.json`` (method, options, fitted-state shapes) and
-   ``debiaser.safetensors`` (the fitted state) as one folder (:class:`vlbias.atomic.OutputFolder`);
-   :func:`load_debiaser` reads it back through :mod:`vlbias.mitigation.registry`.
+5. saves and loads: :meth:`Debiaser.save` writes ``debiaser.json`` (method, options, fitted-state shapes, the
+   fitted state that is not a tensor) and ``debiaser.safetensors`` (the fitted tensors) as one folder
+   (:class:`vlbias.atomic.OutputFolder`); :func:`load_debiaser` reads it back through
+   :mod:`vlbias.mitigation.registry`, and a method that embeds texts of its own is given the model's text encoder
+   back by :meth:`Debiaser.attach_text_encoder`.
 
 A method's settings are a frozen options dataclass (``OPTIONS``), declared once, checked in ``__post_init__``.
 """
