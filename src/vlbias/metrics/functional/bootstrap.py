@@ -80,13 +80,13 @@ def percentile_interval(
     low = (1 - confidence) / 2
     levels = replicates.new_tensor([low, 1 - low if mirrored_upper else (1 + confidence) / 2])
     quantile = torch.nanquantile if omit_nan else torch.quantile
-    lower, higher = (quantile(replicates, levels, dim=0, interpolation=side) for side in ("lower", "higher"))
-    # Between two order statistics one of which is infinite the quantile is that infinity (between two equal ones,
-    # that value): torch's linear interpolation gives inf - inf = NaN there (SFID's skew of a zero count is +inf).
-    linear = quantile(replicates, levels, dim=0)
-    ends = torch.where(lower == higher, lower, linear)
-    ends = torch.where(ends.isnan() & (higher == torch.inf) & (lower > -torch.inf), torch.inf, ends)
-    ends = torch.where(ends.isnan() & (lower == -torch.inf) & (higher < torch.inf), -torch.inf, ends)
+    ends = quantile(replicates, levels, dim=0)
+    if bool(ends.isnan().any()):
+        # Between two order statistics one of which is infinite the quantile is that infinity: torch's linear
+        # interpolation gives inf - inf = NaN there (SFID's skew of a zero count is +inf). NaN replicates stay NaN.
+        lower, higher = (quantile(replicates, levels, dim=0, interpolation=side) for side in ("lower", "higher"))
+        ends = torch.where(ends.isnan() & (higher == torch.inf) & (lower > -torch.inf), torch.inf, ends)
+        ends = torch.where(ends.isnan() & (lower == -torch.inf) & (higher < torch.inf), -torch.inf, ends)
     return ends.movedim(0, -1)
 
 
