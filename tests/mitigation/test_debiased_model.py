@@ -203,3 +203,12 @@ def test_an_export_folds_any_map_of_each_modality_after_the_debiaser(family, cli
     assert images.shape == (3, dim - 5)
     torch.testing.assert_close(images, F.normalize(debiased_images @ image_map.T, dim=-1), rtol=0, atol=1e-6)
     torch.testing.assert_close(texts, F.normalize(debiased_texts @ text_map.T, dim=-1), rtol=0, atol=1e-6)
+
+
+def test_the_exporting_families_are_those_whose_adapters_export_a_linear_map():
+    """The folder names that prune and debias outputs may hold are the families that export in their own format."""
+    from vlbias.models.catalog import adapter_class, list_models
+    from vlbias.models.linear_export import EXPORTING_FAMILIES
+
+    exporting = {name for name in list_models() if adapter_class(name).__dict__.get("no_linear_export", "") is None}
+    assert exporting == set(EXPORTING_FAMILIES)

@@ -26,11 +26,10 @@ from pathlib import Path
 from vlbias.atomic import OutputFolder
 from vlbias.mitigation.debiaser import Debiaser
 from vlbias.models.base import ModelAdapter
+from vlbias.models.linear_export import EXPORTING_FAMILIES
 from vlbias.results import Results, write_results
 
 SUMMARY_FILE = "debias.json"
-#: The families whose debiased model is also written in their own format, ``<out>/<family>/``.
-EXPORTED = ("clip", "open_clip")
 DEBIAS_FOLDER = OutputFolder(
     "vlbias debias",
     SUMMARY_FILE,
@@ -39,7 +38,7 @@ DEBIAS_FOLDER = OutputFolder(
             SUMMARY_FILE,
             "debiaser",
             "model",
-            *EXPORTED,
+            *EXPORTING_FAMILIES,
             "before",
             "after",
             "methods",

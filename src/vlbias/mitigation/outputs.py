@@ -22,12 +22,13 @@ import pandas as pd
 from vlbias.atomic import OutputFolder
 from vlbias.mitigation.tradeoff import plot_tradeoff
 from vlbias.models.base import ModelAdapter
+from vlbias.models.linear_export import EXPORTING_FAMILIES
 from vlbias.models.pruned import PrunedEmbeddings, row_selection
 
 PRUNE_FOLDER = OutputFolder(
     "vlbias prune",
     "prune.json",
-    frozenset({"model", "clip", "open_clip", "prune.json", "tradeoff.csv", "tradeoff.png"}),
+    frozenset({"model", *EXPORTING_FAMILIES, "prune.json", "tradeoff.csv", "tradeoff.png"}),
 )
 #: The file in ``<out>/model`` naming the data the dimensions were chosen on: ``{"data": "biasworld", "split",
 #: "seed"}`` (the world's seed) or ``{"data": <absolute path of an MMBias folder>}``.

@@ -22,6 +22,10 @@ from torch import Tensor, nn
 
 from vlbias.errors import InputError
 
+#: The families that export a linear change in their own format (``no_linear_export`` is ``None``); a command writes
+#: that export to ``<out>/<family>/``, so these are the folder names its output may hold.
+EXPORTING_FAMILIES = ("clip", "open_clip")
+
 
 def checked_linear_maps(image_map: Tensor | None, text_map: Tensor | None, dim: int) -> tuple[Tensor, Tensor]:
     """``(image_map, text_map)`` as float64 ``(out_dim, dim)`` matrices, ``None`` made the identity; refuses a map
