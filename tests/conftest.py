@@ -1,5 +1,6 @@
 """Test-wide settings: offline, seeded, few threads."""
 
+import logging
 import os
 import sys
 
@@ -25,10 +26,24 @@ def run_cli(capsys):
     from vlbias.cli import main
 
     def run(argv: list[str]) -> tuple[int, str, str]:
+        # Lightning's stream handlers hold the stderr of the test that first imported it, closed since: point them
+        # at this test's captured stderr for the run, so a Lightning message is captured instead of failing to log.
+        handlers = [
+            handler
+            for name in ("lightning", "lightning.pytorch", "lightning.fabric")
+            for handler in logging.getLogger(name).handlers
+            if isinstance(handler, logging.StreamHandler)
+        ]
+        streams = [handler.stream for handler in handlers]
+        for handler in handlers:
+            handler.stream = sys.stderr  # not setStream: it flushes the old stream, closed
         try:
             code = main(argv)
         except SystemExit as exit_:
             code = exit_.code
+        finally:
+            for handler, stream in zip(handlers, streams):
+                handler.stream = stream
         out, err = capsys.readouterr()
         return code or 0, out, err
 

@@ -135,13 +135,13 @@ def test_measure_unknown_suite_and_model(tmp_path, run_cli):
     assert_one_line_error(run_cli(base + ["--suite", "mmbias", "--model", "nope"]), "Unknown model 'nope'", "clip")
 
 
-def test_fit_config_with_unknown_key(tmp_path):
+def test_fit_config_with_unknown_key(tmp_path, run_cli):
     config = tmp_path / "bad.yaml"
     config.write_text(QUICKSTART.read_text().replace("  max_epochs: 12", "  max_epochs: 12\n  max_epoks: 3"))
-    assert_one_line_error(run_subprocess(["fit", "--config", str(config)]), "max_epoks")
+    assert_one_line_error(run_cli(["fit", "--config", str(config)]), "max_epoks")
 
 
-def test_fit_negative_bias_strength():
+def test_fit_negative_bias_strength(run_cli):
     argv = [
         "fit",
         "--config",
@@ -151,10 +151,10 @@ def test_fit_negative_bias_strength():
         "--trainer.fast_dev_run",
         "true",
     ]
-    assert_one_line_error(run_subprocess(argv), "`bias_strength` in [0, 1] but got -1")
+    assert_one_line_error(run_cli(argv), "`bias_strength` in [0, 1] but got -1")
 
 
-def test_fit_unwritable_output_directory(tmp_path):
+def test_fit_unwritable_output_directory(tmp_path, run_cli):
     blocker = tmp_path / "file"
     blocker.write_text("")
     argv = [
@@ -166,7 +166,7 @@ def test_fit_unwritable_output_directory(tmp_path):
         "--trainer.max_epochs",
         "1",
     ]
-    assert_one_line_error(run_subprocess(argv), "cannot write or read", "file/runs", "Not a directory")
+    assert_one_line_error(run_cli(argv), "cannot write or read", "file/runs", "Not a directory")
 
 
 def test_subcommand_help_is_short_and_useful(run_cli):
