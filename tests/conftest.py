@@ -26,8 +26,9 @@ def run_cli(capsys):
     from vlbias.cli import main
 
     def run(argv: list[str]) -> tuple[int, str, str]:
-        # Lightning's stream handlers hold the stderr of the test that first imported it, closed since: point them
-        # at this test's captured stderr for the run, so a Lightning message is captured instead of failing to log.
+        # Lightning's stream handlers hold the stderr of whatever first imported it (a test's capture, closed since,
+        # when that was a test): point them at the process's stderr for the run, where they write in a full run, so
+        # Lightning's banner ("GPU available: ...") stays out of `err` either way and nothing logs to a closed file.
         handlers = [
             handler
             for name in ("lightning", "lightning.pytorch", "lightning.fabric")
@@ -36,7 +37,7 @@ def run_cli(capsys):
         ]
         streams = [handler.stream for handler in handlers]
         for handler in handlers:
-            handler.stream = sys.stderr  # not setStream: it flushes the old stream, closed
+            handler.stream = sys.__stderr__  # not setStream: it flushes the old stream, maybe closed
         try:
             code = main(argv)
         except SystemExit as exit_:
