@@ -117,12 +117,31 @@ def test_bad_inner_models_and_checkpoints_are_refused(clip, tmp_path):
         DebiasedEmbeddings.from_pretrained(tmp_path)
 
 
+class _HalveImages(Debiaser):
+    """Test debiaser, linear on the image embeddings: halves them."""
+
+    name = "halve_images"
+    NEEDS = ()
+    MODIFIES = frozenset({"image"})
+
+    def _fit(self, data):
+        self._keep("unused", torch.zeros(1))
+
+    def _transform(self, modality, embeddings, texts):
+        return embeddings / 2
+
+    def linear_map(self, modality):
+        return torch.eye(32) / 2
+
+
 def test_families_that_cannot_fold_a_linear_map_are_refused_by_name(clip, tmp_path):
     siglip = SigLIPAdapter.tiny()
-    with pytest.raises(CapabilityError, match="'siglip' cannot export .* attention-pooling head"):
-        siglip.export_linear(None, torch.eye(siglip.embed_texts(siglip.prepare_texts(["a"])).shape[1]), tmp_path)
-    with pytest.raises(CapabilityError, match="inner model 'siglip' cannot"):
-        DebiasedEmbeddings(siglip, fitted_orth_proj(siglip)).export_linear(None, None, tmp_path)
+    with pytest.raises(CapabilityError, match="'siglip' cannot export .* its image embeddings: .* attention-pooling"):
+        siglip.export_linear(torch.eye(32) / 2, None, tmp_path)
+    with pytest.raises(CapabilityError, match="inner model 'siglip' cannot: a change of its image embeddings"):
+        DebiasedEmbeddings(siglip, _HalveImages().fit(FitData())).export_linear(None, None, tmp_path)
+    with pytest.raises(CapabilityError, match="'bert' cannot export"):
+        BertAdapter.tiny().export_linear(None, None, tmp_path)
     with pytest.raises(CapabilityError, match="'record_texts' changes the text embeddings non-linearly"):
         DebiasedEmbeddings(clip, _RecordTexts().fit(FitData())).export_linear(None, None, tmp_path)
     with pytest.raises(InputError, match=r"one output dimension .* but got 3 and 64"):
@@ -138,6 +157,12 @@ FAMILY_LOADER = {
         model = CLIPModel.from_pretrained(folder).eval()
         out = model(pixel_values=inputs["pixel_values"], input_ids=inputs["input_ids"],
                     attention_mask=inputs["attention_mask"])
+        images, texts = out.image_embeds, out.text_embeds
+    """,
+    "siglip": """
+        from transformers import SiglipModel
+        model = SiglipModel.from_pretrained(folder).eval()
+        out = model(pixel_values=inputs["pixel_values"], input_ids=inputs["input_ids"])
         images, texts = out.image_embeds, out.text_embeds
     """,
     "open_clip": """
@@ -176,9 +201,9 @@ def family_embeddings(family, folder, inputs, tmp_path):
     return result["images"], result["texts"]
 
 
-@pytest.mark.parametrize("family", ["clip", "open_clip"])
+@pytest.mark.parametrize("family", ["clip", "open_clip", "siglip"])
 def test_the_exported_model_gives_the_debiased_embeddings_without_vlbias(family, clip, open_clip_model, tmp_path):
-    inner = clip if family == "clip" else open_clip_model
+    inner = {"clip": clip, "open_clip": open_clip_model, "siglip": SigLIPAdapter.tiny(seed=0).eval()}[family]
     model = DebiasedEmbeddings(inner, fitted_orth_proj(inner))
     pixels, tokens = pixels_of(inner), model.prepare_texts(TEXTS)
     model.export_linear(None, None, tmp_path / "export")
@@ -210,5 +235,19 @@ def test_the_exporting_families_are_those_whose_adapters_export_a_linear_map():
     from vlbias.models.catalog import adapter_class, list_models
     from vlbias.models.linear_export import EXPORTING_FAMILIES
 
-    exporting = {name for name in list_models() if adapter_class(name).__dict__.get("no_linear_export", "") is None}
+    exporting = {name for name in list_models() if adapter_class(name).no_linear_export is None}
     assert exporting == set(EXPORTING_FAMILIES)
+
+
+def test_siglip2_exports_a_text_change_that_its_own_loader_reads(tmp_path):
+    from transformers import Siglip2Model
+
+    from vlbias.models.siglip2 import SigLIP2Adapter
+
+    siglip2 = SigLIP2Adapter.tiny(seed=0).eval()
+    model = DebiasedEmbeddings(siglip2, fitted_orth_proj(siglip2))
+    model.export_linear(None, None, tmp_path)
+    exported, tokens = Siglip2Model.from_pretrained(tmp_path).eval(), model.prepare_texts(TEXTS)
+    with torch.no_grad():
+        texts = F.normalize(exported.get_text_features(input_ids=tokens["input_ids"]).pooler_output, dim=-1)
+        torch.testing.assert_close(texts, model.embed_texts(tokens), rtol=0, atol=1e-6)

@@ -53,7 +53,7 @@ def write_pruning_outputs(
         pruned = PrunedEmbeddings(adapter, kept)
         pruned.save_pretrained(folder / "model")
         (folder / "model" / SELECTION_FILE).write_text(json.dumps(selection(summary["data"] or {}), indent=2))
-        if adapter.no_linear_export is None:
+        if adapter.linear_export_refusal() is None:
             keep = row_selection(kept, pruned.embedding_dim)
             adapter.export_linear(keep, keep, folder / adapter.name)
         table = pd.DataFrame(list(rows))
@@ -74,7 +74,7 @@ def check_exportable(adapter: ModelAdapter) -> None:
     be written (:meth:`~vlbias.models.base.ModelAdapter.check_linear_export`: an open_clip model whose towers do not
     end in a linear projection, a timm or Hugging Face tower); a family without such an export writes ``model/``
     only."""
-    if adapter.no_linear_export is None:
+    if adapter.linear_export_refusal() is None:
         adapter.check_linear_export()
 
 

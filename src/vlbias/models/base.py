@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import enum
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -76,6 +76,9 @@ class ModelAdapter(nn.Module):
     #: Why the family's own checkpoint format cannot hold a linear change of the embeddings folded into its weights
     #: (:meth:`export_linear`); ``None`` for a family that can.
     no_linear_export: ClassVar[str | None] = "vlbias writes no checkpoint of this family with changed embeddings"
+    #: For a family that exports (``no_linear_export`` is ``None``): the modalities whose change it cannot fold, each
+    #: with the reason (SigLIP's image tower ends in a non-linear head, its text tower in a linear one).
+    no_linear_export_of: ClassVar[Mapping[str, str]] = {}
 
     tokenizer: object  # a transformers tokenizer
     max_text_length: int
@@ -238,12 +241,21 @@ class ModelAdapter(nn.Module):
         self.check_linear_export()
         raise NotImplementedError(f"{type(self).__name__} declares a linear export but does not write one")
 
-    def check_linear_export(self) -> None:
-        """Refuse, before any work, a model :meth:`export_linear` cannot write, saying why."""
+    def linear_export_refusal(self, modalities: Iterable[str] = ("image", "text")) -> str | None:
+        """Why :meth:`export_linear` cannot write a linear change of the embeddings of ``modalities``: the family's
+        reason (:attr:`no_linear_export`) or a changed modality's (:attr:`no_linear_export_of`); ``None`` when it
+        can."""
         if self.no_linear_export is not None:
+            return self.no_linear_export
+        fixed = sorted(set(modalities) & set(self.no_linear_export_of))
+        return f"a change of its {fixed[0]} embeddings: {self.no_linear_export_of[fixed[0]]}" if fixed else None
+
+    def check_linear_export(self, modalities: Iterable[str] = ("image", "text")) -> None:
+        """Refuse, before any work, a change of ``modalities`` that :meth:`export_linear` cannot write, saying why."""
+        refusal = self.linear_export_refusal(modalities)
+        if refusal is not None:
             raise CapabilityError(
-                f"Model {self.name!r} cannot export a linear change of its embeddings in its own format: "
-                f"{self.no_linear_export}"
+                f"Model {self.name!r} cannot export a linear change of its embeddings in its own format: {refusal}"
             )
 
     @classmethod

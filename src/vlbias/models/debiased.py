@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import torch
@@ -117,16 +117,17 @@ class DebiasedEmbeddings(ModelAdapter):
     def no_linear_export(self) -> str | None:
         """Why :meth:`export_linear` cannot write this model: the inner family's reason, or a debiaser that changes a
         modality non-linearly; ``None`` when it can."""
-        if self.inner.no_linear_export is not None:
-            return f"its inner model {self.inner.name!r} cannot: {self.inner.no_linear_export}"
+        refusal = self.inner.linear_export_refusal(self.debiaser.MODIFIES)
+        if refusal is not None:
+            return f"its inner model {self.inner.name!r} cannot: {refusal}"
         nonlinear = sorted(m for m in self.debiaser.MODIFIES if self.debiaser.linear_map(m) is None)
         if nonlinear:
             return f"debiaser {self.debiaser.name!r} changes the {' and '.join(nonlinear)} embeddings non-linearly"
         return None
 
-    def check_linear_export(self) -> None:
-        super().check_linear_export()
-        self.inner.check_linear_export()
+    def check_linear_export(self, modalities: Iterable[str] = ("image", "text")) -> None:
+        super().check_linear_export(modalities)
+        self.inner.check_linear_export(set(modalities) & self.debiaser.MODIFIES)
 
     def export_linear(self, image_map: Tensor | None, text_map: Tensor | None, out_dir: str | Path) -> Path:
         """The inner model in its family's own format with the debiaser's linear maps, then ``image_map`` and

@@ -22,9 +22,10 @@ from torch import Tensor, nn
 
 from vlbias.errors import InputError
 
-#: The families that export a linear change in their own format (``no_linear_export`` is ``None``); a command writes
-#: that export to ``<out>/<family>/``, so these are the folder names its output may hold.
-EXPORTING_FAMILIES = ("clip", "open_clip")
+#: The families that export a linear change in their own format (``no_linear_export`` is ``None``; SigLIP's of the text
+#: embeddings only); a command writes that export to ``<out>/<family>/``, so these are the folder names its output may
+#: hold.
+EXPORTING_FAMILIES = ("clip", "open_clip", "siglip", "siglip2")
 
 
 def checked_linear_maps(image_map: Tensor | None, text_map: Tensor | None, dim: int) -> tuple[Tensor, Tensor]:

@@ -7,7 +7,7 @@ import copy
 import difflib
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -188,8 +188,9 @@ class OpenCLIPAdapter(ModelAdapter):
         OpenCLIPAdapter(model, config, self.tokenizer).save_pretrained(out_dir)
         return out_dir
 
-    def check_linear_export(self) -> None:
+    def check_linear_export(self, modalities: Iterable[str] = ("image", "text")) -> None:
         """Refuse a model a tower of which does not end in a linear projection (:func:`embedding_projections`)."""
+        super().check_linear_export(modalities)
         embedding_projections(self.model)
 
     def save_pretrained(self, directory: str | Path) -> None:

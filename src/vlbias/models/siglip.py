@@ -8,16 +8,19 @@ pair score, and the direct call.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 from transformers import SiglipConfig, SiglipModel
 
 from vlbias.models.base import Capability, ModelAdapter
+from vlbias.models.linear_export import checked_linear_maps, folded_linear
 from vlbias.models.preprocess import PREPROCESSOR_FILE, ImageTransform
 from vlbias.models.pretrained import ImageTextAdapter, tiny_layers, tiny_vocabulary_ids
 from vlbias.models.tiny_sizes import TinyImageSizes
@@ -46,10 +49,11 @@ class SigmoidPairScores(ModelAdapter):
 
     match_follows_embeddings = True  # e^tau cos + b
     match_score = "sigmoid"
-    no_linear_export = (
-        "its image tower ends in an attention-pooling head whose MLP is added back to the pooled state (no linear map "
-        "to the embedding), so a change of the image embeddings has no projection weights to fold into"
-    )
+    no_linear_export = None  # of the text embeddings only (export_linear)
+    no_linear_export_of = {
+        "image": "the image tower ends in an attention-pooling head whose MLP is added back to the pooled state (no "
+        "linear map to the embedding), so there are no projection weights to fold the change into"
+    }
 
     capabilities = frozenset({Capability.EMBED, Capability.MATCH})
 
@@ -88,6 +92,22 @@ class SigmoidPairScores(ModelAdapter):
         if capability is Capability.MATCH:
             return out.logits_per_image.diagonal()
         return out.image_embeds, out.text_embeds
+
+    def export_linear(self, image_map: Tensor | None, text_map: Tensor | None, out_dir: str | Path) -> Path:
+        """This model with the linear change :math:`M` of its text embeddings folded into the text tower's ``head``
+        (:math:`W' = M W`, :math:`b' = M b`: :mod:`vlbias.models.linear_export`), written by :meth:`save_pretrained`,
+        so the family's ``from_pretrained`` gives :math:`M t / |M t|` with no vlbias code. The image tower has no
+        linear map to fold into (:attr:`no_linear_export_of`): ``image_map`` must be ``None`` or the identity, so
+        :math:`M` is square. The logit scale and bias are copied unchanged. This adapter's model is left as it is."""
+        dim = self.model.text_model.head.out_features
+        maps = dict(zip(("image", "text"), checked_linear_maps(image_map, text_map, dim)))
+        identity = torch.eye(dim, dtype=torch.float64)
+        self.check_linear_export([modality for modality, matrix in maps.items() if not torch.equal(matrix, identity)])
+        exported = copy.deepcopy(self)
+        exported.model.text_model.head = folded_linear(exported.model.text_model.head, maps["text"])
+        out_dir = Path(out_dir)
+        exported.save_pretrained(out_dir)
+        return out_dir
 
     @property
     def logit_scale(self) -> Tensor:
