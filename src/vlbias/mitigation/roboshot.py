@@ -1,5 +1,5 @@
 r"""RoboShot: harmful insight directions removed from image embeddings, helpful ones amplified (Adila, Shin, Cai &
-Sala, 2024, "Zero-Shot Robustification of Zero-Shot Models", ICLR, arXiv:2309.04344, Algorithm 1).
+Sala, 2024, "Zero-Shot Robustification of Zero-Shot Models", ICLR, arXiv:2309.04344, Sec. 3.2 and Algorithm 1).
 
 An insight is a pair of texts whose embedding difference is a direction: a *harmful* one carries the spurious
 attribute, a *helpful* one the task. The paper asks an LLM for the insights; here they are given as embeddings:
@@ -26,12 +26,18 @@ Each step is linear and each renormalisation a positive scale, so the whole is :
 (later steps on the left): :meth:`RoboShot.linear_map` gives :math:`M` for images, so it folds into the image
 projection on export. Text embeddings are unchanged (the class prompts of the zero-shot classifier stay as they are).
 
-Paper and released code differ: the code (``run.py`` of SprocketLab/roboshot) first replaces each set of insight
-vectors by an orthonormal basis from a QR decomposition and then runs the same loops, which makes step 1 the
-projection onto the orthogonal complement of their span, :math:`I - Q_v Q_v^\top`, and step 2
-:math:`I + Q_u Q_u^\top`. Algorithm 1 is the default; ``orthonormalise=True`` gives the code's form, with the
-basis from the SVD (singular values above ``rtol`` times the largest) so that dependent insight vectors add no
-arbitrary direction, as a Householder QR of a rank-deficient matrix would.
+Sec. 3.2 of the paper makes each insight vector from the LLM's pair of answers,
+:math:`v = (g(s_1) - g(s_2)) / |g(s_1) - g(s_2)|` (a scale Algorithm 1 does not see), and then obtains "an
+orthogonal basis :math:`v^1, \dots, v^m` separately for harmful and helpful components" of the insight vectors,
+on which Algorithm 1 runs (text read from the NeurIPS 2023 submission of the paper, OpenReview Cs74qIBfiq, whose
+Sec. 3.2 and Algorithm 1 are as above; the ICLR version was not readable through this project's tools beyond its
+abstract). The released code (``run.py`` of SprocketLab/roboshot) does the same with a QR decomposition. On an
+orthogonal basis step 1 is the projection onto the orthogonal complement of the insights' span,
+:math:`I - Q_v Q_v^\top`, and step 2 is :math:`I + Q_u Q_u^\top`: ``orthonormalise=True`` is that form, the paper's
+and the code's, with the basis from the SVD (singular values above ``rtol`` times the largest) so that dependent
+insight vectors add no arbitrary direction, as a Householder QR of a rank-deficient matrix would. The default,
+``orthonormalise=False``, runs Algorithm 1's loops on the insight vectors as given, without that orthogonalisation
+(the two agree when the given vectors are already mutually orthogonal).
 
 Example:
     >>> import torch
@@ -56,8 +62,8 @@ from vlbias.mitigation.debiaser import Debiaser, DebiaserOptions, FitData, Modal
 @dataclass(frozen=True)
 class RoboShotOptions(DebiaserOptions):
     """Args:
-    orthonormalise: replace each set of insight vectors by an orthonormal basis of its span first, as the released
-        code does (default: ``False``, Algorithm 1 as the paper states it).
+    orthonormalise: replace each set of insight vectors by an orthonormal basis of its span first, as the paper
+        (Sec. 3.2) and the released code do (default: ``False``: Algorithm 1's loops on the vectors as given).
     rtol: with ``orthonormalise``, singular values below ``rtol`` times the largest count as zero (default: ``D``
         times the dtype's machine epsilon).
     """
@@ -107,7 +113,7 @@ def _sequential(vectors: Tensor, sign: float, what: str) -> Tensor:
 
 
 def _orthonormal(vectors: Tensor, sign: float, rtol: float | None) -> Tensor:
-    r""":math:`I + \text{sign}\, Q Q^\top` with :math:`Q` an orthonormal basis of the vectors' span (the code's form)."""
+    r""":math:`I + \text{sign}\, Q Q^\top`, :math:`Q` an orthonormal basis of the vectors' span (Sec. 3.2's form)."""
     dim = vectors.shape[1]
     rtol = dim * torch.finfo(vectors.dtype).eps if rtol is None else rtol
     u, s, _ = torch.linalg.svd(vectors.T, full_matrices=False)

@@ -1,7 +1,7 @@
 r"""SFID, Selective Feature Imputation for Debiasing: the embedding dimensions a random forest finds most telling of
 the attribute are replaced by their mean over the samples it is least sure about (Jung, Jang & Wang,
 2024, "A Unified Debiasing Approach for Vision-Language Models across Modalities and Tasks", NeurIPS,
-arXiv:2410.07593, Sec. 4).
+arXiv:2410.07593, its method figure).
 
 For each debiased modality, on labelled reference embeddings :math:`\{(z_n, a_n)\}`:
 
@@ -17,8 +17,16 @@ For each debiased modality, on labelled reference embeddings :math:`\{(z_n, a_n)
    then :math:`z' / |z'|` (vlbias's embeddings are unit rows; the released code does not renormalise after
    imputing, which changes no cosine similarity).
 
-The paper trains the forest on a training split and takes :math:`\mathcal{L}` from a validation split (FairFace
-train / val for images). Here the reference set is split in two, per group, seeded: of the :math:`n_g` references of
+These are the steps of the paper's method figure, which the authors' README reproduces
+(HoinJung/Unified-Debiaisng-VLM-SFID, ``asset/sfid_github.png``): "(a) Feature Selection & Imputing Value
+Extraction", a RandomForest fitted on the training-set embeddings and their attribute labels gives the feature
+importance and its top features :math:`j_1, j_2, \dots`, and the low-confidence samples of the validation-set
+embeddings give the imputing values :math:`\mu_1, \mu_2, \dots`; "(b) Debiasing Downstream Tasks", feature
+:math:`j_i` of a test embedding is replaced by :math:`\mu_i`. The paper's text beyond its abstract (its equations and
+section numbers) could not be read through this project's tools; the forest, the ``max`` probability below
+:math:`\tau` and the top-``k`` ``argsort`` are the released code's (``src/run_zc_retrieval.py``). The paper trains
+the forest on a training split and takes :math:`\mathcal{L}` from a validation split (FairFace train / val for
+images). Here the reference set is split in two, per group, seeded: of the :math:`n_g` references of
 group :math:`g`, in the order of ``torch.randperm(n_g)`` from a generator seeded with ``seed``, the first
 :math:`\max(1, \operatorname{round}(\text{held\_out} \cdot n_g))` are held out. Ties in importance keep the lower
 dimension out of :math:`\mathcal{I}` (a stable sort).
@@ -65,8 +73,10 @@ _NEEDS = {"image": ("reference_images", "reference_labels"), "text": ("attribute
 @dataclass(frozen=True)
 class SFIDOptions(DebiaserOptions):
     """Args:
-    k: how many of the most important dimensions are imputed (the paper recommends 50 to 100 of CLIP's 512).
-    threshold: :math:`\\tau`, held-out samples whose largest class probability is below it are low-confidence.
+    k: how many of the most important dimensions are imputed (the authors' README recommends 50 to 100 of CLIP's
+        512; its zero-shot and retrieval commands use 50).
+    threshold: :math:`\\tau`, held-out samples whose largest class probability is below it are low-confidence
+        (0.7: the README's zero-shot and retrieval commands; 0.9 for captioning, 0.5 for generation there).
     n_estimators: trees in the random forest.
     held_out: the fraction of each group's references held out for the low-confidence mean.
     seed: seeds the split and the forest.

@@ -15,10 +15,15 @@ captions and attributes (manual optimisation, :mod:`vlbias.objectives.prompt_arr
    rank, as one process with the whole batch).
 
 The prompts start as the authors' code starts them by default: ``n_prompts`` copies of the embedding of token id
-0. Each backward pass reaches every trainable tensor (the adversary's loss is taken on similarities that keep the
-prompts' graph; the prompts' loss goes through the adversary), and the gradients of both are zeroed before each,
-so each step moves only its own side and the module trains under plain ``ddp`` as under one process. The
-learning rates are constant (no scheduler).
+0 (``debias_token_init="zeros"``; 2 prompts in their configuration). Where the authors' code differs
+(``oxai/debias-vision-lang``: ``Adversary`` in ``debias_clip/model/model.py``, the training loop in ``src/debias.py``
+at commit ``adcbacc``), by choice here: its adversary has three hidden layers of 32 with sigmoid outputs (the
+cross-entropy taken on those), reads CLIP's logits divided by 20 (:math:`e^{t}\cos / 20`) rather than the cosines,
+and trains alone for a few epochs first, then alternates with the prompts in blocks of batches rather than
+``adversary_steps`` per prompt step. Each backward pass reaches every trainable tensor (the adversary's loss is
+taken on similarities that keep the prompts' graph; the prompts' loss goes through the adversary), and the
+gradients of both are zeroed before each, so each step moves only its own side and the module trains under plain
+``ddp`` as under one process. The learning rates are constant (no scheduler).
 
 Logged: ``train/adversary_loss`` and ``train/adversary_accuracy`` (after the adversary's steps), ``train/itc_loss``
 and ``train/loss`` (:math:`\mathcal{L}_P`); ``val/`` and ``test/``: ``loss`` (the contrastive loss with the

@@ -10,24 +10,33 @@ G - 1\}` and :math:`Q` attribute-neutral queries :math:`t_1, \dots, t_Q` ("a per
 .. math::
     s_i(P) = \bigl(\cos(f(x_i), g([P; t_q]))\bigr)_{q=1}^{Q}
 
-and predicts the attribute. Written out from the authors' description of the method (quoted below) and their
-released code, the adversary's loss is the cross-entropy of its prediction over the batch of :math:`B` images,
+and predicts the attribute (the paper's method figure, reproduced in the authors' README,
+``oxai/debias-vision-lang`` ``figures/paper_figure.png``: learnable prompts before :math:`M` sensitive text queries,
+the :math:`N \times M` image-query similarity scores into an MLP adversary, :math:`N` attribute predictions,
+:math:`\mathcal{L}_{adversarial}`). The adversary's loss is the cross-entropy of its prediction over the batch of
+:math:`B` images (as in the authors' training code, ``src/debias.py`` ``train_step_adv`` at commit ``adcbacc`` of
+that repository: its current head has the inference code only),
 
 .. math::
     \mathcal{L}_{adv}(\phi, P) = -\frac{1}{B} \sum_i \log \operatorname{softmax}(h_\phi(s_i(P)))_{a_i},
 
 which the adversary minimises over :math:`\phi`; the prompts are trained to fool it ("optimized to maximize the
-error of the adversary") jointly with "the original CLIP objective" on image-caption pairs,
+error of the adversary", the README's section "Debiasing with Adversarial Learning") jointly with "a contrastive
+loss on image-text pairs (we use flickr30k train), the original CLIP objective" (the same section),
 :math:`\mathcal{L}_{itc}(P)` (:func:`~vlbias.objectives.itc_loss`, the captions read with the prompts), so the
 prompts minimise
 
 .. math::
     \mathcal{L}_{P}(P) = -\mathcal{L}_{adv}(\phi, P) + \lambda\, \mathcal{L}_{itc}(P).
 
-How the two terms are weighed is a choice made here, not read off the paper (its equations were not at hand when
-this was written): :math:`\lambda` weighs the contrastive term, so that :math:`\lambda = 0` is adversarial debiasing
-alone (the negated cross-entropy the authors' code gives the prompts) and a larger :math:`\lambda` keeps more of
-the image-text alignment. The two sides are minimised in alternation (:class:`vlbias.modules.PromptArrayDebiasing`).
+How the two terms are weighed is a choice made here, read off neither the paper (its text beyond the abstract was
+not readable through this project's tools; its figure shows the adversarial loss only) nor the authors' code, where
+the prompts' step minimises the negated cross-entropy plus, optionally, an L1/L2 penalty keeping the prompted
+embeddings of the queries near the unprompted ones (``train_step_adv``), and CLIP's contrastive loss on Flickr30K
+image-caption pairs trains the prompts in a separate script (``token_pretrain.py``, commit ``d921f48``).
+:math:`\lambda` weighs the contrastive term, so that :math:`\lambda = 0` is adversarial debiasing alone (the
+authors' prompt step without its penalty) and a larger :math:`\lambda` keeps more of the image-text alignment. The
+two sides are minimised in alternation (:class:`vlbias.modules.PromptArrayDebiasing`).
 """
 
 from __future__ import annotations
