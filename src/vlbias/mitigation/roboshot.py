@@ -35,8 +35,8 @@ abstract). The released code (``run.py`` of SprocketLab/roboshot) does the same 
 orthogonal basis step 1 is the projection onto the orthogonal complement of the insights' span,
 :math:`I - Q_v Q_v^\top`, and step 2 is :math:`I + Q_u Q_u^\top`: ``orthonormalise=True`` is that form, the paper's
 and the code's, with the basis from the SVD (singular values above ``rtol`` times the largest) so that dependent
-insight vectors add no arbitrary direction, as a Householder QR of a rank-deficient matrix would. The default,
-``orthonormalise=False``, runs Algorithm 1's loops on the insight vectors as given, without that orthogonalisation
+insight vectors add no arbitrary direction, as a Householder QR of a rank-deficient matrix would; it is the default.
+``orthonormalise=False`` runs Algorithm 1's loops on the insight vectors as given, without that orthogonalisation
 (the two agree when the given vectors are already mutually orthogonal).
 
 Example:
@@ -63,12 +63,12 @@ from vlbias.mitigation.debiaser import Debiaser, DebiaserOptions, FitData, Modal
 class RoboShotOptions(DebiaserOptions):
     """Args:
     orthonormalise: replace each set of insight vectors by an orthonormal basis of its span first, as the paper
-        (Sec. 3.2) and the released code do (default: ``False``: Algorithm 1's loops on the vectors as given).
+        (Sec. 3.2) and the released code do (default); ``False``: Algorithm 1's loops on the vectors as given.
     rtol: with ``orthonormalise``, singular values below ``rtol`` times the largest count as zero (default: ``D``
         times the dtype's machine epsilon).
     """
 
-    orthonormalise: bool = False
+    orthonormalise: bool = True
     rtol: float | None = None
 
     def __post_init__(self) -> None:
@@ -100,12 +100,16 @@ def helpful_insights(pairs: Tensor) -> Tensor:
     return check_embeddings("helpful_pairs", pairs[:, 0]) - pairs[:, 1].to(pairs[:, 0])
 
 
-def _sequential(vectors: Tensor, sign: float, what: str) -> Tensor:
-    r""":math:`\prod_{j=S}^{1} (I + \text{sign}\, v^j v^{j\top} / |v^j|^2)` (Algorithm 1's loop as one matrix)."""
-    norms = vectors.norm(dim=1)
-    empty = (norms <= torch.finfo(vectors.dtype).eps).nonzero().squeeze(1)
+def _nonzero(vectors: Tensor, what: str) -> Tensor:
+    """``vectors``, refused when one is zero (its two texts have one embedding: an insight of no direction)."""
+    empty = (vectors.norm(dim=1) <= torch.finfo(vectors.dtype).eps).nonzero().squeeze(1)
     if empty.numel():
         raise InputError(f"{what} {empty.tolist()} are zero: the two texts of the insight have the same embedding")
+    return vectors
+
+
+def _sequential(vectors: Tensor, sign: float) -> Tensor:
+    r""":math:`\prod_{j=S}^{1} (I + \text{sign}\, v^j v^{j\top} / |v^j|^2)` (Algorithm 1's loop as one matrix)."""
     matrix = torch.eye(vectors.shape[1], dtype=vectors.dtype, device=vectors.device)
     for v in vectors:
         matrix = matrix + sign * torch.outer(v, v @ matrix) / (v @ v)
@@ -131,8 +135,12 @@ class RoboShot(Debiaser):
     OPTIONS = RoboShotOptions
 
     def _fit(self, data: FitData) -> None:
-        harmful = harmful_insights(dict(data.attribute_prompts))
-        helpful = None if data.helpful_pairs is None else helpful_insights(data.helpful_pairs).to(harmful)
+        harmful = _nonzero(
+            harmful_insights(dict(data.attribute_prompts)), "Harmful insights (rows i * (K - 1) + k - 1)"
+        )
+        helpful = None
+        if data.helpful_pairs is not None:
+            helpful = _nonzero(helpful_insights(data.helpful_pairs), "Helpful pairs").to(harmful)
         if helpful is not None and helpful.shape[1] != harmful.shape[1]:
             raise InputError(
                 f"Expected helpful_pairs of dimension {harmful.shape[1]} (the attribute prompts') "
@@ -143,9 +151,9 @@ class RoboShot(Debiaser):
             if helpful is not None:
                 matrix = _orthonormal(helpful, 1.0, self.options.rtol) @ matrix
         else:
-            matrix = _sequential(harmful, -1.0, "Harmful insights (rows i * (K - 1) + k - 1)")
+            matrix = _sequential(harmful, -1.0)
             if helpful is not None:
-                matrix = _sequential(helpful, 1.0, "Helpful pairs") @ matrix
+                matrix = _sequential(helpful, 1.0) @ matrix
         self._keep("matrix", matrix)
 
     def linear_map(self, modality: Modality) -> Tensor | None:
