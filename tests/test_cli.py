@@ -182,7 +182,7 @@ def test_fit_prints_no_lightning_tips_or_args_warning():
     argv = ["fit", "--config", str(QUICKSTART), "--trainer.fast_dev_run", "true", "--trainer.logger", "false"]
     code, out, err = run_subprocess(argv)
     assert code == 0, err
-    for noise in ("💡 Tip", "args parameter is intended"):
+    for noise in ("💡 Tip", "args parameter is intended", "is deprecated"):
         assert noise not in out + err
 
 

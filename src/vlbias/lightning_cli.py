@@ -222,14 +222,17 @@ def make_cli(
     """``cli_class`` on ``args`` (a subcommand first when ``run``): any LightningModule and LightningDataModule by
     ``class_path``, the config saved beside the run when ``save_config`` (overwritten on a resumed run), without the messages
     Lightning prints on every run that say nothing about it (the warning that ``args`` and ``sys.argv`` are both
-    given — vlbias passes its own argv on purpose —, the tips to install litlogger and litmodels, and on a Slurm
-    login node the hint to run under ``srun``, which ``vlbias slurm submit`` does)."""
+    given — vlbias passes its own argv on purpose —, the tips to install litlogger and litmodels, on a Slurm login
+    node the hint to run under ``srun``, which ``vlbias slurm submit`` does, and torch's deprecation of an API that
+    Lightning itself calls)."""
     for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
         logging.getLogger(name).addFilter(_drop_lightning_tips)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"LightningCLI's args parameter is intended to run from within")
         # on a Slurm login node: `vlbias fit` there runs here on purpose (`vlbias slurm submit` runs jobs with srun)
         warnings.filterwarnings("ignore", message=r"The `srun` command is available on your system but is not used")
+        # Lightning's own call of a torch API that torch deprecates: nothing a user's run or config can change
+        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
         return cli_class(
             LightningModule,
             LightningDataModule,
