@@ -6,11 +6,11 @@ BiasWorld with a planted bias), resumably and in several processes when asked.
 Then ``vlbias fit --config configs/experiment/retrieval_coco.yaml --data.init_args.annotations
 data/coco_synthetic/dataset_coco.json --data.init_args.image_root data/coco_synthetic/images``.
 
-What it writes: :mod:`vlbias.data.synthetic_coco`; ``--help`` lists the options.
+What it writes: :mod:`vlbias.data.synthetic_coco`, :mod:`vlbias.experiments.make_synthetic_coco`; ``--help`` lists the options.
 """
 
-from vlbias.data.synthetic_coco import write_synthetic_coco
 from vlbias.experiments.command_line import run
+from vlbias.experiments.make_synthetic_coco import make_synthetic_coco
 
 if __name__ == "__main__":
-    run(write_synthetic_coco)
+    run(make_synthetic_coco)

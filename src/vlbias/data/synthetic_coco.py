@@ -1,5 +1,6 @@
 """A synthetic corpus in the Karpathy COCO layout, at COCO's size, drawn from BiasWorld so that it carries a planted
-bias (``scripts/make_synthetic_coco.py``): what the data path is benchmarked on where COCO itself is not at hand.
+bias: what the data path is benchmarked on where COCO itself is not at hand. This module says what the corpus is;
+:mod:`vlbias.experiments.make_synthetic_coco` writes it (``scripts/make_synthetic_coco.py``).
 
 The folder it writes is what :mod:`vlbias.data.captions` reads and ``configs/data/coco_captions.yaml`` points at::
 
@@ -8,7 +9,7 @@ The folder it writes is what :mod:`vlbias.data.captions` reads and ``configs/dat
                                           "biasworld": {"group", "activity", "stereotyped", "object_visible"}}]}
     <out>/images/train2014/COCO_train2014_<cocoid:012d>.jpg      Karpathy's ``train`` images
     <out>/images/val2014/COCO_val2014_<cocoid:012d>.jpg          ``restval``, ``val`` and ``test``
-    <out>/synthetic_coco.json           the settings it was written with
+    <out>/synthetic_coco.json           the settings it was written with (by the writer)
 
 so ``vlbias fit --config configs/experiment/retrieval_coco.yaml --data.init_args.annotations
 <out>/dataset_coco.json --data.init_args.image_root <out>/images`` trains on it.
@@ -32,28 +33,23 @@ of distribution, set by hand (not counted from COCO's annotations), with a mean 
 (:func:`vlbias.data.biasworld.caption_for`: a fraction ``neutral_caption_rate`` leave the group unsaid), each
 from a uniform draw of the image's own stream ``(seed, split, i, 3)``, which also draws its size.
 
-**Writing.** Every image and the annotation file are written atomically (:func:`vlbias.atomic.atomic_write`),
-so an interrupted run leaves whole files only; a rerun with the same settings keeps the images already there and
-writes the rest (and the annotation file, last). ``processes`` > 1 renders in that many processes.
+Every image is written atomically (:func:`render_images`, :func:`vlbias.atomic.atomic_write`), so an interrupted
+writer leaves whole files only.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import multiprocessing
 import re
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
-from vlbias.atomic import atomic_write, remove_stale_temporaries
+from vlbias.atomic import atomic_write
 from vlbias.data.biasworld import ACTIVITIES, GROUPS, BiasWorld, Item, caption_for
 from vlbias.data.biasworld import SPLITS as WORLD_SPLITS
-from vlbias.errors import ConfigError
 
 #: Images per split in Karpathy & Fei-Fei's (2015) split of COCO 2014 (``dataset_coco.json``).
 KARPATHY_COCO: dict[str, int] = {"train": 82_783, "restval": 30_504, "val": 5_000, "test": 5_000}
@@ -73,7 +69,6 @@ COCO_SIZES: tuple[tuple[int, int, float], ...] = (
 RENDER_SIDE = 640  # BiasWorld's picture is drawn at this side, then resized to the image's size
 CAPTIONS_PER_IMAGE = 5
 ANNOTATIONS = "dataset_coco.json"
-SETTINGS = "synthetic_coco.json"
 IMAGES = "images"
 CELLS = len(GROUPS) * len(ACTIVITIES)  # BiasWorld's (group, activity) cells
 MIN_IMAGES = 2 * CELLS + 1  # one balanced val and test, and one training image
@@ -175,8 +170,9 @@ def karpathy_entry(image: Planned, imgid: int) -> dict[str, object]:
     }
 
 
-def _render(world_config: dict[str, object], images: list[Planned], root: str, quality: int) -> int:
-    """Render and save ``images`` under ``root`` (each atomically); returns how many were written."""
+def render_images(world_config: dict[str, object], images: list[Planned], root: str, quality: int) -> int:
+    """Render and save ``images`` under ``root`` (each atomically) for the world of ``world_config``
+    (:attr:`BiasWorld.config`); returns how many were written."""
     world = BiasWorld(**world_config)
     for image in images:
         picture = Image.fromarray(world.render(image.item)).resize(
@@ -185,79 +181,3 @@ def _render(world_config: dict[str, object], images: list[Planned], root: str, q
         path = Path(root) / image.filepath / image.filename
         atomic_write(path, lambda handle, picture=picture: picture.save(handle, "JPEG", quality=quality))
     return len(images)
-
-
-def write_synthetic_coco(
-    out: str = "data/coco_synthetic",
-    n_images: int = 20_000,
-    bias_strength: float = 0.9,
-    neutral_caption_rate: float = 0.5,
-    hidden_object_rate: float = 0.0,
-    seed: int = 0,
-    quality: int = 95,
-    processes: int = 1,
-) -> Path:
-    """Write (or finish writing) the synthetic COCO corpus in ``out`` and return its annotation file.
-
-    Args:
-        out: Folder of the corpus (created; an earlier run's folder with the same settings is finished, not redone).
-        n_images: Images in all splits together (COCO's Karpathy split has 123,287).
-        bias_strength: BiasWorld's planted bias in train and restval, in [0, 1].
-        neutral_caption_rate: Fraction of captions that leave the group unsaid, in [0, 1].
-        hidden_object_rate: Fraction of images drawn without their activity's object, in [0, 1].
-        seed: Seed of every image, size and caption.
-        quality: JPEG quality, 1 to 95.
-        processes: Processes that render the images.
-    """
-    if not isinstance(n_images, int) or n_images < MIN_IMAGES:
-        raise ConfigError(f"Expected `n_images` to be an integer >= {MIN_IMAGES} but got {n_images!r}.")
-    if not isinstance(quality, int) or not 1 <= quality <= 95:
-        raise ConfigError(f"Expected `quality` to be an integer in [1, 95] but got {quality!r}.")
-    if not isinstance(processes, int) or processes < 1:
-        raise ConfigError(f"Expected `processes` to be an integer >= 1 but got {processes!r}.")
-    world = world_for(n_images, bias_strength, neutral_caption_rate, hidden_object_rate, seed)
-    settings = {"n_images": n_images, **world.config, "quality": quality}
-    out = Path(out)
-    _claim(out, settings)
-    images = plan_corpus(world, n_images)
-    root = out / IMAGES
-    for folder in sorted(set(FOLDERS.values())):
-        (root / folder).mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(root / folder)
-    missing = [image for image in images if not (root / image.filepath / image.filename).is_file()]
-    chunks = [missing[start : start + 64] for start in range(0, len(missing), 64)]
-    if processes == 1 or len(chunks) <= 1:
-        written = sum(_render(world.config, chunk, str(root), quality) for chunk in chunks)
-    else:
-        spawn = multiprocessing.get_context("spawn")  # no fork of a process that may hold torch's threads
-        with ProcessPoolExecutor(processes, mp_context=spawn) as pool:
-            jobs = [pool.submit(_render, world.config, chunk, str(root), quality) for chunk in chunks]
-            written = sum(job.result() for job in jobs)
-    annotations = out / ANNOTATIONS
-    if written or not annotations.is_file():  # written last: when it is there, every image was
-        entries = {"images": [karpathy_entry(image, imgid) for imgid, image in enumerate(images)], "dataset": "coco"}
-        atomic_write(annotations, lambda handle: handle.write(json.dumps(entries).encode()))
-    print(f"{annotations}: {len(images):,} images ({written:,} written now), {CAPTIONS_PER_IMAGE} captions each")
-    return annotations
-
-
-def _claim(out: Path, settings: dict[str, object]) -> None:
-    """Make ``out`` this corpus's folder: create it with its settings file, or accept it when an earlier run with the
-    same settings made it; a folder with other content, or another corpus's settings, is refused by name."""
-    record = out / SETTINGS
-    if record.is_file():
-        earlier = json.loads(record.read_text())
-        changed = sorted(key for key in settings.keys() | earlier.keys() if settings.get(key) != earlier.get(key))
-        if changed:
-            shown = ", ".join(f"{key} {earlier.get(key)!r} -> {settings.get(key)!r}" for key in changed)
-            raise ConfigError(
-                f"Folder {str(out)!r} holds a synthetic corpus written with other settings ({shown}); "
-                "give a new folder or the same settings."
-            )
-        return
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ConfigError(
-            f"Folder {str(out)!r} exists and is not a synthetic corpus (no {SETTINGS}); give a new folder."
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write(record, lambda handle: handle.write(json.dumps(settings, indent=1).encode()))
