@@ -17,7 +17,7 @@ so ``vlbias fit --config configs/experiment/retrieval_coco.yaml --data.init_args
 **Splits.** Karpathy & Fei-Fei's split of COCO 2014 (:data:`KARPATHY_COCO`: 82,783 ``train``, 30,504 ``restval``,
 5,000 ``val``, 5,000 ``test`` images) scaled to ``n_images``: ``val`` and ``test`` hold
 :math:`12 \\lceil 5000\\, n / 123287 / 12 \\rceil` images each (a multiple of BiasWorld's 12 (group, activity) cells,
-so both stay balanced: every cell equally often), ``restval`` :math:`\\lfloor 30504\\, n / 123287 \\rceil`, and
+so both stay balanced: every cell equally often), ``restval`` :math:`\\lfloor 30504\\, n / 123287 \\rceil` (leaving ``train`` one at least), and
 ``train`` the rest. ``train`` and ``restval`` (which readers fold into ``train``) are BiasWorld's training items,
 biased with ``bias_strength``; ``val`` and ``test`` are its balanced ``val`` and ``test`` splits.
 
