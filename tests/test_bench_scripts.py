@@ -130,3 +130,47 @@ def test_bench_debias_times_every_registered_method_against_the_baseline(capsys)
     assert float((images[first].mean(0) - images[~first].mean(0)).norm()) > 0.3
     assert data.missing(("reference_images", "attribute_prompts", "prompt_pairs", "concept_prompts",
                          "helpful_pairs", "encode_text", "attribute_words")) == []  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def synthetic_coco(tmp_path_factory):
+    from vlbias.experiments.make_synthetic_coco import make_synthetic_coco
+
+    return make_synthetic_coco(str(tmp_path_factory.mktemp("coco") / "corpus"), n_images=25, quality=50)
+
+
+def test_bench_dataloader_prints_a_row_per_worker_count_and_the_workers_a_gpu_step_needs(synthetic_coco, capsys):
+    from vlbias.experiments.bench.dataloader import bench_dataloader
+
+    arguments = ["--annotations", str(synthetic_coco), "--workers", "0", "--batches", "1", "--batch_size", "2"]
+    rates = run(bench_dataloader, [*arguments, "--no_memory", "--gpu_samples_per_s", "100000"])
+    out = capsys.readouterr().out
+    loader_ms, raw_ms = (
+        float(ms) for ms in re.search(r"loader (\S+) ms, raw PIL decode of the same 2 files (\S+) ms", out).groups()
+    )
+    assert loader_ms > raw_ms > 0  # the loader decodes the same files, then resizes and collates
+    (row,) = re.findall(r"^\| 0 \| (\S+) \| (\S+) \| (\S+) \| (\S+) \|$", out, re.M)
+    samples, raw, ratio, _ = (float(cell.replace(",", "")) for cell in row)
+    assert samples == pytest.approx(rates[0], abs=0.06) and ratio == pytest.approx(samples / raw, abs=0.01)
+    needed = int(re.search(r"GPU step 100,000.0 samples/s: (\d+) workers keep up \(at one core each", out).group(1))
+    assert needed == pytest.approx(100 * loader_ms, abs=2)  # ceil(100,000/s x loader ms), ms rounded in print
+
+
+def test_bench_dataloader_measures_memory_after_reading_and_iterating(synthetic_coco, tmp_path, capsys):
+    from vlbias.experiments.bench.dataloader import half_corpus, measure_memory
+
+    half = half_corpus(synthetic_coco, tmp_path)
+    assert len(json.loads(half.read_text())["images"]) == 13  # every other of 25
+    measure_memory(str(synthetic_coco), str(synthetic_coco.parent / "images"), 16, 2, 1, str(tmp_path / "cache"))
+    measured = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert measured["images"] == 13  # train 1 + val 12
+    assert all(measured[at]["RssAnon"] > 0 and measured[at]["RssFile"] > 0 for at in ("imports", "read", "iterated"))
+
+
+def test_bench_dataloader_refuses_more_batches_than_the_split_has(synthetic_coco, capsys):
+    from vlbias.experiments.bench.dataloader import bench_dataloader
+
+    with pytest.raises(SystemExit) as stopped:
+        run(bench_dataloader, ["--annotations", str(synthetic_coco), "--workers", "0", "--batches", "3"])
+    assert stopped.value.code == 2
+    assert "has 1 batches of 32; --batches 3 needs 4 (one to start the workers)" in capsys.readouterr().err

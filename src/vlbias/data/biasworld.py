@@ -88,6 +88,23 @@ def group_phrases(group: str) -> list[str]:
     return [template.format(group=group) for template in GROUP_TEMPLATES]
 
 
+def caption_for(group: str, activity: str, draw: float, neutral_caption_rate: float) -> str:
+    """The caption that the uniform draw ``draw`` in [0, 1) picks: below ``neutral_caption_rate`` a neutral-subject
+    template (:data:`ACTIVITY_TEMPLATES`), else a template naming the group (:data:`CAPTION_TEMPLATES`), the
+    template's index read from where ``draw`` falls in its part of [0, 1).
+
+    Example:
+        >>> caption_for("woman", "sewing", 0.9, neutral_caption_rate=0.5)
+        'an image of a woman sewing.'
+    """
+    if draw < neutral_caption_rate:
+        templates, draw = ACTIVITY_TEMPLATES, draw / neutral_caption_rate
+    else:
+        templates, draw = CAPTION_TEMPLATES, (draw - neutral_caption_rate) / (1 - neutral_caption_rate)
+    template = templates[min(int(draw * len(templates)), len(templates) - 1)]
+    return template.format(group=group, activity=activity)
+
+
 @dataclass(frozen=True)
 class Item:
     """One image-caption pair and its ground truth."""
@@ -188,14 +205,9 @@ class BiasWorld:
 
     def _item(self, split: str, index: int, group: str, activity: str) -> Item:
         draw = self._rng(split, index).random()  # one uniform draw picks the caption template
-        if draw < self.neutral_caption_rate:
-            templates, draw = ACTIVITY_TEMPLATES, draw / self.neutral_caption_rate
-        else:
-            templates, draw = CAPTION_TEMPLATES, (draw - self.neutral_caption_rate) / (1 - self.neutral_caption_rate)
-        template = templates[min(int(draw * len(templates)), len(templates) - 1)]
         # a stream of its own, so that the images of a world without hidden objects do not depend on the rate
         visible = np.random.default_rng([self.seed, SPLITS.index(split), index, 1]).random() >= self.hidden_object_rate
-        caption = template.format(group=group, activity=activity)
+        caption = caption_for(group, activity, draw, self.neutral_caption_rate)
         return Item(split, index, group, activity, activity in STEREOTYPES[group], caption, bool(visible))
 
     def images(self, split: str) -> Tensor:
