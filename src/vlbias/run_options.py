@@ -177,7 +177,7 @@ class PruneOptions(PruningChoice, ModelChoice):
 
 @dataclass(frozen=True, kw_only=True)
 class DebiasOptions(DeviceChoice, ModelChoice):
-    """Fit post-hoc debiasers on one EMBED model; measure bias and zero-shot accuracy before and after.
+    """Fit post-hoc debiasers on one EMBED model; measure bias, zero-shot accuracy and retrieval R@K before and after.
 
     One method writes <out>/debias.json, <out>/debiaser (the fitted state) and each suite's results before
     (<out>/before) and after (<out>/after). Several methods (a list, or 'all') is the compare mode: every method
