@@ -186,8 +186,12 @@ def debias(options: DebiasOptions) -> dict:
         corpus = _caption_file(options)
         print(f"fitting {', '.join(debiasers)} on {options.data}; writing {out}", flush=True)  # choices all checked
         adapter = load_model(options)
-        trained_adapters = {name: (choice, load_model(choice)) for name, choice in trained.items()}
         config = {**run_config(options, adapter, threads), "suite_data": options.suite_data}
+        trained_adapters = {name: (choice, load_model(choice)) for name, choice in trained.items()}
+        trained_configs = {
+            name: {**run_config(choice, model, threads), "suite_data": options.suite_data}
+            for name, (choice, model) in trained_adapters.items()
+        }
         folds = [Fold(world, _fit_data(options, adapter, world)) for world in worlds]
         for reason in blocking:  # with 'all' only: one method refused is refused alone
             logger.warning(f"warning: {reason} It is listed in the table as not fitted.")
@@ -197,11 +201,10 @@ def debias(options: DebiasOptions) -> dict:
             world = BiasWorld(**fold.world)
             fold_corpus = biasworld_captions(world) if options.captions == BIASWORLD_CAPTIONS else corpus
             _run_fold(fold, world, fold_corpus, fold_suites, adapter, fitted, options, fold_config, options.seed + k)
-            for name, (choice, trained_adapter) in trained_adapters.items():
-                fold_config = {**run_config(choice, trained_adapter, threads), "suite_data": options.suite_data}
-                fold_config["biasworld"] = fold.world
-                evaluation = _evaluation_inputs(trained_adapter, world, fold_corpus, options.batch_size)
-                fold.measured[name] = _measure(fold_suites, trained_adapter, choice, fold_config, options.seed + k)
+            for name, (choice, model) in trained_adapters.items():  # measured as the model itself is
+                evaluation = _evaluation_inputs(model, world, fold_corpus, options.batch_size)
+                fold_config = {**trained_configs[name], "biasworld": fold.world}
+                fold.measured[name] = _measure(fold_suites, model, choice, fold_config, options.seed + k)
                 fold.scores[name] = _scores(evaluation, None, options.seed + k)
         for fold in folds:  # a method whose fit failed on any fold is in the table as not fitted, with the reason
             for method, reason in fold.failed.items():
