@@ -16,11 +16,14 @@ The service behind the subcommand, in the order it runs:
    ``val`` by default, or a prompt file);
 4. per fold (``folds`` BiasWorld worlds, of seeds ``biasworld.seed``, ``+1``, ...; the run's seed moves with
    them), the model is measured by each suite, and its zero-shot accuracy on the world's ``test`` activities
-   (:func:`~vlbias.mitigation.comparison.accuracy_with_interval`); then a new debiaser of each method is fitted on
+   (:func:`~vlbias.mitigation.comparison.accuracy_with_interval`) and, where ``captions`` names a caption corpus
+   (:mod:`vlbias.mitigation.caption_corpus`: the fold's world's ``test`` split, or a file's), its retrieval R@K
+   (:func:`~vlbias.mitigation.comparison.recall_with_intervals`); then a new debiaser of each method is fitted on
    the fold's data (torch's generators seeded with the fold's seed before each fit, so a method's fit does not
    depend on which ran before it) and measured the same way, through
-   :class:`~vlbias.models.debiased.DebiasedEmbeddings`, its accuracy from the transformed image and prompt
-   embeddings; every method sees the same folds;
+   :class:`~vlbias.models.debiased.DebiasedEmbeddings`, its accuracy and R@K from the transformed image and text
+   embeddings; each of ``trained_models`` (a model debiased by training, such as a prompt array) is loaded and
+   measured the same way as the model itself; every method sees the same folds;
 5. the output folder is written as a unit (:mod:`vlbias.mitigation.debias_outputs`).
 """
 
@@ -38,7 +41,16 @@ from vlbias.data.biasworld import ACTIVITIES, BiasWorld, activity_phrases
 from vlbias.environment import environment
 from vlbias.errors import ConfigError, InputError
 from vlbias.loaded_model import check_model_choice, load_model, refuse_empty, run_config
-from vlbias.mitigation.comparison import NO_METHOD, accuracy_with_interval, comparison_rows, fold_means, plot_comparison
+from vlbias.mitigation.caption_corpus import BIASWORLD_CAPTIONS, CaptionCorpus, biasworld_captions, file_captions
+from vlbias.mitigation.comparison import (
+    NO_METHOD,
+    Interval,
+    accuracy_with_interval,
+    comparison_rows,
+    fold_means,
+    plot_comparison,
+    recall_with_intervals,
+)
 from vlbias.mitigation.debias_outputs import (
     DEBIAS_FOLDER,
     write_debias_folder,
@@ -49,6 +61,7 @@ from vlbias.mitigation.debiaser import Debiaser, FitData
 from vlbias.mitigation.fit_data import biasworld_fit_data, embed_images, fields_given, file_fit_data, text_encoder
 from vlbias.mitigation.outputs import same_selection, selection
 from vlbias.mitigation.registry import debiaser_class
+from vlbias.mitigation.tradeoff import ACCURACY
 from vlbias.models.base import Capability, ModelAdapter, require_capability
 from vlbias.models.catalog import adapter_class
 from vlbias.models.debiased import DebiasedEmbeddings
@@ -80,6 +93,36 @@ def checked_debiasers(options: DebiasOptions) -> dict[str, Debiaser]:
     return debiasers
 
 
+@dataclass(frozen=True)
+class TrainedModel:
+    """A model debiased by training, a row of the compare mode (``trained_models``).
+
+    Args:
+        model: Its adapter name (an EMBED model, e.g. ``prompt_array``).
+        checkpoint: Its weights (e.g. the ``model/`` folder ``vlbias fit`` exports).
+    """
+
+    model: str
+    checkpoint: str
+
+
+def checked_trained_models(options: DebiasOptions) -> dict[str, DebiasOptions]:
+    """Per row name of ``options.trained_models``, ``options`` with that model's choice (not tiny, no model
+    options): each spec checked against :class:`TrainedModel`, its name against the methods' and ``none``."""
+    models = {}
+    for name, spec in options.trained_models.items():
+        if name == NO_METHOD or name in options.methods:
+            raise ConfigError(f"`trained_models` row {name!r} has the name of a method or of {NO_METHOD!r}: rename it.")
+        checked = check_options(spec, TrainedModel, f"trained model {name!r} option")
+        missing = [key for key in ("model", "checkpoint") if key not in checked]
+        if missing:
+            raise ConfigError(f"`trained_models` row {name!r} needs `{missing[0]}` (given: {sorted(checked)}).")
+        choice = dataclasses.replace(options, model=checked["model"], checkpoint=checked["checkpoint"], tiny=False)
+        models[name] = dataclasses.replace(choice, model_options={})
+        check_model_choice(models[name])
+    return models
+
+
 def unmet_needs(debiaser: Debiaser, given: frozenset[str], source: str) -> str | None:
     """Why ``debiaser`` cannot be fitted on data ``source``, which gives the :class:`FitData` fields ``given``
     (:func:`~vlbias.mitigation.fit_data.fields_given`): the first field of its ``NEEDS`` missing, named; ``None``
@@ -93,25 +136,25 @@ def unmet_needs(debiaser: Debiaser, given: frozenset[str], source: str) -> str |
 
 @dataclass
 class Fold:
-    """One fold of a run: the world it is measured on, each method's (and ``none``'s) results and zero-shot accuracy,
-    and the debiasers fitted on it."""
+    """One fold of a run: the world it is measured on, each method's (and ``none``'s) results, the numbers measured
+    on its embeddings directly (zero-shot accuracy and R@K, each with its interval), and the debiasers fitted on it."""
 
     world: dict
     fit_data: FitData
     measured: dict[str, dict[str, tuple[Results, list[dict]]]] = field(default_factory=dict)
-    accuracy: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    scores: dict[str, dict[str, Interval]] = field(default_factory=dict)
     fitted: dict[str, Debiaser] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)  # method -> why its fit on this fold's data failed
 
     def drop(self, method: str) -> None:
         """Leave ``method`` out of this fold's results (it failed on another fold: every row has the same folds)."""
-        for held in (self.measured, self.accuracy, self.fitted):
+        for held in (self.measured, self.scores, self.fitted):
             held.pop(method, None)
 
     def rows(self) -> list[dict[str, object]]:
         """:func:`~vlbias.mitigation.comparison.comparison_rows` of this fold."""
         results = {method: {suite: r for suite, (r, _) in suites.items()} for method, suites in self.measured.items()}
-        return comparison_rows(results, self.accuracy)
+        return comparison_rows(results, self.scores)
 
 
 def debias(options: DebiasOptions) -> dict:
@@ -119,6 +162,7 @@ def debias(options: DebiasOptions) -> dict:
     returns the content of ``debias.json``."""
     check_model_choice(options)
     debiasers = checked_debiasers(options)
+    trained = checked_trained_models(options)
     unknown = sorted(set(options.suite_options) - set(options.suites))
     if unknown:
         raise ConfigError(f"`suite_options` names suites that do not run: {unknown}; the suites are {options.suites}.")
@@ -136,19 +180,32 @@ def debias(options: DebiasOptions) -> dict:
             {name: build_suite(o, options.suite_data, world) for name, o in suite_options.items()} for world in worlds
         ]
         for suite in suites[0].values():
-            _check_embedding_suite(suite, options.model)
+            for model in [options.model, *(choice.model for choice in trained.values())]:
+                _check_embedding_suite(suite, model)
             _warn_overlap(options, suite_options[suite.name])
+        corpus = _caption_file(options)
         print(f"fitting {', '.join(debiasers)} on {options.data}; writing {out}", flush=True)  # choices all checked
         adapter = load_model(options)
         config = {**run_config(options, adapter, threads), "suite_data": options.suite_data}
+        trained_adapters = {name: (choice, load_model(choice)) for name, choice in trained.items()}
+        trained_configs = {
+            name: {**run_config(choice, model, threads), "suite_data": options.suite_data}
+            for name, (choice, model) in trained_adapters.items()
+        }
         folds = [Fold(world, _fit_data(options, adapter, world)) for world in worlds]
         for reason in blocking:  # with 'all' only: one method refused is refused alone
             logger.warning(f"warning: {reason} It is listed in the table as not fitted.")
         fitted = {m: d for m, d in debiasers.items() if refusals[m] is None}
         for k, (fold, fold_suites) in enumerate(zip(folds, suites, strict=True)):
-            _run_fold(
-                fold, fold_suites, adapter, fitted, options, {**config, "biasworld": fold.world}, options.seed + k
-            )
+            fold_config = {**config, "biasworld": fold.world}
+            world = BiasWorld(**fold.world)
+            fold_corpus = biasworld_captions(world) if options.captions == BIASWORLD_CAPTIONS else corpus
+            _run_fold(fold, world, fold_corpus, fold_suites, adapter, fitted, options, fold_config, options.seed + k)
+            for name, (choice, model) in trained_adapters.items():  # measured as the model itself is
+                evaluation = _evaluation_inputs(model, world, fold_corpus, options.batch_size)
+                fold_config = {**trained_configs[name], "biasworld": fold.world}
+                fold.measured[name] = _measure(fold_suites, model, choice, fold_config, options.seed + k)
+                fold.scores[name] = _scores(evaluation, None, options.seed + k)
         for fold in folds:  # a method whose fit failed on any fold is in the table as not fitted, with the reason
             for method, reason in fold.failed.items():
                 if refusals[method] is None:
@@ -186,6 +243,8 @@ def _write_parts(folder: Path, options: DebiasOptions, adapter: ModelAdapter, fo
 
 def _run_fold(
     fold: Fold,
+    world: BiasWorld,
+    corpus: CaptionCorpus | None,
     suites: Mapping[str, Suite],
     adapter: ModelAdapter,
     debiasers: Mapping[str, Debiaser],
@@ -193,10 +252,11 @@ def _run_fold(
     config: dict,
     seed: int,
 ) -> None:
-    """Measure ``adapter`` on ``fold``, then fit a new debiaser of each method on its data and measure it."""
-    evaluation = _accuracy_inputs(adapter, BiasWorld(**fold.world))
+    """Measure ``adapter`` on ``fold`` (its ``world``; R@K on ``corpus`` when one is given), then fit a new debiaser of
+    each method on its data and measure it."""
+    evaluation = _evaluation_inputs(adapter, world, corpus, options.batch_size)
     fold.measured[NO_METHOD] = _measure(suites, adapter, options, config, seed)
-    fold.accuracy[NO_METHOD] = _accuracy(evaluation, None, seed)
+    fold.scores[NO_METHOD] = _scores(evaluation, None, seed)
     for method, unfitted in debiasers.items():
         torch.manual_seed(seed)
         try:
@@ -209,7 +269,15 @@ def _run_fold(
         fold.fitted[method] = debiaser
         view = DebiasedEmbeddings(adapter, debiaser)
         fold.measured[method] = _measure(suites, view, options, {**config, "debiaser": method}, seed)
-        fold.accuracy[method] = _accuracy(evaluation, debiaser, seed)
+        fold.scores[method] = _scores(evaluation, debiaser, seed)
+
+
+def _caption_file(options: DebiasOptions) -> CaptionCorpus | None:
+    """The caption corpus of a file given as ``captions``, read (and refused by name) before the model is loaded;
+    ``None`` for BiasWorld's (one per fold) or none."""
+    if options.captions in (None, BIASWORLD_CAPTIONS):
+        return None
+    return file_captions(options.captions, options.caption_images)
 
 
 def _fit_data(options: DebiasOptions, adapter: ModelAdapter, world: dict) -> FitData:
@@ -260,25 +328,36 @@ def _measure(
     return measured
 
 
-def _accuracy_inputs(adapter: ModelAdapter, world: BiasWorld) -> dict:
+def _evaluation_inputs(adapter: ModelAdapter, world: BiasWorld, corpus: CaptionCorpus | None, batch_size: int) -> dict:
     """BiasWorld's ``test`` images and activity prompts embedded by ``adapter``, with the prompts' classes and the
-    images' labels: what the zero-shot accuracy of every method is computed on."""
+    images' labels: what the zero-shot accuracy of every method is computed on; and under ``corpus`` the caption
+    corpus embedded by ``adapter`` (:meth:`~vlbias.mitigation.caption_corpus.CaptionCorpus.embed`), for R@K."""
     texts = [phrase for activity in ACTIVITIES for phrase in activity_phrases(activity)]
     classes = [k for k, activity in enumerate(ACTIVITIES) for _ in activity_phrases(activity)]
     return {
-        "images": embed_images(adapter, world.images("test")),
+        "images": embed_images(adapter, world.images("test"), batch_size),
         "texts": texts,
         "prompts": text_encoder(adapter)(texts),
         "classes": torch.tensor(classes),
         "labels": torch.tensor([ACTIVITIES.index(item.activity) for item in world.items("test")]),
+        "corpus": None if corpus is None else corpus.embed(adapter, batch_size),
     }
 
 
-def _accuracy(evaluation: dict, debiaser: Debiaser | None, seed: int) -> tuple[float, float, float]:
+def _scores(evaluation: dict, debiaser: Debiaser | None, seed: int) -> dict[str, Interval]:
+    """The zero-shot accuracy and, with a caption corpus, the R@K of ``evaluation``'s embeddings, transformed by
+    ``debiaser`` when one is given."""
     images, prompts = evaluation["images"], evaluation["prompts"]
     if debiaser is not None:
         images, prompts = debiaser.transform_images(images), debiaser.transform_texts(prompts, evaluation["texts"])
-    return accuracy_with_interval(images, prompts, evaluation["classes"], evaluation["labels"], seed)
+    scores = {ACCURACY: accuracy_with_interval(images, prompts, evaluation["classes"], evaluation["labels"], seed)}
+    corpus = evaluation["corpus"]
+    if corpus is not None:
+        images, captions = corpus["images"], corpus["captions"]
+        if debiaser is not None:
+            images, captions = debiaser.transform_images(images), debiaser.transform_texts(captions, corpus["texts"])
+        scores |= recall_with_intervals(images, captions, corpus["caption_to_image"], seed)
+    return scores
 
 
 def _summary(
@@ -304,6 +383,7 @@ def _summary(
             for method, debiaser in folds[0].fitted.items()
         },
         "not_fitted": {method: reason for method, reason in refusals.items() if reason is not None},
+        "trained_models": options.trained_models,
         "model": options.model,
         "checkpoint": options.checkpoint,
         "tiny": options.tiny,
@@ -311,6 +391,8 @@ def _summary(
         "suite_data": options.suite_data,
         "suites": options.suites,
         "suite_options": options.suite_options,
+        "captions": options.captions,
+        "caption_images": options.caption_images,
         "seed": options.seed,
         "biasworld": dataclasses.asdict(options.biasworld),
         "n_folds": len(folds),

@@ -177,7 +177,7 @@ class PruneOptions(PruningChoice, ModelChoice):
 
 @dataclass(frozen=True, kw_only=True)
 class DebiasOptions(DeviceChoice, ModelChoice):
-    """Fit post-hoc debiasers on one EMBED model; measure bias and zero-shot accuracy before and after.
+    """Fit post-hoc debiasers on one EMBED model; measure bias, zero-shot accuracy and retrieval R@K before and after.
 
     One method writes <out>/debias.json, <out>/debiaser (the fitted state) and each suite's results before
     (<out>/before) and after (<out>/after). Several methods (a list, or 'all') is the compare mode: every method
@@ -186,6 +186,8 @@ class DebiasOptions(DeviceChoice, ModelChoice):
 
     Args:
         method: Debiaser name, a list of names, or 'all' (every registered one) for the compare mode.
+        trained_models: Compare mode: models debiased by training, each a row beside the methods, measured on the
+            same folds the same way, e.g. '{prompt_array: {model: prompt_array, checkpoint: runs/x/model}}'.
         method_options: The method's options, e.g. '{rtol: 1e-6}'; in the compare mode per method,
             '{orth_proj: {rtol: 1e-6}}'.
         out: Output directory.
@@ -195,6 +197,10 @@ class DebiasOptions(DeviceChoice, ModelChoice):
         suites: Suites measured before and after (EMBED suites; on --suite_data).
         suite_data: The suites' data: 'biasworld', or a directory in each suite's public format.
         suite_options: Per-suite options, e.g. '{mmbias: {statistics: {n_permutations: 2000}}}'.
+        captions: Caption corpus on which retrieval R@K (text and image retrieval, K = 1, 5, 10) is measured before
+            and after: 'biasworld' (each world's test split, an image's own caption its answer), or a Karpathy or
+            ALBEF annotation file (its test split); default none, no R@K.
+        caption_images: Folder the caption file's image paths are relative to (default: the file's folder).
         batch_size: Images per embedding batch.
         folds: Compare mode on BiasWorld: this many worlds (seeds biasworld.seed, +1, ...), each fitted on and
             measured; compare.csv gives each number's mean over them with a bootstrap interval.
@@ -202,12 +208,15 @@ class DebiasOptions(DeviceChoice, ModelChoice):
 
     method: str | list[str]
     method_options: dict = field(default_factory=dict)
+    trained_models: dict = field(default_factory=dict)
     out: str
     data: str = "biasworld"
     split: Split = "val"
     suites: list[str] = field(default_factory=lambda: ["mmbias"])
     suite_data: str = "biasworld"
     suite_options: dict = field(default_factory=dict)
+    captions: str | None = None
+    caption_images: str | None = None
     batch_size: PositiveInt = 64
     folds: PositiveInt = 1
 
@@ -237,3 +246,10 @@ class DebiasOptions(DeviceChoice, ModelChoice):
                 f"`folds` ({self.folds}) are BiasWorld worlds of the compare mode: give a list of methods or 'all', "
                 "and 'biasworld' as `data` and `suite_data`."
             )
+        if self.trained_models and not self.compare:
+            raise ConfigError(
+                f"`trained_models` ({sorted(self.trained_models)}) are rows of the compare mode: give a list of methods "
+                "or 'all' as `method`."
+            )
+        if self.caption_images is not None and self.captions in (None, "biasworld"):
+            raise ConfigError("`caption_images` is the folder of a caption file's images: give the file as `captions`.")

@@ -19,6 +19,8 @@ from vlbias.data.biasworld import GROUPS, BiasWorld, group_phrases
 from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.debias import debias
 from vlbias.errors import InputError
+from vlbias.loaded_model import load_model
+from vlbias.metrics.functional.retrieval import retrieval_recall
 from vlbias.mitigation import registry
 from vlbias.mitigation.debias_outputs import DEBIAS_FOLDER
 from vlbias.mitigation.debiaser import Debiaser, FitData, Modality, load_debiaser
@@ -46,11 +48,12 @@ def assert_one_line_error(result, *fragments):
 
 @pytest.fixture(scope="module")
 def orth_proj_run(tmp_path_factory):
-    """Orth-Proj fitted on BiasWorld's val split, measured on test, through the console script in this process."""
+    """Orth-Proj fitted on BiasWorld's val split, measured on test (R@K on its captions), through the console script
+    in this process."""
     from vlbias.cli import main
 
     out = tmp_path_factory.mktemp("debias") / "run"
-    main([*BASE, "--method", "orth_proj", "--seed", "3", "--out", str(out)])
+    main([*BASE, "--method", "orth_proj", "--seed", "3", "--captions", "biasworld", "--out", str(out)])
     return out
 
 
@@ -110,6 +113,29 @@ def test_the_saved_debiaser_is_orth_proj_of_the_group_prompts_of_the_model():
     pixels = view.prepare_images(world.images("test")[:2])
     with torch.no_grad():
         torch.testing.assert_close(view.embed_images(pixels), model.embed_images(pixels))  # Orth-Proj leaves images
+
+
+def test_recall_at_k_is_the_retrieval_metric_of_the_debiased_embeddings(orth_proj_run):
+    """The R@K of the run's rows equal retrieval_recall of the test split's images and own captions, embedded by
+    the written model (``none``: its inner model) and cosine-scored; each in its interval."""
+    summary = json.loads((orth_proj_run / "debias.json").read_text())
+    rows = {row["method"]: row for row in summary["comparison"]}
+    debiased = DebiasedEmbeddings.from_pretrained(orth_proj_run / "model")
+    world = BiasWorld(**summary["biasworld"])
+    captions = [item.caption for item in world.items("test")]
+    for method, model in (("none", debiased.inner), ("orth_proj", debiased)):
+        with torch.no_grad():
+            images = model.embed_images(model.prepare_images(world.images("test")))
+            texts = model.embed_texts(model.prepare_texts(captions))
+        scores = (
+            torch.nn.functional.normalize(images.double(), dim=1)
+            @ torch.nn.functional.normalize(texts.double(), dim=1).T
+        )
+        expected = retrieval_recall(scores, torch.arange(len(captions)))
+        for key in ("txt_r1", "txt_r5", "txt_r10", "img_r1", "img_r5", "img_r10"):
+            column = f"retrieval_recall/{key}"
+            assert rows[method][column] == pytest.approx(float(expected[key])), (method, key)
+            assert rows[method][f"{column}/ci_low"] <= rows[method][column] <= rows[method][f"{column}/ci_high"]
 
 
 def test_the_saved_debiaser_loads_back_with_its_state(orth_proj_run):
@@ -183,6 +209,13 @@ def test_fitting_on_a_prompt_file_writes_its_source(tmp_path, run_cli):
         (["--method", "[orth_proj]", "--method_options", "{sfid: {}}"], ["not compared: ['sfid']"]),
         (["--method", "orth_proj", "--suite_options", "{weat: {}}"], ["suites that do not run: ['weat']"]),
         (["--method", "orth_proj", "--suite_options", "{mmbias: {probe: match}}"], ["Suite 'mmbias' probes match"]),
+        (["--method", "orth_proj", "--trained_models", "{pa: {model: clip, checkpoint: d}}"], ["rows of the compare"]),
+        (["--method", "[orth_proj]", "--trained_models", "{none: {model: clip, checkpoint: d}}"], ["row 'none'"]),
+        (["--method", "[orth_proj]", "--trained_models", "{pa: {model: clip}}"], ["row 'pa' needs `checkpoint`"]),
+        (["--method", "[orth_proj]", "--trained_models", "{pa: {checkpont: d}}"], ["`checkpont`", "`checkpoint`"]),
+        (["--method", "[orth_proj]", "--trained_models", "{pa: {model: bert, checkpoint: d}}"], ["'bert' lacks"]),
+        (["--method", "orth_proj", "--caption_images", "pictures"], ["give the file as `captions`"]),
+        (["--method", "orth_proj", "--captions", "no/such/captions.json"], ["no/such/captions.json"]),
     ],
 )
 def test_bad_choices_are_one_line_before_anything_is_written(tmp_path, run_cli, arguments, fragments):
@@ -291,6 +324,7 @@ def two_more_methods(monkeypatch):
 
 
 def test_compare_mode_fits_every_method_on_the_same_data_and_tabulates_them(tmp_path, orth_proj_run, two_more_methods):
+    """Every method, and a model given as trained (here the run's own model, saved: its row must be ``none``'s)."""
     options = DebiasOptions(
         method="all",
         model="clip",
@@ -298,14 +332,21 @@ def test_compare_mode_fits_every_method_on_the_same_data_and_tabulates_them(tmp_
         seed=3,
         out=str(tmp_path / "compare"),
         suite_options=yaml.safe_load(QUICK),
+        captions="biasworld",
         biasworld=BiasWorldOptions(eval_per_combination=2, n_train=16),
     )
-    summary = debias(options)
+    load_model(options).save_pretrained(tmp_path / "same")
+    trained = {"same_model": {"model": "clip", "checkpoint": str(tmp_path / "same")}}
+    summary = debias(dataclasses.replace(options, trained_models=trained))
     out = tmp_path / "compare"
     table = pd.read_csv(out / "compare.csv")
     methods = registry.list_debiasers()  # every registered method, the two of the fixture among them
     refused = ["fails_to_fit", "needs_insights"]  # in the table, last, with the reason
-    assert table["method"].tolist() == ["none", *[m for m in methods if m not in refused], *refused]
+    fitted_methods = [m for m in methods if m not in refused]
+    assert table["method"].tolist() == ["none", *fitted_methods, "same_model", *refused]
+    by_method = table.set_index("method")
+    assert by_method.loc["same_model"].equals(by_method.loc["none"].rename("same_model"))
+    assert summary["trained_models"] == trained and (out / "methods" / "same_model" / "mmbias.json").is_file()
     assert "`helpful_pairs`" in table.set_index("method").loc["needs_insights", "not_fitted"]
     assert table.set_index("method").loc["fails_to_fit", "not_fitted"] == (
         "Debiaser 'fails_to_fit' could not be fitted on world 0: Expected more references than these"
@@ -323,7 +364,7 @@ def test_compare_mode_fits_every_method_on_the_same_data_and_tabulates_them(tmp_
             row[f"mmbias/{EFFECT}"]
         )
     assert load_debiaser(out / "methods" / "mean_gap" / "debiaser").name == "mean_gap"
-    assert sorted(p.name for p in (out / "methods").iterdir()) == sorted({"none", *methods} - set(refused))
+    assert sorted(p.name for p in (out / "methods").iterdir()) == sorted({"none", "same_model", *fitted_methods})
     assert read_results(out / "methods" / "none" / "mmbias.json").metrics[EFFECT] == table.loc[0, f"mmbias/{EFFECT}"]
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

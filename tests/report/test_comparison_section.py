@@ -33,3 +33,14 @@ def test_a_cell_that_is_not_a_number_is_named_and_left_out(tmp_path):
     ((where, problem),) = report.problems
     assert where.endswith("compare.csv") and f"column {EFFECT!r}" in problem and "'n/a' (line 2)" in problem
     assert "| none | n/a [0.5, 1.1] | 0.9 [0.85, 0.95] |  |" in report.markdown.read_text()
+
+
+def test_retrieval_recall_measured_by_the_comparison_is_a_column_with_its_interval(tmp_path):
+    run = tmp_path / "compare"
+    run.mkdir()
+    recall = "retrieval_recall/img_r1"
+    header = HEADER.replace(",not_fitted", f",{recall},{recall}/ci_low,{recall}/ci_high,not_fitted")
+    (run / "compare.csv").write_text(f"{header}\nnone,0.8,0.5,1.1,0.9,0.85,0.95,0.3,0.2,0.4,\n")
+    text = build_report([run], tmp_path / "report").markdown.read_text()
+    assert f"| method | {EFFECT} [interval] | zero_shot_accuracy [interval] | {recall} [interval] |" in text
+    assert "| none | 0.8 [0.5, 1.1] | 0.9 [0.85, 0.95] | 0.3 [0.2, 0.4] |  |" in text

@@ -19,6 +19,7 @@ def parser() -> ArgumentParser:
 def main(argv: Sequence[str]) -> None:
     options = parse_options(DebiasOptions, parser(), argv)  # --help answers here, before torch is imported
     from vlbias.debias import debias
+    from vlbias.mitigation.comparison import RECALL
     from vlbias.mitigation.tradeoff import ACCURACY
     from vlbias.report.pareto import headline_bias
 
@@ -26,7 +27,12 @@ def main(argv: Sequence[str]) -> None:
     bias = headline_bias(rows[0])
     for row in rows:
         if ACCURACY in row:
-            print(f"{row['method']}: {bias} {number(row.get(bias))}, zero-shot accuracy {row[ACCURACY]:.3f}")
+            recall = "".join(
+                f", {direction} R@1 {row[f'{RECALL}/{prefix}_r1']:.3f}"
+                for prefix, direction in (("txt", "text retrieval"), ("img", "image retrieval"))
+                if f"{RECALL}/{prefix}_r1" in row
+            )
+            print(f"{row['method']}: {bias} {number(row.get(bias))}, zero-shot accuracy {row[ACCURACY]:.3f}{recall}")
         else:
             print(f"{row['method']}: not fitted: {row['not_fitted']}")
     print(f"wrote {options.out}")

@@ -1,8 +1,8 @@
 """Write a ``vlbias debias`` run's folder as a unit (:data:`DEBIAS_FOLDER`, :class:`vlbias.atomic.OutputFolder`).
 
 One method: ``<out>/debias.json`` (the summary: method, options, fitted-state shapes, data, seeds, versions, the
-suites' headline numbers and zero-shot accuracy before and after), ``<out>/debiaser/``, ``<out>/model/`` and, for a
-linear method on CLIP or open_clip, ``<out>/clip/`` or ``<out>/open_clip/`` (:func:`write_debiased_model`), ``<out>/before/`` and ``<out>/after/`` (each suite's results schema,
+suites' headline numbers, zero-shot accuracy and, with ``captions``, retrieval R@K before and after),
+``<out>/debiaser/``, ``<out>/model/`` and, for a linear method on CLIP or open_clip, ``<out>/clip/`` or ``<out>/open_clip/`` (:func:`write_debiased_model`), ``<out>/before/`` and ``<out>/after/`` (each suite's results schema,
 ``<suite>.json`` + ``<suite>.items.parquet``, which ``vlbias report`` reads as the runs ``before`` and ``after``).
 
 The compare mode: ``<out>/debias.json`` (the summary of every method), ``<out>/methods/none/`` and
