@@ -64,10 +64,13 @@ def test_missing_and_corrupt_images_are_skipped_and_named(tmp_path):
     assert cheap.images == ["val2014/w3.png"]  # existence only: the corrupt file is not decoded
     assert [entry["item"] for entry in cheap.skipped] == ["val2014/m3.png"]
     assert "is missing" in cheap.skipped[0]["reason"]
-    verified = read(path, "test", tmp_path, verify_images=True)
-    assert verified.images == [] and len(verified.pairs) == 0
-    assert [entry["item"] for entry in verified.skipped] == ["val2014/m3.png", "val2014/w3.png"]
-    assert "could not be decoded" in verified.skipped[1]["reason"]
+    (tmp_path / "images" / "val2014" / "m2.png").write_bytes(b"not a png")
+    verified = read(path, "val", tmp_path, verify_images=True)
+    assert [entry["item"] for entry in verified.skipped] == ["val2014/m2.png"]
+    assert "could not be decoded" in verified.skipped[0]["reason"]
+    with pytest.raises(InputError, match=r"split 'test' has no usable image and caption \(2 entries skipped: "
+                       r"val2014/m3.png: .*is missing"):  # fmt: skip
+        read(path, "test", tmp_path, verify_images=True)
 
 
 def test_repeats_and_empty_captions_are_counted_skips(tmp_path):

@@ -123,6 +123,12 @@ def read_captions(
     images = [image for image, problem in zip(candidates, problems) if not problem]
     index = {image: i for i, image in enumerate(images)}
     rows = [(row, index[image]) for row, image in rows if image in index]
+    if not rows:
+        first = f": {skipped[0]['item']}: {skipped[0]['reason']}" if skipped else ""
+        raise InputError(
+            f"{path}: split {split!r} has no usable image and caption ({len(skipped)} entries skipped{first}); "
+            f"expected its images under {str(image_root)!r}"
+        )
     kept = entries.select([row for row, _ in rows]).add_column("image_index", [i for _, i in rows])
     pairs = kept.map(_explode, batched=True, remove_columns=kept.column_names, num_proc=num_proc)
     return CaptionSplit(path, split, image_root, images, pairs, skipped)
