@@ -26,7 +26,10 @@ def test_every_choice_counts_by_the_one_rule(choice):
 @pytest.mark.parametrize(
     ("given", "message"),
     [
-        ({"n_dims": 2, "fraction": 0.1}, r"Give one of `n_dims` \(N\) and `fraction` \(N as a share of D\), not both\."),
+        (
+            {"n_dims": 2, "fraction": 0.1},
+            r"Give one of `n_dims` \(N\) and `fraction` \(N as a share of D\), not both\.",
+        ),
         ({"n_dims": True}, r"Expected `n_dims` to be an int count but got True"),
         ({"n_dims": 2.0}, r"Expected `n_dims` to be an int count but got 2.0"),
         ({"fraction": 1}, r"Expected `fraction` to be a float in \(0, 1\) but got 1"),

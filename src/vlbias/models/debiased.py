@@ -16,64 +16,53 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 from torch import Tensor
 
-from vlbias.errors import CapabilityError, InputError
+from vlbias.errors import InputError
 from vlbias.mitigation.debiaser import Debiaser, FitData, load_debiaser
 from vlbias.mitigation.fit_data import text_encoder
 from vlbias.mitigation.orth_proj import OrthProj
-from vlbias.models.base import Capability, ImageInput, ModelAdapter
-from vlbias.models.catalog import adapter_class
+from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.clip import CLIPAdapter
 from vlbias.models.linear_export import checked_linear_maps
-from vlbias.models.loading import check_checkpoint
 from vlbias.models.tiny_sizes import TinySizes
+from vlbias.models.wrapped import WrappedAdapter
 
 #: The file beside ``inner/`` and ``debiaser/`` that names the inner model and the embedding dimensions.
 DEBIASED_FILE = "debiased_embeddings.json"
-INNER_DIR = "inner"
+#: The folder beside ``inner/`` that holds the fitted debiaser (:meth:`~vlbias.mitigation.debiaser.Debiaser.save`).
 DEBIASER_DIR = "debiaser"
 #: The attribute prompts the tiny model's Orth-Proj is fitted on.
 TINY_PROMPTS = {"man": ["a photo of a man"], "woman": ["a photo of a woman"]}
 
 
-class DebiasedEmbeddings(ModelAdapter):
+class DebiasedEmbeddings(WrappedAdapter):
     """An EMBED adapter whose embeddings are ``debiaser``'s transforms of ``inner``'s (module docstring).
 
     Preprocessing, tokenizer and device are the inner adapter's. ``save_pretrained(directory)`` writes the inner
     adapter to ``directory/inner``, the debiaser to ``directory/debiaser``
     (:meth:`~vlbias.mitigation.debiaser.Debiaser.save`) and :data:`DEBIASED_FILE`; :meth:`from_pretrained` reads all
-    three back through the catalog and the debiaser registry.
+    three back through the catalog and the debiaser registry (:class:`~vlbias.models.wrapped.WrappedAdapter`).
     """
 
     name = "debiased"
-    capabilities = frozenset({Capability.EMBED})
-    tiny_sizes = CLIPAdapter.tiny_sizes
+    FIELDS_FILE = DEBIASED_FILE
 
     def __init__(self, inner: ModelAdapter, debiaser: Debiaser) -> None:
-        super().__init__()
-        if Capability.EMBED not in inner.capabilities:
-            raise CapabilityError(f"Expected an inner adapter with capability 'embed' but {inner.name!r} lacks it")
+        super().__init__(inner)
         if not debiaser.fitted:
             raise InputError(f"Expected a fitted debiaser but {debiaser.name!r} is not fitted")
-        self.inner = inner
         self.debiaser = debiaser
-        self.tokenizer = inner.tokenizer
-        self.max_text_length = inner.max_text_length
         self._texts: dict[tuple[int, ...], set[str]] = {}
         debiaser.attach_text_encoder(text_encoder(inner))
         with torch.no_grad():
             full = inner.embed_texts(inner.prepare_texts(["a"]))
         self.inner_dim = full.shape[1]
         self.embedding_dim = debiaser.transform_texts(full, ["a"]).shape[1]
-
-    def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
-        return self.inner.prepare_images(images)
 
     def prepare_texts(self, texts: Sequence[str]) -> dict[str, Tensor]:
         """The inner adapter's tokens; for a debiaser that reads texts, each row's text is remembered by its tokens."""
@@ -143,28 +132,21 @@ class DebiasedEmbeddings(ModelAdapter):
             return torch.eye(self.inner_dim, dtype=torch.float64)
         return self.debiaser.linear_map(modality).detach().cpu().double()
 
-    def save_pretrained(self, directory: str | Path) -> None:
-        directory = Path(directory)
-        self.inner.save_pretrained(directory / INNER_DIR)
+    def saved_fields(self) -> dict[str, object]:
+        return {"inner_dim": self.inner_dim, "embedding_dim": self.embedding_dim}
+
+    def _save_beside(self, directory: Path) -> None:
         self.debiaser.save(directory / DEBIASER_DIR)
-        fields = {"inner": self.inner.name, "inner_dim": self.inner_dim, "embedding_dim": self.embedding_dim}
-        (directory / DEBIASED_FILE).write_text(json.dumps(fields, indent=2))
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str | Path) -> DebiasedEmbeddings:
-        """Load a :meth:`save_pretrained` directory."""
-        check_checkpoint(name_or_path, cls.name)
-        path = Path(name_or_path) / DEBIASED_FILE
-        if not path.is_file():
-            raise InputError(f"Checkpoint {str(name_or_path)!r} for model 'debiased' has no {DEBIASED_FILE}")
-        fields = json.loads(path.read_text())
-        inner = adapter_class(fields["inner"]).from_pretrained(Path(name_or_path) / INNER_DIR)
-        model = cls(inner, load_debiaser(Path(name_or_path) / DEBIASER_DIR))
+    def _from_saved(cls, directory: Path, fields: dict) -> DebiasedEmbeddings:
+        model = cls(cls.load_inner(directory, fields), load_debiaser(directory / DEBIASER_DIR))
         written = (fields["inner_dim"], fields["embedding_dim"])
         if (model.inner_dim, model.embedding_dim) != written:
             raise InputError(
-                f"{str(path)!r} was written for {written[0]}-dimensional inner embeddings debiased to {written[1]} but "
-                f"the inner {fields['inner']!r} model and the debiaser give {model.inner_dim} and {model.embedding_dim}"
+                f"{str(directory / DEBIASED_FILE)!r} was written for {written[0]}-dimensional inner embeddings "
+                f"debiased to {written[1]} but the inner {fields['inner']!r} model and the debiaser give "
+                f"{model.inner_dim} and {model.embedding_dim}"
             )
         return model
 
