@@ -238,6 +238,13 @@ class ModelAdapter(nn.Module):
         self.check_linear_export()
         raise NotImplementedError(f"{type(self).__name__} declares a linear export but does not write one")
 
+    @property
+    def export_family(self) -> str:
+        """The family whose own format :meth:`export_linear` writes, which names the folder a command writes it to
+        (``<out>/clip/``, one of :data:`vlbias.models.linear_export.EXPORTING_FAMILIES`): this family; a wrapper's
+        inner family (:class:`vlbias.models.wrapped.WrappedAdapter`)."""
+        return self.name
+
     def check_linear_export(self) -> None:
         """Refuse, before any work, a model :meth:`export_linear` cannot write, saying why."""
         if self.no_linear_export is not None:

@@ -57,6 +57,11 @@ class WrappedAdapter(ModelAdapter, abc.ABC):
     def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
         return self.inner.prepare_images(images)
 
+    @property
+    def export_family(self) -> str:
+        """The inner model's family: a wrapper that exports writes its inner model in that family's format."""
+        return self.inner.export_family
+
     @abc.abstractmethod
     def saved_fields(self) -> dict[str, object]:
         """The fields :attr:`FIELDS_FILE` holds besides ``inner`` (JSON-able)."""
