@@ -4,7 +4,11 @@
 The image and text embeddings are the debiaser's :meth:`~vlbias.mitigation.debiaser.Debiaser.transform_images` and
 :meth:`~vlbias.mitigation.debiaser.Debiaser.transform_texts` of the inner adapter's; a method that reads the texts
 themselves (``READS_TEXTS``, e.g. BendVLM's per-query prompts) gets the text of each row, remembered by
-:meth:`DebiasedEmbeddings.prepare_texts`. A linear debiaser on a family that folds a linear map into its projection
+:meth:`DebiasedEmbeddings.prepare_texts`: ``embed_texts`` is given tokens only, and tokens cannot be decoded back to
+the text the method rewrites (a word-level tokenizer maps unknown words to one id), so each prepared text is kept by
+its tokens. Only the :data:`REMEMBERED_TEXTS` most recently prepared are kept (and always every text of the latest
+``prepare_texts`` call), so a long run holds a bounded map; tokens prepared longer ago, or by another model, are
+refused by row. A linear debiaser on a family that folds a linear map into its projection
 weights (CLIP, open_clip) also exports the debiased model in the family's own format
 (:meth:`DebiasedEmbeddings.export_linear`).
 
@@ -16,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,6 +41,9 @@ from vlbias.models.wrapped import WrappedAdapter
 DEBIASED_FILE = "debiased_embeddings.json"
 #: The folder beside ``inner/`` that holds the fitted debiaser (:meth:`~vlbias.mitigation.debiaser.Debiaser.save`).
 DEBIASER_DIR = "debiaser"
+#: How many prepared texts (distinct token rows) a debiased model whose debiaser reads texts remembers, the most
+#: recently prepared; every text of the latest ``prepare_texts`` call is remembered whatever their number.
+REMEMBERED_TEXTS = 10_000
 #: The attribute prompts the tiny model's Orth-Proj is fitted on.
 TINY_PROMPTS = {"man": ["a photo of a man"], "woman": ["a photo of a woman"]}
 
@@ -57,7 +65,7 @@ class DebiasedEmbeddings(WrappedAdapter):
         if not debiaser.fitted:
             raise InputError(f"Expected a fitted debiaser but {debiaser.name!r} is not fitted")
         self.debiaser = debiaser
-        self._texts: dict[tuple[int, ...], set[str]] = {}
+        self._texts: OrderedDict[tuple[int, ...], set[str]] = OrderedDict()  # least recently prepared first
         debiaser.attach_text_encoder(text_encoder(inner))
         with torch.no_grad():
             full = inner.embed_texts(inner.prepare_texts(["a"]))
@@ -65,11 +73,16 @@ class DebiasedEmbeddings(WrappedAdapter):
         self.embedding_dim = debiaser.transform_texts(full, ["a"]).shape[1]
 
     def prepare_texts(self, texts: Sequence[str]) -> dict[str, Tensor]:
-        """The inner adapter's tokens; for a debiaser that reads texts, each row's text is remembered by its tokens."""
+        """The inner adapter's tokens; for a debiaser that reads texts, each row's text is remembered by its tokens
+        (the :data:`REMEMBERED_TEXTS` most recently prepared token rows, and all of this call's)."""
         tokens = self.inner.prepare_texts(texts)
         if self.debiaser.READS_TEXTS:
-            for key, text in zip(_row_keys(tokens), texts):
+            keys = _row_keys(tokens)
+            for key, text in zip(keys, texts):
                 self._texts.setdefault(key, set()).add(text)
+                self._texts.move_to_end(key)
+            while len(self._texts) > max(REMEMBERED_TEXTS, len(set(keys))):
+                self._texts.popitem(last=False)
         return tokens
 
     def _texts_of(self, tokens: dict[str, Tensor]) -> list[str] | None:
@@ -80,7 +93,11 @@ class DebiasedEmbeddings(WrappedAdapter):
         for row, key in enumerate(_row_keys(tokens)):
             known = self._texts.get(key, set())
             if len(known) != 1:
-                problem = "were not prepared by this model" if not known else f"stand for several texts {sorted(known)}"
+                problem = (
+                    f"were not prepared by this model (or not among the {REMEMBERED_TEXTS} last prepared)"
+                    if not known
+                    else f"stand for several texts {sorted(known)}"
+                )
                 raise InputError(
                     f"Debiaser {self.debiaser.name!r} reads each query's text, but the tokens of row {row} {problem}"
                 )
