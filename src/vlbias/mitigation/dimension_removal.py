@@ -24,7 +24,7 @@ from vlbias.models.pruned import row_selection
 from vlbias.removal_count import RemovalCount
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RemovalOptions(RemovalCount, DebiaserOptions):
     """N as a count or a share of D (:class:`vlbias.removal_count.RemovalCount`: ``n_dims`` or ``fraction``, default a
     fraction of 0.1), and:
