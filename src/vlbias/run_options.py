@@ -21,11 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, OpenUnitInterval, PositiveInt
+from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, PositiveInt
 
 from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.errors import ConfigError
 from vlbias.options import Seed
+from vlbias.removal_count import RemovalCount
 
 #: MMBias Algorithm 1's dimension choice (vlbias.mitigation.pruning.STRATEGIES).
 PruneStrategy = Literal["ranked", "greedy", "clip_clip"]
@@ -109,14 +110,13 @@ class AuditOptions(DeviceChoice, ModelChoice):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PruningChoice:
+class PruningChoice(RemovalCount):
     """How MMBias Algorithm 1 (Sec. 6) chooses the embedding dimensions to remove: ``vlbias prune`` and
-    :class:`~vlbias.modules.pruning.EmbeddingPruning` take these. With neither N nor a fraction, 10 % of D; with
-    neither Θ nor its quantile, the 0.9 quantile of the mutual information (the settings of the docs' tables).
+    :class:`~vlbias.modules.pruning.EmbeddingPruning` take these. N is ``n_dims`` or ``fraction``
+    (:class:`vlbias.removal_count.RemovalCount`: with neither, 10 % of D); with neither Θ nor its quantile, the 0.9
+    quantile of the mutual information (the settings of the docs' tables).
 
     Args:
-        n_dims: N, the dimensions to remove (or --fraction; default a fraction of 0.1).
-        fraction: N as a share of the embedding dimension D (default 0.1 when --n_dims is not given).
         strategy: How the N dimensions are chosen: ranked (Algorithm 1), greedy, or clip_clip (no Θ).
         theta: Θ: the candidates have mutual information below it (or --theta_quantile; default quantile 0.9).
         theta_quantile: Θ as a quantile of the mutual information (default 0.9 when --theta is not given).
@@ -125,8 +125,6 @@ class PruningChoice:
         step: The trade-off curve's step in N.
     """
 
-    n_dims: PositiveInt | None = None
-    fraction: OpenUnitInterval | None = None
     strategy: PruneStrategy = "ranked"
     theta: NonNegativeFloat | None = None
     theta_quantile: ClosedUnitInterval | None = None
@@ -135,14 +133,11 @@ class PruningChoice:
     step: PositiveInt = 1
 
     def __post_init__(self) -> None:
-        if self.n_dims is not None and self.fraction is not None:
-            raise ConfigError("Give one of `n_dims` (N) and `fraction` (N as a share of D), not both.")
+        super().__post_init__()
         if self.theta is not None and self.theta_quantile is not None:
             raise ConfigError("Give one of `theta` (Θ) and `theta_quantile` (Θ as a quantile of the MI), not both.")
         if self.strategy == "clip_clip" and (self.theta is not None or self.theta_quantile is not None):
             raise ConfigError("Strategy 'clip_clip' takes no Θ: remove `theta` / `theta_quantile`.")
-        if self.n_dims is None and self.fraction is None:
-            object.__setattr__(self, "fraction", 0.1)
         if self.theta is None and self.theta_quantile is None and self.strategy != "clip_clip":
             object.__setattr__(self, "theta_quantile", 0.9)
 

@@ -9,6 +9,7 @@ from scipy.optimize import minimize
 from vlbias.errors import ConfigError, InputError
 from vlbias.mitigation.bend_vlm import BendVLM, BendVLMOptions, augmented_query, complement_projection
 from vlbias.mitigation.debiaser import FitData, load_debiaser
+from vlbias.mitigation.knee import knee_index
 from vlbias.mitigation.registry import debiaser_class
 
 DIM = 24
@@ -55,7 +56,8 @@ def _references(encoder, n_per_group, seed):
 
 
 def _bend_by_hand(encoder, images, labels, queries, n_neighbors):
-    """The two steps, two groups: step 1 projects off the rewrites' difference, step 2 off the neighbour means' difference."""
+    """The two steps, two groups: step 1 projects off the rewrites' difference, step 2 off the neighbour means' difference
+    (``n_neighbors``: a count, or a function of a group's similarities to the query that gives one)."""
     out = []
     e = encoder(queries)
     for query, row in zip(queries, e, strict=True):
@@ -68,7 +70,9 @@ def _bend_by_hand(encoder, images, labels, queries, n_neighbors):
         means = []
         for group in ("female", "male"):
             members = images[[i for i, label in enumerate(labels) if label == group]]
-            nearest = (members @ e1).topk(min(n_neighbors, members.shape[0])).indices
+            similarities = members @ e1
+            count = n_neighbors(similarities) if callable(n_neighbors) else min(n_neighbors, members.shape[0])
+            nearest = similarities.topk(count).indices
             means.append(members[nearest].mean(dim=0))
         d = means[1] - means[0]
         star = e1 - (e1 @ d) / (d @ d) * d
@@ -90,6 +94,25 @@ def test_bend_vlm_equals_its_two_steps():
     torch.testing.assert_close(out, _bend_by_hand(encoder, images, labels, queries, 7), rtol=0, atol=1e-10)
     assert debiaser.linear_map("text") is None and debiaser.linear_map("image") is None
     assert torch.equal(debiaser.transform_images(images[:2]), images[:2])
+
+
+def _before_the_knee(similarities):
+    """The released code's count without ``num_neighbors``: the sorted similarities up to their knee (``[:knee]``),
+    all without a knee; one where the knee is the first point (the code averages nothing there)."""
+    knee = knee_index(similarities.sort(descending=True).values)
+    return similarities.shape[0] if knee is None else max(knee, 1)
+
+
+def test_without_n_neighbors_each_group_is_cut_at_the_knee_of_its_similarities():
+    encoder = ToyEncoder()
+    images, labels = _references(encoder, 30, 1)
+    queries = ["a photo of a nurse", "a picture of a doctor", "a photo of a person"]
+    out = _fit(encoder, images, labels, n_neighbors=None).transform_texts(encoder(queries), queries)
+    torch.testing.assert_close(
+        out, _bend_by_hand(encoder, images, labels, queries, _before_the_knee), rtol=0, atol=1e-10
+    )
+    counts = {_before_the_knee(images[:30] @ query) for query in encoder(queries)}
+    assert all(1 <= count < 30 for count in counts)  # the knee chooses, not the group's size
 
 
 def test_step_2_is_the_exact_optimum_of_the_constrained_problem_for_three_groups():

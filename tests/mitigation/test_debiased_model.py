@@ -108,6 +108,28 @@ def test_texts_reach_a_debiaser_that_reads_them_whatever_the_batch(clip):
         model.embed_texts(clip.prepare_texts(["an unseen text"]))
 
 
+def test_only_the_most_recently_prepared_texts_are_remembered(clip, monkeypatch):
+    """The texts kept for a debiaser that reads them are bounded (``REMEMBERED_TEXTS``, here 2): the least recently
+    prepared go first, preparing a text again keeps it, and one call's texts are all kept whatever their number."""
+    monkeypatch.setattr("vlbias.models.debiased.REMEMBERED_TEXTS", 2)
+    model = DebiasedEmbeddings(clip, _RecordTexts().fit(FitData()))
+    tokens = [model.prepare_texts([text]) for text in TEXTS]
+    assert len(model._texts) == 2
+    with torch.no_grad(), pytest.raises(InputError, match=r"row 0 were not prepared .* not among the 2 last prepared"):
+        model.embed_texts(tokens[0])
+    model.prepare_texts([TEXTS[1]])  # TEXTS[1] is now the most recent, TEXTS[2] the oldest
+    model.prepare_texts(["an unseen text"])
+    model.debiaser.seen.clear()
+    with torch.no_grad():
+        model.embed_texts(tokens[1])
+        with pytest.raises(InputError, match="row 0 were not prepared"):
+            model.embed_texts(tokens[2])
+        everything = model.prepare_texts(TEXTS)
+        assert len(model._texts) == 3
+        model.embed_texts(everything)
+    assert model.debiaser.seen == [[TEXTS[1]], TEXTS]
+
+
 def test_bad_inner_models_and_checkpoints_are_refused(clip, tmp_path):
     with pytest.raises(CapabilityError, match="'bert' lacks it"):
         DebiasedEmbeddings(BertAdapter.tiny(), fitted_orth_proj(clip))
@@ -140,6 +162,11 @@ def test_families_that_cannot_fold_a_linear_map_are_refused_by_name(clip, tmp_pa
         siglip.export_linear(torch.eye(32) / 2, None, tmp_path)
     with pytest.raises(CapabilityError, match="inner model 'siglip' cannot: a change of its image embeddings"):
         DebiasedEmbeddings(siglip, _HalveImages().fit(FitData())).export_linear(None, None, tmp_path)
+    text_only = DebiasedEmbeddings(siglip, fitted_orth_proj(siglip))
+    assert text_only.no_linear_export is None  # its own change folds into the text head
+    assert "a change of its image embeddings" in text_only.linear_export_refusal()  # pruning's, of both: refused
+    with pytest.raises(CapabilityError, match="a change of its image embeddings"):
+        text_only.export_linear(torch.eye(32), None, tmp_path)
     with pytest.raises(CapabilityError, match="'bert' cannot export"):
         BertAdapter.tiny().export_linear(None, None, tmp_path)
     with pytest.raises(CapabilityError, match="'record_texts' changes the text embeddings non-linearly"):

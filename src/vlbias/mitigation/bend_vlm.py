@@ -21,8 +21,12 @@ that rule. The words come from ``attribute_words``, the embeddings from ``encode
 
 **Step 2, equal similarity to the attribute groups.** For each group :math:`g` of the labelled reference images,
 :math:`\bar r_g` is the mean of the ``n_neighbors`` references of group :math:`g` most similar to :math:`e_1` (all
-of them where the group has fewer). The debiased query is the unit vector most similar to :math:`e_1` that is equally
-similar to every group's mean:
+of them where the group has fewer; the paper's experiments take 100, the default). With ``n_neighbors=None`` the count
+is chosen per query and group as the released code does when given none (``bend_utils.legrange_text``,
+``num_neighbors=None``): the group's similarities to :math:`e_1`, sorted in decreasing order, are cut before their
+knee (:func:`vlbias.mitigation.knee.knee_index`; the code's ``[:knee]``), all of them where the curve has no knee, and
+the nearest one where the knee is the first point (the code's mean of no reference is NaN there). The debiased query
+is the unit vector most similar to :math:`e_1` that is equally similar to every group's mean:
 
 .. math::
     e^* = \arg\max_{|r| = 1} \langle r, e_1 \rangle
@@ -39,8 +43,8 @@ distances to the means are the same constraints when the means have equal norms.
 Differences from the released code (waltergerych/bend_vlm, ``demo_debias.ipynb``), where we keep to the query's
 local attribute subspace as the method describes it: the code's step 1 also projects out the embeddings of the generic prompts "a photo of a {value}
 person", and takes the differences of all pairs of rewrites (halved) instead of the values' means against the first;
-for one word per value the pairwise differences and ours span the same subspace. The code's default neighbour count
-is 100 for gender and 10 for race, or a knee of the similarity curve when unset; here ``n_neighbors`` is given.
+for one word per value the pairwise differences and ours span the same subspace. The code's demonstration passes 100
+neighbours for gender and 10 for race; the paper states 100 (its experimental setup), our default.
 
 BendVLM changes text embeddings only and needs the query texts (``transform_texts(embeddings, texts)``); it is not
 linear (the subspace and the neighbours depend on the query). Its fitted state is the reference set, by group; the
@@ -67,6 +71,7 @@ from torch import Tensor
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional.checks import check_embeddings
 from vlbias.mitigation.debiaser import Debiaser, DebiaserOptions, FitData, Modality, renormalised
+from vlbias.mitigation.knee import knee_index
 from vlbias.mitigation.projection import orthogonal_projection
 
 _GROUP_PREFIX = "references."
@@ -76,16 +81,17 @@ _GROUP_PREFIX = "references."
 class BendVLMOptions(DebiaserOptions):
     """Args:
     n_neighbors: references of each group, the most similar to the step-1 query, whose mean the query is made
-        equally similar to.
+        equally similar to (the paper's 100); None: chosen per query and group at the knee of the similarities, as
+        the released code does when given none (module docstring).
     template: how a query is rewritten for an attribute word, with fields ``{query}`` and ``{attribute}`` (default:
         the word before the query's last word, "a"/"an" agreed).
     """
 
-    n_neighbors: int = 100
+    n_neighbors: int | None = 100
     template: str | None = None
 
     def __post_init__(self) -> None:
-        if self.n_neighbors < 1:
+        if self.n_neighbors is not None and self.n_neighbors < 1:
             raise ConfigError(f"Expected `n_neighbors` >= 1 but got {self.n_neighbors!r}")
         if self.template is not None:
             fields = set(re.findall(r"{(\w*)}", self.template))
@@ -109,6 +115,19 @@ def augmented_query(query: str, word: str, template: str | None = None) -> str:
         article = "an" if word[:1].lower() in "aeiou" else "a"
         words[-3] = article.capitalize() if words[-3][0].isupper() else article
     return " ".join(words)
+
+
+def knee_count(similarities: Tensor) -> int:
+    """How many of a group's references, whose similarities to the query are ``similarities`` ``(n_g,)`` in decreasing
+    order, BendVLM averages when no ``n_neighbors`` is given: those before the knee
+    (:func:`~vlbias.mitigation.knee.knee_index`), all without a knee, at least one.
+
+    Example:
+        >>> knee_count(torch.tensor([0.9, 0.5, 0.3, 0.26, 0.23, 0.21, 0.2, 0.19])), knee_count(torch.ones(4))
+        (2, 4)
+    """
+    knee = knee_index(similarities)
+    return similarities.shape[0] if knee is None else max(knee, 1)
 
 
 def complement_projection(means: Tensor) -> Tensor:
@@ -210,10 +229,15 @@ class BendVLM(Debiaser):
         return torch.stack([per_query[:, value_index == g].mean(dim=1) for g in range(len(groups))], dim=1)
 
     def _neighbour_means(self, queries: Tensor, references: list[Tensor]) -> Tensor:
-        """Each group's mean over its ``n_neighbors`` references most similar to each query, ``(n, G, D)``."""
+        """Each group's mean over its ``n_neighbors`` references most similar to each query (or as many as
+        :func:`knee_count` chooses), ``(n, G, D)``."""
         means = []
         for group in references:
             similarity = queries @ F.normalize(group, dim=-1).T  # (n, n_g)
-            nearest = similarity.topk(min(self.options.n_neighbors, group.shape[0]), dim=1).indices  # (n, k)
-            means.append(group[nearest].mean(dim=1))
+            if self.options.n_neighbors is not None:
+                nearest = similarity.topk(min(self.options.n_neighbors, group.shape[0]), dim=1).indices  # (n, k)
+                means.append(group[nearest].mean(dim=1))
+                continue
+            values, order = similarity.sort(dim=1, descending=True)  # (n, n_g) each
+            means.append(torch.stack([group[o[: knee_count(v)]].mean(dim=0) for v, o in zip(values, order)]))
         return torch.stack(means, dim=1)

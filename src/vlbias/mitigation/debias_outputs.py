@@ -56,14 +56,16 @@ def write_debiased_model(folder: Path, adapter: ModelAdapter, debiaser: Debiaser
     :class:`~vlbias.models.debiased.DebiasedEmbeddings` checkpoint, ``vlbias measure --model debiased --checkpoint
     <out>/model``) and, where the debiaser is linear and the family folds a linear map into its projection weights,
     ``<family>/`` (``clip/``, ``open_clip/``): the debiased model in the family's own format, which its own loader
-    reads with no vlbias code (:meth:`~vlbias.models.debiased.DebiasedEmbeddings.export_linear`)."""
+    reads with no vlbias code (:meth:`~vlbias.models.debiased.DebiasedEmbeddings.export_linear`). The family is the
+    innermost model's (:attr:`~vlbias.models.base.ModelAdapter.export_family`): debiasing a ``debiased`` CLIP again
+    writes ``clip/``, both debiasers folded into CLIP's projections."""
     from vlbias.models.debiased import DebiasedEmbeddings
 
     debiaser.save(folder / "debiaser")
     model = DebiasedEmbeddings(adapter, debiaser)
     model.save_pretrained(folder / "model")
     if model.no_linear_export is None:
-        model.export_linear(None, None, folder / adapter.name)
+        model.export_linear(None, None, folder / model.export_family)
 
 
 def write_measurements(folder: Path, measured: Mapping[str, tuple[Results, list[dict]]]) -> None:

@@ -18,39 +18,22 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from vlbias.errors import ConfigError, InputError
+from vlbias.errors import InputError
 from vlbias.mitigation.debiaser import Debiaser, DebiaserOptions, FitData, Modality
-from vlbias.mitigation.pruning import removal_count
 from vlbias.models.pruned import row_selection
+from vlbias.removal_count import RemovalCount
 
 
-@dataclass(frozen=True)
-class RemovalOptions(DebiaserOptions):
-    """Args:
-    n_dims: N, the dimensions to remove (or ``fraction``; default a fraction of 0.1).
-    fraction: N as a share of the embedding dimension D, rounded (default 0.1 when ``n_dims`` is not given).
-    seed: seed of the mutual-information estimator's tie-breaking noise.
+@dataclass(frozen=True, kw_only=True)
+class RemovalOptions(RemovalCount, DebiaserOptions):
+    """N as a count or a share of D (:class:`vlbias.removal_count.RemovalCount`: ``n_dims`` or ``fraction``, default a
+    fraction of 0.1), and:
+
+    Args:
+        seed: seed of the mutual-information estimator's tie-breaking noise.
     """
 
-    n_dims: int | None = None
-    fraction: float | None = None
     seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.n_dims is not None and self.fraction is not None:
-            raise ConfigError("Give one of `n_dims` (N) and `fraction` (N as a share of D), not both.")
-        if self.n_dims is None and self.fraction is None:
-            object.__setattr__(self, "fraction", 0.1)
-        if self.n_dims is not None and (isinstance(self.n_dims, bool) or not isinstance(self.n_dims, int)):
-            raise ConfigError(f"Expected `n_dims` to be an int count but got {self.n_dims!r}")
-        if self.fraction is not None and not (isinstance(self.fraction, float) and 0 < self.fraction < 1):
-            raise ConfigError(f"Expected `fraction` to be a float in (0, 1) but got {self.fraction!r}")
-
-    def count(self, dim: int) -> int:
-        """N for embeddings of ``dim`` dimensions (:func:`~vlbias.mitigation.pruning.removal_count`)."""
-        if self.n_dims is not None:
-            return removal_count(self.n_dims, dim, "n_dims")
-        return removal_count(self.fraction, dim, "fraction")
 
 
 class DimensionRemoval(Debiaser):

@@ -26,7 +26,7 @@ from vlbias.mitigation.dimension_removal import DimensionRemoval, RemovalOptions
 from vlbias.mitigation.pruning import OBJECTIVES, BiasTest, prune_dimensions
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MMBiasPruningOptions(RemovalOptions):
     """Args:
     strategy: ranked (Algorithm 1, one leave-one-out ranking) or greedy (re-ranked after each removal).

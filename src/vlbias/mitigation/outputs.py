@@ -5,7 +5,8 @@ its dimensions were chosen on (:func:`selection_overlap`).
 ``vlbias measure --model pruned --checkpoint <out>/model``, with :data:`SELECTION_FILE`: the data it was pruned on),
 for a family that folds a linear map into its own format (:meth:`~vlbias.models.base.ModelAdapter.export_linear`) also
 ``<out>/<family>/``: ``<out>/clip/`` a standard ``transformers.CLIPModel`` directory, ``<out>/open_clip/`` open_clip's
-own ``local-dir:`` format; ``<out>/prune.json``, ``<out>/tradeoff.csv`` and ``<out>/tradeoff.png``. The folder is
+own ``local-dir:`` format (the family of the innermost model: pruning a ``debiased`` CLIP writes ``<out>/clip/``,
+:attr:`~vlbias.models.base.ModelAdapter.export_family`); ``<out>/prune.json``, ``<out>/tradeoff.csv`` and ``<out>/tradeoff.png``. The folder is
 written whole beside ``<out>`` and put in its place in one step (:class:`vlbias.atomic.OutputFolder`): a reader, or a
 run killed at any moment, finds the old folder whole or the new one whole; a folder that is not an earlier output of
 ``vlbias prune`` is refused, not replaced.
@@ -55,7 +56,7 @@ def write_pruning_outputs(
         (folder / "model" / SELECTION_FILE).write_text(json.dumps(selection(summary["data"] or {}), indent=2))
         if adapter.linear_export_refusal() is None:
             keep = row_selection(kept, pruned.embedding_dim)
-            adapter.export_linear(keep, keep, folder / adapter.name)
+            adapter.export_linear(keep, keep, folder / adapter.export_family)
         table = pd.DataFrame(list(rows))
         table["chosen"] = table["n_removed"] == chosen
         (folder / "tradeoff.csv").write_text(table.to_csv(index=False))

@@ -66,6 +66,7 @@ from vlbias.mitigation.leave_one_out import (
     kept_dimensions,
     leave_one_out_unchecked,
 )
+from vlbias.removal_count import removal_count
 
 STRATEGIES = ("ranked", "greedy", "clip_clip")
 OBJECTIVES: dict[str, Callable[[Tensor], Tensor]] = {
@@ -308,30 +309,6 @@ def _threshold(mutual_info: Tensor, theta: float | None, theta_quantile: float |
     if isinstance(theta_quantile, bool) or not isinstance(theta_quantile, (int, float)) or not 0 < theta_quantile <= 1:
         raise ConfigError(f"Expected `theta_quantile` in (0, 1] but got {theta_quantile!r}")
     return float(torch.quantile(mutual_info, float(theta_quantile)))
-
-
-def removal_count(n_remove: int | float, dim: int, name: str = "n_remove") -> int:
-    """N as a count (int) or a fraction of ``dim`` (float in (0, 1), rounded), at least 1 and below ``dim``;
-    ``name`` is the option's name in the refusal (``vlbias prune`` checks ``n_dims`` or ``fraction`` with it once
-    the model, and so D, is known, before any image is embedded).
-
-    Example:
-        >>> removal_count(0.1, 512), removal_count(5, 512)
-        (51, 5)
-    """
-    if isinstance(n_remove, bool) or not isinstance(n_remove, (int, float)):
-        raise ConfigError(f"Expected `{name}` to be an int count or a float fraction but got {n_remove!r}")
-    if isinstance(n_remove, float):
-        if not 0 < n_remove < 1:
-            raise ConfigError(f"Expected a fraction `{name}` in (0, 1) of the {dim} dimensions but got {n_remove!r}")
-        count = round(n_remove * dim)
-    else:
-        count = n_remove
-    if not 1 <= count < dim:
-        raise ConfigError(
-            f"Expected `{name}` to give a count in [1, {dim - 1}] for D = {dim} but got {n_remove!r} ({count})"
-        )
-    return count
 
 
 def worsened_tests(before: dict[str, float], after: dict[str, float]) -> list[dict[str, object]]:

@@ -241,6 +241,13 @@ class ModelAdapter(nn.Module):
         self.check_linear_export()
         raise NotImplementedError(f"{type(self).__name__} declares a linear export but does not write one")
 
+    @property
+    def export_family(self) -> str:
+        """The family whose own format :meth:`export_linear` writes, which names the folder a command writes it to
+        (``<out>/clip/``, one of :data:`vlbias.models.linear_export.EXPORTING_FAMILIES`): this family; a wrapper's
+        inner family (:class:`vlbias.models.wrapped.WrappedAdapter`)."""
+        return self.name
+
     def linear_export_refusal(self, modalities: Iterable[str] = ("image", "text")) -> str | None:
         """Why :meth:`export_linear` cannot write a linear change of the embeddings of ``modalities``: the family's
         reason (:attr:`no_linear_export`) or a changed modality's (:attr:`no_linear_export_of`); ``None`` when it

@@ -4,7 +4,11 @@
 The image and text embeddings are the debiaser's :meth:`~vlbias.mitigation.debiaser.Debiaser.transform_images` and
 :meth:`~vlbias.mitigation.debiaser.Debiaser.transform_texts` of the inner adapter's; a method that reads the texts
 themselves (``READS_TEXTS``, e.g. BendVLM's per-query prompts) gets the text of each row, remembered by
-:meth:`DebiasedEmbeddings.prepare_texts`. A linear debiaser on a family that folds a linear map into its projection
+:meth:`DebiasedEmbeddings.prepare_texts`: ``embed_texts`` is given tokens only, and tokens cannot be decoded back to
+the text the method rewrites (a word-level tokenizer maps unknown words to one id), so each prepared text is kept by
+its tokens. Only the :data:`REMEMBERED_TEXTS` most recently prepared are kept (and always every text of the latest
+``prepare_texts`` call), so a long run holds a bounded map; tokens prepared longer ago, or by another model, are
+refused by row. A linear debiaser on a family that folds a linear map into its projection
 weights (CLIP, open_clip) also exports the debiased model in the family's own format
 (:meth:`DebiasedEmbeddings.export_linear`).
 
@@ -16,71 +20,69 @@ Example:
 
 from __future__ import annotations
 
-import json
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import torch
 from torch import Tensor
 
-from vlbias.errors import CapabilityError, InputError
+from vlbias.errors import InputError
 from vlbias.mitigation.debiaser import Debiaser, FitData, load_debiaser
 from vlbias.mitigation.fit_data import text_encoder
 from vlbias.mitigation.orth_proj import OrthProj
-from vlbias.models.base import Capability, ImageInput, ModelAdapter
-from vlbias.models.catalog import adapter_class
+from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.clip import CLIPAdapter
 from vlbias.models.linear_export import checked_linear_maps
-from vlbias.models.loading import check_checkpoint
 from vlbias.models.tiny_sizes import TinySizes
+from vlbias.models.wrapped import WrappedAdapter
 
 #: The file beside ``inner/`` and ``debiaser/`` that names the inner model and the embedding dimensions.
 DEBIASED_FILE = "debiased_embeddings.json"
-INNER_DIR = "inner"
+#: The folder beside ``inner/`` that holds the fitted debiaser (:meth:`~vlbias.mitigation.debiaser.Debiaser.save`).
 DEBIASER_DIR = "debiaser"
+#: How many prepared texts (distinct token rows) a debiased model whose debiaser reads texts remembers, the most
+#: recently prepared; every text of the latest ``prepare_texts`` call is remembered whatever their number.
+REMEMBERED_TEXTS = 10_000
 #: The attribute prompts the tiny model's Orth-Proj is fitted on.
 TINY_PROMPTS = {"man": ["a photo of a man"], "woman": ["a photo of a woman"]}
 
 
-class DebiasedEmbeddings(ModelAdapter):
+class DebiasedEmbeddings(WrappedAdapter):
     """An EMBED adapter whose embeddings are ``debiaser``'s transforms of ``inner``'s (module docstring).
 
     Preprocessing, tokenizer and device are the inner adapter's. ``save_pretrained(directory)`` writes the inner
     adapter to ``directory/inner``, the debiaser to ``directory/debiaser``
     (:meth:`~vlbias.mitigation.debiaser.Debiaser.save`) and :data:`DEBIASED_FILE`; :meth:`from_pretrained` reads all
-    three back through the catalog and the debiaser registry.
+    three back through the catalog and the debiaser registry (:class:`~vlbias.models.wrapped.WrappedAdapter`).
     """
 
     name = "debiased"
-    capabilities = frozenset({Capability.EMBED})
-    tiny_sizes = CLIPAdapter.tiny_sizes
+    FIELDS_FILE = DEBIASED_FILE
 
     def __init__(self, inner: ModelAdapter, debiaser: Debiaser) -> None:
-        super().__init__()
-        if Capability.EMBED not in inner.capabilities:
-            raise CapabilityError(f"Expected an inner adapter with capability 'embed' but {inner.name!r} lacks it")
+        super().__init__(inner)
         if not debiaser.fitted:
             raise InputError(f"Expected a fitted debiaser but {debiaser.name!r} is not fitted")
-        self.inner = inner
         self.debiaser = debiaser
-        self.tokenizer = inner.tokenizer
-        self.max_text_length = inner.max_text_length
-        self._texts: dict[tuple[int, ...], set[str]] = {}
+        self._texts: OrderedDict[tuple[int, ...], set[str]] = OrderedDict()  # least recently prepared first
         debiaser.attach_text_encoder(text_encoder(inner))
         with torch.no_grad():
             full = inner.embed_texts(inner.prepare_texts(["a"]))
         self.inner_dim = full.shape[1]
         self.embedding_dim = debiaser.transform_texts(full, ["a"]).shape[1]
 
-    def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
-        return self.inner.prepare_images(images)
-
     def prepare_texts(self, texts: Sequence[str]) -> dict[str, Tensor]:
-        """The inner adapter's tokens; for a debiaser that reads texts, each row's text is remembered by its tokens."""
+        """The inner adapter's tokens; for a debiaser that reads texts, each row's text is remembered by its tokens
+        (the :data:`REMEMBERED_TEXTS` most recently prepared token rows, and all of this call's)."""
         tokens = self.inner.prepare_texts(texts)
         if self.debiaser.READS_TEXTS:
-            for key, text in zip(_row_keys(tokens), texts):
+            keys = _row_keys(tokens)
+            for key, text in zip(keys, texts):
                 self._texts.setdefault(key, set()).add(text)
+                self._texts.move_to_end(key)
+            while len(self._texts) > max(REMEMBERED_TEXTS, len(set(keys))):
+                self._texts.popitem(last=False)
         return tokens
 
     def _texts_of(self, tokens: dict[str, Tensor]) -> list[str] | None:
@@ -91,7 +93,11 @@ class DebiasedEmbeddings(ModelAdapter):
         for row, key in enumerate(_row_keys(tokens)):
             known = self._texts.get(key, set())
             if len(known) != 1:
-                problem = "were not prepared by this model" if not known else f"stand for several texts {sorted(known)}"
+                problem = (
+                    f"were not prepared by this model (or not among the {REMEMBERED_TEXTS} last prepared)"
+                    if not known
+                    else f"stand for several texts {sorted(known)}"
+                )
                 raise InputError(
                     f"Debiaser {self.debiaser.name!r} reads each query's text, but the tokens of row {row} {problem}"
                 )
@@ -115,9 +121,14 @@ class DebiasedEmbeddings(ModelAdapter):
 
     @property
     def no_linear_export(self) -> str | None:
-        """Why :meth:`export_linear` cannot write this model: the inner family's reason, or a debiaser that changes a
-        modality non-linearly; ``None`` when it can."""
-        refusal = self.inner.linear_export_refusal(self.debiaser.MODIFIES)
+        """Why :meth:`export_linear` cannot write this model: :meth:`linear_export_refusal` of no further change."""
+        return self.linear_export_refusal(())
+
+    def linear_export_refusal(self, modalities: Iterable[str] = ("image", "text")) -> str | None:
+        """Why :meth:`export_linear` cannot write this model with a further change of ``modalities``: the inner
+        family's reason for those and the debiaser's modalities, or a debiaser that changes a modality
+        non-linearly; ``None`` when it can."""
+        refusal = self.inner.linear_export_refusal(set(modalities) | self.debiaser.MODIFIES)
         if refusal is not None:
             return f"its inner model {self.inner.name!r} cannot: {refusal}"
         nonlinear = sorted(m for m in self.debiaser.MODIFIES if self.debiaser.linear_map(m) is None)
@@ -127,13 +138,13 @@ class DebiasedEmbeddings(ModelAdapter):
 
     def check_linear_export(self, modalities: Iterable[str] = ("image", "text")) -> None:
         super().check_linear_export(modalities)
-        self.inner.check_linear_export(set(modalities) & self.debiaser.MODIFIES)
+        self.inner.check_linear_export(set(modalities) | self.debiaser.MODIFIES)
 
     def export_linear(self, image_map: Tensor | None, text_map: Tensor | None, out_dir: str | Path) -> Path:
         """The inner model in its family's own format with the debiaser's linear maps, then ``image_map`` and
         ``text_map`` (``None``: nothing more), folded into its projections: ``export_linear(None, None, out_dir)``
         writes the debiased model itself, which the family's own loader reads with no vlbias code."""
-        self.check_linear_export()
+        self.check_linear_export([m for m, given in (("image", image_map), ("text", text_map)) if given is not None])
         given = checked_linear_maps(image_map, text_map, self.embedding_dim)
         total = [after @ self._own_map(modality) for modality, after in zip(("image", "text"), given, strict=True)]
         return self.inner.export_linear(total[0], total[1], out_dir)
@@ -144,28 +155,21 @@ class DebiasedEmbeddings(ModelAdapter):
             return torch.eye(self.inner_dim, dtype=torch.float64)
         return self.debiaser.linear_map(modality).detach().cpu().double()
 
-    def save_pretrained(self, directory: str | Path) -> None:
-        directory = Path(directory)
-        self.inner.save_pretrained(directory / INNER_DIR)
+    def saved_fields(self) -> dict[str, object]:
+        return {"inner_dim": self.inner_dim, "embedding_dim": self.embedding_dim}
+
+    def _save_beside(self, directory: Path) -> None:
         self.debiaser.save(directory / DEBIASER_DIR)
-        fields = {"inner": self.inner.name, "inner_dim": self.inner_dim, "embedding_dim": self.embedding_dim}
-        (directory / DEBIASED_FILE).write_text(json.dumps(fields, indent=2))
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str | Path) -> DebiasedEmbeddings:
-        """Load a :meth:`save_pretrained` directory."""
-        check_checkpoint(name_or_path, cls.name)
-        path = Path(name_or_path) / DEBIASED_FILE
-        if not path.is_file():
-            raise InputError(f"Checkpoint {str(name_or_path)!r} for model 'debiased' has no {DEBIASED_FILE}")
-        fields = json.loads(path.read_text())
-        inner = adapter_class(fields["inner"]).from_pretrained(Path(name_or_path) / INNER_DIR)
-        model = cls(inner, load_debiaser(Path(name_or_path) / DEBIASER_DIR))
+    def _from_saved(cls, directory: Path, fields: dict) -> DebiasedEmbeddings:
+        model = cls(cls.load_inner(directory, fields), load_debiaser(directory / DEBIASER_DIR))
         written = (fields["inner_dim"], fields["embedding_dim"])
         if (model.inner_dim, model.embedding_dim) != written:
             raise InputError(
-                f"{str(path)!r} was written for {written[0]}-dimensional inner embeddings debiased to {written[1]} but "
-                f"the inner {fields['inner']!r} model and the debiaser give {model.inner_dim} and {model.embedding_dim}"
+                f"{str(directory / DEBIASED_FILE)!r} was written for {written[0]}-dimensional inner embeddings "
+                f"debiased to {written[1]} but the inner {fields['inner']!r} model and the debiaser give "
+                f"{model.inner_dim} and {model.embedding_dim}"
             )
         return model
 

@@ -27,8 +27,7 @@ Example:
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -38,25 +37,24 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from vlbias.errors import InputError
-from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.clip import CLIPAdapter
-from vlbias.models.loading import check_checkpoint
 from vlbias.models.tiny_sizes import TinySizes
+from vlbias.models.wrapped import WrappedAdapter
 
 #: The file beside the inner CLIP's directory that names the inner model and the array's shape.
 PROMPT_ARRAY_FILE = "prompt_array.json"
 #: The prompt array's weights (safetensors, one tensor ``prompts``).
 PROMPTS_FILE = "prompt_array.safetensors"
-INNER_DIR = "inner"
 #: The prompt tokens of the tiny instance.
 TINY_PROMPTS = 2
 
 
-class PromptArrayCLIP(ModelAdapter):
+class PromptArrayCLIP(WrappedAdapter):
     """An EMBED adapter: a CLIP whose texts are read after the prompt array ``prompts`` ``(K, H)`` (module
     docstring). ``save_pretrained(directory)`` writes the inner CLIP to ``directory/inner``, the array to
     :data:`PROMPTS_FILE` and :data:`PROMPT_ARRAY_FILE` (inner model, ``K``, ``H``); :meth:`from_pretrained` reads
-    them back.
+    them back (:class:`~vlbias.models.wrapped.WrappedAdapter`).
 
     Args:
         inner: the CLIP (only ``transformers``' CLIP: another family's text tower is refused by name).
@@ -65,11 +63,10 @@ class PromptArrayCLIP(ModelAdapter):
     """
 
     name = "prompt_array"
-    capabilities = frozenset({Capability.EMBED})
-    tiny_sizes = CLIPAdapter.tiny_sizes
+    FIELDS_FILE = PROMPT_ARRAY_FILE
+    SAVED_FILES = (PROMPTS_FILE,)
 
     def __init__(self, inner: ModelAdapter, prompts: Tensor) -> None:
-        super().__init__()
         if not isinstance(inner, CLIPAdapter):
             raise InputError(
                 f"A prompt array is read by transformers' CLIP text tower (model 'clip') but got model "
@@ -82,9 +79,8 @@ class PromptArrayCLIP(ModelAdapter):
                 f"Expected a prompt array of shape (K, {width}) with 1 <= K < {positions - 1} (the text tower has "
                 f"{positions} positions and a text needs 2) but got {tuple(prompts.shape)}"
             )
-        self.inner = inner
+        super().__init__(inner)
         self.prompts = nn.Parameter(prompts.detach().clone().to(inner.device, torch.float32))
-        self.tokenizer = inner.tokenizer
         self.max_text_length = inner.max_text_length - self.n_prompts
 
     @property
@@ -95,9 +91,6 @@ class PromptArrayCLIP(ModelAdapter):
     @property
     def logit_scale(self) -> Tensor:
         return self.inner.logit_scale
-
-    def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
-        return self.inner.prepare_images(images)
 
     def embed_images(self, pixel_values: Tensor) -> Tensor:
         return self.inner.embed_images(pixel_values)
@@ -147,22 +140,15 @@ class PromptArrayCLIP(ModelAdapter):
         finally:
             handle.remove()
 
-    def save_pretrained(self, directory: str | Path) -> None:
-        directory = Path(directory)
-        self.inner.save_pretrained(directory / INNER_DIR)
+    def saved_fields(self) -> dict[str, object]:
+        return {"n_prompts": self.n_prompts, "hidden_size": self.prompts.shape[1]}
+
+    def _save_beside(self, directory: Path) -> None:
         save_file({"prompts": self.prompts.detach().cpu().contiguous()}, str(directory / PROMPTS_FILE))
-        fields = {"inner": self.inner.name, "n_prompts": self.n_prompts, "hidden_size": self.prompts.shape[1]}
-        (directory / PROMPT_ARRAY_FILE).write_text(json.dumps(fields, indent=2))
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str | Path) -> PromptArrayCLIP:
-        """Load a :meth:`save_pretrained` directory."""
-        check_checkpoint(name_or_path, cls.name)
-        directory = Path(name_or_path)
-        for name in (PROMPT_ARRAY_FILE, PROMPTS_FILE):
-            if not (directory / name).is_file():
-                raise InputError(f"Checkpoint {str(name_or_path)!r} for model 'prompt_array' has no {name}")
-        fields = json.loads((directory / PROMPT_ARRAY_FILE).read_text())
+    def _from_saved(cls, directory: Path, fields: dict) -> PromptArrayCLIP:
+        """The prompt array checked against the fields before the inner CLIP is read."""
         if fields.get("inner") != CLIPAdapter.name:
             raise InputError(
                 f"{str(directory / PROMPT_ARRAY_FILE)!r} names inner model {fields.get('inner')!r}; a prompt array "
@@ -173,7 +159,7 @@ class PromptArrayCLIP(ModelAdapter):
         if prompts is None or list(prompts.shape) != shape:
             got = "no tensor 'prompts'" if prompts is None else f"shape {tuple(prompts.shape)}"
             raise InputError(f"{str(directory / PROMPTS_FILE)!r} should hold 'prompts' of shape {shape} but has {got}")
-        return cls(CLIPAdapter.from_pretrained(directory / INNER_DIR), prompts)
+        return cls(cls.load_inner(directory, fields), prompts)
 
     @classmethod
     def tiny(cls, seed: int = 0, tokenizer: object | None = None, sizes: TinySizes | None = None) -> PromptArrayCLIP:

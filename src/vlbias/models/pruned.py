@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,16 +24,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from vlbias.errors import CapabilityError, InputError
-from vlbias.models.base import Capability, ImageInput, ModelAdapter
-from vlbias.models.catalog import adapter_class
+from vlbias.errors import InputError
+from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.clip import CLIPAdapter
-from vlbias.models.loading import check_checkpoint
 from vlbias.models.tiny_sizes import TinySizes
+from vlbias.models.wrapped import WrappedAdapter
 
 #: The file beside the inner adapter's directory that names the inner model and the kept dimensions.
 PRUNED_FILE = "pruned_embeddings.json"
-INNER_DIR = "inner"
 
 
 def checked_dimensions(dims: Sequence[int] | Tensor, dim: int, what: str) -> Tensor:
@@ -76,30 +73,22 @@ def _embedding_dim(adapter: ModelAdapter) -> int:
         return adapter.embed_texts(adapter.prepare_texts(["a"])).shape[1]
 
 
-class PrunedEmbeddings(ModelAdapter):
+class PrunedEmbeddings(WrappedAdapter):
     """An EMBED adapter whose image and text embeddings keep only ``kept_dims``, re-normalised.
 
     Preprocessing, tokenizer and device are the inner adapter's. ``save_pretrained(directory)`` writes the
     inner adapter to ``directory/inner`` and :data:`PRUNED_FILE` (inner model name, kept dimensions,
-    full dimension); :meth:`from_pretrained` reads both back through the catalog.
+    full dimension); :meth:`from_pretrained` reads both back through the catalog
+    (:class:`~vlbias.models.wrapped.WrappedAdapter`).
     """
 
     name = "pruned"
-    capabilities = frozenset({Capability.EMBED})
-    tiny_sizes = CLIPAdapter.tiny_sizes
+    FIELDS_FILE = PRUNED_FILE
 
     def __init__(self, inner: ModelAdapter, kept_dims: Sequence[int] | Tensor) -> None:
-        super().__init__()
-        if Capability.EMBED not in inner.capabilities:
-            raise CapabilityError(f"Expected an inner adapter with capability 'embed' but {inner.name!r} lacks it")
-        self.inner = inner
-        self.tokenizer = inner.tokenizer
-        self.max_text_length = inner.max_text_length
+        super().__init__(inner)
         self.embedding_dim = _embedding_dim(inner)
         self.register_buffer("kept_dims", checked_kept_dims(kept_dims, self.embedding_dim), persistent=False)
-
-    def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
-        return self.inner.prepare_images(images)
 
     def prepare_texts(self, texts: Sequence[str]) -> dict[str, Tensor]:
         return self.inner.prepare_texts(texts)
@@ -123,26 +112,16 @@ class PrunedEmbeddings(ModelAdapter):
         images, texts = self.inner.direct_call(capability, pixel_values, tokens)
         return self.prune(images), self.prune(texts)
 
-    def save_pretrained(self, directory: str | Path) -> None:
-        directory = Path(directory)
-        self.inner.save_pretrained(directory / INNER_DIR)
-        fields = {"inner": self.inner.name, "embedding_dim": self.embedding_dim, "kept_dims": self.kept_dims.tolist()}
-        (directory / PRUNED_FILE).write_text(json.dumps(fields, indent=2))
+    def saved_fields(self) -> dict[str, object]:
+        return {"embedding_dim": self.embedding_dim, "kept_dims": self.kept_dims.tolist()}
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str | Path) -> PrunedEmbeddings:
-        """Load a :meth:`save_pretrained` directory."""
-        check_checkpoint(name_or_path, cls.name)
-        path = Path(name_or_path) / PRUNED_FILE
-        if not path.is_file():
-            raise InputError(f"Checkpoint {str(name_or_path)!r} for model 'pruned' has no {PRUNED_FILE}")
-        fields = json.loads(path.read_text())
-        inner = adapter_class(fields["inner"]).from_pretrained(Path(name_or_path) / INNER_DIR)
-        model = cls(inner, fields["kept_dims"])
+    def _from_saved(cls, directory: Path, fields: dict) -> PrunedEmbeddings:
+        model = cls(cls.load_inner(directory, fields), fields["kept_dims"])
         if model.embedding_dim != fields["embedding_dim"]:
             raise InputError(
-                f"{str(path)!r} was written for {fields['embedding_dim']}-dimensional embeddings but the inner "
-                f"{fields['inner']!r} model gives {model.embedding_dim}"
+                f"{str(directory / PRUNED_FILE)!r} was written for {fields['embedding_dim']}-dimensional embeddings "
+                f"but the inner {fields['inner']!r} model gives {model.embedding_dim}"
             )
         return model
 

@@ -53,7 +53,6 @@ from vlbias.mitigation.pruning import (
     BiasTest,
     PruningResult,
     mutual_information,
-    removal_count,
     select_dimensions,
     worsened_tests,
 )
@@ -115,10 +114,7 @@ class EmbeddingPruning(LightningModule):
         if out is not None:
             check_exportable(self.adapter)
         dim = self._embed_texts(["a"]).shape[1]  # D, so that N is refused before any image is embedded
-        if self.pruning.n_dims is not None:
-            removal_count(self.pruning.n_dims, dim, "n_dims")
-        else:
-            removal_count(self.pruning.fraction, dim, "fraction")
+        self.pruning.count(dim)
         self.outcome: dict | None = None
         self._batches: list[tuple[Tensor, Tensor, Tensor]] = []
 
@@ -198,8 +194,7 @@ class EmbeddingPruning(LightningModule):
             "theta_quantile": choice.theta_quantile,
             "objective": choice.objective,
         }
-        n_remove = choice.n_dims if choice.n_dims is not None else choice.fraction
-        result = replace(select_dimensions(tests, mi, n_remove, **options), seed=seed)
+        result = replace(select_dimensions(tests, mi, choice.count(images.shape[1]), **options), seed=seed)
         order, max_dims = self._removal_order(tests, mi, result, options, images.shape[1])
         prompts = self.prompts.double().cpu()
         rows = tradeoff_rows(tests, images, labels, prompts, self.prompt_classes, order, result.n_remove, choice.step)
