@@ -1,11 +1,11 @@
 """The runs that tests/modules/test_fsdp.py compares: ``python -m tests.modules.fsdp_runs OUT``, one process per
 rank, started as torchrun starts them (``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT`` set), two
-CPU processes over gloo: ALBEF retrieval fine-tuning
-(ITC gathered across ranks, ITM with hard negatives, ITM re-ranking at validation) and FairVLP-L (token-swapped
-captions, KL, ITC, ITM) on tiny models and BiasWorld, a few steps each under DDP and under the strategy of
-``configs/trainer/fsdp.yaml``. Rank 0 writes every run's logged ``train/loss`` after each step to
-``OUT/losses.json``, its checkpoint to ``OUT/<case>-<strategy>.ckpt`` and its export to
-``OUT/<case>-<strategy>/version_0/model``."""
+CPU processes over gloo: ALBEF retrieval fine-tuning (ITC gathered across ranks, ITM with hard negatives, ITM
+re-ranking at validation) and FairVLP-L (token-swapped captions, KL, ITC, ITM) on tiny models and BiasWorld, a
+few steps each under DDP and under the strategy of ``configs/trainer/fsdp.yaml``, MMBias measured by
+:class:`~vlbias.callbacks.BiasSuiteCallback` after the validation epoch. Rank 0 writes every run's logged
+``train/loss`` after each step and its logged ``bias/`` numbers to ``OUT/logged.json``, its checkpoint to
+``OUT/<case>-<strategy>.ckpt`` and its export to ``OUT/<case>-<strategy>/version_0/model``."""
 
 import json
 import sys
@@ -20,6 +20,7 @@ from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.strategies import DDPStrategy, FSDPStrategy
 from torch.distributed.fsdp import FullyShardedDataParallel
 
+from vlbias.callbacks import BiasSuiteCallback
 from vlbias.data.biasworld import ACTIVITIES
 from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.modules import FairVLP, FairVLPMethod, ModelSpec, RetrievalFinetuning
@@ -27,6 +28,7 @@ from vlbias.modules import FairVLP, FairVLPMethod, ModelSpec, RetrievalFinetunin
 ROOT = Path(__file__).resolve().parents[2]
 FSDP_CONFIG = ROOT / "configs" / "trainer" / "fsdp.yaml"
 STEPS = 3
+MMBIAS = {"statistics": {"n_permutations": 100, "n_bootstrap": 20}}
 TINY_ALBEF = ModelSpec("albef", tiny=True, tiny_sizes={"image_size": 32, "patch_size": 8})
 
 
@@ -60,13 +62,17 @@ def fsdp_strategy(class_path: str) -> FSDPStrategy:
 
 
 class StepLosses(Callback):
-    """The logged ``train/loss`` after every training step."""
+    """The logged ``train/loss`` after every training step, and what the bias callback logged at the end."""
 
     def __init__(self) -> None:
         self.losses: list[float] = []
+        self.bias: dict[str, float] = {}
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         self.losses.append(trainer.callback_metrics["train/loss"].item())
+
+    def on_fit_end(self, trainer, pl_module) -> None:
+        self.bias = {key: value.item() for key, value in trainer.callback_metrics.items() if key.startswith("bias/")}
 
 
 def module(case: str) -> L.LightningModule:
@@ -78,7 +84,7 @@ def module(case: str) -> L.LightningModule:
     )  # fmt: skip
 
 
-def fit(case: str, strategy: str, out: Path) -> list[float]:
+def fit(case: str, strategy: str, out: Path) -> dict[str, object]:
     L.seed_everything(0)
     model = module(case)
     data = BiasWorldDataModule(n_train=48, eval_per_combination=1, image_size=32, batch_size=8, bias_strength=0.9)
@@ -93,20 +99,20 @@ def fit(case: str, strategy: str, out: Path) -> list[float]:
         limit_val_batches=1,
         num_sanity_val_steps=0,
         logger=CSVLogger(out, name=f"{case}-{strategy}", version=0),
-        callbacks=[losses],
+        callbacks=[losses, BiasSuiteCallback(suites=[{"suite": "mmbias", "options": MMBIAS}])],
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
     )
     trainer.fit(model, data)
     trainer.save_checkpoint(out / f"{case}-{strategy}.ckpt")
-    return losses.losses
+    return {"losses": losses.losses, "bias": losses.bias}
 
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
     out = Path(sys.argv[1])
     runs = [(case, strategy) for case in ("retrieval", "fairvlp") for strategy in ("ddp", "fsdp")]
-    losses = {f"{case}-{strategy}": fit(case, strategy, out) for case, strategy in runs}
+    logged = {f"{case}-{strategy}": fit(case, strategy, out) for case, strategy in runs}
     if torch.distributed.get_rank() == 0:
-        (out / "losses.json").write_text(json.dumps(losses))
+        (out / "logged.json").write_text(json.dumps(logged))

@@ -1,7 +1,7 @@
 """FSDP (``configs/trainer/fsdp.yaml``): the config's strategy and its wrap policy; an image method of FairVLP
 refused under it; and (slow) ALBEF retrieval fine-tuning and FairVLP-L on 2 CPU processes over gloo, the same
-logged loss after every step as under DDP, a checkpoint written under FSDP loading back with DDP's weights, and
-the export holding the whole model."""
+logged loss after every step and the same bias measured by the callback as under DDP, a checkpoint written under
+FSDP loading back with DDP's weights, and the export holding the whole model."""
 
 import json
 import os
@@ -65,11 +65,12 @@ def test_fsdp_trains_as_ddp_and_its_checkpoint_loads_back(tmp_path):
     ]
     errors = [rank.communicate(timeout=300)[1] for rank in ranks]
     assert all(rank.returncode == 0 for rank in ranks), "\n".join(error[-3000:] for error in errors)
-    losses = json.loads((tmp_path / "losses.json").read_text())
+    logged = json.loads((tmp_path / "logged.json").read_text())
     for case in ("retrieval", "fairvlp"):
-        ddp, fsdp = losses[f"{case}-ddp"], losses[f"{case}-fsdp"]
-        assert len(ddp) == len(fsdp) == STEPS
-        assert fsdp == pytest.approx(ddp, abs=1e-5), case
+        ddp, fsdp = logged[f"{case}-ddp"], logged[f"{case}-fsdp"]
+        assert len(ddp["losses"]) == len(fsdp["losses"]) == STEPS
+        assert fsdp["losses"] == pytest.approx(ddp["losses"], abs=1e-5), case
+        assert ddp["bias"] and fsdp["bias"] == pytest.approx(ddp["bias"], abs=1e-5), case
     ddp_weights = torch.load(tmp_path / "retrieval-ddp.ckpt", weights_only=True)["state_dict"]
     module = RetrievalFinetuning.load_from_checkpoint(tmp_path / "retrieval-fsdp.ckpt")
     weights = module.state_dict()
