@@ -63,7 +63,11 @@ def test_fsdp_trains_as_ddp_and_its_checkpoint_loads_back(tmp_path):
         )
         for rank in range(2)
     ]
-    errors = [rank.communicate(timeout=300)[1] for rank in ranks]
+    try:
+        errors = [rank.communicate(timeout=300)[1] for rank in ranks]
+    finally:  # a rank left waiting for the other (one failed at start) does not outlive the test
+        for rank in ranks:
+            rank.kill()
     assert all(rank.returncode == 0 for rank in ranks), "\n".join(error[-3000:] for error in errors)
     logged = json.loads((tmp_path / "logged.json").read_text())
     for case in ("retrieval", "fairvlp"):
