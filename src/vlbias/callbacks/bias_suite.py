@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -12,6 +13,7 @@ from lightning.pytorch.utilities import rank_zero_info
 from typing_extensions import override
 
 from vlbias.errors import ConfigError, InputError
+from vlbias.modules.adapter_module import AdapterModule
 from vlbias.results import Results, is_count, write_results
 from vlbias.suites.base import Suite
 from vlbias.suites.options import check_suite_options
@@ -43,7 +45,9 @@ class BiasSuiteCallback(Callback):
     Each suite's options are checked when the callback is made (before any data or model is loaded), and the suites
     are built once, in ``setup`` (their data read once per fit). Under DDP every rank measures its
     own shard of each suite's stimuli and all ranks get the same numbers, equal to a one-process run
-    (:func:`vlbias.suites.run.measure_suite`). Skipped during the sanity check and ``fast_dev_run``.
+    (:func:`vlbias.suites.run.measure_suite`); under FSDP every rank measures with the adapter's shards gathered
+    (:meth:`~vlbias.modules.adapter_module.AdapterModule.full_parameters`). Skipped during the sanity check and
+    ``fast_dev_run``.
 
     Logged (to whatever logger the trainer has), per suite and metric: ``bias/<name>/<metric>``, and where
     the suite gives them ``bias/<name>/<metric>/ci_low``, ``.../ci_high``, ``.../p_value``. A line per metric
@@ -163,25 +167,27 @@ class BiasSuiteCallback(Callback):
         config["module"] = dict(pl_module.hparams)
         measured = {"stage": config["stage"], "epoch": trainer.current_epoch, "global_step": trainer.global_step}
         out_dirs = self.results_dirs(trainer, stage)  # on every rank: trainer.log_dir is a broadcast under DDP
+        gathered = pl_module.full_parameters() if isinstance(pl_module, AdapterModule) else nullcontext()
         try:
-            for spec in self.specs:
-                suite = self.suites[spec.key]
-                results, items = run_suite(
-                    suite, adapter, model=adapter.name, checkpoint=None, seed=self.seed,
-                    config={**config, "data": spec.data, "suite_options": spec.options},
-                )  # fmt: skip
-                empty = results.nothing_measured(spec.data)
-                if empty is not None:
-                    self._say_nothing_measured(empty, trainer.current_epoch)
-                    continue
-                logged = _logged(spec.key, results)
-                pl_module.log_dict(logged, rank_zero_only=True)
-                measured |= logged
-                for line in _lines(spec.key, results, trainer.current_epoch):
-                    rank_zero_info(line)
-                if trainer.is_global_zero:
-                    for out_dir in out_dirs:
-                        write_results(out_dir, results, items, name=spec.key)
+            with gathered:
+                for spec in self.specs:
+                    suite = self.suites[spec.key]
+                    results, items = run_suite(
+                        suite, adapter, model=adapter.name, checkpoint=None, seed=self.seed,
+                        config={**config, "data": spec.data, "suite_options": spec.options},
+                    )  # fmt: skip
+                    empty = results.nothing_measured(spec.data)
+                    if empty is not None:
+                        self._say_nothing_measured(empty, trainer.current_epoch)
+                        continue
+                    logged = _logged(spec.key, results)
+                    pl_module.log_dict(logged, rank_zero_only=True)
+                    measured |= logged
+                    for line in _lines(spec.key, results, trainer.current_epoch):
+                        rank_zero_info(line)
+                    if trainer.is_global_zero:
+                        for out_dir in out_dirs:
+                            write_results(out_dir, results, items, name=spec.key)
         finally:
             adapter.train(was_training)
         self._record(measured)

@@ -3,12 +3,18 @@ an optimizer and an optional learning-rate scheduler from configuration, and the
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
+import torch
+import torch.distributed as dist
 from lightning.pytorch import LightningModule
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
+from lightning.pytorch.strategies import FSDPStrategy
 from lightning.pytorch.utilities.types import OptimizerLRScheduler
+from torch import nn
+from torch.optim import Optimizer
 
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.modules.model_spec import ModelSpec
@@ -46,6 +52,13 @@ class AdapterModule(LightningModule):
     before the model spec (``model: clip`` with ``tiny``, ``learning_rate``, ... beside it) do not load into these
     modules.
 
+    Under FSDP (Lightning's ``FSDPStrategy``, ``configs/trainer/fsdp.yaml``) the parameters are sharded across
+    ranks, except the 0-d ones (a temperature, CLIP's logit scale), which torch's FSDP cannot shard: they are
+    left out of it (its ``ignored_states``), kept whole on every rank, and their gradients averaged across ranks
+    before every optimizer step, as DDP averages every gradient. Code that runs the adapter outside a training,
+    validation or test step (the export, ALBEF's re-ranking at the epoch's end) runs it in
+    :meth:`full_parameters`.
+
     Args:
         model: the adapter to train (:class:`~vlbias.modules.model_spec.ModelSpec`).
         optimizer: builds the optimizer from the parameters.
@@ -70,6 +83,43 @@ class AdapterModule(LightningModule):
         self.make_optimizer = optimizer
         self.make_scheduler = scheduler
         self.adapter = model.load(self.capability, self.purpose).train()
+        self.unsharded: list[nn.Parameter] = []  # under FSDP, the 0-d parameters it leaves whole (class docstring)
+
+    def configure_model(self) -> None:
+        """Under FSDP: hand the 0-d parameters to FSDP as ``ignored_states`` (class docstring), on the strategy's
+        device (FSDP moves only what it shards). Other strategies, and outside a trainer (``load_from_checkpoint``):
+        nothing."""
+        if self._trainer is None or not isinstance(self._trainer.strategy, FSDPStrategy):
+            return
+        strategy = self._trainer.strategy
+        self.unsharded = [parameter for parameter in self.parameters() if parameter.ndim == 0]
+        for parameter in self.unsharded:
+            parameter.data = parameter.data.to(strategy.root_device)
+        ignored = list(strategy.kwargs.get("ignored_states", ()))
+        strategy.kwargs["ignored_states"] = ignored + [p for p in self.unsharded if all(p is not q for q in ignored)]
+
+    def on_before_optimizer_step(self, optimizer: Optimizer) -> None:
+        """Under FSDP: average the gradients of the parameters it leaves whole across ranks (a rank on which one
+        got none adds zero)."""
+        if not self.unsharded or self.trainer.world_size == 1:
+            return
+        for parameter in self.unsharded:
+            if parameter.grad is None:
+                parameter.grad = torch.zeros_like(parameter)
+            dist.all_reduce(parameter.grad)
+            parameter.grad /= self.trainer.world_size
+
+    def full_parameters(self, rank_zero_only: bool = False) -> AbstractContextManager:
+        """A context in which the adapter holds its whole parameters: under FSDP its shards gathered (on every
+        rank, or on rank 0 alone with ``rank_zero_only``, then in CPU memory; every rank must enter it, and
+        changes made inside are not kept); otherwise nothing to do."""
+        if not isinstance(self.trainer.strategy, FSDPStrategy):
+            return nullcontext()
+        from torch.distributed.fsdp import FullyShardedDataParallel
+
+        return FullyShardedDataParallel.summon_full_params(
+            self.trainer.model, writeback=False, rank0_only=rank_zero_only, offload_to_cpu=rank_zero_only
+        )
 
     def configure_optimizers(self) -> OptimizerLRScheduler:
         optimizer = self.make_optimizer(self.parameters())
@@ -82,16 +132,20 @@ class AdapterModule(LightningModule):
         """Rank 0 exports the adapter with ``save_pretrained`` to ``<log_dir>/model`` (not in ``fast_dev_run``),
         with its model card (:func:`vlbias.report.model_card.training_card`: bias and ``val/`` accuracies of the
         first and last epochs). Every rank reads ``trainer.log_dir``: under DDP it is a broadcast that all
-        ranks must join."""
+        ranks must join; under FSDP every rank joins the gathering of the parameters (:meth:`full_parameters`)."""
         from vlbias.report.model_card import training_card, write_model_card
 
         log_dir = self.trainer.log_dir
-        if log_dir is not None and not self.trainer.fast_dev_run and self.trainer.is_global_zero:
+        if log_dir is None or self.trainer.fast_dev_run:
+            return
+        with self.full_parameters(rank_zero_only=True):
+            if not self.trainer.is_global_zero:
+                return
             self.adapter.save_pretrained(Path(log_dir) / "model")
-            datamodule = getattr(self.trainer, "datamodule", None)
-            data = {} if datamodule is None else {"datamodule": type(datamodule).__name__, **datamodule.hparams}
-            spec = asdict(self.spec)
-            settings = {"model": spec.pop("name"), **spec}
-            settings.update((key, value) for key, value in self.hparams.items() if key != "model")
-            card = training_card(log_dir, type(self).__name__, settings, data)
-            write_model_card(Path(log_dir) / "model", card)
+        datamodule = getattr(self.trainer, "datamodule", None)
+        data = {} if datamodule is None else {"datamodule": type(datamodule).__name__, **datamodule.hparams}
+        spec = asdict(self.spec)
+        settings = {"model": spec.pop("name"), **spec}
+        settings.update((key, value) for key, value in self.hparams.items() if key != "model")
+        card = training_card(log_dir, type(self).__name__, settings, data)
+        write_model_card(Path(log_dir) / "model", card)

@@ -56,6 +56,7 @@ from typing import Literal
 
 import torch
 from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, PositiveInt, restricted_number_type
+from lightning.pytorch.strategies import FSDPStrategy
 from torch import Tensor, nn
 
 from vlbias.counterfactual.image import AttackConfig, normalise, unit_pixels
@@ -267,6 +268,19 @@ class FairVLP(MaskedLMPretraining):
                 raise ConfigError(f"`method.name: dropout` needs dropout layers but model {model.name!r} has none.")
             for layer in layers:
                 layer.p = float(self.method.dropout)
+
+    def configure_model(self) -> None:
+        """As :class:`~vlbias.modules.adapter_module.AdapterModule`; under FSDP the image methods are refused: their
+        attack differentiates the model being trained inside its training step, with its parameters frozen,
+        which FSDP's gathered (non-leaf) parameters and backward hooks do not allow."""
+        if self._trainer is not None and isinstance(self._trainer.strategy, FSDPStrategy) and self.images is not None:
+            text_methods = ", ".join(name for name in METHODS if not uses_images(name))
+            raise ConfigError(
+                f"FairVLP method {self.method.name!r} attacks images through the model it trains, which FSDP "
+                f"(`trainer.strategy`: FSDPStrategy) does not allow; train it with `strategy: ddp` "
+                f"(configs/trainer/ddp.yaml), or use a method without image counterfactuals ({text_methods})."
+            )
+        super().configure_model()
 
     # -- training ---------------------------------------------------------------------------
     def training_step(self, batch: dict[str, object], batch_idx: int) -> Tensor:

@@ -318,9 +318,10 @@ class RetrievalFinetuning(AdapterModule):
         if self.rerank_eval:
             pixel_values = rows["pixel_values"][first].to(self.device)
             tokens = self.adapter.prepare_texts(rows["captions"])
-            text_scores, image_scores = rerank(
-                self.adapter, similarity, pixel_values, tokens, k_test, True, self.hparams.rerank_batch_size
-            )
+            with self.full_parameters():  # outside a step: under FSDP, the shards gathered
+                text_scores, image_scores = rerank(
+                    self.adapter, similarity, pixel_values, tokens, k_test, True, self.hparams.rerank_batch_size
+                )
         rank, world = self.trainer.global_rank, self.trainer.world_size
         caption_to_image = caption_to_image.to(self.device)
         image_queries = torch.arange(rank, similarity.shape[0], world, device=self.device)
