@@ -1,7 +1,7 @@
 """N, the embedding dimensions to remove, has one rule (:mod:`vlbias.removal_count`) that ``vlbias prune``
 (:class:`~vlbias.run_options.PruningChoice`) and the dimension-removing debiasers
 (:class:`~vlbias.mitigation.dimension_removal.RemovalOptions`) share: the same default, the same refusals, the same
-count for the same D."""
+count for the same D; and Θ, the threshold on the mutual information, likewise for prune and `mmbias_pruning`."""
 
 import pytest
 
@@ -48,3 +48,20 @@ def test_a_count_that_does_not_fit_d_names_the_option(choice):
         choice(n_dims=64).count(64)
     with pytest.raises(ConfigError, match=r"Expected `fraction` to give a count in \[1, 15\] for D = 16 but got 0.01"):
         choice(fraction=0.01).count(16)
+
+
+THRESHOLDS = [PruningChoice, MMBiasPruningOptions]
+
+
+@pytest.mark.parametrize("choice", THRESHOLDS, ids=lambda c: c.__name__)
+def test_every_mmbias_choice_takes_theta_by_the_one_rule(choice):
+    assert choice().theta_quantile == 0.9 and choice().theta is None
+    assert choice(theta=0.05).theta_quantile is None
+    with pytest.raises(ConfigError, match=r"Give one of `theta` \(Θ\) and `theta_quantile`"):
+        choice(theta=0.05, theta_quantile=0.5)
+
+
+def test_clip_clip_takes_no_theta():
+    assert PruningChoice(strategy="clip_clip").theta_quantile is None
+    with pytest.raises(ConfigError, match="Strategy 'clip_clip' takes no Θ"):
+        PruningChoice(strategy="clip_clip", theta_quantile=0.5)

@@ -1,13 +1,15 @@
 """How many embedding dimensions to remove, declared once: N as a count or as a share of D (:class:`RemovalCount`),
 for ``vlbias prune`` (:class:`vlbias.run_options.PruningChoice`) and the dimension-removing debiasers
-(:class:`vlbias.mitigation.dimension_removal.RemovalOptions`), and the conversion to a count (:func:`removal_count`).
+(:class:`vlbias.mitigation.dimension_removal.RemovalOptions`), and the conversion to a count (:func:`removal_count`);
+and MMBias Algorithm 1's threshold Θ on the mutual information, for ``vlbias prune`` and the ``mmbias_pruning``
+debiaser (:class:`MutualInformationThreshold`).
 This module imports no torch, and takes no ``from __future__ import annotations``: the fields' types stay objects, so
 a subclass in another module has them checked (:func:`vlbias.options.accepted_types`) without importing their names.
 """
 
 from dataclasses import dataclass
 
-from jsonargparse.typing import OpenUnitInterval, PositiveInt
+from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, OpenUnitInterval, PositiveInt
 
 from vlbias.errors import ConfigError
 
@@ -45,6 +47,32 @@ class RemovalCount:
         if self.n_dims is not None:
             return removal_count(self.n_dims, dim, "n_dims")
         return removal_count(self.fraction, dim, "fraction")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MutualInformationThreshold:
+    """Θ of MMBias Algorithm 1 (Sec. 6): the candidate dimensions are those whose mutual information with the labels
+    is below Θ, given as a value or as a quantile of the MI; with neither, the 0.9 quantile (the settings of the
+    pruning tables). CLIP-clip (strategy ``clip_clip``) ranks every dimension and takes no Θ.
+
+    Args:
+        theta: Θ: the candidates have mutual information below it (or theta_quantile; default quantile 0.9).
+        theta_quantile: Θ as a quantile of the mutual information (default 0.9 when theta is not given).
+    """
+
+    theta: NonNegativeFloat | None = None
+    theta_quantile: ClosedUnitInterval | None = None
+
+    def _choose_theta(self, strategy: str) -> None:
+        """Refuse both forms, or a Θ for ``clip_clip``; set the default quantile for a strategy that takes Θ (each
+        subclass's ``__post_init__`` calls this with its strategy)."""
+        if self.theta is not None and self.theta_quantile is not None:
+            raise ConfigError("Give one of `theta` (Θ) and `theta_quantile` (Θ as a quantile of the MI), not both.")
+        given = self.theta is not None or self.theta_quantile is not None
+        if strategy == "clip_clip" and given:
+            raise ConfigError("Strategy 'clip_clip' takes no Θ: remove `theta` / `theta_quantile`.")
+        if strategy != "clip_clip" and not given:
+            object.__setattr__(self, "theta_quantile", 0.9)
 
 
 def removal_count(n_remove: int | float, dim: int, name: str = "n_remove") -> int:

@@ -21,12 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, PositiveInt
+from jsonargparse.typing import PositiveInt
 
 from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.errors import ConfigError
 from vlbias.options import Seed
-from vlbias.removal_count import RemovalCount
+from vlbias.removal_count import MutualInformationThreshold, RemovalCount
 
 #: MMBias Algorithm 1's dimension choice (vlbias.mitigation.pruning.STRATEGIES).
 PruneStrategy = Literal["ranked", "greedy", "clip_clip"]
@@ -110,36 +110,28 @@ class AuditOptions(DeviceChoice, ModelChoice):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PruningChoice(RemovalCount):
+class PruningChoice(RemovalCount, MutualInformationThreshold):
     """How MMBias Algorithm 1 (Sec. 6) chooses the embedding dimensions to remove: ``vlbias prune`` and
     :class:`~vlbias.modules.pruning.EmbeddingPruning` take these. N is ``n_dims`` or ``fraction``
-    (:class:`vlbias.removal_count.RemovalCount`: with neither, 10 % of D); with neither Θ nor its quantile, the 0.9
-    quantile of the mutual information (the settings of the docs' tables).
+    (:class:`vlbias.removal_count.RemovalCount`: with neither, 10 % of D); Θ is ``theta`` or ``theta_quantile``
+    (:class:`vlbias.removal_count.MutualInformationThreshold`: with neither, the 0.9 quantile of the mutual
+    information, the settings of the docs' tables).
 
     Args:
         strategy: How the N dimensions are chosen: ranked (Algorithm 1), greedy, or clip_clip (no Θ).
-        theta: Θ: the candidates have mutual information below it (or --theta_quantile; default quantile 0.9).
-        theta_quantile: Θ as a quantile of the mutual information (default 0.9 when --theta is not given).
         objective: What the choice minimises over the tests: mean_abs or max_abs of the effect sizes.
         max_dims: The trade-off curve's last N (default 25 % of D).
         step: The trade-off curve's step in N.
     """
 
     strategy: PruneStrategy = "ranked"
-    theta: NonNegativeFloat | None = None
-    theta_quantile: ClosedUnitInterval | None = None
     objective: PruneObjective = "mean_abs"
     max_dims: PositiveInt | None = None
     step: PositiveInt = 1
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.theta is not None and self.theta_quantile is not None:
-            raise ConfigError("Give one of `theta` (Θ) and `theta_quantile` (Θ as a quantile of the MI), not both.")
-        if self.strategy == "clip_clip" and (self.theta is not None or self.theta_quantile is not None):
-            raise ConfigError("Strategy 'clip_clip' takes no Θ: remove `theta` / `theta_quantile`.")
-        if self.theta is None and self.theta_quantile is None and self.strategy != "clip_clip":
-            object.__setattr__(self, "theta_quantile", 0.9)
+        self._choose_theta(self.strategy)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,20 +24,19 @@ from vlbias.metrics.functional.checks import check_embeddings
 from vlbias.mitigation.debiaser import FitData
 from vlbias.mitigation.dimension_removal import DimensionRemoval, RemovalOptions, group_codes
 from vlbias.mitigation.pruning import OBJECTIVES, BiasTest, prune_dimensions
+from vlbias.removal_count import MutualInformationThreshold
 
 
 @dataclass(frozen=True, kw_only=True)
-class MMBiasPruningOptions(RemovalOptions):
-    """Args:
+class MMBiasPruningOptions(RemovalOptions, MutualInformationThreshold):
+    """Θ is ``theta`` or ``theta_quantile`` (:class:`vlbias.removal_count.MutualInformationThreshold`).
+
+    Args:
     strategy: ranked (Algorithm 1, one leave-one-out ranking) or greedy (re-ranked after each removal).
-    theta: Θ: the candidates have mutual information below it (or ``theta_quantile``; default quantile 0.9).
-    theta_quantile: Θ as a quantile of the mutual information (default 0.9 when ``theta`` is not given).
     objective: what the choice minimises over the tests: mean_abs or max_abs of the effect sizes.
     """
 
     strategy: Literal["ranked", "greedy"] = "ranked"
-    theta: float | None = None
-    theta_quantile: float | None = None
     objective: Literal["mean_abs", "max_abs"] = "mean_abs"
 
     def __post_init__(self) -> None:
@@ -46,10 +45,7 @@ class MMBiasPruningOptions(RemovalOptions):
             raise ConfigError(f"Expected `strategy` to be one of ('ranked', 'greedy') but got {self.strategy!r}")
         if self.objective not in OBJECTIVES:
             raise ConfigError(f"Expected `objective` to be one of {tuple(OBJECTIVES)} but got {self.objective!r}")
-        if self.theta is not None and self.theta_quantile is not None:
-            raise ConfigError("Give one of `theta` (Θ) and `theta_quantile` (Θ as a quantile of the MI), not both.")
-        if self.theta is None and self.theta_quantile is None:
-            object.__setattr__(self, "theta_quantile", 0.9)
+        self._choose_theta(self.strategy)
 
 
 class MMBiasPruning(DimensionRemoval):
