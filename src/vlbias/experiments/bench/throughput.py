@@ -63,6 +63,24 @@ from vlbias.threads import torch_threads
 WORKLOADS = ("clip", "embed", "albef", "blip")
 Kind = Literal[WORKLOADS]
 LIGHTNING_PRECISION = {"fp32": "32-true", "bf16": "bf16-mixed"}
+#: Batch sizes per size and workload when none are given: one command fills the GPU table at base size (open_clip
+#: trains ViT-B models at 128-256 per GPU; the FairVLP COCO config's ALBEF-base at 32 per device; BLIP-base at 384 px
+#: fine-tunes retrieval at 32). A side that runs out of memory gets a row saying so.
+DEFAULT_BATCH_SIZES = {
+    "tiny": dict.fromkeys(WORKLOADS, (8,)),
+    "base": {"clip": (128, 256), "embed": (256,), "albef": (32, 64), "blip": (16, 32)},
+}
+
+
+def _workloads(kind: str, size: str, batch_size: int, device, options: Options, settings: dict, scratch: Path):
+    """The workloads of ``kind`` at ``batch_size`` (``settings``: the CLIP architectures, the FairVLP method and the
+    WordPiece tokenizer directory)."""
+    if kind in ("clip", "embed"):
+        built = clip_workloads(size, settings["architectures"], batch_size, device, options, scratch)
+        return [workload for workload in built if workload.training == (kind == "clip")]
+    if kind == "albef":
+        return albef_workloads(size, batch_size, device, options, settings["method"], settings["tokenizer"])
+    return blip_workloads(size, batch_size, device, options, settings["tokenizer"], scratch)
 
 
 class _StepClock(Callback):
@@ -237,7 +255,7 @@ def _print_table(rows: list[dict], device: torch.device) -> None:
 def bench_throughput(
     workloads: Sequence[Kind] = WORKLOADS,
     size: Literal["tiny", "base"] = "tiny",
-    batch_sizes: Sequence[int] = (8,),
+    batch_sizes: Sequence[int] | None = None,
     precisions: Sequence[Precision] = ("fp32", "bf16"),
     steps: int = 5,
     warmup: int = 2,
@@ -257,7 +275,7 @@ def bench_throughput(
         workloads: clip (contrastive fine-tuning), embed (audit gallery embedding), albef (vanilla and a FairVLP
             method), blip (retrieval fine-tuning).
         size: tiny models (CPU, CI), or base: ViT-B/32 and ViT-B/16 CLIP at 224, ALBEF-base at 256, BLIP-base at 384.
-        batch_sizes: Batch sizes, each a set of rows.
+        batch_sizes: Batch sizes, each a set of rows (default: DEFAULT_BATCH_SIZES of the size, per workload).
         precisions: fp32, and bf16: bf16 autocast (Lightning's bf16-mixed).
         steps: Timed steps per side (their median is reported).
         warmup: Untimed steps per side first.
@@ -275,11 +293,12 @@ def bench_throughput(
     device = torch.device(device)
     if fused_adamw and device.type != "cuda":
         raise ConfigError(f"--fused_adamw needs a CUDA device (AdamW's fused kernel), not {device}.")
-    if steps < 1 or warmup < 0 or min(batch_sizes) < 2:
+    if steps < 1 or warmup < 0 or min(batch_sizes or [2]) < 2:
         raise ConfigError(
             f"Expected --steps >= 1, --warmup >= 0 and batch sizes >= 2 (a contrastive batch needs negatives) but got "
             f"{steps}, {warmup} and {list(batch_sizes)}."
         )
+    settings = {"architectures": clip_architectures, "method": fairvlp_method, "tokenizer": tokenizer}
     timer = clock_for(clock, threads, device)
     options = Options(fused_adamw=fused_adamw, channels_last=channels_last, compile=compile)
     collect = size == "base" or device.type == "cuda"  # a tiny side's leftovers are a few MiB; a collection, a second
@@ -288,21 +307,12 @@ def bench_throughput(
     rows: list[dict] = []
     with torch_threads(threads), scratch_directory() as scratch, warnings.catch_warnings():
         warnings.filterwarnings("ignore", module="lightning")  # a Trainer per side: its hints (srun, no val loop)
-        for batch_size in batch_sizes:
-            built: list[Workload] = []
-            if {"clip", "embed"} & set(workloads):
-                built += clip_workloads(size, clip_architectures, batch_size, device, options, Path(scratch))
-            if "albef" in workloads:
-                built += albef_workloads(size, batch_size, device, options, fairvlp_method, tokenizer)
-            if "blip" in workloads:
-                built += blip_workloads(size, batch_size, device, options, tokenizer, Path(scratch))
-            for workload in built:
-                kind = "embed" if not workload.training else workload.name.split()[0]
-                if kind not in workloads:
-                    continue
-                audit_precision = "bf16" if device.type == "cuda" else "fp32"
-                for precision in precisions if workload.training else (audit_precision,):
-                    rows += _rows(workload, precision, device, steps, warmup, options, collect, timer)
+        for kind in dict.fromkeys(workloads):
+            for batch_size in batch_sizes or DEFAULT_BATCH_SIZES[size][kind]:
+                for workload in _workloads(kind, size, batch_size, device, options, settings, Path(scratch)):
+                    audit_precision = "bf16" if device.type == "cuda" else "fp32"
+                    for precision in precisions if workload.training else (audit_precision,):
+                        rows += _rows(workload, precision, device, steps, warmup, options, collect, timer)
     _compare(rows, device)
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else machine(threads)
     switched = [name for name, on in vars(options).items() if on]
