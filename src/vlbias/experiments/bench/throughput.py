@@ -245,7 +245,7 @@ def _print_table(rows: list[dict], device: torch.device) -> None:
             print(f"{head} out of memory |" + " |" * 8)
             continue
         print(
-            f"{head} {1000 * row['seconds']:.1f} | {row['samples_per_s']:.1f} | {row['memory'] / 2**30:.2f} "
+            f"{head} {1000 * row['seconds']:.1f} | {row['samples_per_s']:.4g} | {row['memory'] / 2**30:.2f} "
             f"| {row['flops'] / 1e9:.3g} | {_cell(row['flops_x_raw'], '.2f')} "
             f"| {utilisation} | {_cell(row['x_raw'], '.2f')} "
             f"| {_cell(row['x_open_clip'], '.2f')} | {_cell(row['first_loss'], '.4f')} |"

@@ -326,7 +326,7 @@ def _random_blip(directory: Path, tokenizer: Path | None) -> Path:
         return directory
     words = wordpiece_tokenizer(tokenizer)
     torch.manual_seed(0)
-    config = BlipConfig(text_config={"vocab_size": len(words), "pad_token_id": words.pad_token_id})
+    config = BlipConfig()  # its text vocabulary: BERT's 30,522 words and BLIP's two task tokens
     transform = ImageTransform(image_size=config.vision_config.image_size, center_crop=BLIPAdapter.center_crop)
     BLIPAdapter(BlipForImageTextRetrieval(config), words, transform).save_pretrained(directory)
     return directory
