@@ -7,8 +7,8 @@ turn is built, counted and timed, then dropped:
 * **FLOPs**: one step under ``FlopCounterMode`` on the eager model
   (:func:`~vlbias.experiments.bench.throughput_mfu.counted_flops`); the first step's loss is kept, so the sides'
   first losses can be compared where they start from the same weights (``clip``).
-* **Step time**: ``warmup`` steps, then the median of ``steps`` timed steps, each timed with the GPU's queue
-  drained before and after (:func:`~vlbias.experiments.bench.timing.synchronize`). ``vlbias`` steps through a
+* **Step time**: ``warmup`` steps, then the median of ``steps`` timed steps, each timed (wall clock, or on a loaded
+  CPU this thread's CPU time) with the GPU's queue drained before and after (:func:`~vlbias.experiments.bench.timing.synchronize`). ``vlbias`` steps through a
   Lightning ``Trainer`` (``precision`` ``32-true`` or ``bf16-mixed``; no logger, checkpoint or progress bar), timed
   from ``on_train_batch_start`` to ``on_train_batch_end``: its ``training_step``, the backward pass and the
   optimizer step, with the module's tokenisation and image normalisation. The other sides step in a plain loop
@@ -24,7 +24,8 @@ turn is built, counted and timed, then dropped:
   ``FLOPs ÷ raw`` says how much more arithmetic a side does than the raw step for the same batch.
 * **× raw**, **× open_clip**: the side's median step time over that side's, in the same run.
 
-The evaluation workload (``embed``) runs at the audit's precision (bf16 autocast on CUDA, fp32 on the CPU) once per
+Batch sizes are those given, or each workload's own (:data:`DEFAULT_BATCH_SIZES`), so that one command fills the
+GPU table. The evaluation workload (``embed``) runs at the audit's precision (bf16 autocast on CUDA, fp32 on the CPU) once per
 batch size, whatever ``precisions`` says. On a GPU a side that runs out of memory gets a row saying so and the run
 goes on. ``fused_adamw`` (CUDA only), ``channels_last`` and ``compile`` apply to every side alike
 (:class:`~vlbias.experiments.bench.throughput_workloads.Options`).
