@@ -13,6 +13,8 @@ from vlbias.experiments.bench.fairvlp import bench_fairvlp
 from vlbias.experiments.bench.models import bench_models
 from vlbias.experiments.bench.pair_fusion import bench_pair_fusion
 from vlbias.experiments.bench.shared_rows import bench_shared_rows
+from vlbias.experiments.bench.throughput import bench_throughput
+from vlbias.experiments.bench.throughput_mfu import counted_flops, mfu, peak_flops
 from vlbias.experiments.command_line import run
 
 
@@ -174,3 +176,41 @@ def test_bench_dataloader_refuses_more_batches_than_the_split_has(synthetic_coco
         run(bench_dataloader, ["--annotations", str(synthetic_coco), "--workers", "0", "--batches", "3"])
     assert stopped.value.code == 2
     assert "has 1 batches of 32; --batches 3 needs 4 (one to start the workers)" in capsys.readouterr().err
+
+
+def test_bench_throughput_sides_start_from_the_same_weights_and_do_the_same_arithmetic(capsys):
+    """Tiny CLIP: vlbias's retrieval module, the raw step and open_clip's own step agree on the first loss and on the
+    FLOPs of a step (vlbias's ITC and open_clip's ClipLoss compute the text-to-image similarities as a second
+    product, where the raw step transposes the first: one (B, D) x (D, B) product more, forward and backward); on the CPU there is no peak, so no
+    MFU."""
+    threads = str(torch.get_num_threads())
+    arguments = ["--workloads", "clip", "--batch_sizes", "2", "--steps", "1", "--warmup", "0", "--precisions", "fp32"]
+    rows = run(bench_throughput, [*arguments, "--threads", threads])
+    sides = {row["side"]: row for row in rows}
+    assert list(sides) == ["vlbias", "raw", "open_clip"]
+    raw = sides["raw"]
+    for row in sides.values():
+        assert row["first_loss"] == pytest.approx(raw["first_loss"], abs=1e-5)
+        extra = 0 if row["side"] == "raw" else 3 * 2 * 2 * 2 * 32  # B = 2, D = 32
+        assert row["flops"] == raw["flops"] + extra and row["flops_x_raw"] == pytest.approx(1.0, abs=1e-3)
+        assert row["x_raw"] == pytest.approx(row["seconds"] / raw["seconds"])
+        assert row["samples_per_s"] == pytest.approx(2 / row["seconds"]) and row["mfu"] is None
+    assert "| clip tiny | 2 | fp32 | vlbias |" in capsys.readouterr().out
+
+
+def test_flops_of_a_linear_layer_forward_and_backward_are_the_hand_count():
+    """y = x W^T + b, x (B, I), W (O, I): the forward's product is 2 B I O FLOPs, and the backward computes two of
+    the same size (dL/dx = dL/dy W, dL/dW = dL/dy^T x); the bias adds none that FlopCounterMode counts."""
+    batch, inputs, outputs = 5, 3, 7
+    layer = torch.nn.Linear(inputs, outputs)
+    x = torch.randn(batch, inputs, requires_grad=True)
+    assert counted_flops(lambda: layer(x)) == 2 * batch * inputs * outputs
+    assert counted_flops(lambda: layer(x).sum().backward()) == 3 * 2 * batch * inputs * outputs
+    assert mfu(3 * 2 * batch * inputs * outputs, 1e-6, peak_flops("cpu", "bf16")) is None  # no peak on a CPU
+
+
+def test_bench_throughput_refuses_fused_adamw_on_the_cpu(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        run(bench_throughput, ["--fused_adamw", "--device", "cpu"])
+    assert stopped.value.code == 2
+    assert "--fused_adamw needs a CUDA device (AdamW's fused kernel), not cpu." in capsys.readouterr().err

