@@ -214,3 +214,13 @@ def test_bench_throughput_refuses_fused_adamw_on_the_cpu(capsys):
         run(bench_throughput, ["--fused_adamw", "--device", "cpu"])
     assert stopped.value.code == 2
     assert "--fused_adamw needs a CUDA device (AdamW's fused kernel), not cpu." in capsys.readouterr().err
+
+
+def test_bench_throughput_leaves_lightnings_log_levels_as_they_were():
+    import logging
+
+    loggers = [logging.getLogger(name) for name in ("lightning.pytorch", "lightning.fabric")]
+    before = [logger.level for logger in loggers]
+    arguments = ["--workloads", "embed", "--batch_sizes", "2", "--steps", "1", "--warmup", "0"]
+    run(bench_throughput, [*arguments, "--threads", str(torch.get_num_threads())])
+    assert [logger.level for logger in loggers] == before
