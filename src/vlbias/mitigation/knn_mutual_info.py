@@ -102,11 +102,16 @@ def _sorted_kth(ordered: np.ndarray, k: int) -> np.ndarray:
     the distance to the ``a``-th value on the left and :math:`\\rho_b` to the ``b``-th on the right."""
     dims, size = ordered.shape
     padded = np.concatenate([np.full((dims, k), -np.inf), ordered, np.full((dims, k), np.inf)], axis=1)
-    kth = np.full((dims, size), np.inf)
-    for left in range(k + 1):  # `left` neighbours on the left, k - left on the right
-        to_left = ordered - padded[:, k - left : k - left + size]  # >= 0: the rows are sorted
-        to_right = padded[:, 2 * k - left : 2 * k - left + size] - ordered
-        np.minimum(kth, np.maximum(to_left, to_right), out=kth)
+
+    def to_left(a: int) -> np.ndarray:  # >= 0: the rows are sorted
+        return ordered - padded[:, k - a : k - a + size]
+
+    def to_right(b: int) -> np.ndarray:
+        return padded[:, k + b : k + b + size] - ordered
+
+    kth = np.minimum(to_left(k), to_right(k))  # all k on one side
+    for left in range(1, k):  # `left` neighbours on the left, k - left on the right
+        np.minimum(kth, np.maximum(to_left(left), to_right(k - left)), out=kth)
     return kth
 
 
@@ -132,17 +137,16 @@ def _count_within(ordered: np.ndarray, radius: np.ndarray) -> np.ndarray:
     high, low = (high + offsets).ravel(), (low + offsets).ravel()
     centre, squared_radius = ordered.ravel(), (radius * radius).ravel()
 
-    def inside(index: np.ndarray, which: np.ndarray) -> np.ndarray:
-        return (padded[index] - centre[which]) ** 2 <= squared_radius[which]
-
     # x + r is rounded, so a bound can be a value off: step it until the last value inside is next to the first one
-    # outside (inside() is monotone on either side of x, and x itself is inside)
-    active = np.arange(high.size)
-    while active.size:
-        h, lo = high[active], low[active]
-        grow_high, shrink_high = inside(h + 1, active), ~inside(h, active)
-        grow_low, shrink_low = inside(lo - 1, active), ~inside(lo, active)
+    # outside (the test is monotone on either side of x, and x itself is inside); the first pass takes every value
+    active: slice | np.ndarray = slice(None)
+    while True:
+        h, lo, x, r2 = high[active], low[active], centre[active], squared_radius[active]
+        grow_high, shrink_high = (padded[h + 1] - x) ** 2 <= r2, (padded[h] - x) ** 2 > r2
+        grow_low, shrink_low = (padded[lo - 1] - x) ** 2 <= r2, (padded[lo] - x) ** 2 > r2
         high[active] = h + grow_high - shrink_high.astype(np.intp)
         low[active] = lo - grow_low + shrink_low.astype(np.intp)
-        active = active[grow_high | shrink_high | grow_low | shrink_low]
-    return (high - low + 1).reshape(dims, n)
+        moved = grow_high | shrink_high | grow_low | shrink_low
+        if not moved.any():
+            return (high - low + 1).reshape(dims, n)
+        active = np.flatnonzero(moved) if isinstance(active, slice) else active[moved]
