@@ -32,10 +32,10 @@ is no :meth:`~vlbias.mitigation.debiaser.Debiaser.linear_map`.
 
 Cost: the forest is nearly all of a fit (100 trees on 8,000 references of dimension 512: about 13 s on one thread;
 predicting the held-out part, 0.1 s). Its trees are fitted on torch's threads (``torch.get_num_threads()``), which
-fits the same forest on any number. Fewer trees or subsampled trees fit in seconds but change what the method
-removes: on ``scripts/bench_debias.py``'s data, 20 trees share 24 of the 50 imputed dimensions with 100 trees and
-leave 74 % of the planted gap between the groups' means, against 61 % (the benchmarks page); ``n_estimators`` stays
-at 100.
+fits the same forest on any number. Fewer trees fit in seconds but change what the method removes: on the
+embeddings of ``scripts/bench_debias.py``, 20 trees (2.6 s) share 24 of the 50 imputed dimensions with 100 trees and
+leave 75 % of the planted gap between the groups' means, against 61 % (``scripts/bench_sfid_trees.py``, the
+benchmarks page); ``n_estimators`` stays at 100.
 
 The released code (HoinJung/Unified-Debiaisng-VLM-SFID, ``evaluation.py``) differs in one place we do not follow:
 its FACET zero-shot evaluation normalises the class-prompt embeddings before imputing and returns the normalised
