@@ -224,3 +224,13 @@ def test_bench_throughput_leaves_lightnings_log_levels_as_they_were():
     arguments = ["--workloads", "embed", "--batch_sizes", "2", "--steps", "1", "--warmup", "0"]
     run(bench_throughput, [*arguments, "--threads", str(torch.get_num_threads())])
     assert [logger.level for logger in loggers] == before
+
+
+def test_bench_sfid_trees_compares_each_forest_with_the_default(capsys):
+    from vlbias.experiments.bench.sfid_trees import bench_sfid_trees
+
+    run(bench_sfid_trees, ["--n", "120", "--dims", "64", "--trees", "5", "--clock", "wall"])  # D >= SFID's k = 50
+    rows = re.findall(r"^(.+?)\s+(\S+)\s+(\d+)/(\d+)\s+(\S+)$", capsys.readouterr().out, re.M)
+    assert [row[0] for row in rows] == ["100 trees (default)", "100 trees, seed 1", "5 trees"]
+    assert rows[0][2:4] == ("50", "50") and all(float(row[1]) > 0 and int(row[2]) <= 50 for row in rows)
+    assert all(-1 < float(row[4]) <= 1 for row in rows)

@@ -12,6 +12,7 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.mitigation.debiaser import FitData, load_debiaser
 from vlbias.mitigation.registry import debiaser_class
 from vlbias.mitigation.sfid import SFID, SFIDOptions
+from vlbias.threads import torch_threads
 
 DIM = 12
 
@@ -141,3 +142,16 @@ def test_save_and_load_round_trip(tmp_path):
     torch.testing.assert_close(loaded.transform_images(x), debiaser.transform_images(x), rtol=0, atol=0)
     torch.testing.assert_close(loaded.transform_texts(x), debiaser.transform_texts(x), rtol=0, atol=0)
     assert debiaser_class("sfid") is SFID
+
+
+def test_the_forest_on_two_threads_fits_what_one_thread_fits():
+    """The trees are fitted on torch's threads (each tree's random state is drawn first), so the thread count changes
+    no fitted number."""
+    images, labels = _planted(80, 8)
+    options = SFIDOptions(k=3, threshold=0.9, n_estimators=8, modalities=("image",))
+    states = []
+    for threads in (1, 2):
+        with torch_threads(threads):
+            states.append(SFID(options).fit(FitData(reference_images=images, reference_labels=labels)).fitted_state())
+    for name, value in states[0].items():
+        torch.testing.assert_close(states[1][name], value, rtol=0, atol=0)

@@ -3,7 +3,7 @@ Image Search", Sec. 5): the :math:`N` embedding dimensions that tell most about 
 
 On attribute-labelled reference images, the mutual information :math:`\operatorname{MI}(v_d, g)` of every image
 embedding coordinate :math:`d` with the attribute :math:`g` is estimated
-(:func:`~vlbias.mitigation.pruning.mutual_information`, scikit-learn's kNN estimator); the :math:`N` dimensions of
+(:func:`~vlbias.mitigation.pruning.mutual_information`, the kNN estimator of Ross, 2014); the :math:`N` dimensions of
 the highest MI are removed (:func:`~vlbias.mitigation.pruning.most_informative`) from image and text embeddings
 alike, which keep the other :math:`D - N` coordinates, re-normalised (:mod:`vlbias.mitigation.dimension_removal`).
 

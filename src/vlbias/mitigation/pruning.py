@@ -55,11 +55,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
-from sklearn.feature_selection import mutual_info_classif
 from torch import Tensor
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional.checks import check_embeddings
+from vlbias.mitigation.knn_mutual_info import knn_mutual_information
 from vlbias.mitigation.leave_one_out import (
     checked_sets,
     effect_size_unchecked,
@@ -120,8 +120,10 @@ class PruningResult:
 def mutual_information(images: Tensor, labels: Tensor, seed: int = 0, n_neighbors: int = 3) -> Tensor:
     r""":math:`\operatorname{MI}(v_d, L)` of every embedding coordinate with discrete labels, in nats: ``(D,)`` float64.
 
-    scikit-learn's ``mutual_info_classif`` (the kNN estimator of Ross, 2014, ``n_neighbors`` neighbours),
-    called once on the ``(n, D)`` matrix; ``seed`` fixes the small noise it adds to break ties.
+    The kNN estimator of Ross (2014) with ``n_neighbors`` neighbours, as scikit-learn's ``mutual_info_classif``
+    computes it, value for value, but for all ``D`` coordinates at once
+    (:func:`~vlbias.mitigation.knn_mutual_info.knn_mutual_information`); ``seed`` fixes the small noise it adds to
+    break ties.
     """
     images = check_embeddings("images", images)
     labels = torch.as_tensor(labels)
@@ -130,13 +132,7 @@ def mutual_information(images: Tensor, labels: Tensor, seed: int = 0, n_neighbor
     classes = labels.unique()
     if classes.numel() < 2:
         raise InputError(f"Expected labels of at least 2 classes for mutual information but all are {classes.tolist()}")
-    values = mutual_info_classif(
-        images.detach().cpu().double().numpy(),
-        labels.cpu().numpy(),
-        discrete_features=False,
-        n_neighbors=n_neighbors,
-        random_state=seed,
-    )
+    values = knn_mutual_information(images.detach().cpu().double().numpy(), labels.cpu().numpy(), n_neighbors, seed)
     return torch.from_numpy(values)
 
 
