@@ -63,8 +63,8 @@ def recall_with_intervals(images: Tensor, captions: Tensor, caption_to_image: Te
     ``{"retrieval_recall/txt_r{K}": (recall, low, high), "retrieval_recall/img_r{K}": ...}``.
 
     Example:
-        >>> images = torch.eye(3)
-        >>> out = recall_with_intervals(images, images[[0, 2, 1]], torch.tensor([0, 2, 1]), seed=0)
+        >>> images, order = torch.eye(10), torch.arange(10).flip(0)  # caption c describes image 9 - c
+        >>> out = recall_with_intervals(images, images[order], order, seed=0)
         >>> out["retrieval_recall/txt_r1"], out["retrieval_recall/img_r1"]
         ((1.0, 1.0, 1.0), (1.0, 1.0, 1.0))
     """
