@@ -42,6 +42,7 @@ from vlbias.data.biasworld import ACTIVITIES, GROUPS, BiasWorld, activity_phrase
 from vlbias.data.mmbias import TABLE2_PAIRS, read_mmbias
 from vlbias.errors import InputError
 from vlbias.loaded_model import seed_everything
+from vlbias.log_levels import quieted
 from vlbias.mitigation.outputs import PRUNE_FOLDER
 from vlbias.modules.model_spec import ModelSpec
 from vlbias.modules.pruning import EmbeddingPruning
@@ -165,14 +166,8 @@ def prune(options: PruneOptions) -> dict:
 def _quiet_lightning() -> Iterator[None]:
     """Silence Lightning's start-up lines ("GPU available ...") and its few-workers and no-predictions hints for one run,
     and on a Slurm login node its hint to run under ``srun`` (as :func:`vlbias.lightning_cli.make_cli` does)."""
-    logger = logging.getLogger("lightning.pytorch")
-    level = logger.level
-    logger.setLevel(logging.WARNING)
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*does not have many workers.*")
-            warnings.filterwarnings("ignore", message=".*predict returned None.*")  # embeddings stay in the module
-            warnings.filterwarnings("ignore", message=r"The `srun` command is available on your system but is not used")
-            yield
-    finally:
-        logger.setLevel(level)
+    with quieted(logging.WARNING, "lightning.pytorch"), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+        warnings.filterwarnings("ignore", message=".*predict returned None.*")  # embeddings stay in the module
+        warnings.filterwarnings("ignore", message=r"The `srun` command is available on your system but is not used")
+        yield

@@ -12,6 +12,7 @@ from pathlib import Path
 from torch import nn
 
 from vlbias.errors import InputError
+from vlbias.log_levels import quieted
 
 _SHOWN = 10
 CONFIG_FILE = "config.json"
@@ -125,11 +126,9 @@ def from_pretrained_strict(model_class: type[nn.Module], source: str | Path, mod
     "cannot find it" (no weights in a directory, hub unreachable) into an :class:`InputError` naming the
     checkpoint."""
     check_checkpoint(source, model_name, {model_class.config_class.model_type})
-    hub_logger = logging.getLogger("huggingface_hub")
-    level = hub_logger.level
-    hub_logger.setLevel(logging.ERROR)  # its "thrown while requesting" warning says what the error below says
-    try:
-        model, info = model_class.from_pretrained(str(source), output_loading_info=True)
+    try:  # the hub client's "thrown while requesting" warning says what the error below says
+        with quieted(logging.ERROR, "huggingface_hub"):
+            model, info = model_class.from_pretrained(str(source), output_loading_info=True)
     except OSError as err:
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError(
@@ -138,7 +137,5 @@ def from_pretrained_strict(model_class: type[nn.Module], source: str | Path, mod
             "with its config.json and weights (one written by save_pretrained, or downloaded where the hub is "
             "reachable), or set HF_HUB_OFFLINE=1 to use the hub cache."
         ) from err
-    finally:
-        hub_logger.setLevel(level)
     check_keys(model_name, source, info["missing_keys"], info["unexpected_keys"])
     return model

@@ -25,6 +25,7 @@ from torch import Tensor, nn
 
 from vlbias.data.images import load_image
 from vlbias.errors import ConfigError, InputError
+from vlbias.log_levels import quieted
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
 from vlbias.models.linear_export import checked_linear_maps, folded_columns, folded_linear
 from vlbias.models.loading import check_checkpoint
@@ -412,12 +413,5 @@ def _load_error(err: Exception, name: str, source: str, local: bool) -> InputErr
 def _quiet_open_clip() -> Iterator[None]:
     """Silence what open_clip and the hub client log while loading (open_clip logs to the root logger, e.g. "Failed
     to download weights"): the error raised says it in one line."""
-    loggers = [logging.getLogger(), logging.getLogger("huggingface_hub")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.CRITICAL)
-    try:
+    with quieted(logging.CRITICAL, "", "huggingface_hub"):
         yield
-    finally:
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)

@@ -33,13 +33,12 @@ goes on. ``fused_adamw`` (CUDA only), ``channels_last`` and ``compile`` apply to
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import statistics
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -60,6 +59,7 @@ from vlbias.experiments.bench.throughput_workloads import (
 )
 from vlbias.experiments.bench.timing import Clock, Precision, autocast, clock_for, machine, synchronize
 from vlbias.experiments.fairvlp_table import Method
+from vlbias.log_levels import quieted
 from vlbias.threads import torch_threads
 
 WORKLOADS = ("clip", "embed", "albef", "blip")
@@ -254,20 +254,6 @@ def _print_table(rows: list[dict], device: torch.device) -> None:
         )
 
 
-@contextlib.contextmanager
-def _quiet_lightning() -> Iterator[None]:
-    """Lightning's loggers at ERROR while a Trainer per side starts (its banner on every side), then as they were."""
-    loggers = [logging.getLogger(name) for name in ("lightning.pytorch", "lightning.fabric")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.setLevel(level)
-
-
 def bench_throughput(
     workloads: Sequence[Kind] = WORKLOADS,
     size: Literal["tiny", "base"] = "tiny",
@@ -319,7 +305,12 @@ def bench_throughput(
     options = Options(fused_adamw=fused_adamw, channels_last=channels_last, compile=compile)
     collect = size == "base" or device.type == "cuda"  # a tiny side's leftovers are a few MiB; a collection, a second
     rows: list[dict] = []
-    with torch_threads(threads), scratch_directory() as scratch, warnings.catch_warnings(), _quiet_lightning():
+    with (
+        torch_threads(threads),
+        scratch_directory() as scratch,
+        warnings.catch_warnings(),
+        quieted(logging.ERROR, "lightning.pytorch", "lightning.fabric"),  # a Trainer per side: its banner each time
+    ):
         warnings.filterwarnings("ignore", module="lightning")  # a Trainer per side: its hints (srun, no val loop)
         for kind in dict.fromkeys(workloads):
             for batch_size in batch_sizes or DEFAULT_BATCH_SIZES[size][kind]:
