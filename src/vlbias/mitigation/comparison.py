@@ -46,15 +46,22 @@ RECALL = "retrieval_recall"
 Interval = tuple[float, float, float]
 
 
+def interval_of_mean(values: Tensor, seed: int) -> tuple[float, float]:
+    """The percentile bootstrap interval of the mean of ``values`` ``(n,)`` (float64): :data:`ACCURACY_BOOTSTRAP`
+    resamples from a generator seeded with ``seed``, so every method is resampled on the same draws, at
+    :data:`ACCURACY_CONFIDENCE`."""
+    generator = torch.Generator().manual_seed(seed)
+    low, high = percentile_interval(resampled_means(values, ACCURACY_BOOTSTRAP, generator), ACCURACY_CONFIDENCE)
+    return float(low), float(high)
+
+
 def accuracy_with_interval(
     images: Tensor, prompts: Tensor, prompt_classes: Tensor, labels: Tensor, seed: int
 ) -> Interval:
     """Zero-shot accuracy of ``images`` ``(n, D)`` against ``prompts`` ``(P, D)`` (class ``prompt_classes[p]``
     each), and its percentile bootstrap interval: ``(accuracy, low, high)``."""
     correct = (zero_shot_predictions(images, prompts, prompt_classes) == labels).double()  # (n,)
-    generator = torch.Generator().manual_seed(seed)
-    low, high = percentile_interval(resampled_means(correct, ACCURACY_BOOTSTRAP, generator), ACCURACY_CONFIDENCE)
-    return float(correct.mean()), float(low), float(high)
+    return float(correct.mean()), *interval_of_mean(correct, seed)
 
 
 def recall_with_intervals(images: Tensor, captions: Tensor, caption_to_image: Tensor, seed: int) -> dict[str, Interval]:
@@ -74,10 +81,10 @@ def recall_with_intervals(images: Tensor, captions: Tensor, caption_to_image: Te
     out = {}
     for prefix, ranks in (("txt", text_ranks[text_ranks != NO_GROUND_TRUTH]), ("img", image_ranks)):
         for k in DEFAULT_KS:
-            generator = torch.Generator().manual_seed(seed)
-            replicates = resampled_means((ranks <= k).double(), ACCURACY_BOOTSTRAP, generator)
-            low, high = percentile_interval(replicates, ACCURACY_CONFIDENCE)
-            out[f"{RECALL}/{prefix}_r{k}"] = (float(recall[f"{prefix}_r{k}"]), float(low), float(high))
+            out[f"{RECALL}/{prefix}_r{k}"] = (
+                float(recall[f"{prefix}_r{k}"]),
+                *interval_of_mean((ranks <= k).double(), seed),
+            )
     return out
 
 
@@ -127,10 +134,8 @@ def fold_means(folds: Sequence[Sequence[Mapping[str, object]]], seed: int) -> li
             if not len(values):
                 row[key], row[f"{key}/ci_low"], row[f"{key}/ci_high"] = None, None, None
                 continue
-            generator = torch.Generator().manual_seed(seed)
-            replicates = resampled_means(values.double(), ACCURACY_BOOTSTRAP, generator)
-            low, high = percentile_interval(replicates, ACCURACY_CONFIDENCE)
-            row[key], row[f"{key}/ci_low"], row[f"{key}/ci_high"] = float(values.mean()), float(low), float(high)
+            row[key] = float(values.mean())
+            row[f"{key}/ci_low"], row[f"{key}/ci_high"] = interval_of_mean(values.double(), seed)
         means.append(row)
     return means
 
