@@ -2,7 +2,8 @@
 
 One method: ``<out>/debias.json`` (the summary: method, options, fitted-state shapes, data, seeds, versions, the
 suites' headline numbers, zero-shot accuracy and, with ``captions``, retrieval R@K before and after),
-``<out>/debiaser/``, ``<out>/model/`` and, for a linear method on CLIP or open_clip, ``<out>/clip/`` or ``<out>/open_clip/`` (:func:`write_debiased_model`), ``<out>/before/`` and ``<out>/after/`` (each suite's results schema,
+``<out>/debiaser/``, ``<out>/model/`` and, for a linear method on a family that folds it into its weights,
+``<out>/<family>/`` (:func:`write_debiased_model`), ``<out>/before/`` and ``<out>/after/`` (each suite's results schema,
 ``<suite>.json`` + ``<suite>.items.parquet``, which ``vlbias report`` reads as the runs ``before`` and ``after``).
 
 The compare mode: ``<out>/debias.json`` (the summary of every method), ``<out>/methods/none/`` and
@@ -55,7 +56,8 @@ def write_debiased_model(folder: Path, adapter: ModelAdapter, debiaser: Debiaser
     fitted debiaser, :func:`~vlbias.mitigation.debiaser.load_debiaser` reads it back), ``model/`` (the
     :class:`~vlbias.models.debiased.DebiasedEmbeddings` checkpoint, ``vlbias measure --model debiased --checkpoint
     <out>/model``) and, where the debiaser is linear and the family folds a linear map into its projection weights,
-    ``<family>/`` (``clip/``, ``open_clip/``): the debiased model in the family's own format, which its own loader
+    ``<family>/`` (:data:`~vlbias.models.linear_export.EXPORTING_FAMILIES`; SigLIP's for a change of the text
+    embeddings only): the debiased model in the family's own format, which its own loader
     reads with no vlbias code (:meth:`~vlbias.models.debiased.DebiasedEmbeddings.export_linear`). The family is the
     innermost model's (:attr:`~vlbias.models.base.ModelAdapter.export_family`): debiasing a ``debiased`` CLIP again
     writes ``clip/``, both debiasers folded into CLIP's projections."""

@@ -9,7 +9,7 @@ the text the method rewrites (a word-level tokenizer maps unknown words to one i
 its tokens. Only the :data:`REMEMBERED_TEXTS` most recently prepared are kept (and always every text of the latest
 ``prepare_texts`` call), so a long run holds a bounded map; tokens prepared longer ago, or by another model, are
 refused by row. A linear debiaser on a family that folds a linear map into its projection
-weights (CLIP, open_clip) also exports the debiased model in the family's own format
+weights (CLIP, open_clip; SigLIP's text tower) also exports the debiased model in the family's own format
 (:meth:`DebiasedEmbeddings.export_linear`).
 
 Example:
