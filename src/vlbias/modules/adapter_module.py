@@ -85,11 +85,16 @@ class AdapterModule(LightningModule):
         self.adapter = model.load(self.capability, self.purpose).train()
         self.unsharded: list[nn.Parameter] = []  # under FSDP, the 0-d parameters it leaves whole (class docstring)
 
+    @property
+    def sharded(self) -> bool:
+        """Whether this module trains under Lightning's ``FSDPStrategy`` (``False`` outside a trainer)."""
+        return self._trainer is not None and isinstance(self._trainer.strategy, FSDPStrategy)
+
     def configure_model(self) -> None:
         """Under FSDP: hand the 0-d parameters to FSDP as ``ignored_states`` (class docstring), on the strategy's
         device (FSDP moves only what it shards). Other strategies, and outside a trainer (``load_from_checkpoint``):
         nothing."""
-        if self._trainer is None or not isinstance(self._trainer.strategy, FSDPStrategy):
+        if not self.sharded:
             return
         strategy = self._trainer.strategy
         self.unsharded = [parameter for parameter in self.parameters() if parameter.ndim == 0]
@@ -113,7 +118,7 @@ class AdapterModule(LightningModule):
         """A context in which the adapter holds its whole parameters: under FSDP its shards gathered (on every
         rank, or on rank 0 alone with ``rank_zero_only``, then in CPU memory; every rank must enter it, and
         changes made inside are not kept); otherwise nothing to do."""
-        if not isinstance(self.trainer.strategy, FSDPStrategy):
+        if not self.sharded:
             return nullcontext()
         from torch.distributed.fsdp import FullyShardedDataParallel
 

@@ -56,7 +56,6 @@ from typing import Literal
 
 import torch
 from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, PositiveInt, restricted_number_type
-from lightning.pytorch.strategies import FSDPStrategy
 from torch import Tensor, nn
 
 from vlbias.counterfactual.image import AttackConfig, normalise, unit_pixels
@@ -273,7 +272,7 @@ class FairVLP(MaskedLMPretraining):
         """As :class:`~vlbias.modules.adapter_module.AdapterModule`; under FSDP the image methods are refused: their
         attack differentiates the model being trained inside its training step, with its parameters frozen,
         which FSDP's gathered (non-leaf) parameters and backward hooks do not allow."""
-        if self._trainer is not None and isinstance(self._trainer.strategy, FSDPStrategy) and self.images is not None:
+        if self.sharded and self.images is not None:
             text_methods = ", ".join(name for name in METHODS if not uses_images(name))
             raise ConfigError(
                 f"FairVLP method {self.method.name!r} attacks images through the model it trains, which FSDP "
