@@ -217,18 +217,12 @@ def _embed_workload(spec: ModelSpec, directory: Path, batch: dict, pixels: Tenso
         model = open_clip.create_model(f"local-dir:{directory}").to(device).eval()
 
         def forward() -> Tensor:
-            with torch.no_grad(), _audit_autocast(device):
+            with torch.no_grad(), mixed_precision(device):  # the audit's precision, whatever the training rows'
                 return F.normalize(model.encode_image(pixels), dim=-1).float().cpu()
 
         return LoopSide(model, forward=forward)
 
     return Workload("embed (audit gallery)", described, n, vlbias, {}, {"raw": raw}, training=False)
-
-
-def _audit_autocast(device: torch.device):
-    """The audit's precision (:func:`~vlbias.models.inference.mixed_precision`: bf16 autocast on CUDA, fp32 on the
-    CPU), at which the evaluation rows run whatever the training rows' precision."""
-    return mixed_precision(device)
 
 
 # -- ALBEF and FairVLP -------------------------------------------------------------------------------------
