@@ -124,8 +124,13 @@ def test_bad_insights_are_refused_by_name():
     with pytest.raises(InputError, match="at least two values"):
         RoboShot().fit(FitData(attribute_prompts={"a": _unit(2, 0)}))
     same = _unit(1, 2)
-    with pytest.raises(InputError, match=r"Harmful insights .* \[0\] are zero"):
-        RoboShot().fit(FitData(attribute_prompts={"a": same, "b": same.clone()}))
+    for options in (RoboShotOptions(), AS_GIVEN):  # the orthonormal basis would silently make it the identity
+        with pytest.raises(InputError, match=r"Harmful insights .* \[0\] are zero"):
+            RoboShot(options).fit(FitData(attribute_prompts={"a": same, "b": same.clone()}))
+    with pytest.raises(InputError, match=r"Helpful pairs \[0\] are zero"):
+        RoboShot().fit(
+            FitData(attribute_prompts={"a": _unit(1, 0), "b": _unit(1, 1)}, helpful_pairs=same.expand(2, -1)[None])
+        )
     with pytest.raises(InputError, match=r"helpful_pairs of shape \(h, 2, D\)"):
         RoboShot().fit(FitData(attribute_prompts={"a": _unit(1, 0), "b": _unit(1, 1)}, helpful_pairs=_unit(2, 3)))
 
