@@ -56,7 +56,7 @@ def test_masked_positions_coincide_in_factual_and_counterfactual_texts():
     captions = ["the man is cooking.", "a photo of a woman sewing.", "someone is coding."]
     tokens = module.adapter.prepare_texts(captions)
     masked, labels, _ = module._mask(tokens, torch.Generator().manual_seed(0))
-    rows, _, cf_masked, cf_labels = module._counterfactuals(
+    rows, _, _, cf_masked, cf_labels = module._counterfactuals(
         torch.rand(3, 3, 32, 32),
         module.adapter.prepare_images(torch.rand(3, 3, 32, 32)),
         captions,
@@ -89,7 +89,7 @@ def test_counterfactual_targets_at_a_masked_bias_word(targets):
         position = (ids[0] == man).nonzero().item()
         labels = torch.where((ids == man) | (ids == cooking), ids, IGNORE_INDEX)
         masked = torch.where(labels != IGNORE_INDEX, tokenizer.mask_token_id, ids)
-        _, _, cf_masked, cf_labels = module._counterfactuals(
+        _, _, _, cf_masked, cf_labels = module._counterfactuals(
             torch.rand(1, 3, 32, 32), module.adapter.prepare_images(torch.rand(1, 3, 32, 32)), captions, tokens, masked,
             labels,
         )  # fmt: skip
@@ -131,13 +131,21 @@ class _Spy:
         self.calls: list[tuple[torch.Tensor, torch.Tensor]] = []
         self.attacks = 0
         module.log = lambda key, value, **_: self.logged.__setitem__(key, float(torch.as_tensor(value).detach()))
-        forward = module.adapter.fill_mask_logits
+        encodings: list[tuple[torch.Tensor, torch.Tensor]] = []  # (image states, the pixels they encode)
+        encode, forward = module.adapter.image_states, module.adapter.fill_mask_logits_of_states
 
-        def fill_mask(pixel_values, tokens):
-            self.calls.append((pixel_values.detach().clone(), tokens["input_ids"].clone()))
-            return forward(pixel_values, tokens)
+        def image_states(pixel_values):
+            states = encode(pixel_values)
+            encodings.append((states, pixel_values.detach().clone()))
+            return states
 
-        module.adapter.fill_mask_logits = fill_mask
+        def fill_mask(states, tokens, image_rows=None):  # records the pixels each row reads and its ids
+            pixels = next(pixels for encoded, pixels in encodings if encoded is states)
+            self.calls.append((pixels if image_rows is None else pixels[image_rows], tokens["input_ids"].clone()))
+            return forward(states, tokens, image_rows)
+
+        module.adapter.image_states = image_states
+        module.adapter.fill_mask_logits_of_states = fill_mask
         if module.images is not None:
             attack = module.images._attack
 
@@ -199,6 +207,19 @@ def test_itc_weight_adds_albef_contrastive_loss_with_every_describing_caption_a_
     plain_spy = _Spy(plain)
     plain.training_step(batch, 0)
     assert "train/itc_loss" not in plain_spy.logged
+
+
+@pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")
+def test_a_step_encodes_each_image_once_for_mlm_itc_and_itm():
+    module = _module("vanilla", itc_weight=0.5)
+    _Spy(module)
+    passes: list[int] = []
+    module.adapter.model.visual_encoder.patch_embed.register_forward_hook(
+        lambda layer, inputs, output: passes.append(len(output))
+    )
+    batch = _batch()
+    module.training_step(batch, 0).backward()
+    assert passes == [len(batch["caption"])]
 
 
 def test_dropout_method_raises_every_dropout_layer_and_others_leave_them():

@@ -125,7 +125,7 @@ class ALBEFAdapter(ModelAdapter):
 
     # -- capabilities ----------------------------------------------------------------
     def embed_images(self, pixel_values: Tensor) -> Tensor:
-        return self.model.image_features(self.model.image_embeds(pixel_values))  # (B, E)
+        return self.embed_image_states(self.image_states(pixel_values))  # (B, E)
 
     def embed_texts(self, tokens: dict[str, Tensor]) -> Tensor:
         return self.model.text_features(
@@ -140,6 +140,40 @@ class ALBEFAdapter(ModelAdapter):
         if Capability.FILL_MASK not in self.capabilities:
             raise self._lacks(Capability.FILL_MASK)
         return self.model.mlm_logits(self._fused(pixel_values, tokens))  # (B, T, V)
+
+    def image_states(self, pixel_values: Tensor) -> Tensor:
+        """The vision encoder's tokens ``(B, 1 + N, D)``, CLS first: what ITC, ITM and MLM read."""
+        return self.model.image_embeds(pixel_values)
+
+    def embed_image_states(self, image_states: Tensor) -> Tensor:
+        return self.model.image_features(image_states)  # (B, E)
+
+    def match_logits_of_states(
+        self, image_states: Tensor, tokens: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor
+    ) -> Tensor:
+        """Match logits ``(R,)`` of pairs (see the base class): the text layers once per text, each fusion layer's
+        cross-attention keys and values once per image, the fusion layers per pair with the last at the CLS
+        position alone (:meth:`ALBEF.fuse`), and the ITM head. ALBEF's pre-training step runs its fusion layers in
+        full on image tokens gathered per pair; this is the same up to float rounding. It calls each layer's
+        ``forward``, so an FSDP unit around a layer gathers its parameters (:meth:`paired_match_logits`, for
+        evaluation, calls the layers' parts)."""
+        mask = tokens["attention_mask"].index_select(0, text_rows)
+        text_states = self.model.text_embeds(tokens["input_ids"], tokens["attention_mask"]).index_select(0, text_rows)
+        cls = torch.zeros(len(text_rows), 1, dtype=torch.long, device=text_rows.device)
+        fused = self.model.fuse(text_states, image_states, mask, image_rows, cls)  # (R, 1, H)
+        logits = self.model.itm_logits(fused)  # (R, 2)
+        return logits[:, 1] - logits[:, 0]
+
+    def fill_mask_logits_of_states(
+        self, image_states: Tensor, tokens: dict[str, Tensor], image_rows: Tensor | None = None
+    ) -> Tensor:
+        """MLM logits ``(R, T, V)`` (see the base class), each distinct image's cross-attention keys and values
+        computed once when ``image_rows`` is given (:meth:`ALBEF.fuse`)."""
+        if Capability.FILL_MASK not in self.capabilities:
+            raise self._lacks(Capability.FILL_MASK)
+        mask = tokens.get("attention_mask")
+        text_states = self.model.text_embeds(tokens["input_ids"], mask)
+        return self.model.mlm_logits(self.model.fuse(text_states, image_states, mask, image_rows))  # (R, T, V)
 
     def paired_match_logits(
         self, pixel_values: Tensor, tokens: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor, batch_size: int

@@ -189,6 +189,41 @@ class ModelAdapter(nn.Module):
     def token_states(self, pixel_values: Tensor | None, tokens: dict[str, Tensor]) -> Tensor:
         raise self._lacks(Capability.TOKEN_STATES)
 
+    # -- one image encoding shared by a training step's objectives --------------------------------
+    def image_states(self, pixel_values: Tensor) -> Tensor:
+        """What the image encoder hands on to the rest of the model, for a training step to compute once per image
+        and share between its objectives (:meth:`embed_image_states` for contrast,
+        :meth:`match_logits_of_states` for ITM, :meth:`fill_mask_logits_of_states` for MLM), as ALBEF's own
+        pre-training step shares one vision pass between ITC, ITM and MLM (Li et al., 2021, Sec. 3.2). This
+        default: the pixel values themselves, which the three methods below encode again, for families with no
+        image encoder of their own to share (ViLT reads image and text together) or no objective beside
+        contrast. Two-stream families (ALBEF, BLIP) return their vision encoder's tokens."""
+        return pixel_values
+
+    def embed_image_states(self, image_states: Tensor) -> Tensor:
+        """:meth:`embed_images` of the images whose :meth:`image_states` these are ``(B, D)``."""
+        return self.embed_images(image_states)
+
+    def match_logits_of_states(
+        self, image_states: Tensor, tokens: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor
+    ) -> Tensor:
+        """Match logits ``(R,)`` of the pairs (image ``image_rows[r]`` of ``image_states``, from
+        :meth:`image_states`, text ``text_rows[r]`` of ``tokens``), all at once and differentiable: a training
+        step's ITM pairs (:func:`~vlbias.objectives.itm.hard_negative_itm`). Equal to :meth:`match_logits` of the
+        gathered pairs up to float rounding; two-stream families encode each image and text once."""
+        texts, images = gathered_rows(tokens, text_rows, image_states, image_rows)
+        return self.match_logits(images, texts)
+
+    def fill_mask_logits_of_states(
+        self, image_states: Tensor, tokens: dict[str, Tensor], image_rows: Tensor | None = None
+    ) -> Tensor:
+        """MLM logits ``(R, T, V)`` of the texts ``tokens`` ``(R, T)``, text ``r`` reading image ``image_rows[r]``
+        of ``image_states`` (:meth:`image_states`; image ``r`` when ``image_rows`` is ``None``): a training
+        step's masked-LM rows. Equal to :meth:`fill_mask_logits` of the gathered images up to float rounding."""
+        if image_rows is not None:
+            image_states = image_states.index_select(0, image_rows)
+        return self.fill_mask_logits(image_states, tokens)
+
     # -- one entry point per capability, and the same thing without the adapter -------
     def run_capability(
         self, capability: Capability, pixel_values: Tensor | None, tokens: dict[str, Tensor]

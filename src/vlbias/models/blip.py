@@ -58,8 +58,7 @@ class BLIPAdapter(ImageTextAdapter):
         return torch.zeros(batch_size, 3, size, size, device=self.device)
 
     def embed_images(self, pixel_values: Tensor) -> Tensor:
-        image_states = self.model.vision_model(pixel_values=pixel_values).last_hidden_state  # (B, 1+N, Dv)
-        return F.normalize(self.model.vision_proj(image_states[:, 0]), dim=-1)  # (B, D)
+        return self.embed_image_states(self.image_states(pixel_values))  # (B, D)
 
     def embed_texts(self, tokens: dict[str, Tensor]) -> Tensor:
         text_states = self.model.text_encoder(
@@ -68,8 +67,25 @@ class BLIPAdapter(ImageTextAdapter):
         return F.normalize(self.model.text_proj(text_states[:, 0]), dim=-1)  # (B, D)
 
     def match_logits(self, pixel_values: Tensor, tokens: dict[str, Tensor]) -> Tensor:
-        image_states = self.model.vision_model(pixel_values=pixel_values).last_hidden_state  # (B, 1+N, Dv)
-        return self._match_image_states(image_states, tokens["input_ids"], tokens["attention_mask"])
+        return self._match_image_states(self.image_states(pixel_values), tokens["input_ids"], tokens["attention_mask"])
+
+    def image_states(self, pixel_values: Tensor) -> Tensor:
+        """The vision model's last states ``(B, 1 + N, Dv)``: what the projection and the ITM text encoder read."""
+        return self.model.vision_model(pixel_values=pixel_values).last_hidden_state
+
+    def embed_image_states(self, image_states: Tensor) -> Tensor:
+        return F.normalize(self.model.vision_proj(image_states[:, 0]), dim=-1)  # (B, D)
+
+    def match_logits_of_states(
+        self, image_states: Tensor, tokens: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor
+    ) -> Tensor:
+        """Match logits ``(R,)`` of pairs (see the base class): the text encoder, which cross-attends to the image in
+        every layer, once per pair, on the vision model's states of each image computed once."""
+        return self._match_image_states(
+            image_states.index_select(0, image_rows),
+            tokens["input_ids"].index_select(0, text_rows),
+            tokens["attention_mask"].index_select(0, text_rows),
+        )
 
     def paired_match_logits(
         self, pixel_values: Tensor, tokens: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor, batch_size: int
@@ -87,10 +103,7 @@ class BLIPAdapter(ImageTextAdapter):
         logits = torch.empty(image_rows.numel(), device=pixel_values.device)
         for first, stop, batches in pair_batches(image_rows, text_rows, lengths, chunk, len(pixel_values), batch_size):
             images = torch.cat(
-                [
-                    self.model.vision_model(pixel_values=p).last_hidden_state
-                    for p in pixel_values[first:stop].split(batch_size)
-                ]
+                [self.image_states(p) for p in pixel_values[first:stop].split(batch_size)]
             )  # (chunk, 1+N, Dv)
             for batch in batches:
                 rows = text_rows[batch]

@@ -52,7 +52,7 @@ counterfactual term).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import torch
 from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, PositiveInt, restricted_number_type
@@ -92,6 +92,20 @@ METHODS: dict[str, Branches | None] = {
     "fairvlp_l": Branches(text=True, image=False, kl=True),
     "fairvlp": Branches(text=True, image=True, kl=True),
 }
+
+
+class CounterfactualRows(NamedTuple):
+    """A step's counterfactual pairs (V_cf, L_cf), ``N`` rows: the factual items they come from ``rows`` ``(N,)``;
+    the attacked images ``attacked_pixels`` ``(A, 3, H, W)`` of the rows whose V_cf is an attack's (in batch order);
+    the image each row reads ``image_rows`` ``(N,)``, indexing the batch's B images followed by the A attacked ones
+    (its own image for a row with L_cf alone); its masked ids ``masked`` and masked words ``labels`` ``(N, T)``."""
+
+    rows: Tensor
+    attacked_pixels: Tensor
+    image_rows: Tensor
+    masked: Tensor
+    labels: Tensor
+
 
 #: What the counterfactual branch is scored against at a masked bias word (:attr:`FairVLPMethod.counterfactual_targets`).
 COUNTERFACTUAL_TARGETS = ("swapped", "factual")
@@ -291,15 +305,17 @@ class FairVLP(MaskedLMPretraining):
         pixel_values = self.adapter.prepare_images(images)
         tokens = self.adapter.prepare_texts(captions)
         masked, labels, forced = self._mask(tokens, None)
-        rows, cf_pixels, cf_masked, cf_labels = self._counterfactuals(
-            images, pixel_values, captions, tokens, masked, labels
-        )
+        counterfactual = self._counterfactuals(images, pixel_values, captions, tokens, masked, labels)
+        rows, cf_labels = counterfactual.rows, counterfactual.labels
+        n = len(captions)
+        # one image encoding for MLM, ITC and ITM: the batch's B images, then the A attacked ones
+        image_states = self.adapter.image_states(torch.cat([pixel_values, counterfactual.attacked_pixels]))
         attention = tokens.get("attention_mask")
-        both = {**tokens, "input_ids": torch.cat([masked, cf_masked])}
+        both = {**tokens, "input_ids": torch.cat([masked, counterfactual.masked])}
         if attention is not None:
             both["attention_mask"] = torch.cat([attention, attention[rows]])
-        logits = self.adapter.fill_mask_logits(torch.cat([pixel_values, cf_pixels]), both)  # (B + N, T, V)
-        n = len(captions)
+        image_rows = torch.cat([torch.arange(n, device=rows.device), counterfactual.image_rows])  # (B + N,)
+        logits = self.adapter.fill_mask_logits_of_states(image_states, both, image_rows)  # (B + N, T, V)
         alpha = self.method.alpha if uses_kl(self.method.name) else 0.0
         kl_positions = (cf_labels != IGNORE_INDEX) & ~self.swap.is_bias(cf_labels.clamp(min=0))
         parts = fairvlp_loss(logits[:n], labels, logits[n:], cf_labels, kl_positions, alpha, rows)
@@ -312,10 +328,10 @@ class FairVLP(MaskedLMPretraining):
             self.log("train/kl_loss", parts.kl, prog_bar=True, batch_size=n)
         similarity = None
         if self.use_itc:
-            itc, similarity = self._itc(pixel_values, tokens, self._describes(batch, captions))
+            itc, similarity = self._itc(image_states[:n], tokens, self._describes(batch, captions))
             loss = loss + self.hparams.itc_weight * itc
         if self.use_itm:
-            loss = loss + self.hparams.itm_weight * self._itm(pixel_values, batch, None, "train", n, similarity)
+            loss = loss + self.hparams.itm_weight * self._itm(image_states, batch, None, "train", n, similarity)
         self.log("train/loss", loss, batch_size=n)
         return loss
 
@@ -327,14 +343,14 @@ class FairVLP(MaskedLMPretraining):
         tokens: dict[str, Tensor],
         masked: Tensor,
         labels: Tensor,
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """The counterfactual rows of the batch (factual indices ``(N,)``) and their pixel values, masked ids and
-        masked words (module docstring); no rows for the methods without a counterfactual pair."""
+    ) -> CounterfactualRows:
+        """The counterfactual rows of the batch (module docstring); no rows for the methods without a
+        counterfactual pair."""
         n, device = len(captions), masked.device
         text_ok = torch.zeros(n, dtype=torch.bool)
         image_ok = torch.zeros(n, dtype=torch.bool)
         cf_masked, cf_labels = masked, labels
-        cf_pixels = pixel_values
+        attacked_pixels = pixel_values[:0]
         if self.branches is not None and self.branches.text:
             text_ok = self.swap.aligned(captions, tokens["input_ids"])
             has_word = torch.tensor([self.swap.lexicon.n_swaps(caption) > 0 for caption in captions])
@@ -349,18 +365,22 @@ class FairVLP(MaskedLMPretraining):
             made = self.images(unit_pixels(self.adapter, images), self.global_step)
             if made is not None:
                 image_ok = made.success
-                cf_pixels = cf_pixels.clone()
-                cf_pixels[image_ok.to(device)] = normalise(self.adapter, made.pixels[image_ok].to(device))
+                attacked_pixels = normalise(self.adapter, made.pixels[image_ok].to(device)).to(pixel_values.dtype)
                 self.log("train/cf_image_success", made.success.float().mean(), batch_size=n)
                 self.log("train/cf_image_attacked", made.attacked.float().mean(), batch_size=n)
-        rows = (text_ok | image_ok).nonzero().flatten().to(device)
-        return rows, cf_pixels[rows], cf_masked[rows], cf_labels[rows]
+        rows = (text_ok | image_ok).nonzero().flatten()
+        image_rows = rows.clone()
+        attacked = image_ok[rows]
+        image_rows[attacked] = n + torch.arange(int(attacked.sum()))  # rows ascend, as the attacked images do
+        rows = rows.to(device)
+        return CounterfactualRows(rows, attacked_pixels, image_rows.to(device), cf_masked[rows], cf_labels[rows])
 
     # -- image-text contrast and matching with hard negatives -------------------------------------
-    def _itc(self, pixel_values: Tensor, tokens: dict[str, Tensor], describes: Tensor) -> tuple[Tensor, Tensor]:
+    def _itc(self, image_states: Tensor, tokens: dict[str, Tensor], describes: Tensor) -> tuple[Tensor, Tensor]:
         """ITC on the batch (:func:`~vlbias.objectives.itc_loss`, the captions that describe an image its
-        positives, :meth:`_describes`) and the detached similarities ``(B, B)`` for the ITM hard negatives."""
-        images = self.adapter.embed_images(pixel_values)  # (B, D)
+        positives, :meth:`_describes`) of its images' ``image_states`` (the adapter's) and the detached
+        similarities ``(B, B)`` for the ITM hard negatives."""
+        images = self.adapter.embed_image_states(image_states)  # (B, D)
         texts = self.adapter.embed_texts(tokens)  # (B, D)
         loss = itc_loss(images, texts, self.adapter.logit_scale, positives=describes.to(images.device))
         self.log("train/itc_loss", loss, batch_size=len(images))
@@ -368,7 +388,7 @@ class FairVLP(MaskedLMPretraining):
 
     def _itm(
         self,
-        pixel_values: Tensor,
+        image_states: Tensor,
         batch: dict[str, object],
         generator: torch.Generator | None,
         stage: str,
@@ -377,13 +397,15 @@ class FairVLP(MaskedLMPretraining):
     ) -> Tensor:
         """ITM on the batch's pairs, one hard negative text per image and one hard negative image per text
         (:mod:`vlbias.objectives.itm`) drawn by ``similarity`` ``(B, B)`` (``None``: the adapter's embeddings
-        where it has EMBED); a drawn pair is labelled by :meth:`_describes`."""
+        where it has EMBED); a drawn pair is labelled by :meth:`_describes`. ``image_states``: the adapter's, of
+        the batch's B images first."""
         captions = list(batch[self.hparams.caption_key])
         tokens = self.adapter.prepare_texts(captions)
         describes = self._describes(batch, captions)  # (B, B): caption j describes image i
         if similarity is None and Capability.EMBED in self.adapter.capabilities:
             with torch.no_grad():
-                similarity = self.adapter.embed_images(pixel_values) @ self.adapter.embed_texts(tokens).T  # (B, B)
-        loss = hard_negative_itm(self.adapter, pixel_values, tokens, describes, similarity, generator)
+                images = self.adapter.embed_image_states(image_states[: len(describes)])
+                similarity = images @ self.adapter.embed_texts(tokens).T  # (B, B)
+        loss = hard_negative_itm(self.adapter, image_states, tokens, describes, similarity, generator)
         self.log(f"{stage}/itm_loss", loss, batch_size=batch_size)
         return loss

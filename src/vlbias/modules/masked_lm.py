@@ -114,18 +114,18 @@ class MaskedLMPretraining(AdapterModule):
                 self.log(f"{stage}/{name}_accuracy", accuracy, prog_bar=stage == "val", batch_size=int(where.sum()))
 
     def _mlm(
-        self, pixel_values: Tensor, captions: list[str], generator: torch.Generator | None, stage: str, batch_size: int
+        self, image_states: Tensor, captions: list[str], generator: torch.Generator | None, stage: str, batch_size: int
     ) -> Tensor:
         tokens = self.adapter.prepare_texts(captions)
         masked, labels, forced = self._mask(tokens, generator)
-        logits = self.adapter.fill_mask_logits(pixel_values, {**tokens, "input_ids": masked})  # (B, T, V)
+        logits = self.adapter.fill_mask_logits_of_states(image_states, {**tokens, "input_ids": masked})  # (B, T, V)
         loss = masked_lm_loss(logits, labels)
         self._log_mlm(stage, loss, logits, tokens["input_ids"], labels, forced)
         return loss
 
     def _itm(
         self,
-        pixel_values: Tensor,
+        image_states: Tensor,
         batch: dict[str, object],
         generator: torch.Generator | None,
         stage: str,
@@ -133,10 +133,10 @@ class MaskedLMPretraining(AdapterModule):
     ) -> Tensor:
         captions = list(batch[self.hparams.caption_key])
         order = torch.randperm(batch_size, generator=generator)
-        shuffled = [captions[j] for j in order.tolist()]
-        logits = self.adapter.match_logits(
-            torch.cat([pixel_values, pixel_values]), self.adapter.prepare_texts(captions + shuffled)
-        )  # (2B,)
+        tokens = self.adapter.prepare_texts(captions)
+        own, device = torch.arange(batch_size), tokens["input_ids"].device
+        image_rows, text_rows = torch.cat([own, own]).to(device), torch.cat([own, order]).to(device)
+        logits = self.adapter.match_logits_of_states(image_states, tokens, image_rows, text_rows)  # (2B,)
         targets = self._describes(batch, captions)[torch.arange(batch_size), order].float()  # (B,)
         labels = torch.cat([torch.ones(batch_size), targets]).to(logits.device)
         loss = itm_loss(logits, labels)
@@ -157,12 +157,13 @@ class MaskedLMPretraining(AdapterModule):
         return torch.tensor([[mine == theirs for theirs in captions] for mine in captions])
 
     def _step(self, batch: dict[str, object], stage: str, generator: torch.Generator | None = None) -> Tensor:
-        pixel_values = self.adapter.prepare_images(batch[self.hparams.image_key])
+        # one image encoding for MLM and ITM (the adapter's image_states)
+        image_states = self.adapter.image_states(self.adapter.prepare_images(batch[self.hparams.image_key]))
         captions = list(batch[self.hparams.caption_key])
         batch_size = len(captions)
-        loss = self._mlm(pixel_values, captions, generator, stage, batch_size)
+        loss = self._mlm(image_states, captions, generator, stage, batch_size)
         if self.use_itm:
-            loss = loss + self.hparams.itm_weight * self._itm(pixel_values, batch, generator, stage, batch_size)
+            loss = loss + self.hparams.itm_weight * self._itm(image_states, batch, generator, stage, batch_size)
         self.log(f"{stage}/loss", loss, batch_size=batch_size)
         return loss
 

@@ -49,25 +49,25 @@ def itm_loss(logits: Tensor, labels: Tensor) -> Tensor:
 
 def hard_negative_itm(
     adapter,
-    pixel_values: Tensor,
+    image_states: Tensor,
     tokens: dict[str, Tensor],
     describes: Tensor,
     similarity: Tensor | None,
     generator: torch.Generator | None = None,
 ) -> Tensor:
-    """ITM of ``adapter`` (a model with ``match_logits``) on a batch of B image-caption pairs with hard negatives:
-    the B own pairs (label 1), one negative text per image and one negative image per text drawn by
+    """ITM of ``adapter`` (a model with ``match_logits_of_states``) on a batch of B image-caption pairs with hard
+    negatives: the B own pairs (label 1), one negative text per image and one negative image per text drawn by
     :func:`sample_negatives` among the pairs that ``describes`` ``(B, B)`` (caption ``j`` describes image ``i``)
-    says do not match, each labelled by ``describes``; :func:`itm_loss` over the 3B pairs. ``pixel_values``
-    ``(B, ...)`` and ``tokens`` (each ``(B, T)``) are the batch's, ``similarity`` ``(B, B)`` draws the negatives
-    (``None``: uniformly)."""
+    says do not match, each labelled by ``describes``; :func:`itm_loss` over the 3B pairs. ``image_states``: the
+    adapter's ``image_states`` of the batch's images, their first B rows the B images (ALBEF reads the image
+    encoder's tokens of the step's one vision pass for ITC, ITM and MLM alike); ``tokens`` (each ``(B, T)``) the
+    batch's captions; ``similarity`` ``(B, B)`` draws the negatives (``None``: uniformly)."""
     n = len(describes)
     negative_text = sample_negatives(~describes, similarity, generator)
     negative_image = sample_negatives(~describes.T, None if similarity is None else similarity.T, generator)
     own = torch.arange(n)
-    text_rows = torch.cat([own, negative_text, own]).to(pixel_values.device)
-    image_rows = torch.cat([own, own, negative_image]).to(pixel_values.device)
-    images = pixel_values[image_rows]  # (3B, ...); indexing, not torch.cat, so any batch of images that indexes will do
-    texts = {key: value.index_select(0, text_rows) for key, value in tokens.items()}  # (3B, T)
+    device = tokens["input_ids"].device
+    text_rows = torch.cat([own, negative_text, own]).to(device)
+    image_rows = torch.cat([own, own, negative_image]).to(device)
     labels = torch.cat([torch.ones(n), describes[own, negative_text], describes[negative_image, own]])
-    return itm_loss(adapter.match_logits(images, texts), labels.float())
+    return itm_loss(adapter.match_logits_of_states(image_states, tokens, image_rows, text_rows), labels.float())
