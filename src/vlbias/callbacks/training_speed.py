@@ -32,6 +32,8 @@ class TrainingSpeed(Callback):
     Args:
         compile: ``torch.compile`` of each transformer layer of the adapter, in place
             (:func:`vlbias.models.speed.compile_layers`): the first steps compile, later ones run fused kernels.
+            Refused under FSDP: each layer is its own FSDP unit, and Dynamo fails on its sharded parameters (torch
+            2.14, two CPU processes: "attempting to assign a gradient of size ... to a tensor of size ...").
         channels_last: the adapter's 4-D tensors in channels-last memory format
             (:func:`vlbias.models.speed.to_channels_last`): in a ViT only the patch embedding's convolution weight,
             whose convolution then converts its pixels itself. Refused under FSDP, which flattens every parameter
@@ -76,10 +78,10 @@ class TrainingSpeed(Callback):
                 f"TrainingSpeed's `channels_last` does nothing under {name}: FSDP flattens every parameter into a "
                 "contiguous shard, which undoes the layout; set it to false."
             )
-        if self.compile and not strategy.kwargs.get("use_orig_params", True):
+        if self.compile:
             raise ConfigError(
-                f"TrainingSpeed's `compile` needs {name}(use_orig_params=True), the compiled layers read their own "
-                "parameters; remove use_orig_params: false."
+                f"TrainingSpeed's `compile` does not work under {name}: torch's Dynamo fails on the layers FSDP shards "
+                "(each is its own FSDP unit); set it to false, or train under ddp.yaml."
             )
         if self.gradient_checkpointing and strategy._activation_checkpointing_kwargs:
             raise ConfigError(
