@@ -3,6 +3,7 @@
     python scripts/bench_throughput.py                     # tiny models on the CPU, every workload
     python scripts/bench_throughput.py --size base --device cuda --threads 8   # the GPU table, every workload
     python scripts/bench_throughput.py --size base --device cuda --workloads clip --fused_adamw --compile
+    python scripts/bench_throughput.py --size base --device cuda --workloads albef --gradient_checkpointing
 
 What it computes and prints: :mod:`vlbias.experiments.bench.throughput`; ``--help`` lists the options.
 """

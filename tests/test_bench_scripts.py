@@ -178,14 +178,16 @@ def test_bench_dataloader_refuses_more_batches_than_the_split_has(synthetic_coco
     assert "has 1 batches of 32; --batches 3 needs 4 (one to start the workers)" in capsys.readouterr().err
 
 
-def test_bench_throughput_sides_start_from_the_same_weights_and_do_the_same_arithmetic(capsys):
+@pytest.mark.parametrize("switches", [(), ("--channels_last", "--gradient_checkpointing")], ids=["plain", "switched"])
+def test_bench_throughput_sides_start_from_the_same_weights_and_do_the_same_arithmetic(switches, capsys):
     """Tiny CLIP: vlbias's retrieval module, the raw step and open_clip's own step agree on the first loss and on the
     FLOPs of a step (vlbias's ITC and open_clip's ClipLoss compute the text-to-image similarities as a second
     product, where the raw step transposes the first: one (B, D) x (D, B) product more, forward and backward); on the CPU there is no peak, so no
-    MFU."""
+    MFU. With channels-last and gradient checkpointing on every side, the same (the FLOPs counted without the
+    recomputation)."""
     threads = str(torch.get_num_threads())
     arguments = ["--workloads", "clip", "--batch_sizes", "2", "--steps", "1", "--warmup", "0", "--precisions", "fp32"]
-    rows = run(bench_throughput, [*arguments, "--threads", threads])
+    rows = run(bench_throughput, [*arguments, "--threads", threads, *switches])
     sides = {row["side"]: row for row in rows}
     assert list(sides) == ["vlbias", "raw", "open_clip"]
     raw = sides["raw"]
@@ -195,7 +197,9 @@ def test_bench_throughput_sides_start_from_the_same_weights_and_do_the_same_arit
         assert row["flops"] == raw["flops"] + extra and row["flops_x_raw"] == pytest.approx(1.0, abs=1e-3)
         assert row["x_raw"] == pytest.approx(row["seconds"] / raw["seconds"])
         assert row["samples_per_s"] == pytest.approx(2 / row["seconds"]) and row["mfu"] is None
-    assert "| clip tiny | 2 | fp32 | vlbias |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| clip tiny | 2 | fp32 | vlbias |" in out
+    assert f"options: {', '.join(switch[2:] for switch in switches) or 'none'}" in out
 
 
 def test_flops_of_a_linear_layer_forward_and_backward_are_the_hand_count():

@@ -7,7 +7,7 @@ import torch
 import yaml
 
 from tests.data.corpus import write_karpathy_corpus
-from vlbias.callbacks import BiasSuiteCallback
+from vlbias.callbacks import BiasSuiteCallback, TrainingSpeed
 from vlbias.commands.measure import parser as measure_parser
 from vlbias.lightning_cli import VlbiasCLI, make_cli
 
@@ -57,12 +57,18 @@ def test_experiment_configs_instantiate(experiment, tmp_path):
     ids=lambda p: f"{p.parent.name}/{p.stem}",
 )
 def test_delta_configs_stack_on_the_quickstart(delta, tmp_path):
-    if delta.stem in ("gpu_bf16", "fsdp"):  # fsdp's strategy is built from its YAML in tests/modules/test_fsdp.py
-        pytest.skip("needs a GPU to instantiate the trainer")
+    if delta.stem == "fsdp":  # its strategy is built from its YAML in tests/modules/test_fsdp.py
+        pytest.skip("needs GPUs to instantiate the trainer")
     small = small_args((QUICKSTART, delta), tmp_path)
-    cli = instantiate(QUICKSTART, delta, extra=("--trainer.default_root_dir", str(tmp_path)), small=small)
-    if delta.parent.name == "callbacks":
+    gpu = (yaml.safe_load(delta.read_text()) or {}).get("trainer", {}).get("accelerator") == "gpu"
+    on_the_cpu = ("--trainer.accelerator", "cpu", "--trainer.precision", "32-true") if gpu else ()
+    extra = ("--trainer.default_root_dir", str(tmp_path), *on_the_cpu)
+    cli = instantiate(QUICKSTART, delta, extra=extra, small=small)
+    if delta.parent.name == "callbacks" or delta.stem == "gpu_fast":  # gpu_fast appends its callback to the list
         assert any(isinstance(c, BiasSuiteCallback) for c in cli.trainer.callbacks)
+    if delta.stem == "gpu_fast":
+        (speed,) = [c for c in cli.trainer.callbacks if isinstance(c, TrainingSpeed)]
+        assert (speed.compile, speed.channels_last, speed.gradient_checkpointing) == (True, False, False)
     if delta.stem == "fdr":
         assert cli.trainer.fast_dev_run
 

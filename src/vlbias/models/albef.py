@@ -284,6 +284,10 @@ class ALBEFAdapter(ModelAdapter):
         return self.model.fuse(text_embeds, self.model.image_embeds(pixel_values), attention_mask)  # (B, T, H)
 
     # -- persistence -----------------------------------------------------------------
+    def enable_gradient_checkpointing(self) -> None:
+        """Each ViT block and BERT layer checkpointed (:meth:`ALBEF.set_grad_checkpointing`)."""
+        self.model.set_grad_checkpointing(True)
+
     def save_pretrained(self, directory: str | Path) -> None:
         """Write ``config.json`` (:class:`ALBEFConfig`), ``model.pth`` (``{"model": state_dict}`` with
         the official key names) and the tokenizer files."""

@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from timm.models.vision_transformer import VisionTransformer
 from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
 from transformers import BertConfig
 from transformers.models.bert.modeling_bert import (
     BertAttention,
@@ -278,6 +279,7 @@ class ALBEFBert(nn.Module):
         self.fusion_layer = fusion_layer
         self.embeddings = BertEmbeddings(config)
         self.encoder = ALBEFEncoder(config, fusion_layer)
+        self.gradient_checkpointing = False  # ALBEF.set_grad_checkpointing
 
     def forward(
         self,
@@ -312,9 +314,10 @@ class ALBEFBert(nn.Module):
         stop = self.fusion_layer if mode == "text" else len(self.encoder.layer)
         layers = self.encoder.layer[start:stop]
         groups = None if encoder_rows is None else binary_groups(encoder_rows)
+        recompute = self.gradient_checkpointing and self.training
         for index, layer in enumerate(layers):
-            read = positions if index == len(layers) - 1 else None
-            hidden = layer(hidden, additive, encoder_hidden_states, groups, read)
+            inputs = (hidden, additive, encoder_hidden_states, groups, positions if index == len(layers) - 1 else None)
+            hidden = checkpoint(layer, *inputs, use_reentrant=False) if recompute else layer(*inputs)
         return hidden if positions is None or len(layers) else at_positions(hidden, positions)
 
 
@@ -369,6 +372,14 @@ class ALBEF(nn.Module):
         self.text_proj = nn.Linear(config.hidden_size, config.embed_dim)
         self.itm_head = nn.Linear(config.hidden_size, 2)
         self.temp = nn.Parameter(torch.tensor(config.temp))
+
+    def set_grad_checkpointing(self, enable: bool = True) -> None:
+        """Whether each ViT block (timm's own checkpointing: non-reentrant, wherever gradients are computed) and
+        each BERT layer run by :class:`ALBEFBert` (``torch.utils.checkpoint.checkpoint``, ``use_reentrant=False``, in
+        training mode) keeps only its inputs and recomputes its activations in the backward pass (open_clip's and
+        timm's name)."""
+        self.visual_encoder.set_grad_checkpointing(enable)
+        self.text_encoder.bert.gradient_checkpointing = enable
 
     def image_embeds(self, pixel_values: Tensor) -> Tensor:
         """Image tokens ``(B, 1 + N, D)``, CLS first, after the final LayerNorm."""

@@ -257,6 +257,18 @@ class ModelAdapter(nn.Module):
         """
         raise NotImplementedError(f"{type(self).__name__} does not implement direct_call.")
 
+    # -- training speed --------------------------------------------------------------
+    def enable_gradient_checkpointing(self) -> None:
+        """Train with gradient (activation) checkpointing: each transformer layer keeps only its inputs and runs
+        its forward again in the backward pass (``torch.utils.checkpoint.checkpoint``, ``use_reentrant=False``), so
+        a step holds one layer's activations at a time instead of every layer's, at the cost of a second forward
+        pass of the layers. The loss and the gradients are the same; without gradients (evaluation, the bias
+        suites) nothing is kept or recomputed. A family that checkpoints no layer is refused, naming it."""
+        raise self._no_gradient_checkpointing("vlbias checkpoints no layer of this family")
+
+    def _no_gradient_checkpointing(self, reason: str) -> CapabilityError:
+        return CapabilityError(f"Model {self.name!r} cannot train with `gradient_checkpointing`: {reason}.")
+
     # -- persistence -----------------------------------------------------------------
     def save_pretrained(self, directory: str | Path) -> None:
         """Write weights, config and tokenizer so that ``from_pretrained(directory)`` restores them."""

@@ -194,6 +194,11 @@ class OpenCLIPAdapter(ModelAdapter):
         super().check_linear_export(modalities)
         embedding_projections(self.model)
 
+    def enable_gradient_checkpointing(self) -> None:
+        """open_clip's own: ``set_grad_checkpointing(True)``, which checkpoints each residual block of the text
+        transformer and of the image tower non-reentrantly wherever gradients are computed."""
+        self.model.set_grad_checkpointing(True)
+
     def save_pretrained(self, directory: str | Path) -> None:
         """Write open_clip's ``local-dir:`` format to ``directory``: ``open_clip_config.json`` (the model config and
         the preprocessing, as ``open_clip.push_to_hf_hub`` writes it), the weights as ``open_clip_model.safetensors``

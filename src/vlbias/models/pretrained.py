@@ -44,6 +44,10 @@ class PretrainedAdapter(ModelAdapter):
         self.tokenizer = tokenizer
         self.max_text_length = getattr(model.config, "text_config", model.config).max_position_embeddings
 
+    def enable_gradient_checkpointing(self) -> None:
+        """transformers' activation checkpointing of every layer of the model (:func:`checkpoint_layers`)."""
+        checkpoint_layers(self, self.model)
+
     def save_pretrained(self, directory: str | Path) -> None:
         """Write the model's weights and config and the tokenizer to ``directory``."""
         self.model.save_pretrained(directory)
@@ -127,6 +131,18 @@ class TextOnlyAdapter(PretrainedAdapter):
                 f"Model {self.name!r} is text-only but got pixel_values of shape {tuple(pixel_values.shape)}; "
                 f"pass pixel_values=None (model.no_image(batch_size))."
             )
+
+
+def checkpoint_layers(adapter: ModelAdapter, *models: PreTrainedModel) -> None:
+    """:meth:`~vlbias.models.base.ModelAdapter.enable_gradient_checkpointing` of ``adapter`` through
+    transformers: ``activation_checkpointing_enable()`` of each of ``models`` (its layers checkpointed
+    non-reentrantly in training mode), or none of them when one's class does not support it
+    (``supports_gradient_checkpointing``: LXMERT's), a refusal naming the class."""
+    unsupported = [type(model).__name__ for model in models if not model.supports_gradient_checkpointing]
+    if unsupported:
+        raise adapter._no_gradient_checkpointing(f"transformers' {unsupported[0]} does not support it")
+    for model in models:
+        model.activation_checkpointing_enable()  # non-reentrant: torch.utils.checkpoint with use_reentrant=False
 
 
 def tiny_layers(sizes: TinySizes, intermediate_size: int) -> dict[str, int]:

@@ -69,7 +69,7 @@ from vlbias.models.base import Capability, ImageInput, ModelAdapter, PairedRows
 from vlbias.models.loading import from_pretrained_strict
 from vlbias.models.patches import project_patches
 from vlbias.models.preprocess import ImageTransform
-from vlbias.models.pretrained import tiny_layers
+from vlbias.models.pretrained import checkpoint_layers, tiny_layers
 from vlbias.models.read_positions import encoder_at_positions
 from vlbias.models.tiny_sizes import TinyImageSizes
 
@@ -240,6 +240,11 @@ class ViLTAdapter(ModelAdapter):
         return {"pixel_values": pixel_values, "pixel_mask": pixel_mask}
 
     # -- persistence -----------------------------------------------------------------
+    def enable_gradient_checkpointing(self) -> None:
+        """transformers' activation checkpointing of the layers of both models, MLM and retrieval
+        (:func:`~vlbias.models.pretrained.checkpoint_layers`)."""
+        checkpoint_layers(self, self.mlm, self.retrieval)
+
     def save_pretrained(self, directory: str | Path) -> None:
         """Write ``directory/mlm`` and ``directory/itm``, each a complete transformers checkpoint
         (weights, config, tokenizer, ``preprocessor_config.json``)."""

