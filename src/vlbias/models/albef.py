@@ -283,11 +283,12 @@ class ALBEFAdapter(ModelAdapter):
         text_embeds = self.model.text_embeds(input_ids, attention_mask)
         return self.model.fuse(text_embeds, self.model.image_embeds(pixel_values), attention_mask)  # (B, T, H)
 
-    # -- persistence -----------------------------------------------------------------
+    # -- training speed --------------------------------------------------------------
     def enable_gradient_checkpointing(self) -> None:
         """Each ViT block and BERT layer checkpointed (:meth:`ALBEF.set_grad_checkpointing`)."""
         self.model.set_grad_checkpointing(True)
 
+    # -- persistence -----------------------------------------------------------------
     def save_pretrained(self, directory: str | Path) -> None:
         """Write ``config.json`` (:class:`ALBEFConfig`), ``model.pth`` (``{"model": state_dict}`` with
         the official key names) and the tokenizer files."""

@@ -239,12 +239,13 @@ class ViLTAdapter(ModelAdapter):
         pixel_mask = torch.ones(batch_size, *pixel_values.shape[-2:], dtype=torch.long, device=pixel_values.device)
         return {"pixel_values": pixel_values, "pixel_mask": pixel_mask}
 
-    # -- persistence -----------------------------------------------------------------
+    # -- training speed --------------------------------------------------------------
     def enable_gradient_checkpointing(self) -> None:
         """transformers' activation checkpointing of the layers of both models, MLM and retrieval
         (:func:`~vlbias.models.pretrained.checkpoint_layers`)."""
         checkpoint_layers(self, self.mlm, self.retrieval)
 
+    # -- persistence -----------------------------------------------------------------
     def save_pretrained(self, directory: str | Path) -> None:
         """Write ``directory/mlm`` and ``directory/itm``, each a complete transformers checkpoint
         (weights, config, tokenizer, ``preprocessor_config.json``)."""
