@@ -84,9 +84,12 @@ def test_one_training_step_backpropagates_mlm_and_itm(model):
     assert module.use_itm  # both have MATCH
     dataset = BiasWorld(bias_strength=0.9, n_train=8, eval_per_combination=1).dataset("train")
     batch = torch.utils.data.default_collate([dataset[i] for i in range(8)])
+    prepared: list[int] = []
+    prepare_texts = module.adapter.prepare_texts
+    module.adapter.prepare_texts = lambda texts: prepared.append(len(texts)) or prepare_texts(texts)
     loss = module.training_step(batch, 0)
     loss.backward()
-    assert math.isfinite(loss.item())
+    assert math.isfinite(loss.item()) and prepared == [8]  # the captions tokenised once for MLM and ITM
     grads = [p.grad for p in module.parameters() if p.requires_grad]
     assert sum(g is not None and bool(g.abs().sum() > 0) for g in grads) > len(grads) // 2
 

@@ -327,11 +327,13 @@ class FairVLP(MaskedLMPretraining):
         if uses_kl(self.method.name):
             self.log("train/kl_loss", parts.kl, prog_bar=True, batch_size=n)
         similarity = None
+        describes = self._describes(batch, captions) if self.use_itc or self.use_itm else None  # (B, B)
         if self.use_itc:
-            itc, similarity = self._itc(image_states[:n], tokens, self._describes(batch, captions))
+            itc, similarity = self._itc(image_states[:n], tokens, describes)
             loss = loss + self.hparams.itc_weight * itc
         if self.use_itm:
-            loss = loss + self.hparams.itm_weight * self._itm(image_states, batch, None, "train", n, similarity)
+            itm = self._itm(image_states, tokens, describes, None, "train", similarity)
+            loss = loss + self.hparams.itm_weight * itm
         self.log("train/loss", loss, batch_size=n)
         return loss
 
@@ -389,23 +391,21 @@ class FairVLP(MaskedLMPretraining):
     def _itm(
         self,
         image_states: Tensor,
-        batch: dict[str, object],
+        tokens: dict[str, Tensor],
+        describes: Tensor,
         generator: torch.Generator | None,
         stage: str,
-        batch_size: int,
         similarity: Tensor | None = None,
     ) -> Tensor:
         """ITM on the batch's pairs, one hard negative text per image and one hard negative image per text
         (:mod:`vlbias.objectives.itm`) drawn by ``similarity`` ``(B, B)`` (``None``: the adapter's embeddings
-        where it has EMBED); a drawn pair is labelled by :meth:`_describes`. ``image_states``: the adapter's, of
-        the batch's B images first."""
-        captions = list(batch[self.hparams.caption_key])
-        tokens = self.adapter.prepare_texts(captions)
-        describes = self._describes(batch, captions)  # (B, B): caption j describes image i
+        where it has EMBED); a drawn pair is labelled by ``describes`` ``(B, B)``, caption ``j`` describes image
+        ``i`` (:meth:`_describes`). ``image_states``: the adapter's, of the batch's B images first; ``tokens``:
+        its captions, prepared."""
         if similarity is None and Capability.EMBED in self.adapter.capabilities:
             with torch.no_grad():
                 images = self.adapter.embed_image_states(image_states[: len(describes)])
                 similarity = images @ self.adapter.embed_texts(tokens).T  # (B, B)
         loss = hard_negative_itm(self.adapter, image_states, tokens, describes, similarity, generator)
-        self.log(f"{stage}/itm_loss", loss, batch_size=batch_size)
+        self.log(f"{stage}/itm_loss", loss, batch_size=len(describes))
         return loss

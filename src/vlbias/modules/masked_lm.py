@@ -114,9 +114,8 @@ class MaskedLMPretraining(AdapterModule):
                 self.log(f"{stage}/{name}_accuracy", accuracy, prog_bar=stage == "val", batch_size=int(where.sum()))
 
     def _mlm(
-        self, image_states: Tensor, captions: list[str], generator: torch.Generator | None, stage: str, batch_size: int
+        self, image_states: Tensor, tokens: dict[str, Tensor], generator: torch.Generator | None, stage: str
     ) -> Tensor:
-        tokens = self.adapter.prepare_texts(captions)
         masked, labels, forced = self._mask(tokens, generator)
         logits = self.adapter.fill_mask_logits_of_states(image_states, {**tokens, "input_ids": masked})  # (B, T, V)
         loss = masked_lm_loss(logits, labels)
@@ -126,18 +125,19 @@ class MaskedLMPretraining(AdapterModule):
     def _itm(
         self,
         image_states: Tensor,
-        batch: dict[str, object],
+        tokens: dict[str, Tensor],
+        describes: Tensor,
         generator: torch.Generator | None,
         stage: str,
-        batch_size: int,
     ) -> Tensor:
-        captions = list(batch[self.hparams.caption_key])
+        """ITM on the batch's own pairs and one drawn pair per image, each labelled by ``describes`` ``(B, B)``
+        (:meth:`_describes`); ``tokens``: the batch's captions, prepared."""
+        batch_size = len(describes)
         order = torch.randperm(batch_size, generator=generator)
-        tokens = self.adapter.prepare_texts(captions)
         own, device = torch.arange(batch_size), tokens["input_ids"].device
         image_rows, text_rows = torch.cat([own, own]).to(device), torch.cat([own, order]).to(device)
         logits = self.adapter.match_logits_of_states(image_states, tokens, image_rows, text_rows)  # (2B,)
-        targets = self._describes(batch, captions)[torch.arange(batch_size), order].float()  # (B,)
+        targets = describes[torch.arange(batch_size), order].float()  # (B,)
         labels = torch.cat([torch.ones(batch_size), targets]).to(logits.device)
         loss = itm_loss(logits, labels)
         self.log(f"{stage}/itm_loss", loss, batch_size=batch_size)
@@ -161,9 +161,11 @@ class MaskedLMPretraining(AdapterModule):
         image_states = self.adapter.image_states(self.adapter.prepare_images(batch[self.hparams.image_key]))
         captions = list(batch[self.hparams.caption_key])
         batch_size = len(captions)
-        loss = self._mlm(image_states, captions, generator, stage, batch_size)
+        tokens = self.adapter.prepare_texts(captions)  # once, for MLM and ITM
+        loss = self._mlm(image_states, tokens, generator, stage)
         if self.use_itm:
-            loss = loss + self.hparams.itm_weight * self._itm(image_states, batch, generator, stage, batch_size)
+            describes = self._describes(batch, captions)
+            loss = loss + self.hparams.itm_weight * self._itm(image_states, tokens, describes, generator, stage)
         self.log(f"{stage}/loss", loss, batch_size=batch_size)
         return loss
 
