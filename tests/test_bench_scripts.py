@@ -3,6 +3,7 @@ print between the implementations they compare is, and so is which rows they say
 
 import json
 import re
+import weakref
 
 import pytest
 import torch
@@ -179,15 +180,28 @@ def test_bench_dataloader_refuses_more_batches_than_the_split_has(synthetic_coco
 
 
 @pytest.mark.parametrize("switches", [(), ("--channels_last", "--gradient_checkpointing")], ids=["plain", "switched"])
-def test_bench_throughput_sides_start_from_the_same_weights_and_do_the_same_arithmetic(switches, capsys):
+def test_bench_throughput_sides_start_from_the_same_weights_and_do_the_same_arithmetic(switches, capsys, monkeypatch):
     """Tiny CLIP: vlbias's retrieval module, the raw step and open_clip's own step agree on the first loss and on the
     FLOPs of a step (vlbias's ITC and open_clip's ClipLoss compute the text-to-image similarities as a second
-    product, where the raw step transposes the first: one (B, D) x (D, B) product more, forward and backward); on the CPU there is no peak, so no
-    MFU. With channels-last and gradient checkpointing on every side, the same (the FLOPs counted without the
-    recomputation)."""
+    product, where the raw step transposes the first: one (B, D) x (D, B) product more, forward and backward); on the
+    CPU there is no peak, so no MFU. With channels-last and gradient checkpointing on every side, the same (the FLOPs
+    counted without the recomputation). The counted step's optimizer is gone before the timed steps start (its state
+    would count in their memory)."""
+    from vlbias.experiments.bench import throughput
+
+    fit, optimizers, alive = throughput._fit, [], []
+
+    def tracked_fit(module, *arguments, **options):
+        alive.append([optimizer() is not None for optimizer in optimizers])
+        clock = fit(module, *arguments, **options)
+        optimizers.append(weakref.ref(module.trainer.optimizers[0]))
+        return clock
+
+    monkeypatch.setattr(throughput, "_fit", tracked_fit)
     threads = str(torch.get_num_threads())
     arguments = ["--workloads", "clip", "--batch_sizes", "2", "--steps", "1", "--warmup", "0", "--precisions", "fp32"]
     rows = run(bench_throughput, [*arguments, "--threads", threads, *switches])
+    assert alive == [[], [False]]  # the counted fit, then the timed one
     sides = {row["side"]: row for row in rows}
     assert list(sides) == ["vlbias", "raw", "open_clip"]
     raw = sides["raw"]

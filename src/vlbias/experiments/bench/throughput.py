@@ -180,6 +180,11 @@ def _measure(build, workload: Workload, precision: Precision, device, steps: int
         speed = options.training_speed(counted=True)
         flops = counted_flops(lambda: counted.append(_fit(built, workload.vlbias_batch, 1, precision, device, speed)))
         first_loss = counted[0].losses[0]
+        # the counted fit's Trainer holds its optimizer's state (2x the parameters) and stays reachable from the
+        # module, then from reference cycles: freed here, or it is resident through the timed steps and counts in
+        # their memory
+        built.trainer = None
+        gc.collect()
         speed = options.training_speed()
         timed = _fit(built, workload.vlbias_batch, warmup + steps, precision, device, speed, clock)
         seconds, resident = timed.seconds[warmup:], timed.resident
