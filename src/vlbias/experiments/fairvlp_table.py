@@ -48,7 +48,7 @@ from vlbias.errors import ConfigError
 from vlbias.experiments.biasworld_runs import callback_suite_options, experiment_config, fit_on_biasworld
 from vlbias.experiments.fairvlp_measures import accuracies, image_records
 from vlbias.experiments.fairvlp_summary import MEASURES, VARIANTS, named, print_summary
-from vlbias.experiments.tables import run_table
+from vlbias.experiments.tables import read_rows, run_table
 from vlbias.modules.fairvlp import (
     COUNTERFACTUAL_TARGETS,
     METHODS,
@@ -176,7 +176,7 @@ def fairvlp_table(
         if spec is not None:
             parse_policy(spec)
     if summary:
-        rows = [row for path in summary for row in json.loads(Path(path).read_text())]
+        rows = [row for path in summary for row in read_rows(path)]
         rows = [row for row in rows if seeds is None or row["seed"] in seeds]
         for row in rows:  # rows from before the option was recorded were trained with swapped targets
             if reads_targets(row["method"]):

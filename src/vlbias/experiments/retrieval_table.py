@@ -28,8 +28,10 @@ so this table fine-tunes on BiasWorld instead. Per (method, seed):
 
 Runs go to ``workers`` processes (one torch thread each). Printed first: the test split's reference levels
 (:func:`reference_levels`; ``levels_only`` prints them and stops); then one row per run as it ends, then the
-mean over seeds per method (± the standard deviation) and each method's difference from ``vanilla``. ``out``
-writes the rows as JSON.
+mean over seeds per method (± the standard deviation), each method's difference from ``vanilla``'s mean, and the
+difference seed by seed (each seed's run against vanilla's run of that seed: one initialisation, the same
+batches) with on how many seeds it is below vanilla's. ``out`` writes the rows as JSON; ``summary`` prints the
+rows and summaries of such files without training.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.errors import InputError
 from vlbias.experiments.biasworld_runs import experiment_config, fit_on_biasworld
 from vlbias.experiments.fairvlp_table import Method
-from vlbias.experiments.tables import mean_sd, run_table
+from vlbias.experiments.tables import mean_sd, read_rows, run_table
 from vlbias.modules.fairvlp import switch_method
 from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
@@ -136,30 +138,41 @@ def reference_levels(seed: int) -> dict[str, float]:
 
 def retrieval_table(
     methods: Sequence[Method] = ("vanilla", "fairvlp"),
-    seeds: Sequence[int] = (0, 1, 2),
+    seeds: Sequence[int] | None = None,
     strength: float = 0.9,
     pretrain_epochs: int | None = None,
     finetune_epochs: int | None = None,
     workers: int = 1,
     out: Path | None = None,
     levels_only: bool = False,
+    summary: Sequence[Path] | None = None,
 ) -> list[dict]:
     """Pre-train each FairVLP method x seed, fine-tune it for retrieval and print its accuracy and ranking bias,
     then the summaries.
 
-    Returns the rows (none with ``levels_only``).
+    Returns the rows (none with ``levels_only``; with ``summary``, those read).
 
     Args:
         methods: The pre-training methods to compare.
-        seeds: Seeds to run (pre-training and fine-tuning).
+        seeds: Seeds to run (pre-training and fine-tuning); default 0 1 2; with --summary, keep these seeds' rows
+            only.
         strength: BiasWorld's bias strength in pre-training.
         pretrain_epochs: Override pre-training's max_epochs.
         finetune_epochs: Override fine-tuning's max_epochs.
         workers: Runs at once (processes).
         out: Write the rows to this JSON file (after every run).
         levels_only: Print the test splits' reference levels; stop.
+        summary: Train nothing: print the tables from the rows that earlier runs wrote with --out.
     """
-    methods, seeds = list(methods), list(seeds)
+    if summary:
+        rows = [row for path in summary for row in read_rows(path)]
+        rows = [row for row in rows if seeds is None or row["seed"] in seeds]
+        _header()
+        for row in rows:
+            _print_row(row)
+        _summary(rows, [m for m in methods if any(row["method"] == m for row in rows)])
+        return rows
+    methods, seeds = list(methods), [0, 1, 2] if seeds is None else list(seeds)
     _print_levels(seeds)
     if levels_only:
         return []
@@ -229,3 +242,19 @@ def _summary(rows: list[dict], methods: Sequence[str]) -> None:
         if method != "vanilla":
             diff = " | ".join(f"{means[method][key] - means['vanilla'][key]:+.{_digits(key)}f}" for key in keys)
             print(f"| {method} | {diff} |")
+    # paired: each seed's runs start from one initialisation and see the same batches
+    vanilla = {r["seed"]: r for r in rows if r["method"] == "vanilla"}
+    print("\n| method − vanilla, per seed | seeds | " + " | ".join(keys) + " |")
+    print("|---|---:|" + "---:|" * len(keys))
+    for method in methods:
+        runs = [r for r in rows if r["method"] == method and r["seed"] in vanilla and method != "vanilla"]
+        if runs:
+            cells = " | ".join(_paired(runs, vanilla, key) for key in keys)
+            print(f"| {method} | {len(runs)} | {cells} |")
+
+
+def _paired(runs: list[dict], vanilla: dict[int, dict], key: str) -> str:
+    """``"mean ± sd, k lower"``: the run's ``key`` minus vanilla's run of the same seed, over the seeds, and on how
+    many seeds it is below vanilla's."""
+    differences = [r[key] - vanilla[r["seed"]][key] for r in runs]
+    return f"{mean_sd(differences, _digits(key))}, {sum(d < 0 for d in differences)} lower"

@@ -1,5 +1,6 @@
-"""Tables of runs: every run of a table in worker processes, its rows shown and saved as they end; the runs of a
-planted-bias table, one per bias strength and seed; and the ``mean ± sd`` cells of the tables' summaries."""
+"""Tables of runs: every run of a table in worker processes, its rows shown and saved as they end, and read back for
+a summary; the runs of a planted-bias table, one per bias strength and seed; and the ``mean ± sd`` cells of the
+tables' summaries."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from vlbias.atomic import atomic_write
+from vlbias.errors import InputError
 
 
 def run_table(
@@ -26,6 +28,22 @@ def run_table(
             show(row)
             if out is not None:
                 atomic_write(out, lambda handle: handle.write(json.dumps(rows, indent=1).encode()))
+    return rows
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The rows that :func:`run_table` wrote to ``path`` (a table script's ``--out``), for its ``--summary``; a file
+    that is not such a list is refused with one line that names it."""
+    try:
+        rows = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise InputError(
+            f"Expected a rows file written by --out at {path}, but it could not be read: {error}."
+        ) from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and {"method", "seed"} <= r.keys() for r in rows):
+        raise InputError(
+            f"Expected {path} to hold the list of run rows that --out writes, each with a method and a seed."
+        )
     return rows
 
 
