@@ -227,6 +227,15 @@ def test_flops_of_a_linear_layer_forward_and_backward_are_the_hand_count():
     assert mfu(3 * 2 * batch * inputs * outputs, 1e-6, peak_flops("cpu", "bf16")) is None  # no peak on a CPU
 
 
+@pytest.mark.parametrize("bench", [bench_throughput, bench_fairvlp, bench_models], ids=lambda bench: bench.__name__)
+def test_a_bench_refuses_a_device_the_machine_lacks_in_one_line(bench, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        run(bench, ["--device", "cuda:99"])
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and error.count("\n") == 1
+    assert "Expected `device` to be one of this machine's devices ['cpu'" in error and "but got 'cuda:99'." in error
+
+
 def test_bench_throughput_refuses_fused_adamw_on_the_cpu(capsys):
     with pytest.raises(SystemExit) as stopped:
         run(bench_throughput, ["--fused_adamw", "--device", "cpu"])

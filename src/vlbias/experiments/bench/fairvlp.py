@@ -40,6 +40,7 @@ from vlbias.errors import ConfigError
 from vlbias.experiments.bench.timing import Precision, autocast, synchronize
 from vlbias.experiments.biasworld_runs import experiment_config
 from vlbias.experiments.fairvlp_table import ALL_METHODS, Method
+from vlbias.models.registry import check_device
 from vlbias.modules.fairvlp import METHODS, FairVLP, FairVLPMethod, settings_read, switch_method, uses_images
 from vlbias.modules.model_spec import ModelSpec
 from vlbias.threads import torch_threads
@@ -155,7 +156,7 @@ def bench_fairvlp(
         device: Torch device, e.g. cuda.
         precision: fp32, or bf16: bf16 autocast.
     """
-    device = torch.device(device)
+    device = check_device(device)
     gpu = device.type == "cuda"
     config = yaml.safe_load(experiment_config("fairvlp_biasworld").read_text())
     options = model_options_at(config["model"]["init_args"], size, tokenizer)

