@@ -44,7 +44,8 @@ def _row(method: str, seed: int, r_mean: float) -> dict:
 
 def test_summary_prints_the_rows_of_out_files_and_each_seed_against_vanillas(tmp_path, capsys):
     """Seeds 0 and 1 (seed 2 is left out by --seeds): fairvlp's R mean is 2 below vanilla's on seed 0 and 1 above
-    on seed 1, so the difference seed by seed is -0.5 ± 2.12 (the sample sd of -2 and +1), lower on 1 seed."""
+    on seed 1, so the difference seed by seed is -0.5 ± 2.12 (the sample sd of -2 and +1) with the t-interval of its
+    mean, lower on 1 seed."""
     rows = [_row("vanilla", 0, 50.0), _row("fairvlp", 0, 48.0), _row("vanilla", 1, 60.0), _row("fairvlp", 1, 61.0)]
     first, second = tmp_path / "a.json", tmp_path / "b.json"
     first.write_text(json.dumps(rows[:2]))
@@ -57,8 +58,9 @@ def test_summary_prints_the_rows_of_out_files_and_each_seed_against_vanillas(tmp
     assert printed == [["| vanilla", "0"], ["| fairvlp", "0"], ["| vanilla", "1"], ["| fairvlp", "1"]]
     header, _, paired = tables["| method − vanilla, per seed | seeds"]
     cells = dict(zip(header.split(" | "), paired.split(" | "), strict=True))
-    assert cells["seeds"] == "2" and cells["r_mean"] == "-0.50 ± 2.12, 1 lower"
-    assert cells["tr_r1"] == "0.00 ± 0.00, 0 lower"  # equal on both seeds
+    # -0.5 ± t(0.975, 1) 2.12 / sqrt(2) = -0.5 ± 12.706 * 1.5
+    assert cells["seeds"] == "2" and cells["r_mean"] == "-0.50 ± 2.12 [-19.56, +18.56], 1 lower"
+    assert cells["tr_r1"] == "0.00 ± 0.00 [+0.00, +0.00], 0 lower"  # equal on both seeds
 
 
 def test_summary_refuses_a_file_that_is_not_a_rows_file(tmp_path, capsys):

@@ -26,11 +26,12 @@ so this table fine-tunes on BiasWorld instead. Per (method, seed):
    (``abs_bias@10``, no interval: the suite gives none for it), and MaxSkew@10 and NDKL@10 over all queries with
    their intervals (:mod:`vlbias.suites.retrieval_bias`).
 
-Runs go to ``workers`` processes (one torch thread each). Printed first: the test split's reference levels
+Each row records the run's machine (:func:`vlbias.environment.environment`): training moves with a CPU's float
+rounding. Runs go to ``workers`` processes (one torch thread each). Printed first: the test split's reference levels
 (:func:`reference_levels`; ``levels_only`` prints them and stops); then one row per run as it ends, then the
 mean over seeds per method (± the standard deviation), each method's difference from ``vanilla``'s mean, and the
 difference seed by seed (each seed's run against vanilla's run of that seed: one initialisation, the same
-batches) with on how many seeds it is below vanilla's. ``out`` writes the rows as JSON; ``summary`` prints the
+batches) with the 95 % t-interval of its mean and on how many seeds it is below vanilla's. ``out`` writes the rows as JSON; ``summary`` prints the
 rows and summaries of such files without training.
 """
 
@@ -48,10 +49,12 @@ import torch
 import yaml
 
 from vlbias.data.biasworld_datamodule import BiasWorldDataModule
+from vlbias.environment import environment
 from vlbias.errors import InputError
 from vlbias.experiments.biasworld_runs import experiment_config, fit_on_biasworld
 from vlbias.experiments.fairvlp_table import Method
 from vlbias.experiments.tables import mean_sd, read_rows, run_table
+from vlbias.metrics.functional.t_interval import t_interval
 from vlbias.modules.fairvlp import switch_method
 from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
@@ -119,7 +122,7 @@ def pretrain_finetune_measure(
         finetuned = time.perf_counter()
         row = {"method": method, "seed": seed} | recalls(cli) | ranking_bias(cli, seed)
     seconds = {"pretrain_s": pretrained - start, "finetune_s": finetuned - pretrained}
-    return row | seconds | {"measure_s": time.perf_counter() - finetuned}
+    return row | seconds | {"measure_s": time.perf_counter() - finetuned, "environment": environment()}
 
 
 def reference_levels(seed: int) -> dict[str, float]:
@@ -254,7 +257,13 @@ def _summary(rows: list[dict], methods: Sequence[str]) -> None:
 
 
 def _paired(runs: list[dict], vanilla: dict[int, dict], key: str) -> str:
-    """``"mean ± sd, k lower"``: the run's ``key`` minus vanilla's run of the same seed, over the seeds, and on how
-    many seeds it is below vanilla's."""
+    """``"mean ± sd [low, high], k lower"``: the run's ``key`` minus vanilla's run of the same seed, over the seeds,
+    with the 95 % Student-t interval of its mean (:func:`~vlbias.metrics.functional.t_interval.t_interval`; none for
+    one seed), and on how many seeds it is below vanilla's."""
     differences = [r[key] - vanilla[r["seed"]][key] for r in runs]
-    return f"{mean_sd(differences, _digits(key))}, {sum(d < 0 for d in differences)} lower"
+    digits = _digits(key)
+    interval = ""
+    if len(differences) > 1:
+        low, high = t_interval(torch.tensor(differences)).tolist()
+        interval = f" [{low:+.{digits}f}, {high:+.{digits}f}]"
+    return f"{mean_sd(differences, digits)}{interval}, {sum(d < 0 for d in differences)} lower"
