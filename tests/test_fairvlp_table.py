@@ -27,7 +27,7 @@ def row(method: str, seed: int, bias: float) -> dict:
 
 def test_summary_compares_the_means_and_each_seed_with_vanilla(tmp_path, capsys):
     # vanilla 10 and 30; fairvlp 5 (-50 %) and 33 (+10 %): the means change by 19/20 - 1 = -5 %, the seeds
-    # by -20 ± 42.43 % (sample sd of -50 and +10)
+    # by -20 ± 42.43 % (sample sd of -50 and +10), with the t-interval -20 ± t(0.975, 1) 42.43 / sqrt(2) = -20 ± 381
     rows = [row("vanilla", 0, 10.0), row("vanilla", 1, 30.0), row("fairvlp", 0, 5.0), row("fairvlp", 1, 33.0)]
     path = tmp_path / "rows.json"
     path.write_text(json.dumps(rows))
@@ -38,8 +38,8 @@ def test_summary_compares_the_means_and_each_seed_with_vanilla(tmp_path, capsys)
         if (cells := [cell.strip() for cell in line.strip("|").split("|")])[1:2] == ["2"]
     }
     assert summary["fairvlp"][0] == "19.00 ± 19.80"  # B@V-L
-    assert summary["vanilla"][-3:] == ["+0 %", "0 ± 0 %", "0 of 2"]
-    assert summary["fairvlp"][-3:] == ["-5 %", "-20 ± 42 %", "1 of 2"]
+    assert summary["vanilla"][-3:] == ["+0 %", "0 ± 0 [+0, +0] %", "0 of 2"]
+    assert summary["fairvlp"][-3:] == ["-5 %", "-20 ± 42 [-401, +361] %", "1 of 2"]
 
 
 def test_summary_gives_each_alpha_of_a_kl_method_its_own_line(tmp_path, capsys):
@@ -57,8 +57,8 @@ def test_summary_gives_each_alpha_of_a_kl_method_its_own_line(tmp_path, capsys):
         if (cells := [cell.strip() for cell in line.strip("|").split("|")])[1:2] == ["2"]
     }
     assert list(summary) == ["vanilla", "fairvlp (alpha 0.5)", "fairvlp (alpha 0.9)"]
-    assert summary["fairvlp (alpha 0.5)"][-3:] == ["+0 %", "0 ± 71 %", "1 of 2"]  # -50 % and +50 %
-    assert summary["fairvlp (alpha 0.9)"][-3:] == ["-50 %", "-50 ± 35 %", "2 of 2"]  # -75 % and -25 %
+    assert summary["fairvlp (alpha 0.5)"][-3:] == ["+0 %", "0 ± 71 [-635, +635] %", "1 of 2"]  # -50 % and +50 %
+    assert summary["fairvlp (alpha 0.9)"][-3:] == ["-50 %", "-50 ± 35 [-368, +268] %", "2 of 2"]  # -75 % and -25 %
     assert "measured on the val split" in out
 
 
@@ -77,7 +77,11 @@ def test_summary_gives_each_attack_policy_its_own_line_and_rows_name_it(tmp_path
     summary = {cells[0]: cells[2:] for cells in lines if cells[1:2] == ["2"]}
     # alpha is the same on every fairvlp row, so the policy alone names a summary line
     assert list(summary) == ["vanilla", "fairvlp (image every_n_steps:4)", "fairvlp (image every_step)"]
-    assert summary["fairvlp (image every_step)"][-3:] == ["-62 %", "-62 ± 18 %", "2 of 2"]  # -75 % and -50 %
+    assert summary["fairvlp (image every_step)"][-3:] == [
+        "-62 %",
+        "-62 ± 18 [-221, +96] %",
+        "2 of 2",
+    ]  # -75 % and -50 %
     # each run's own line names every setting it was trained with (rows from before counterfactual_targets was
     # recorded were trained with swapped targets)
     assert ["fairvlp (alpha 0.5, image every_step, targets swapped)", "1"] in [cells[:2] for cells in lines]

@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Sequence
 
 from vlbias.experiments.fairvlp_measures import bias_on
-from vlbias.experiments.tables import mean_sd
+from vlbias.experiments.tables import mean_sd, mean_sd_interval
 
 MEASURES = ("B@V-L", "B@V", "B@L")
 ACCURACIES = ("masked_activity", "itm", "i2t_r1")
@@ -36,8 +36,8 @@ def _in_order(labels: Sequence[str], methods: Sequence[str]) -> list[str]:
 def print_summary(rows: list[dict], methods: Sequence[str]) -> None:
     """The mean over seeds per method (± the standard deviation), the change of its mean B@V-L against
     ``vanilla``'s, and the change seed by seed (each seed's run against vanilla's run of that seed: one
-    initialisation, the same batches), mean ± standard deviation over the seeds, and on how many seeds it is lower
-    than vanilla's; then the tables of :func:`_recall_parts` and :func:`_same_images`."""
+    initialisation, the same batches), mean ± standard deviation over the seeds with the 95 % t-interval of the
+    mean, and on how many seeds it is lower than vanilla's; then the tables of :func:`_recall_parts` and :func:`_same_images`."""
     methods = list(methods)
     swept = {
         (method, key)
@@ -59,7 +59,7 @@ def print_summary(rows: list[dict], methods: Sequence[str]) -> None:
         change = f"{100 * (statistics.mean(r['B@V-L'] for r in runs) / base - 1):+.0f} %" if base else "n/a"
         # paired: each seed's runs start from one initialisation and see the same batches
         paired = [100 * (r["B@V-L"] / vanilla[r["seed"]] - 1) for r in runs if r["seed"] in vanilla]
-        per_seed = f"{mean_sd(paired, digits=0)} %" if paired else "n/a"
+        per_seed = f"{mean_sd_interval(paired, digits=0)} %" if paired else "n/a"
         lower = f"{sum(p < 0 for p in paired)} of {len(paired)}" if paired else "n/a"
         cells = " | ".join(mean_sd([r[key] for r in runs]) for key in (*MEASURES, *ACCURACIES))
         print(f"| {label} | {len(runs)} | {cells} | {change} | {per_seed} | {lower} |")

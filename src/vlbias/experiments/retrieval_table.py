@@ -53,8 +53,7 @@ from vlbias.environment import environment
 from vlbias.errors import InputError
 from vlbias.experiments.biasworld_runs import experiment_config, fit_on_biasworld
 from vlbias.experiments.fairvlp_table import Method
-from vlbias.experiments.tables import mean_sd, read_rows, run_table
-from vlbias.metrics.functional.t_interval import t_interval
+from vlbias.experiments.tables import mean_sd, mean_sd_interval, read_rows, run_table
 from vlbias.modules.fairvlp import switch_method
 from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
@@ -258,12 +257,7 @@ def _summary(rows: list[dict], methods: Sequence[str]) -> None:
 
 def _paired(runs: list[dict], vanilla: dict[int, dict], key: str) -> str:
     """``"mean ± sd [low, high], k lower"``: the run's ``key`` minus vanilla's run of the same seed, over the seeds,
-    with the 95 % Student-t interval of its mean (:func:`~vlbias.metrics.functional.t_interval.t_interval`; none for
-    one seed), and on how many seeds it is below vanilla's."""
+    with the 95 % t-interval of its mean (:func:`~vlbias.experiments.tables.mean_sd_interval`), and on how many seeds
+    it is below vanilla's."""
     differences = [r[key] - vanilla[r["seed"]][key] for r in runs]
-    digits = _digits(key)
-    interval = ""
-    if len(differences) > 1:
-        low, high = t_interval(torch.tensor(differences)).tolist()
-        interval = f" [{low:+.{digits}f}, {high:+.{digits}f}]"
-    return f"{mean_sd(differences, digits)}{interval}, {sum(d < 0 for d in differences)} lower"
+    return f"{mean_sd_interval(differences, _digits(key))}, {sum(d < 0 for d in differences)} lower"

@@ -11,8 +11,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import torch
+
 from vlbias.atomic import atomic_write
 from vlbias.errors import InputError
+from vlbias.metrics.functional.t_interval import t_interval
 
 
 def run_table(
@@ -60,6 +63,21 @@ def strength_seed_rows(
                 if progress:
                     print(f"done: strength {strength}, seed {seed}: {rows[-1][2]}", flush=True)
     return rows
+
+
+def mean_sd_interval(values: Sequence[float], digits: int = 2) -> str:
+    """``"mean ± sd [low, high]"``: :func:`mean_sd` and the 95 % Student-t interval of the mean
+    (:func:`~vlbias.metrics.functional.t_interval.t_interval`), for the change of a method against vanilla's run of
+    the same seed, over the seeds; the mean alone for one value.
+
+    Example:
+        >>> mean_sd_interval([-2.0, 1.0])  # -0.5 ± t(0.975, 1) 2.12 / sqrt(2)
+        '-0.50 ± 2.12 [-19.56, +18.56]'
+    """
+    if len(values) < 2:
+        return mean_sd(values, digits)
+    low, high = t_interval(torch.tensor(values, dtype=torch.float64)).tolist()
+    return f"{mean_sd(values, digits)} [{low:+.{digits}f}, {high:+.{digits}f}]"
 
 
 def mean_sd(values: Sequence[float], digits: int = 2) -> str:
