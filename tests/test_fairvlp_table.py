@@ -112,8 +112,9 @@ def test_summary_keeps_the_seeds_asked_for(tmp_path, capsys):
 
 def test_summary_splits_recall_into_the_activity_and_the_group_of_the_best_caption(tmp_path, capsys):
     # (R@1, best caption's activity right, its group right) per seed: vanilla (50, 80, 60) and (40, 70, 60);
-    # fairvlp (44, 80, 52) and (36, 72, 50), i.e. against vanilla (-6, 0, -8) and (-4, +2, -10). A row from before
-    # the parts were kept (no i2t_r1_group) is left out of that table.
+    # fairvlp (44, 80, 52) and (36, 72, 50), i.e. against vanilla (-6, 0, -8) and (-4, +2, -10): each mean ± 1.41, and
+    # its t-interval ± t(0.975, 1) 1.41 / sqrt(2) = ± 12.71. A row from before the parts were kept (no i2t_r1_group) is
+    # left out of that table.
     parts = {
         ("vanilla", 0): (50.0, 80.0, 60.0),
         ("vanilla", 1): (40.0, 70.0, 60.0),
@@ -136,11 +137,13 @@ def test_summary_splits_recall_into_the_activity_and_the_group_of_the_best_capti
     }
     assert (
         " | ".join(table["vanilla"])
-        == "2 | 45.00 ± 7.07 | 75.00 ± 7.07 | 60.00 ± 0.00 | 0.0 ± 0.0 | 0.0 ± 0.0 | 0.0 ± 0.0"
+        == "2 | 45.00 ± 7.07 | 75.00 ± 7.07 | 60.00 ± 0.00 | 0.0 ± 0.0 [+0.0, +0.0] | 0.0 ± 0.0 [+0.0, +0.0] | "
+        "0.0 ± 0.0 [+0.0, +0.0]"
     )
     assert (
         " | ".join(table["fairvlp"])
-        == "2 | 40.00 ± 5.66 | 76.00 ± 5.66 | 51.00 ± 1.41 | -5.0 ± 1.4 | 1.0 ± 1.4 | -9.0 ± 1.4"
+        == "2 | 40.00 ± 5.66 | 76.00 ± 5.66 | 51.00 ± 1.41 | -5.0 ± 1.4 [-17.7, +7.7] | 1.0 ± 1.4 [-11.7, +13.7] | "
+        "-9.0 ± 1.4 [-21.7, +3.7]"
     )
 
 

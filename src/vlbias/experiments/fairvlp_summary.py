@@ -69,7 +69,8 @@ def print_summary(rows: list[dict], methods: Sequence[str]) -> None:
 
 def _recall_parts(rows: list[dict], labels: list[str], methods: Sequence[str]) -> None:
     """Where image->text R@1 is lost: how often the best caption names the image's activity and how often its group,
-    each method's mean and its change against vanilla seed by seed, in points. Rows from before the parts were kept
+    each method's mean and its change against vanilla seed by seed, in points (with the 95 % t-interval of the mean
+    change). Rows from before the parts were kept
     (they have no ``i2t_r1_group``) are left out."""
     kept = [(r, label) for r, label in zip(rows, labels) if "i2t_r1_group" in r]
     if not kept:
@@ -85,14 +86,15 @@ def _recall_parts(rows: list[dict], labels: list[str], methods: Sequence[str]) -
         cells = [mean_sd([r[key] for r in runs]) for key in RECALL_PARTS]
         for key in RECALL_PARTS:
             paired = [r[key] - vanilla[r["seed"]][key] for r in runs if r["seed"] in vanilla]
-            cells.append(mean_sd(paired, digits=1) if paired else "n/a")
+            cells.append(mean_sd_interval(paired, digits=1) if paired else "n/a")
         print(f"| {label} | {len(runs)} | {' | '.join(cells)} |")
 
 
 def _same_images(rows: list[dict], labels: list[str], methods: Sequence[str]) -> None:
     """B@V-L against vanilla's on the same images. CounterBias measures only the images whose attack succeeded, and a
     model trained on attacked images resists the attack, so its B@V-L and vanilla's cover different images. Here,
-    seed by seed: both models on the images both attacks flipped, and both on every attacked image. Rows from before
+    seed by seed (with the 95 % t-interval of the mean change): both models on the images both attacks flipped, and
+    both on every attacked image. Rows from before
     the image records were kept (no ``images``) are left out."""
     vanilla = {r["seed"]: r for r in rows if r["method"] == "vanilla" and "images" in r}
     kept = [(r, label) for r, label in zip(rows, labels) if r["method"] != "vanilla" and r["seed"] in vanilla]
@@ -118,6 +120,6 @@ def _same_images(rows: list[dict], labels: list[str], methods: Sequence[str]) ->
         cells = [mean_sd(columns["both_n"], digits=0)]
         for name in ("both", "every"):
             changes = columns[f"{name}_change"]
-            cells += [mean_sd(columns[name]), mean_sd(columns[f"{name}_vanilla"]), f"{mean_sd(changes, digits=0)} %"]
+            cells += [mean_sd(columns[name]), mean_sd(columns[f"{name}_vanilla"]), f"{mean_sd_interval(changes, 0)} %"]
             cells.append(f"{sum(c < 0 for c in changes)} of {len(changes)}")
         print(f"| {label} | {len(columns['both'])} | {' | '.join(cells)} |")
