@@ -37,7 +37,8 @@ def print_summary(rows: list[dict], methods: Sequence[str]) -> None:
     """The mean over seeds per method (± the standard deviation), the change of its mean B@V-L against
     ``vanilla``'s, and the change seed by seed (each seed's run against vanilla's run of that seed: one
     initialisation, the same batches), mean ± standard deviation over the seeds with the 95 % t-interval of the
-    mean, and on how many seeds it is lower than vanilla's; then the tables of :func:`_recall_parts` and :func:`_same_images`."""
+    mean, and on how many seeds it is lower than vanilla's; then the tables of :func:`_recall_parts` and
+    :func:`_same_images`."""
     methods = list(methods)
     swept = {
         (method, key)
@@ -70,8 +71,7 @@ def print_summary(rows: list[dict], methods: Sequence[str]) -> None:
 def _recall_parts(rows: list[dict], labels: list[str], methods: Sequence[str]) -> None:
     """Where image->text R@1 is lost: how often the best caption names the image's activity and how often its group,
     each method's mean and its change against vanilla seed by seed, in points (with the 95 % t-interval of the mean
-    change). Rows from before the parts were kept
-    (they have no ``i2t_r1_group``) are left out."""
+    change). Rows from before the parts were kept (they have no ``i2t_r1_group``) are left out."""
     kept = [(r, label) for r, label in zip(rows, labels) if "i2t_r1_group" in r]
     if not kept:
         return
@@ -94,8 +94,7 @@ def _same_images(rows: list[dict], labels: list[str], methods: Sequence[str]) ->
     """B@V-L against vanilla's on the same images. CounterBias measures only the images whose attack succeeded, and a
     model trained on attacked images resists the attack, so its B@V-L and vanilla's cover different images. Here,
     seed by seed (with the 95 % t-interval of the mean change): both models on the images both attacks flipped, and
-    both on every attacked image. Rows from before
-    the image records were kept (no ``images``) are left out."""
+    both on every attacked image. Rows from before the image records were kept (no ``images``) are left out."""
     vanilla = {r["seed"]: r for r in rows if r["method"] == "vanilla" and "images" in r}
     kept = [(r, label) for r, label in zip(rows, labels) if r["method"] != "vanilla" and r["seed"] in vanilla]
     kept = [(r, label) for r, label in kept if "images" in r]

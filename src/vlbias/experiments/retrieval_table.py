@@ -31,8 +31,8 @@ rounding. Runs go to ``workers`` processes (one torch thread each). Printed firs
 (:func:`reference_levels`; ``levels_only`` prints them and stops); then one row per run as it ends, then the
 mean over seeds per method (± the standard deviation), each method's difference from ``vanilla``'s mean, and the
 difference seed by seed (each seed's run against vanilla's run of that seed: one initialisation, the same
-batches) with the 95 % t-interval of its mean and on how many seeds it is below vanilla's. ``out`` writes the rows as JSON; ``summary`` prints the
-rows and summaries of such files without training.
+batches) with the 95 % t-interval of its mean and on how many seeds it is below vanilla's. ``out`` writes the
+rows as JSON; ``summary`` prints the rows and summaries of such files without training.
 """
 
 from __future__ import annotations
