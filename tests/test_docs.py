@@ -1,14 +1,14 @@
 """The documentation cannot rot: its tested examples run, the front page keeps its promises, and the API
 reference lists every public module.
 
-**Tested examples.** A fenced block opened with ```` ```bash title="tested" ```` (or ``python``) in any page
-under ``docs/`` is run, in the page's order, in a fresh workspace that links the repository's ``configs/``,
-``callbacks/`` and ``scripts/`` and, where it exists, the public data folder ``../shared`` beside it (a block
-that reads ``../shared/data`` is skipped without it, as the tests that read it are). A bash block holds
-``vlbias`` commands only, one per line (``\\`` continues a line, ``#`` starts a comment); each runs in this process
-through :func:`vlbias.cli.main`, smaller than written (:data:`SMALLER`: one epoch of a few batches, BiasWorld with
-two images per group and activity) so that a page takes seconds, and must exit 0. A python block runs in a
-subprocess with the workspace as its working directory.
+**Tested examples.** A fenced block opened with ```` ```bash title="tested" ```` (or ``python``) in any page under
+``docs/`` is run, in the page's order, in a fresh workspace that links the repository's ``configs/``, ``callbacks/``
+and ``scripts/`` and, where it exists, the public data folder ``../shared`` beside it (a block that reads
+``../shared/data``, itself or through a config it names, is skipped without it, as the tests that read it are). A
+bash block holds ``vlbias`` commands only, one per line (``\\`` continues a line, ``#`` starts a comment); each runs
+in this process through :func:`vlbias.cli.main`, smaller than written (:data:`SMALLER`: one epoch of a few batches,
+BiasWorld with two images per group and activity) so that a page takes seconds, and must exit 0. A python block runs
+in a subprocess with the workspace as its working directory.
 
 **The front page.** README.md is at most 200 lines; neither it nor the guides name a commit or an issue; its two
 commands are the ones ``.ci/run`` runs (the same install command, then the tests).
@@ -96,10 +96,26 @@ def _run_vlbias(words: list[str], page: Path) -> None:
     assert not code, f"{page.relative_to(ROOT)}: `{shlex.join(words)}` exited with {code}"
 
 
+def reads_shared_data(body: str) -> bool:
+    """Whether a tested block reads the public data in ``../shared/data``: itself, or through a config file of the
+    repository that one of its commands names (a callbacks file that measures SEAT on it, say)."""
+    named = {word for words in bash_commands(body) for word in words if word.endswith((".yaml", ".yml"))}
+    configs = [ROOT / name for name in named if (ROOT / name).is_file()]
+    return "../shared/data" in body or any("../shared/data" in config.read_text() for config in configs)
+
+
+def test_a_block_reads_the_shared_data_itself_or_through_a_config_it_names():
+    assert reads_shared_data("vlbias measure --suite weat --data ../shared/data/seat")
+    assert reads_shared_data(
+        "vlbias fit --config configs/experiment/quickstart.yaml \\\n  --config callbacks/embed_suites.yaml"
+    )
+    assert not reads_shared_data("vlbias fit --config configs/experiment/quickstart.yaml")
+
+
 @pytest.mark.parametrize("page", PAGES, ids=[str(page.relative_to(DOCS)) for page in PAGES])
 def test_tested_examples_run_as_written(page, tmp_path, monkeypatch):
     blocks = example_blocks(page)
-    if any("../shared/data" in body for _, body in blocks) and not (SHARED / "data").is_dir():
+    if any(reads_shared_data(body) for _, body in blocks) and not (SHARED / "data").is_dir():
         pytest.skip(f"{page.relative_to(ROOT)} reads the public data in {SHARED / 'data'}, which is absent")
     work = _workspace(tmp_path)
     monkeypatch.chdir(work)
