@@ -51,6 +51,25 @@ def test_a_script_is_a_short_entry_point_whose_options_each_have_help(path):
     assert all(usage.count(f"  --{action.dest} ") + usage.count(f"  --{action.dest},") == 1 for action in options)
 
 
+def _count_options() -> list[tuple[Path, str]]:
+    """Every script option that counts something (``PositiveInt``): images, steps, repeats, workers."""
+    return [
+        (path, name)
+        for path in SCRIPTS
+        for name, parameter in inspect.signature(entry_function(path)).parameters.items()
+        if "PositiveInt" in str(parameter.annotation)
+    ]
+
+
+@pytest.mark.parametrize("path, option", _count_options(), ids=lambda value: getattr(value, "stem", value))
+def test_a_count_below_one_is_refused_in_one_line_before_anything_runs(path, option, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        run(entry_function(path), [f"--{option}", "0"])
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and error.count("\n") == 1
+    assert f"Expected option `--{option}` to be an integer v>0" in error and error.endswith("but got 0.\n")
+
+
 def table(seeds: Sequence[int] = (0, 1), strength: float = 0.9, quiet: bool = False, out: Path | None = None) -> dict:
     """A table.
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Literal
 
 import torch
+from jsonargparse.typing import PositiveInt
 
 from vlbias.counterfactual.training import POLICIES
 from vlbias.environment import environment
@@ -148,7 +149,7 @@ def fairvlp_table(
     image_counterfactuals: Sequence[str | None] = (None,),
     counterfactual_targets: Sequence[Target | None] = (None,),
     split: Literal["val", "test"] = "test",
-    workers: int = 1,
+    workers: PositiveInt = 1,
     out: Path | None = None,
     summary: Sequence[Path] | None = None,
 ) -> list[dict]:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import lightning as L
 import torch
+from jsonargparse.typing import PositiveInt
 
 from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.experiments.tables import run_table
@@ -66,7 +67,7 @@ def retrieval_from_scratch(
     seeds: Sequence[int] = (0, 1, 2),
     epochs: int = 15,
     learning_rate: float = 3e-3,
-    workers: int = 1,
+    workers: PositiveInt = 1,
 ) -> list[dict]:
     """Fit each model x seed from random weights and print a row each, then the chance levels.
 

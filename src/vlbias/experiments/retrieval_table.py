@@ -47,6 +47,7 @@ from pathlib import Path
 
 import torch
 import yaml
+from jsonargparse.typing import PositiveInt
 
 from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.environment import environment
@@ -144,7 +145,7 @@ def retrieval_table(
     strength: float = 0.9,
     pretrain_epochs: int | None = None,
     finetune_epochs: int | None = None,
-    workers: int = 1,
+    workers: PositiveInt = 1,
     out: Path | None = None,
     levels_only: bool = False,
     summary: Sequence[Path] | None = None,

@@ -16,6 +16,8 @@ import sys
 import time
 from collections.abc import Sequence
 
+from jsonargparse.typing import PositiveInt
+
 
 def measure(n: int, n_bootstrap: int) -> None:
     """One size, in this process: prints ``| n | imports MiB | peak MiB | CPU s |``."""
@@ -35,7 +37,7 @@ def measure(n: int, n_bootstrap: int) -> None:
     print(f"| {n:,} | {imports:,.0f} | {peak:,.0f} | {seconds:.1f} |", flush=True)
 
 
-def bench_bca_memory(sizes: Sequence[int] = (10, 5000, 20000), n_bootstrap: int = 1000) -> None:
+def bench_bca_memory(sizes: Sequence[int] = (10, 5000, 20000), n_bootstrap: PositiveInt = 1000) -> None:
     """Print a row per set size, each measured in a fresh process (:func:`measure`).
 
     Args:

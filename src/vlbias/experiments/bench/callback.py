@@ -22,6 +22,7 @@ import time
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from jsonargparse.typing import PositiveInt
 
 from vlbias.environment import cpu_name
 
@@ -81,7 +82,7 @@ def _time(world_size: int, threads: int, repeats: int, eval_per_combination: int
     return results.get()
 
 
-def bench_callback(repeats: int = 5, eval_per_combination: int = 32) -> list[tuple[str, float, list]]:
+def bench_callback(repeats: PositiveInt = 5, eval_per_combination: PositiveInt = 32) -> list[tuple[str, float, list]]:
     """Time the callback's measurement in each setting and print the table.
 
     Returns the table's rows.

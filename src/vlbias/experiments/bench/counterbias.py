@@ -30,6 +30,7 @@ from __future__ import annotations
 import statistics
 
 import torch
+from jsonargparse.typing import PositiveInt
 
 from vlbias.counterfactual.image import AttackConfig, CounterfactualImages, normalise, unit_pixels
 from vlbias.counterfactual.text import CAPTION_TEMPLATES, SwapLexicon, fill_template
@@ -99,10 +100,10 @@ def per_image_loop(adapter, world: BiasWorld, n_images: int) -> list[float]:
 
 def bench_counterbias(
     model: str = "vilt",
-    n_images: int = 64,
-    batch_size: int = 32,
+    n_images: PositiveInt = 64,
+    batch_size: PositiveInt = 32,
     threads: int = 1,
-    repeats: int = 3,
+    repeats: PositiveInt = 3,
     clock: Clock = "wall",
 ) -> None:
     """Time the batched suite and the per-image loop, cold and warm, and print the table and their agreement.

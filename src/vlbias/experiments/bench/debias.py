@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
+from jsonargparse.typing import PositiveInt
 from torch import Tensor
 
 from vlbias.experiments.bench.timing import elapsed, interleaved, machine
@@ -73,7 +74,11 @@ def random_fit_data(n: int, dims: int, seed: int = 0) -> FitData:
 
 
 def bench_debias(
-    n: int = 10_000, dims: int = 512, threads: int = 1, repeats: int = 3, methods: Sequence[str] | None = None
+    n: PositiveInt = 10_000,
+    dims: PositiveInt = 512,
+    threads: int = 1,
+    repeats: PositiveInt = 3,
+    methods: Sequence[str] | None = None,
 ) -> None:
     """Time each method's fit and transform against the baseline and print the table.
 

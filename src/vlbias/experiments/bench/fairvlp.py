@@ -32,6 +32,7 @@ from typing import Literal
 
 import torch
 import yaml
+from jsonargparse.typing import PositiveInt
 from lightning.fabric.utilities.apply_func import move_data_to_device
 from transformers import AutoTokenizer
 
@@ -131,7 +132,7 @@ def _recorder(attacked: list[float]):
 
 
 def bench_fairvlp(
-    steps: int = 16,
+    steps: PositiveInt = 16,
     epoch_batches: int = 4,
     batch_size: int | None = None,
     threads: int = 1,

@@ -35,6 +35,7 @@ from json import dumps
 from typing import Literal
 
 import torch
+from jsonargparse.typing import NonNegativeInt, PositiveInt
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -172,9 +173,9 @@ def bench_models(
     checkpoint: Sequence[str] = (),
     base_size: bool = False,
     device: str | None = None,
-    batch_size: int = 16,
-    repeats: int = 20,
-    warmup: int = 3,
+    batch_size: PositiveInt = 16,
+    repeats: PositiveInt = 20,
+    warmup: NonNegativeInt = 3,
     max_overhead: float | None = None,
     json: bool = False,
     threads: int = 1,

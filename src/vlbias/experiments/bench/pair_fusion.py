@@ -25,6 +25,7 @@ difference of the two sides' logits.
 from __future__ import annotations
 
 import torch
+from jsonargparse.typing import PositiveInt
 
 from vlbias.errors import ConfigError
 from vlbias.experiments.bench.timing import machine, median_seconds
@@ -33,15 +34,15 @@ from vlbias.threads import torch_threads
 
 
 def bench_pair_fusion(
-    images: int = 8,
-    captions: int = 40,
-    k_test: int = 8,
-    length: int = 12,
+    images: PositiveInt = 8,
+    captions: PositiveInt = 40,
+    k_test: PositiveInt = 8,
+    length: PositiveInt = 12,
     image_size: int = 256,
     fusion_layers: int = 6,
-    batch_size: int = 256,
+    batch_size: PositiveInt = 256,
     threads: int = 1,
-    repeats: int = 3,
+    repeats: PositiveInt = 3,
 ) -> None:
     """Score the same candidate pairs both ways and print the table and the logits' largest difference.
 

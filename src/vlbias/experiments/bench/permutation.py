@@ -30,6 +30,7 @@ from typing import Literal
 
 import numpy as np
 import torch
+from jsonargparse.typing import PositiveInt
 
 from vlbias.environment import cpu_name
 from vlbias.experiments.bench.timing import median_seconds
@@ -106,7 +107,10 @@ def cold(name: str, cases: Sequence[str], loop_permutations: int, runs: int) -> 
 
 
 def bench_permutation(
-    loop_permutations: int = PERMUTATIONS, repeats: int = 5, cold_runs: int = 3, cases: Sequence[Case] = tuple(CASES)
+    loop_permutations: PositiveInt = PERMUTATIONS,
+    repeats: PositiveInt = 5,
+    cold_runs: PositiveInt = 3,
+    cases: Sequence[Case] = tuple(CASES),
 ) -> None:
     """Time both sides on each case, warm and cold, and print the table.
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from jsonargparse.typing import PositiveInt
 
 from vlbias.experiments.bench.timing import machine, median_seconds
 from vlbias.mitigation import BiasTest, select_dimensions
@@ -58,7 +59,7 @@ def loop_ranked(tests: list[BiasTest], mi: torch.Tensor, n_remove: int) -> list[
     return [d for _, d in sorted(found)[:n_remove]]
 
 
-def bench_prune(dims: int = 512, tests: int = 10, threads: int = 1, repeats: int = 5) -> None:
+def bench_prune(dims: PositiveInt = 512, tests: int = 10, threads: int = 1, repeats: PositiveInt = 5) -> None:
     """Time the ranked selection both ways and print the table.
 
     Args:

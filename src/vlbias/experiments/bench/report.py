@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from jsonargparse.typing import NonNegativeInt, PositiveInt
 
 from vlbias.experiments.bench.timing import machine
 from vlbias.report import build_report
@@ -56,7 +57,9 @@ def write_files(root: Path, n_files: int, n_tests: int, n_skipped: int, seed: in
         write_results(root / f"run_{index:03d}", results, items)
 
 
-def bench_report(files: int = 100, tests: int = 6, skipped: int = 10, repeats: int = 3) -> None:
+def bench_report(
+    files: PositiveInt = 100, tests: PositiveInt = 6, skipped: NonNegativeInt = 10, repeats: PositiveInt = 3
+) -> None:
     """Time the report over freshly written results files and print the table.
 
     Args:

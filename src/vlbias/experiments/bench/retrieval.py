@@ -20,6 +20,7 @@ is the baseline the official code sets, written here with vlbias's ALBEF modules
 from __future__ import annotations
 
 import torch
+from jsonargparse.typing import PositiveInt
 
 from vlbias.experiments.bench.timing import machine, median_seconds
 from vlbias.metrics.functional import retrieval_recall
@@ -67,13 +68,13 @@ def _largest_difference(text: tuple, image: tuple, n_images: int, n_captions: in
 
 
 def bench_retrieval(
-    images: int = 1000,
-    captions: int = 5000,
+    images: PositiveInt = 1000,
+    captions: PositiveInt = 5000,
     k_test: int = 128,
-    batch_size: int = 1024,
+    batch_size: PositiveInt = 1024,
     threads: int = 1,
-    repeats: int = 3,
-    loop_queries: int | None = None,
+    repeats: PositiveInt = 3,
+    loop_queries: PositiveInt | None = None,
 ) -> None:
     """Time re-ranking three ways and print the table, the scores' agreement and (every query) the recalls.
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+from jsonargparse.typing import PositiveInt
 from torch import Tensor
 
 from vlbias.experiments.bench.debias import random_fit_data
@@ -34,8 +35,8 @@ def gap_left(before: Tensor, after: Tensor, first: Tensor) -> float:
 
 
 def bench_sfid_trees(
-    n: int = 10_000,
-    dims: int = 512,
+    n: PositiveInt = 10_000,
+    dims: PositiveInt = 512,
     trees: Sequence[int] = (100, 50, 20, 10),
     threads: int = 1,
     clock: Clock = "thread",

@@ -31,6 +31,7 @@ from __future__ import annotations
 import time
 
 import torch
+from jsonargparse.typing import PositiveInt
 
 from vlbias.experiments.bench.timing import interleaved
 from vlbias.models.albef_modeling import ALBEF, ALBEFConfig
@@ -39,13 +40,13 @@ from vlbias.threads import torch_threads
 
 
 def bench_shared_rows(
-    images: int = 64,
-    rows_per_image: int = 8,
-    texts: int = 8,
-    length: int = 12,
+    images: PositiveInt = 64,
+    rows_per_image: PositiveInt = 8,
+    texts: PositiveInt = 8,
+    length: PositiveInt = 12,
     fusion_layers: int = 1,
     threads: int = 1,
-    repeats: int = 3,
+    repeats: PositiveInt = 3,
 ) -> None:
     """Score one batch's rows four ways and print each variant's time and its largest difference from the first.
 

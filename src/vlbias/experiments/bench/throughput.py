@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Literal
 
 import torch
+from jsonargparse.typing import NonNegativeInt, PositiveInt
 from lightning.pytorch import Callback, LightningModule, Trainer
 
 from vlbias.callbacks.training_speed import TrainingSpeed
@@ -270,8 +271,8 @@ def bench_throughput(
     size: Literal["tiny", "base"] = "tiny",
     batch_sizes: Sequence[int] | None = None,
     precisions: Sequence[Precision] = ("fp32", "bf16"),
-    steps: int = 5,
-    warmup: int = 2,
+    steps: PositiveInt = 5,
+    warmup: NonNegativeInt = 2,
     device: str = "cpu",
     threads: int = 1,
     clock: Clock = "wall",
