@@ -144,7 +144,7 @@ def fairvlp_table(
     methods: Sequence[Method] = ALL_METHODS,
     seeds: Sequence[int] | None = None,
     strength: float = 0.9,
-    epochs: int | None = None,
+    epochs: PositiveInt | None = None,
     alpha: Sequence[float | None] = (None,),
     image_counterfactuals: Sequence[str | None] = (None,),
     counterfactual_targets: Sequence[Target | None] = (None,),

@@ -65,7 +65,7 @@ def _show(row: dict) -> None:
 def retrieval_from_scratch(
     models: Sequence[str] = ("albef", "blip"),
     seeds: Sequence[int] = (0, 1, 2),
-    epochs: int = 15,
+    epochs: PositiveInt = 15,
     learning_rate: float = 3e-3,
     workers: PositiveInt = 1,
 ) -> list[dict]:

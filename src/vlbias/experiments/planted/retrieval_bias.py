@@ -19,6 +19,8 @@ import time
 from collections.abc import Sequence
 from functools import partial
 
+from jsonargparse.typing import PositiveInt
+
 from vlbias.experiments.biasworld_runs import experiment_config, fit_on_biasworld
 from vlbias.experiments.tables import strength_seed_rows
 from vlbias.suites.options import check_suite_options
@@ -54,7 +56,10 @@ def _signed_mean_sd(values: list[float]) -> str:
 
 
 def sanity_table(
-    strengths: Sequence[float] = (0.0, 0.9), seeds: Sequence[int] = (0, 1, 2), epochs: int | None = None, k: int = 10
+    strengths: Sequence[float] = (0.0, 0.9),
+    seeds: Sequence[int] = (0, 1, 2),
+    epochs: PositiveInt | None = None,
+    k: PositiveInt = 10,
 ) -> list:
     """Train at each strength x seed and print the ranking bias, then its mean ± sd per strength.
 

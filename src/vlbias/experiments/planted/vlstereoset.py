@@ -16,6 +16,8 @@ import time
 from collections.abc import Sequence
 from functools import partial
 
+from jsonargparse.typing import PositiveInt
+
 from vlbias.experiments.biasworld_runs import experiment_config, fit_on_biasworld
 from vlbias.experiments.tables import strength_seed_rows
 from vlbias.suites.options import check_suite_options
@@ -61,7 +63,7 @@ def sanity_table(
     strengths: Sequence[float] = (0.0, 0.5, 0.9),
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     hidden_object_rate: float = 0.5,
-    epochs: int = 12,
+    epochs: PositiveInt = 12,
     unrelated: str = "photo",
 ) -> list:
     """Train at each strength x seed and print the caption-selection scores, then vlbs per strength.

@@ -22,6 +22,8 @@ import time
 from collections.abc import Sequence
 from functools import partial
 
+from jsonargparse.typing import PositiveInt
+
 from vlbias.experiments.biasworld_runs import experiment_config, fit_on_biasworld
 from vlbias.experiments.tables import strength_seed_rows
 from vlbias.suites.options import check_suite_options
@@ -56,7 +58,7 @@ def train_and_measure(strength: float, seed: int, run_dir: str, epochs: int | No
 def sanity_table(
     strengths: Sequence[float] = (0.0, 0.9),
     seeds: Sequence[int] = (0, 1, 2),
-    epochs: int | None = None,
+    epochs: PositiveInt | None = None,
     hidden: float = 0.8,
 ) -> list:
     """Train at each strength x seed and print the zero-shot accuracies and gaps, then their means per strength.
