@@ -236,6 +236,13 @@ def test_a_bench_refuses_a_device_the_machine_lacks_in_one_line(bench, capsys):
     assert "Expected `device` to be one of this machine's devices ['cpu'" in error and "but got 'cuda:99'." in error
 
 
+def test_bench_throughput_refuses_a_batch_without_negatives(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        run(bench_throughput, ["--batch_sizes", "4", "1"])
+    assert stopped.value.code == 2
+    assert "Expected batch sizes >= 2 (a contrastive batch needs negatives) but got [4, 1]." in capsys.readouterr().err
+
+
 def test_bench_throughput_refuses_fused_adamw_on_the_cpu(capsys):
     with pytest.raises(SystemExit) as stopped:
         run(bench_throughput, ["--fused_adamw", "--device", "cpu"])
