@@ -1,6 +1,7 @@
-"""The image states a training step shares between its objectives (``ModelAdapter.image_states``): each method that
-reads them equals the method that reads pixels, in value and in gradient, for every family that has the
-capability, and two-stream families run their vision encoder once for the lot."""
+"""The image and text states a training step shares between its objectives (``ModelAdapter.image_states`` and
+``text_states``): each method that reads them equals the method that reads pixels and tokens, in value and in
+gradient, for every family that has the capability, and two-stream families run their vision encoder (and ALBEF its
+text layers) once for the lot."""
 
 import functools
 
@@ -49,6 +50,15 @@ def test_embeddings_of_image_states_equal_embed_images(name):
         torch.testing.assert_close(shared, adapter.embed_images(pixel_values), rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", _families(Capability.EMBED))
+def test_embeddings_of_text_states_equal_embed_texts(name):
+    adapter = _tiny(name)
+    tokens = adapter.prepare_texts(sample_inputs(adapter, Capability.EMBED)[1])
+    with torch.no_grad():
+        shared = adapter.embed_text_states(adapter.text_states(tokens))
+        torch.testing.assert_close(shared, adapter.embed_texts(tokens), rtol=0, atol=1e-6)
+
+
 @pytest.mark.parametrize("name", _families(Capability.MATCH))
 def test_match_logits_of_states_equal_the_gathered_pairs_in_value_and_gradient(name):
     adapter = _tiny(name)
@@ -56,7 +66,8 @@ def test_match_logits_of_states_equal_the_gathered_pairs_in_value_and_gradient(n
     gathered = {key: value[TEXT_ROWS] for key, value in tokens.items()}
     expected = adapter.match_logits(pixel_values[IMAGE_ROWS], gathered)
     expected_gradients = _gradients(adapter, expected.square().sum())
-    shared = adapter.match_logits_of_states(adapter.image_states(pixel_values), tokens, IMAGE_ROWS, TEXT_ROWS)
+    states = adapter.image_states(pixel_values), adapter.text_states(tokens)
+    shared = adapter.match_logits_of_states(*states, IMAGE_ROWS, TEXT_ROWS)
     gradients = _gradients(adapter, shared.square().sum())
     torch.testing.assert_close(shared, expected, rtol=0, atol=1e-5)
     assert gradients.keys() == expected_gradients.keys()
@@ -99,7 +110,26 @@ def test_two_stream_families_encode_each_image_once_for_itm(name, encoder):
         with torch.no_grad():
             states = adapter.image_states(pixel_values)
             adapter.embed_image_states(states)
-            adapter.match_logits_of_states(states, tokens, IMAGE_ROWS, TEXT_ROWS)
+            adapter.match_logits_of_states(states, adapter.text_states(tokens), IMAGE_ROWS, TEXT_ROWS)
     finally:
         hook.remove()
     assert seen == [len(pixel_values)]
+
+
+def test_albef_runs_its_text_layers_once_for_contrast_and_itm():
+    """ITC's caption embeddings and ITM of 7 pairs over 4 captions read one pass of the text layers over the 4
+    (ALBEF's pre-training step runs them once for ITC and ITM)."""
+    adapter = _tiny("albef")
+    pixel_values, tokens = _pixel_inputs("albef", Capability.MATCH)
+    seen: list[int] = []
+    hook = adapter.model.text_encoder.bert.embeddings.register_forward_hook(
+        lambda layer, inputs, output: seen.append(len(output))
+    )
+    try:
+        with torch.no_grad():
+            text_states = adapter.text_states(tokens)
+            adapter.embed_text_states(text_states)
+            adapter.match_logits_of_states(adapter.image_states(pixel_values), text_states, IMAGE_ROWS, TEXT_ROWS)
+    finally:
+        hook.remove()
+    assert seen == [len(tokens["input_ids"])]

@@ -211,18 +211,25 @@ def test_itc_weight_adds_albef_contrastive_loss_with_every_describing_caption_a_
 
 @pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")
 def test_a_step_encodes_each_image_and_tokenises_each_caption_once_for_mlm_itc_and_itm():
+    """One vision pass over the B images; the text layers once over the B masked captions (MLM) and once over
+    the B captions, which ITC and ITM share."""
     module = _module("vanilla", itc_weight=0.5)
     _Spy(module)
     passes: list[int] = []
     module.adapter.model.visual_encoder.patch_embed.register_forward_hook(
         lambda layer, inputs, output: passes.append(len(output))
     )
+    text_passes: list[int] = []
+    module.adapter.model.text_encoder.bert.embeddings.register_forward_hook(
+        lambda layer, inputs, output: text_passes.append(len(output))
+    )
     prepared: list[int] = []
     prepare_texts = module.adapter.prepare_texts
     module.adapter.prepare_texts = lambda texts: prepared.append(len(texts)) or prepare_texts(texts)
     batch = _batch()
     module.training_step(batch, 0).backward()
-    assert passes == [len(batch["caption"])] and prepared == [len(batch["caption"])]
+    n = len(batch["caption"])
+    assert passes == [n] and prepared == [n] and text_passes == [n, n]
 
 
 def test_dropout_method_raises_every_dropout_layer_and_others_leave_them():

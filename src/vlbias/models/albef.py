@@ -128,9 +128,7 @@ class ALBEFAdapter(ModelAdapter):
         return self.embed_image_states(self.image_states(pixel_values))  # (B, E)
 
     def embed_texts(self, tokens: dict[str, Tensor]) -> Tensor:
-        return self.model.text_features(
-            self.model.text_embeds(tokens["input_ids"], tokens.get("attention_mask"))
-        )  # (B, E)
+        return self.embed_text_states(self.text_states(tokens))  # (B, E)
 
     def match_logits(self, pixel_values: Tensor, tokens: dict[str, Tensor]) -> Tensor:
         logits = self.model.itm_logits(self._fused(pixel_values, tokens))  # (B, 2)
@@ -148,19 +146,27 @@ class ALBEFAdapter(ModelAdapter):
     def embed_image_states(self, image_states: Tensor) -> Tensor:
         return self.model.image_features(image_states)  # (B, E)
 
+    def text_states(self, tokens: dict[str, Tensor]) -> dict[str, Tensor]:
+        """The prepared tokens and, as ``"hidden_states"`` ``(B, T, H)``, the states of the text layers (those
+        below the fusion layers): what ITC's projection and the ITM pairs' fusion layers both read."""
+        return {**tokens, "hidden_states": self.model.text_embeds(tokens["input_ids"], tokens.get("attention_mask"))}
+
+    def embed_text_states(self, text_states: dict[str, Tensor]) -> Tensor:
+        return self.model.text_features(text_states["hidden_states"])  # (B, E)
+
     def match_logits_of_states(
-        self, image_states: Tensor, tokens: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor
+        self, image_states: Tensor, text_states: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor
     ) -> Tensor:
-        """Match logits ``(R,)`` of pairs (see the base class): the text layers once per text, each fusion layer's
-        cross-attention keys and values once per image, the fusion layers per pair with the last at the CLS
-        position alone (:meth:`ALBEF.fuse`), and the ITM head. ALBEF's pre-training step runs its fusion layers in
-        full on image tokens gathered per pair; this is the same up to float rounding. It calls each layer's
-        ``forward``, so an FSDP unit around a layer gathers its parameters (:meth:`paired_match_logits`, for
-        evaluation, calls the layers' parts)."""
-        mask = tokens["attention_mask"].index_select(0, text_rows)
-        text_states = self.model.text_embeds(tokens["input_ids"], tokens["attention_mask"]).index_select(0, text_rows)
+        """Match logits ``(R,)`` of pairs (see the base class): the text layers' states of :meth:`text_states`,
+        each fusion layer's cross-attention keys and values once per image, the fusion layers per pair with the
+        last at the CLS position alone (:meth:`ALBEF.fuse`), and the ITM head. ALBEF's pre-training step runs its
+        fusion layers in full on image tokens gathered per pair; this is the same up to float rounding. It calls
+        each layer's ``forward``, so an FSDP unit around a layer gathers its parameters
+        (:meth:`paired_match_logits`, for evaluation, calls the layers' parts)."""
+        mask = text_states["attention_mask"].index_select(0, text_rows)
+        states = text_states["hidden_states"].index_select(0, text_rows)
         cls = torch.zeros(len(text_rows), 1, dtype=torch.long, device=text_rows.device)
-        fused = self.model.fuse(text_states, image_states, mask, image_rows, cls)  # (R, 1, H)
+        fused = self.model.fuse(states, image_states, mask, image_rows, cls)  # (R, 1, H)
         logits = self.model.itm_logits(fused)  # (R, 2)
         return logits[:, 1] - logits[:, 0]
 

@@ -204,14 +204,28 @@ class ModelAdapter(nn.Module):
         """:meth:`embed_images` of the images whose :meth:`image_states` these are ``(B, D)``."""
         return self.embed_images(image_states)
 
+    def text_states(self, tokens: dict[str, Tensor]) -> dict[str, Tensor]:
+        """The text side's :meth:`image_states`: what a training step computes once per caption and shares between
+        contrast (:meth:`embed_text_states`) and ITM (:meth:`match_logits_of_states`), as ALBEF's pre-training
+        step runs its text layers once for ITC and ITM (Li et al., 2021, Sec. 3.2). This default: the prepared
+        tokens themselves, which both methods read again, for families whose contrastive text pass has nothing
+        to hand to matching (BLIP's ITM text encoder cross-attends to the image from its first layer). ALBEF
+        adds its text layers' states to the tokens."""
+        return tokens
+
+    def embed_text_states(self, text_states: dict[str, Tensor]) -> Tensor:
+        """:meth:`embed_texts` of the captions whose :meth:`text_states` these are ``(B, D)``."""
+        return self.embed_texts(text_states)
+
     def match_logits_of_states(
-        self, image_states: Tensor, tokens: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor
+        self, image_states: Tensor, text_states: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor
     ) -> Tensor:
         """Match logits ``(R,)`` of the pairs (image ``image_rows[r]`` of ``image_states``, from
-        :meth:`image_states`, text ``text_rows[r]`` of ``tokens``), all at once and differentiable: a training
-        step's ITM pairs (:func:`~vlbias.objectives.itm.hard_negative_itm`). Equal to :meth:`match_logits` of the
-        gathered pairs up to float rounding; two-stream families encode each image and text once."""
-        texts, images = gathered_rows(tokens, text_rows, image_states, image_rows)
+        :meth:`image_states`, text ``text_rows[r]`` of ``text_states``, from :meth:`text_states`), all at once
+        and differentiable: a training step's ITM pairs (:func:`~vlbias.objectives.itm.hard_negative_itm`).
+        Equal to :meth:`match_logits` of the gathered pairs up to float rounding; two-stream families encode
+        each image and text once."""
+        texts, images = gathered_rows(text_states, text_rows, image_states, image_rows)
         return self.match_logits(images, texts)
 
     def fill_mask_logits_of_states(

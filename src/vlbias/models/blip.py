@@ -77,14 +77,15 @@ class BLIPAdapter(ImageTextAdapter):
         return F.normalize(self.model.vision_proj(image_states[:, 0]), dim=-1)  # (B, D)
 
     def match_logits_of_states(
-        self, image_states: Tensor, tokens: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor
+        self, image_states: Tensor, text_states: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor
     ) -> Tensor:
         """Match logits ``(R,)`` of pairs (see the base class): the text encoder, which cross-attends to the image in
-        every layer, once per pair, on the vision model's states of each image computed once."""
+        every layer, once per pair, on the vision model's states of each image computed once. ``text_states``:
+        the tokens (:meth:`text_states` is the base class's; no text pass precedes the cross-attention)."""
         return self._match_image_states(
             image_states.index_select(0, image_rows),
-            tokens["input_ids"].index_select(0, text_rows),
-            tokens["attention_mask"].index_select(0, text_rows),
+            text_states["input_ids"].index_select(0, text_rows),
+            text_states["attention_mask"].index_select(0, text_rows),
         )
 
     def paired_match_logits(

@@ -328,11 +328,12 @@ class FairVLP(MaskedLMPretraining):
             self.log("train/kl_loss", parts.kl, prog_bar=True, batch_size=n)
         similarity = None
         describes = self._describes(batch, captions) if self.use_itc or self.use_itm else None  # (B, B)
+        text_states = self.adapter.text_states(tokens) if self.use_itc or self.use_itm else None  # ITC's and ITM's
         if self.use_itc:
-            itc, similarity = self._itc(image_states[:n], tokens, describes)
+            itc, similarity = self._itc(image_states[:n], text_states, describes)
             loss = loss + self.hparams.itc_weight * itc
         if self.use_itm:
-            itm = self._itm(image_states, tokens, describes, None, "train", similarity)
+            itm = self._itm(image_states, text_states, describes, None, "train", similarity)
             loss = loss + self.hparams.itm_weight * itm
         self.log("train/loss", loss, batch_size=n)
         return loss
@@ -378,12 +379,14 @@ class FairVLP(MaskedLMPretraining):
         return CounterfactualRows(rows, attacked_pixels, image_rows.to(device), cf_masked[rows], cf_labels[rows])
 
     # -- image-text contrast and matching with hard negatives -------------------------------------
-    def _itc(self, image_states: Tensor, tokens: dict[str, Tensor], describes: Tensor) -> tuple[Tensor, Tensor]:
+    def _itc(
+        self, image_states: Tensor, text_states: dict[str, Tensor], describes: Tensor
+    ) -> tuple[Tensor, Tensor]:
         """ITC on the batch (:func:`~vlbias.objectives.itc_loss`, the captions that describe an image its
-        positives, :meth:`_describes`) of its images' ``image_states`` (the adapter's) and the detached
-        similarities ``(B, B)`` for the ITM hard negatives."""
+        positives, :meth:`_describes`) of its images' ``image_states`` and its captions' ``text_states`` (the
+        adapter's) and the detached similarities ``(B, B)`` for the ITM hard negatives."""
         images = self.adapter.embed_image_states(image_states)  # (B, D)
-        texts = self.adapter.embed_texts(tokens)  # (B, D)
+        texts = self.adapter.embed_text_states(text_states)  # (B, D)
         loss = itc_loss(images, texts, self.adapter.logit_scale, positives=describes.to(images.device))
         self.log("train/itc_loss", loss, batch_size=len(images))
         return loss, (images @ texts.T).detach()
@@ -391,7 +394,7 @@ class FairVLP(MaskedLMPretraining):
     def _itm(
         self,
         image_states: Tensor,
-        tokens: dict[str, Tensor],
+        text_states: dict[str, Tensor],
         describes: Tensor,
         generator: torch.Generator | None,
         stage: str,
@@ -400,12 +403,12 @@ class FairVLP(MaskedLMPretraining):
         """ITM on the batch's pairs, one hard negative text per image and one hard negative image per text
         (:mod:`vlbias.objectives.itm`) drawn by ``similarity`` ``(B, B)`` (``None``: the adapter's embeddings
         where it has EMBED); a drawn pair is labelled by ``describes`` ``(B, B)``, caption ``j`` describes image
-        ``i`` (:meth:`_describes`). ``image_states``: the adapter's, of the batch's B images first; ``tokens``:
-        its captions, prepared."""
+        ``i`` (:meth:`_describes`). ``image_states`` and ``text_states``: the adapter's, of the batch's B images
+        first and of its captions."""
         if similarity is None and Capability.EMBED in self.adapter.capabilities:
             with torch.no_grad():
                 images = self.adapter.embed_image_states(image_states[: len(describes)])
-                similarity = images @ self.adapter.embed_texts(tokens).T  # (B, B)
-        loss = hard_negative_itm(self.adapter, image_states, tokens, describes, similarity, generator)
+                similarity = images @ self.adapter.embed_text_states(text_states).T  # (B, B)
+        loss = hard_negative_itm(self.adapter, image_states, text_states, describes, similarity, generator)
         self.log(f"{stage}/itm_loss", loss, batch_size=len(describes))
         return loss

@@ -163,8 +163,9 @@ class RetrievalFinetuning(AdapterModule):
         pixel_values = self.adapter.prepare_images(batch["pixel_values"])
         tokens = self.adapter.prepare_texts(captions)
         image_states = self.adapter.image_states(pixel_values)  # the one image encoding ITC and ITM share
+        text_states = self.adapter.text_states(tokens)  # and the one text encoding
         images = self.adapter.embed_image_states(image_states)  # (B, D)
-        texts = self.adapter.embed_texts(tokens)  # (B, D)
+        texts = self.adapter.embed_text_states(text_states)  # (B, D)
         keys = self._keys(batch, captions).to(images.device)  # (B,)
         gallery_images, gallery_texts, gallery_keys = images, texts, keys
         if self.trainer.world_size > 1:  # the same B on every rank: DistributedSampler pads the shards
@@ -180,16 +181,18 @@ class RetrievalFinetuning(AdapterModule):
             self.log("train/itc_loss", loss, batch_size=n)
         if self.use_itm:
             describes = (keys[:, None] == keys[None, :]).cpu()  # (B, B)
-            loss = loss + self.hparams.itm_weight * self._itm(image_states, tokens, images, texts, describes)
+            loss = loss + self.hparams.itm_weight * self._itm(image_states, text_states, images, texts, describes)
         self.log("train/loss", loss, prog_bar=True, batch_size=n)
         return loss
 
-    def _itm(self, image_states: Tensor, tokens: dict[str, Tensor], images: Tensor, texts: Tensor, describes: Tensor):
+    def _itm(
+        self, image_states: Tensor, text_states: dict[str, Tensor], images: Tensor, texts: Tensor, describes: Tensor
+    ) -> Tensor:
         """ITM on the batch's pairs, one hard negative text per image and one hard negative image per text,
         drawn by the ITC similarity among the pairs that are not positive (:mod:`vlbias.objectives.itm`), on the
-        image states the contrast read."""
+        image and text states the contrast read."""
         similarity = (images @ texts.T).detach()  # (B, B)
-        loss = hard_negative_itm(self.adapter, image_states, tokens, describes, similarity)
+        loss = hard_negative_itm(self.adapter, image_states, text_states, describes, similarity)
         self.log("train/itm_loss", loss, batch_size=len(describes))
         return loss
 

@@ -50,7 +50,7 @@ def itm_loss(logits: Tensor, labels: Tensor) -> Tensor:
 def hard_negative_itm(
     adapter,
     image_states: Tensor,
-    tokens: dict[str, Tensor],
+    text_states: dict[str, Tensor],
     describes: Tensor,
     similarity: Tensor | None,
     generator: torch.Generator | None = None,
@@ -58,16 +58,17 @@ def hard_negative_itm(
     """ITM of ``adapter`` (a model with ``match_logits_of_states``) on a batch of B image-caption pairs with hard
     negatives: the B own pairs (label 1), one negative text per image and one negative image per text drawn by
     :func:`sample_negatives` among the pairs that ``describes`` ``(B, B)`` (caption ``j`` describes image ``i``)
-    says do not match, each labelled by ``describes``; :func:`itm_loss` over the 3B pairs. ``image_states``: the
-    adapter's ``image_states`` of the batch's images, their first B rows the B images (ALBEF reads the image
-    encoder's tokens of the step's one vision pass for ITC, ITM and MLM alike); ``tokens`` (each ``(B, T)``) the
-    batch's captions; ``similarity`` ``(B, B)`` draws the negatives (``None``: uniformly)."""
+    says do not match, each labelled by ``describes``; :func:`itm_loss` over the 3B pairs. ``image_states`` and
+    ``text_states``: the adapter's ``image_states`` of the batch's images (their first B rows the B images) and
+    ``text_states`` of its B captions, which ALBEF computes once per step for ITC and ITM alike (its vision
+    encoder's tokens and its text layers' states); ``similarity`` ``(B, B)`` draws the negatives (``None``:
+    uniformly)."""
     n = len(describes)
     negative_text = sample_negatives(~describes, similarity, generator)
     negative_image = sample_negatives(~describes.T, None if similarity is None else similarity.T, generator)
     own = torch.arange(n)
-    device = tokens["input_ids"].device
+    device = text_states["input_ids"].device
     text_rows = torch.cat([own, negative_text, own]).to(device)
     image_rows = torch.cat([own, own, negative_image]).to(device)
     labels = torch.cat([torch.ones(n), describes[own, negative_text], describes[negative_image, own]])
-    return itm_loss(adapter.match_logits_of_states(image_states, tokens, image_rows, text_rows), labels.float())
+    return itm_loss(adapter.match_logits_of_states(image_states, text_states, image_rows, text_rows), labels.float())
