@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 
 from tests.models.conftest import sample_inputs
+from vlbias.errors import InputError
 from vlbias.models.base import Capability
 from vlbias.models.catalog import adapter_class, list_models
 from vlbias.models.registry import load
@@ -133,3 +134,10 @@ def test_albef_runs_its_text_layers_once_for_contrast_and_itm():
     finally:
         hook.remove()
     assert seen == [len(tokens["input_ids"])]
+
+
+def test_albef_given_tokens_for_text_states_says_what_it_reads():
+    adapter = _tiny("albef")
+    pixel_values, tokens = _pixel_inputs("albef", Capability.MATCH)
+    with pytest.raises(InputError, match=r"adapter.text_states\(tokens\).*\['attention_mask', 'input_ids'"):
+        adapter.match_logits_of_states(adapter.image_states(pixel_values), tokens, IMAGE_ROWS, TEXT_ROWS)

@@ -152,7 +152,7 @@ class ALBEFAdapter(ModelAdapter):
         return {**tokens, "hidden_states": self.model.text_embeds(tokens["input_ids"], tokens.get("attention_mask"))}
 
     def embed_text_states(self, text_states: dict[str, Tensor]) -> Tensor:
-        return self.model.text_features(text_states["hidden_states"])  # (B, E)
+        return self.model.text_features(_hidden_states(text_states))  # (B, E)
 
     def match_logits_of_states(
         self, image_states: Tensor, text_states: dict[str, Tensor], image_rows: Tensor, text_rows: Tensor
@@ -164,7 +164,7 @@ class ALBEFAdapter(ModelAdapter):
         each layer's ``forward``, so an FSDP unit around a layer gathers its parameters
         (:meth:`paired_match_logits`, for evaluation, calls the layers' parts)."""
         mask = text_states["attention_mask"].index_select(0, text_rows)
-        states = text_states["hidden_states"].index_select(0, text_rows)
+        states = _hidden_states(text_states).index_select(0, text_rows)
         cls = torch.zeros(len(text_rows), 1, dtype=torch.long, device=text_rows.device)
         fused = self.model.fuse(states, image_states, mask, image_rows, cls)  # (R, 1, H)
         logits = self.model.itm_logits(fused)  # (R, 2)
@@ -392,3 +392,13 @@ def _log_report(report: LoadReport, source: str | Path) -> None:
     old, new = report.pos_embed_grid
     resized = f"; position embeddings interpolated from {old}x{old} to {new}x{new} patches" if old != new else ""
     logger.info("Loaded ALBEF %s checkpoint %s; ignored entries: %s%s.", report.layout, source, ignored, resized)
+
+
+def _hidden_states(text_states: dict[str, Tensor]) -> Tensor:
+    """The text layers' states ``(B, T, H)`` in what :meth:`ALBEFAdapter.text_states` returned."""
+    if "hidden_states" not in text_states:
+        raise InputError(
+            "ALBEF reads the text states of `adapter.text_states(tokens)` (the tokens and the text layers' "
+            f"'hidden_states'), but was given a dict of {sorted(text_states)}."
+        )
+    return text_states["hidden_states"]

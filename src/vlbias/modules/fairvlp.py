@@ -379,9 +379,7 @@ class FairVLP(MaskedLMPretraining):
         return CounterfactualRows(rows, attacked_pixels, image_rows.to(device), cf_masked[rows], cf_labels[rows])
 
     # -- image-text contrast and matching with hard negatives -------------------------------------
-    def _itc(
-        self, image_states: Tensor, text_states: dict[str, Tensor], describes: Tensor
-    ) -> tuple[Tensor, Tensor]:
+    def _itc(self, image_states: Tensor, text_states: dict[str, Tensor], describes: Tensor) -> tuple[Tensor, Tensor]:
         """ITC on the batch (:func:`~vlbias.objectives.itc_loss`, the captions that describe an image its
         positives, :meth:`_describes`) of its images' ``image_states`` and its captions' ``text_states`` (the
         adapter's) and the detached similarities ``(B, B)`` for the ITM hard negatives."""
