@@ -333,7 +333,7 @@ class FairVLP(MaskedLMPretraining):
             itc, similarity = self._itc(image_states[:n], text_states, describes)
             loss = loss + self.hparams.itc_weight * itc
         if self.use_itm:
-            itm = self._itm(image_states, text_states, describes, None, "train", similarity)
+            itm = self._hard_negative_itm(image_states, text_states, describes, None, "train", similarity)
             loss = loss + self.hparams.itm_weight * itm
         self.log("train/loss", loss, batch_size=n)
         return loss
@@ -390,6 +390,18 @@ class FairVLP(MaskedLMPretraining):
         return loss, (images @ texts.T).detach()
 
     def _itm(
+        self,
+        image_states: Tensor,
+        tokens: dict[str, Tensor],
+        describes: Tensor,
+        generator: torch.Generator | None,
+        stage: str,
+    ) -> Tensor:
+        """Evaluation's ITM (:meth:`MaskedLMPretraining._itm`'s place): :meth:`_hard_negative_itm` of the
+        captions ``tokens``."""
+        return self._hard_negative_itm(image_states, self.adapter.text_states(tokens), describes, generator, stage)
+
+    def _hard_negative_itm(
         self,
         image_states: Tensor,
         text_states: dict[str, Tensor],

@@ -125,18 +125,19 @@ class MaskedLMPretraining(AdapterModule):
     def _itm(
         self,
         image_states: Tensor,
-        text_states: dict[str, Tensor],
+        tokens: dict[str, Tensor],
         describes: Tensor,
         generator: torch.Generator | None,
         stage: str,
     ) -> Tensor:
         """ITM on the batch's own pairs and one drawn pair per image, each labelled by ``describes`` ``(B, B)``
-        (:meth:`_describes`); ``image_states`` and ``text_states``: the adapter's, of the batch's images and
-        captions."""
+        (:meth:`_describes`); ``image_states``: the adapter's, of the batch's images; ``tokens``: its captions,
+        prepared."""
         batch_size = len(describes)
         order = torch.randperm(batch_size, generator=generator)
-        own, device = torch.arange(batch_size), text_states["input_ids"].device
+        own, device = torch.arange(batch_size), tokens["input_ids"].device
         image_rows, text_rows = torch.cat([own, own]).to(device), torch.cat([own, order]).to(device)
+        text_states = self.adapter.text_states(tokens)
         logits = self.adapter.match_logits_of_states(image_states, text_states, image_rows, text_rows)  # (2B,)
         targets = describes[torch.arange(batch_size), order].float()  # (B,)
         labels = torch.cat([torch.ones(batch_size), targets]).to(logits.device)
@@ -165,8 +166,8 @@ class MaskedLMPretraining(AdapterModule):
         tokens = self.adapter.prepare_texts(captions)  # once, for MLM and ITM
         loss = self._mlm(image_states, tokens, generator, stage)
         if self.use_itm:
-            describes, text_states = self._describes(batch, captions), self.adapter.text_states(tokens)
-            loss = loss + self.hparams.itm_weight * self._itm(image_states, text_states, describes, generator, stage)
+            describes = self._describes(batch, captions)
+            loss = loss + self.hparams.itm_weight * self._itm(image_states, tokens, describes, generator, stage)
         self.log(f"{stage}/loss", loss, batch_size=batch_size)
         return loss
 
