@@ -4,9 +4,9 @@ initialisation trained ``vanilla`` on the same batches (``configs/experiment/fai
 factual targets, the ``cached`` image policy; seed 1).
 
 This guards that the counterfactual KL path still acts; it is not the evidence for the issue's Table 4 claim, which
-is the fifteen-seed table of docs/results/fairvlp.md (−41 % pooled). Seed 1 because its cut is clear of the margin
-(26.05 → 12.27 on the AMD development machine, 2026-11-27): single seeds of the counterfactual methods move with a CPU's rounding and with the code's order of sums
-(docs/results/fairvlp.md). Two training runs of a few minutes each, hence ``slow``.
+is the fifteen-seed table of docs/results/fairvlp.md (−45 % pooled). Seed 1 because its cut is clear of the margin
+(30.61 → 11.28 on a 2-core AMD EPYC with the current training step): single seeds of the counterfactual methods move
+with a CPU's rounding and with the code's order of sums (docs/results/fairvlp.md). Two training runs of a few minutes each, hence ``slow``.
 """
 
 import pytest
