@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from vlbias.environment import environment
 from vlbias.results import read_items, read_results
 
@@ -178,6 +180,7 @@ def test_subcommand_help_is_short_and_useful(run_cli):
     assert "  mmbias: MMBias" in out and "    statistics.n_permutations " in out  # every suite and option: hardening
 
 
+@pytest.mark.slow  # a fit in a new Python: ~15 s on 2 cores
 def test_fit_prints_no_lightning_tips_or_args_warning():
     argv = ["fit", "--config", str(QUICKSTART), "--trainer.fast_dev_run", "true", "--trainer.logger", "false"]
     code, out, err = run_subprocess(argv)

@@ -209,6 +209,7 @@ CHROMIUM = next((path for name in ("chromium", "chromium-browser") if (path := s
 MKDOCS = os.environ.get("MKDOCS") or shutil.which("mkdocs")
 
 
+@pytest.mark.slow  # the whole site built and rendered in chromium: ~20 s on 2 cores
 @pytest.mark.skipif(MKDOCS is None, reason="no MkDocs: pip install -r docs/requirements.txt, or set $MKDOCS")
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (Debian: apt-get install -y chromium)")
 def test_the_site_builds_and_renders_in_chromium(tmp_path):

@@ -111,6 +111,7 @@ def test_a_bad_value_and_a_renamed_option_end_with_one_error_line(capsys):
     assert capsys.readouterr().err.endswith("error: --batch-size was renamed; write --batch_size.\n")
 
 
+@pytest.mark.slow  # a table script in a new Python: ~12 s on 2 cores
 def test_a_script_runs_from_the_command_line():
     script = next(path for path in SCRIPTS if path.stem == "retrieval_table")
     done = subprocess.run(

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 import wandb
 
@@ -36,6 +37,7 @@ def _run_ids(wandb_dir: Path) -> list[str]:
     return sorted(re.sub(r"^offline-run-\d{8}_\d{6}-", "", p.name) for p in wandb_dir.glob("offline-run-*"))
 
 
+@pytest.mark.slow  # two fits in new Pythons, one killed: ~18 s on 2 cores
 def test_a_killed_fit_restarted_from_its_checkpoint_continues_the_same_wandb_run(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.behaviour.snapshot import _tiny_words
 from tests.data.corpus import write_karpathy_corpus
 from vlbias.models.albef import ALBEFAdapter
@@ -27,6 +29,7 @@ def local_inputs(root: Path) -> list[str]:
     ]  # fmt: skip
 
 
+@pytest.mark.slow  # 5 epochs of tiny FairVLP in a new Python: ~20 s on 2 cores
 def test_the_fairvlp_coco_config_runs_on_a_cpu_with_local_data_and_checkpoint(tmp_path):
     """The COCO FairVLP config (8 GPUs, bf16, DDP, the official ALBEF URL) trains its 5 epochs on this CPU and
     exports the model, given only the CPU delta, the data paths and the checkpoint."""

@@ -213,6 +213,7 @@ def test_nan_embeddings_are_refused(tmp_path, run_cli, monkeypatch):
     assert_one_line_error(result, "24 of 24 image embeddings hold NaN", "'clip'")
 
 
+@pytest.mark.slow  # a predict in a new Python: ~13 s on 2 cores
 def test_the_experiment_config_runs_through_lightning_predict(tmp_path):
     """``vlbias predict --config configs/experiment/prune_biasworld.yaml`` writes the same run directory."""
     config = Path(__file__).resolve().parents[2] / "configs" / "experiment" / "prune_biasworld.yaml"

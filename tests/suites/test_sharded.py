@@ -3,6 +3,8 @@
 The cases are the suites' own ``sharded_case`` functions (odd stimulus counts, ranks that see no item of some
 set or group, skips of every kind); one spawn runs them all."""
 
+import pytest
+
 from tests.suites.sharded import assert_same_output, outputs_per_rank, single_process
 from tests.suites.test_counterbias import sharded_case as counterbias_case
 from tests.suites.test_entity_association import sharded_case as entity_association_case
@@ -27,6 +29,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow  # two spawned ranks running every suite: ~20 s on 2 cores
 def test_two_ranks_give_the_one_process_output():
     expected = single_process(CASES)
     ranks = outputs_per_rank(CASES)
