@@ -1,7 +1,9 @@
 """FSDP (``configs/trainer/fsdp.yaml``): the config's strategy and its wrap policy; an image method of FairVLP
 refused under it; and (slow) ALBEF retrieval fine-tuning and FairVLP-L on 2 CPU processes over gloo, the same
 logged loss after every step and the same bias measured by the callback as under DDP, a checkpoint written under
-FSDP loading back with DDP's weights, and the export holding the whole model."""
+FSDP loading back with DDP's weights, and the export holding the whole model; and ALBEF retrieval fine-tuning
+compiled (``configs/trainer/gpu_fast.yaml``'s ``TrainingSpeed(compile=True)``) under DDP, the same losses and bias
+as eager under DDP."""
 
 import json
 import os
@@ -44,8 +46,8 @@ def test_an_image_method_is_refused_under_fsdp(monkeypatch):
         module.configure_model()
 
 
-@pytest.mark.slow  # one launch of 2 processes, 4 fits of 3 steps: ~30 s on 2 idle cores
-def test_fsdp_trains_as_ddp_and_its_checkpoint_loads_back(tmp_path):
+@pytest.mark.slow  # one launch of 2 processes, 5 fits of 3 steps, one compiled: ~2.5 min on 2 idle cores
+def test_fsdp_and_a_compiled_model_train_as_ddp_and_the_fsdp_checkpoint_loads_back(tmp_path):
     with socket.socket() as free:  # a free port for the rendezvous
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
@@ -75,6 +77,9 @@ def test_fsdp_trains_as_ddp_and_its_checkpoint_loads_back(tmp_path):
         assert len(ddp["losses"]) == len(fsdp["losses"]) == STEPS
         assert fsdp["losses"] == pytest.approx(ddp["losses"], abs=1e-5), case
         assert ddp["bias"] and fsdp["bias"] == pytest.approx(ddp["bias"], abs=1e-5), case
+    compiled, ddp = logged["retrieval-ddp_compiled"], logged["retrieval-ddp"]  # gpu_fast.yaml's compile, under DDP
+    assert compiled["losses"] == pytest.approx(ddp["losses"], abs=1e-4)
+    assert compiled["bias"] == pytest.approx(ddp["bias"], abs=1e-4)
     ddp_weights = torch.load(tmp_path / "retrieval-ddp.ckpt", weights_only=True)["state_dict"]
     module = RetrievalFinetuning.load_from_checkpoint(tmp_path / "retrieval-fsdp.ckpt")
     weights = module.state_dict()

@@ -32,6 +32,9 @@ class TrainingSpeed(Callback):
     Args:
         compile: ``torch.compile`` of each transformer layer of the adapter, in place
             (:func:`vlbias.models.speed.compile_layers`): the first steps compile, later ones run fused kernels.
+            Dropout masks come from Inductor's own generator, so a seeded compiled run repeats itself but does not
+            give an eager run's numbers; ``torch._inductor.config.fallback_random = True`` draws them as eager
+            does, and then a compiled ALBEF under DDP logs eager's losses to 1e-4 (``tests/modules/test_fsdp.py``).
             Refused under FSDP: each layer is its own FSDP unit, and Dynamo fails on its sharded parameters (torch
             2.14, two CPU processes: "attempting to assign a gradient of size ... to a tensor of size ...").
         channels_last: the adapter's 4-D tensors in channels-last memory format
