@@ -46,7 +46,7 @@ def test_an_image_method_is_refused_under_fsdp(monkeypatch):
         module.configure_model()
 
 
-@pytest.mark.slow  # one launch of 2 processes, 5 fits of 3 steps, one compiled: ~2.5 min on 2 idle cores
+@pytest.mark.slow  # one launch of 2 processes, 5 fits of 3 steps, one compiled: ~3.5 min on 2 idle cores
 def test_fsdp_and_a_compiled_model_train_as_ddp_and_the_fsdp_checkpoint_loads_back(tmp_path):
     with socket.socket() as free:  # a free port for the rendezvous
         free.bind(("127.0.0.1", 0))
