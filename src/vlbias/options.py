@@ -32,6 +32,9 @@ Seed = restricted_number_type("Seed", int, [(">=", 0), ("<=", 2**32 - 1)])
 PositiveUnitInterval = restricted_number_type("PositiveUnitInterval", float, [(">", 0.0), ("<=", 1.0)])
 #: Bootstrap interval methods (:mod:`vlbias.metrics.functional.bootstrap`: percentile and BCa).
 IntervalMethod = Literal["percentile", "bca"]
+#: The names of the ranking protocols, the keys of :data:`vlbias.metrics.ranking_protocols.PROTOCOLS` (which checks,
+#: when imported, that its table holds exactly these): declared here, without torch, for the suites' options.
+RankingProtocolName = Literal["geyik", "debiasclip", "bendvlm", "sfid"]
 
 
 @dataclass(frozen=True)
@@ -119,9 +122,10 @@ def accepted_types(declaration: Callable, skip: Iterable[str] = (), method: str 
     """``{name: type}`` of the keyword parameters of ``declaration`` (or its ``method``), in order, without
     ``self``/``cls``, ``*args``/``**kwargs`` and ``skip``; an unannotated parameter accepts anything."""
     function = getattr(declaration, method) if method else declaration
+    # a class's fields resolved each in the module that declares it (a dataclass's __init__ reads its own module's)
+    hints = typing.get_type_hints(function)
     if inspect.isclass(function):
         function = function.__init__
-    hints = typing.get_type_hints(function)
     skip = set(skip)
     return {
         name: hints.get(name, typing.Any)

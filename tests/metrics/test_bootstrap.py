@@ -135,7 +135,17 @@ def test_shapes_and_dtype():
     assert percentile_interval(replicates(0, 50).float(), 0.9).dtype == torch.float32
 
 
-@pytest.mark.parametrize("n", [1, 5, 64, 100])
+def test_a_single_value_has_no_interval_not_a_zero_wide_one():
+    generator, reference = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    means = resampled_means(torch.tensor([0.182]), 50, generator)
+    assert means.isnan().all()
+    assert percentile_interval(means, 0.95).isnan().all()  # was [0.182, 0.182]
+    assert percentile_interval(means, 0.95, omit_nan=False).isnan().all()
+    torch.randint(1, (50, 1), generator=reference)  # the generator moved as for any n
+    assert torch.equal(torch.rand(3, generator=generator), torch.rand(3, generator=reference))
+
+
+@pytest.mark.parametrize("n", [2, 5, 64, 100])
 def test_resampled_means_in_chunks_are_the_draws_of_one_batch(monkeypatch, n):
     # The entity and VLStereoSet intervals drew every replicate at once; the ranking interval drew chunks. Both are
     # the same draws from the generator, so one function serves the three without moving a number.

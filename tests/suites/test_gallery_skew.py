@@ -134,6 +134,37 @@ def test_bad_options_are_refused_by_name(options, message):
         _suite(BiasWorld(**SMALL_WORLD), **options)
 
 
+def test_a_protocol_k_above_the_gallery_is_lowered_and_flagged_and_a_given_one_refused():
+    # bendvlm's K = 500 on 36 images in folds of 18: each fold's top K is the whole fold, skew 0 whatever the model
+    suite = _suite(BiasWorld(**SMALL_WORLD), protocol="bendvlm", per_activity=6)
+    output = measure_suite(suite, ConceptOracle(suite.gallery), seed=0)
+    assert suite.ks == (18,) and (suite.config["k"], suite.config["protocol_k"]) == ([18], 500)
+    assert output.metrics["n_protocol_k_above_gallery"] == 1 and output.metrics["folds/gender/max_skew@18"] == 0.0
+    reasons = {entry["item"]: entry["reason"] for entry in output.skipped}
+    assert reasons["k=18"].startswith(
+        "protocol 'bendvlm''s K = 500 is above half the gallery (each fold is a random half), 18 images of BiasWorld: "
+        "K = 18 used, so each fold's top K is the whole fold"
+    )
+    given = _suite(BiasWorld(**SMALL_WORLD), protocol="bendvlm", per_activity=6, k=4)
+    assert "n_protocol_k_above_gallery" not in measure_suite(given, ConceptOracle(given.gallery), seed=0).metrics
+    with pytest.raises(
+        ConfigError, match=r"at most the gallery size, 36 images of BiasWorld, but got 1000 \(protocol 'debiasclip'\)"
+    ):
+        _suite(BiasWorld(**SMALL_WORLD), protocol="debiasclip", per_activity=6, k=1000)
+
+
+def test_a_group_of_one_query_has_no_interval_and_says_why():
+    queries = {"one": ["a photo of a person cooking."], "two": ["a person sewing.", "a photo of someone sewing."]}
+    suite = _suite(BiasWorld(**SMALL_WORLD), per_activity=6, k=3, queries=queries)
+    output = measure_suite(suite, CLIPAdapter.tiny(), seed=0)
+    assert output.metrics["group/one/n_queries"] == 1 and math.isfinite(output.metrics["group/one/gender/max_skew@3"])
+    assert all(math.isnan(end) for end in output.intervals["group/one/gender/max_skew@3"])  # not [v, v]
+    assert not any(math.isnan(end) for end in output.intervals["group/two/gender/max_skew@3"])
+    scoped = {entry["item"]: entry["reason"] for entry in output.skipped if entry.get("scope") == "interval"}
+    assert scoped["group/one/gender/*@3"].startswith("one query: the intervals of its statistics @3 are undefined")
+    assert not any(item.startswith("group/two/") for item in scoped)
+
+
 def test_an_unknown_protocol_gets_the_list():
     with pytest.raises(ConfigError) as error:
         check_suite_options("gallery_skew", {"protocol": "nope"})

@@ -111,6 +111,9 @@ def test_hand_computed_ranking_bias_overall_and_per_group():
     assert (m["gallery/n_man"], m["gallery/n_woman"], m["gallery/n_both"], m["gallery/n_neither"]) == (3, 3, 0, 0)
     low, high = output.intervals["all/bias@2"]
     assert -1 <= low <= 0 <= high <= 1
+    # g2 rests on one query ("at 50"): its value stands, its intervals are undefined, not [-1, -1], and say why
+    assert all(math.isnan(end) for end in output.intervals["group/g2/bias@2"])
+    assert "group/g2/*@4" in {entry["item"] for entry in output.skipped if entry.get("scope") == "interval"}
     assert output.items[0] == {
         "query": "at 0",
         "group": "g1",
@@ -168,12 +171,6 @@ def test_protocol_options_are_checked():
             {"data": "angles"},
             RetrievalBiasOptions(protocol="debiasclip", eps=0.1, k=2),
         )
-    with pytest.raises(
-        ConfigError, match=r"`k` to be at most the gallery size, 6 annotated images of angles, but got 100"
-    ):
-        RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, RetrievalBiasOptions(protocol="sfid"))
-    with pytest.raises(ConfigError, match=r"at most the gallery size, 6 annotated images of angles, but got 10"):
-        RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, RetrievalBiasOptions())  # geyik's K
     options = RetrievalBiasOptions(eps=0.0, k=2)
     suite = RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, options)
     assert (suite.ks, suite.config["protocol"], suite.config["eps"]) == ((2,), "geyik", 0.0)
@@ -195,6 +192,8 @@ def test_nan_queries_and_images_are_skipped_with_reasons():
         "image at 50": "its embedding holds NaN or inf",
         "nan": "its embedding holds NaN or inf",
         "group/g3": "no query of the group was measured",
+        "group/g2/*@2": "one query: the intervals of its statistics @2 are undefined (a bootstrap over one value has "
+        "no spread) and written as null",
     }
     # without the image at 50, "at 50" ranks 40 (w), 30 (m): Bias@2 = 0
     assert output.metrics["group/g2/bias@2"] == pytest.approx(0.0) and output.metrics["gallery/n_woman"] == 2
@@ -300,11 +299,28 @@ def test_biasworld_queries_and_the_lexicon_neutralisation_of_its_captions():
 
 
 # ----------------------------------------------------------------------------- bad input
+def test_a_protocol_k_above_the_gallery_is_lowered_and_flagged():
+    """DebiasCLIP's K = 1000 on 6 images: every top K is the whole gallery, said in the results, not plain zeros."""
+    options = RetrievalBiasOptions(protocol="debiasclip").with_statistics(n_bootstrap=20)
+    suite = RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, options)
+    output = measure_suite(suite, AngleAdapter())
+    assert suite.ks == (6,) and (suite.config["k"], suite.config["protocol_k"]) == ([6], 1000)
+    assert output.metrics["n_protocol_k_above_gallery"] == 1 and output.metrics["all/max_skew@6"] == 0.0
+    reasons = {entry["item"]: entry["reason"] for entry in output.skipped}
+    assert reasons["k=6"].startswith(
+        "protocol 'debiasclip''s K = 1000 is above the gallery size, 6 annotated images of angles: K = 6 used"
+    )
+    given = RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, replace(options, k=6))
+    assert "n_protocol_k_above_gallery" not in measure_suite(given, AngleAdapter()).metrics  # K = 6 asked for
+
+
 def test_k_larger_than_the_gallery_is_refused():
     with pytest.raises(
-        ConfigError, match=r"`k` to be at most the gallery size, 6 annotated images of angles, but got 7"
+        ConfigError,
+        match=r"`k` to be at most the gallery size, 6 annotated images of angles, but got 7 \(protocol 'sfid'\)",
     ):
-        RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, RetrievalBiasOptions(k=[2, 7]))
+        options = RetrievalBiasOptions(protocol="sfid", k=[2, 7])
+        RetrievalBiasSuite(QUERIES, angle_gallery(*GALLERY), {"data": "angles"}, options)
     with pytest.raises(ConfigError, match="`k` to be an integer v>0"):
         check_suite_options("retrieval_bias", {"k": 0})
     with pytest.raises(ConfigError, match="`k` to be a positive integer or a non-empty list of them but got"):

@@ -22,10 +22,12 @@ what vlbias does instead and whether the number can differ.
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
 
 from vlbias.errors import ConfigError
 from vlbias.metrics.functional.ranking_bias import SkewConventions
+from vlbias.options import RankingProtocolName
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class RankingProtocol:
         source: the paper and the file and lines of its computation.
     """
 
-    name: str
+    name: RankingProtocolName
     k: int
     conventions: SkewConventions
     folds: int
@@ -139,9 +141,11 @@ Two things of the source are not reproduced: its scores are the softmax over the
 ``max_skew_list.append`` (line 88) sits after the loop over the queries, so it reports the last query's value,
 not the mean over queries that vlbias reports."""
 
-#: protocol name -> its conventions; ``geyik`` is the default.
-PROTOCOLS: dict[str, RankingProtocol] = {protocol.name: protocol for protocol in (GEYIK, DEBIASCLIP, BENDVLM, SFID)}
+#: protocol name -> its conventions; ``geyik`` is the default. Its names are :data:`vlbias.options.RankingProtocolName`.
+PROTOCOLS: dict[RankingProtocolName, RankingProtocol] = {p.name: p for p in (GEYIK, DEBIASCLIP, BENDVLM, SFID)}
 DEFAULT_PROTOCOL = GEYIK.name
+if tuple(PROTOCOLS) != typing.get_args(RankingProtocolName):  # the options' type is this table's keys
+    raise ImportError(f"vlbias.options.RankingProtocolName must list {tuple(PROTOCOLS)}, the protocols' names")
 
 
 def ranking_protocol(name: str) -> RankingProtocol:

@@ -1,7 +1,7 @@
 """What the suites that rank an image gallery for text queries share (``retrieval_bias``, ``gallery_skew``): the
 gallery embedded once per rank, the queries scored against it by the cosine of EMBED embeddings, and the queries
-the model cannot see skipped by name and counted, and a ranking statistic written into a result
-(:func:`report_ranking`).
+the model cannot see skipped by name and counted, a ranking statistic written into a result
+(:func:`report_ranking`), and a protocol's K lowered to the images ranked flagged (:func:`report_lowered_k`).
 
 The gallery is embedded in batches of ``batch_size``, the same on every rank (:class:`~vlbias.suites.base.Suite`'s
 contract: every query needs the whole gallery). A batch that fails to decode is embedded image by image, so only
@@ -108,7 +108,18 @@ def report_ranking(
     A statistic whose mean is infinite (a query's skew is ``ln 0`` under the ``sfid`` protocol, which adds nothing to
     a zero count) is undefined as a number a result can hold: it is written as ``null``, its interval ends that are
     infinite too, with ``<prefix>n_infinite/<statistic>@<k>`` counting the queries whose value is infinite and an
-    entry in the skip list saying why."""
+    entry in the skip list saying why. A result of one query has no interval (a bootstrap over one value has no
+    spread, :func:`~vlbias.metrics.functional.bootstrap.resampled_means`): its interval ends are null, with an entry
+    in the skip list saying why, never a zero-wide interval."""
+    if int(result["n_queries"]) < 2:
+        output.skipped.append(
+            {
+                "item": f"{prefix}*@{k}",
+                "scope": "interval",
+                "reason": f"one query: the intervals of its statistics @{k} are undefined (a bootstrap over one value "
+                "has no spread) and written as null",
+            }
+        )
     for statistic in statistics:
         key = f"{prefix}{statistic}@{k}"
         value, interval = float(result[statistic]), [float(v) for v in result[f"{statistic}_interval"]]
@@ -126,3 +137,21 @@ def report_ranking(
             value = math.nan
         output.metrics[key] = value
         output.intervals[key] = [math.nan if math.isinf(end) else end for end in interval]
+
+
+def report_lowered_k(output: SuiteOutput, protocol: str, protocol_k: int, k: int, ranked: str, whole: str) -> None:
+    """Flag in ``output`` that ``protocol``'s K, ``protocol_k``, was above the images a query ranks (``ranked``, in
+    words) and ``k`` was used (:meth:`~vlbias.suites.options.RankingOptions.cut_offs`): ``whole`` (a top K is then
+    every image ranked), so the statistics at ``k`` but NDKL measure the gallery's shares, not the ranking (under
+    ``bendvlm``, whose desired shares are the gallery's own, MaxSkew is 0 whatever the model).
+    ``n_protocol_k_above_gallery`` (1) is printed with the metrics, and the skip list says why."""
+    output.metrics["n_protocol_k_above_gallery"] = 1.0
+    output.skipped.append(
+        {
+            "item": f"k={k}",
+            "scope": "cut_off",
+            "reason": f"protocol {protocol!r}'s K = {protocol_k} is above {ranked}: K = {k} used, so {whole} and "
+            f"its statistics @{k} but ndkl measure the gallery's shares, not the ranking; pass `k` below {k} to "
+            "measure the ranking",
+        }
+    )

@@ -23,7 +23,11 @@ folds in ``create_dataset.py``); the queries rank each fold alone, a fold's valu
 query on that fold (its desired shares the fold's own under ``bendvlm``), and ``folds/<attribute>/<statistic>@K`` is
 the mean of the F fold values with the Student-t interval over them, :math:`\bar x \pm t_{F-1,(1+c)/2}\, s/\sqrt F`
 (:func:`~vlbias.metrics.functional.t_interval.t_interval`). Fold statistics are over all queries, not per group; K
-must then be at most half the gallery.
+must then be at most half the gallery. A ``k`` above the images ranked is refused; the protocol's K, when above them
+(``debiasclip``'s 1000, ``bendvlm``'s 500 on a small gallery), is lowered to them and flagged
+(``n_protocol_k_above_gallery``, config ``protocol_k``, the reason in the skip list): every top K (each fold's, under
+folds) is then every image ranked, whose skews measure the gallery's shares, not the ranking. A group's interval that rests on one query is
+null, not zero-wide (:func:`~vlbias.suites.gallery_ranking.report_ranking`).
 
 Stimuli (:meth:`GallerySkewSuite.from_biasworld`, :meth:`GallerySkewSuite.from_path`):
 
@@ -80,6 +84,9 @@ Glossary:
     * ``n_skipped``: ``n_skipped/empty``, ``n_skipped/unknown``: queries skipped as empty or made of unknown tokens
       only.
     * ``n_truncated``: queries ranked truncated to the model's maximum length.
+    * ``n_protocol_k_above_gallery``: 1 when the protocol's K was above the images ranked and was lowered to them
+      (config ``protocol_k``, the K used in ``k``): every top K (each fold's, under folds) then holds every image
+      ranked, and the statistics at that K but ``ndkl@K`` measure the gallery's shares, not the ranking.
 """
 
 from __future__ import annotations
@@ -106,7 +113,13 @@ from vlbias.metrics.ranking_protocols import ranking_protocol
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, UnseenText
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
-from vlbias.suites.gallery_ranking import embed_gallery, measured_queries, report_ranking, score_queries
+from vlbias.suites.gallery_ranking import (
+    embed_gallery,
+    measured_queries,
+    report_lowered_k,
+    report_ranking,
+    score_queries,
+)
 from vlbias.suites.gallery_skew_options import GallerySkewOptions
 
 if TYPE_CHECKING:
@@ -221,12 +234,10 @@ class GallerySkewSuite(Suite):
             raise InputError(f"No query to rank {gallery.dataset}'s gallery with")
         self.protocol = ranking_protocol(options.protocol)
         limit = len(gallery) // 2 if self.protocol.folds else len(gallery)
-        self.ks = options.cut_offs(min(self.protocol.k, limit))
-        if self.ks[-1] > limit:
-            what = "half the gallery (each fold is a random half)" if self.protocol.folds else "the gallery size"
-            raise ConfigError(
-                f"Expected `k` to be at most {what}, {limit} images of {gallery.dataset}, got {self.ks[-1]}"
-            )
+        what = "half the gallery (each fold is a random half)" if self.protocol.folds else "the gallery size"
+        self.ranked = f"{what}, {limit} images of {gallery.dataset}"
+        self.ks = options.cut_offs(self.protocol.k, limit, self.ranked)
+        self.k_lowered = options.protocol_k_lowered(self.protocol.k, limit)
         self.attributes = chosen_attributes(options, gallery)
         self.queries, self.gallery, self.data_config, self.options = queries, gallery, data_config, options
         self.groups = list(dict.fromkeys(query.group for query in queries))
@@ -272,6 +283,7 @@ class GallerySkewSuite(Suite):
             "n_queries": len(self.queries),
             "n_gallery": len(self.gallery),
             "protocol": self.protocol.name,
+            "protocol_k": self.protocol.k,
             "protocol_source": self.protocol.source,
             "folds": self.protocol.folds,
             "batch_size": self.options.batch_size,
@@ -441,6 +453,12 @@ class _GallerySkewMeasurement(Measurement):
             output.metrics[f"{prefix}precision@{k}"] = float(result["precision"])
             output.intervals[f"{prefix}precision@{k}"] = result["precision_interval"].tolist()
             output.metrics[f"{prefix}precision/n_queries"] = float(result["n_queries"])
+            if int(result["n_queries"]) < 2:  # resampled_means: no interval over one query
+                reason = "one labelled query: the interval is undefined (a bootstrap over one value) and written as null"
+                output.skipped.append({"item": f"{prefix}precision@{k}", "scope": "interval", "reason": reason})
+        if suite.k_lowered:
+            whole = "each fold's top K is the whole fold" if suite.protocol.folds else "every top K is the gallery"
+            report_lowered_k(output, suite.protocol.name, suite.protocol.k, suite.ks[0], suite.ranked, whole)
         output.metrics["gallery/n_images"] = float(len(self.kept))
         output.metrics["n_empty_groups"] = float(self.n_empty)
         if gathered.rows:

@@ -9,8 +9,7 @@ from typing import ClassVar, Literal
 from jsonargparse.typing import ClosedUnitInterval, PositiveInt
 
 from vlbias.errors import ConfigError
-from vlbias.options import StatisticsOptions
-from vlbias.suites.options import PERCENTILE_BOOTSTRAP_ONLY, RankingProtocolName, RetrievalBiasOptions, SuiteOptions
+from vlbias.suites.options import RankingOptions
 
 #: The shipped query sets (``src/vlbias/resources/gallery_queries/<name>.yaml``, each naming its source), and
 #: BiasWorld's activity phrases.
@@ -18,7 +17,7 @@ QuerySet = Literal["neutral", "debiasclip", "bendvlm", "bendvlm_hair", "activiti
 
 
 @dataclass(frozen=True)
-class GallerySkewOptions(SuiteOptions):
+class GallerySkewOptions(RankingOptions):
     """Skew of what text queries retrieve from an attribute-labelled image gallery (``vlbias.suites.gallery_skew``).
 
     Args:
@@ -30,32 +29,20 @@ class GallerySkewOptions(SuiteOptions):
             CelebA; UTKFace has none).
         share: BiasWorld's planted share of each activity's stereotyped gender among its images.
         per_activity: BiasWorld's gallery images per activity.
-        protocol: the MaxSkew/KL/NDKL conventions (desired shares, K, zero share, ties, skew form, folds) of a source
-            (vlbias.metrics.ranking_protocols): geyik (Geyik et al., 2019), debiasclip, bendvlm or sfid.
-        k: the cut-off K, or several (default the protocol's K, at most the gallery's size).
-        batch_size: images or queries per forward pass.
-        statistics: percentile bootstrap intervals, resampling the queries.
     """
 
     SUITE: ClassVar[str] = "gallery_skew"
     BIASWORLD_ONLY: ClassVar[tuple[str, ...]] = ("share", "per_activity")
     PATH_ONLY: ClassVar[tuple[str, ...]] = ("split",)
-    FIXED_STATISTICS: ClassVar[dict[str, str]] = PERCENTILE_BOOTSTRAP_ONLY
 
     queries: QuerySet | list[str] | dict[str, list[str]] | None = None
     attributes: list[str] | None = None
     split: Literal["train", "val", "test"] | None = None
     share: ClosedUnitInterval = 0.7
     per_activity: PositiveInt = 30
-    protocol: RankingProtocolName = "geyik"
-    k: PositiveInt | list[PositiveInt] | None = None
-    batch_size: PositiveInt = 64
-    statistics: StatisticsOptions = StatisticsOptions()
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if isinstance(self.k, list) and not self.k:
-            raise ConfigError("Expected `k` to be a positive integer or a non-empty list of them but got []")
         if self.attributes is not None and not self.attributes:
             raise ConfigError("Expected `attributes` to name at least one attribute but got []")
         queries = self.queries
@@ -66,5 +53,3 @@ class GallerySkewOptions(SuiteOptions):
                     f"Expected `queries` to be a query set's name, a non-empty list of texts or {{group: [texts]}} "
                     f"but got {queries!r}"
                 )
-
-    cut_offs = RetrievalBiasOptions.cut_offs  # the cut-offs K, sorted, each once; the protocol's K when not given

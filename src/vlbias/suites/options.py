@@ -29,14 +29,13 @@ from jsonargparse.typing import restricted_number_type as _restricted
 from vlbias.errors import ConfigError
 from vlbias.lazy_table import LazyTable
 from vlbias.models.catalog import model_capabilities
-from vlbias.options import PositiveUnitInterval, StatisticsOptions, check_options, describe
+from vlbias.options import PositiveUnitInterval, RankingProtocolName, StatisticsOptions, check_options, describe
 from vlbias.renamed import renamed_hint
 
 Split = Literal["train", "val", "test"]
 Probe = Literal["embed", "match"]
 OnMissing = Literal["skip", "stop"]
 Strategy = Literal["mean_all_masked", "refuse"]  # vlbias.models.masked_words.STRATEGIES
-RankingProtocolName = Literal["geyik", "debiasclip", "bendvlm", "sfid"]  # vlbias.metrics.ranking_protocols.PROTOCOLS
 #: A softmax temperature: logits / T stay finite in float64 for |logit| up to 1e3 (1e-300 overflows).
 Temperature = _restricted("Temperature", float, [(">=", 1e-3), ("<=", 1e3)])
 
@@ -410,7 +409,61 @@ class EntityAssociationOptions(SuiteOptions):
 
 
 @dataclass(frozen=True)
-class RetrievalBiasOptions(SuiteOptions):
+class RankingOptions(SuiteOptions):
+    """What the options of the ranking suites (``retrieval_bias``, ``gallery_skew``) share: the protocol, the
+    cut-offs K and their check against the gallery, the batch size and percentile bootstrap statistics.
+
+    Args:
+        protocol: the MaxSkew/KL/NDKL conventions (desired shares, K, zero share, ties, skew form, folds) of a source
+            (vlbias.metrics.ranking_protocols): geyik (Geyik et al., 2019), debiasclip, bendvlm or sfid.
+        k: the cut-off K, or several (default the protocol's K; a K above the images ranked is refused, the protocol's
+            is lowered to them and flagged in the results).
+        batch_size: images or queries per forward pass.
+        statistics: percentile bootstrap intervals, resampling the queries.
+    """
+
+    FIXED_STATISTICS: ClassVar[dict[str, str]] = PERCENTILE_BOOTSTRAP_ONLY
+
+    protocol: RankingProtocolName = "geyik"
+    k: PositiveInt | list[PositiveInt] | None = None
+    batch_size: PositiveInt = 64
+    statistics: StatisticsOptions = StatisticsOptions()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.k, list) and not self.k:
+            raise ConfigError("Expected `k` to be a positive integer or a non-empty list of them but got []")
+
+    def cut_offs(self, protocol_k: int, limit: int, ranked: str) -> tuple[int, ...]:
+        """The cut-offs K, sorted, each once: ``k`` as given, each at most ``limit`` (the images a query ranks,
+        ``ranked`` in words: ``"the gallery size, 6 annotated images of angles"``), else refused in one line naming
+        K, the protocol and ``ranked``; without ``k``, the protocol's K, lowered to ``limit`` where it is above
+        (:meth:`protocol_k_lowered`: the suite flags it in its results).
+
+        Example:
+            >>> RankingOptions(protocol="debiasclip").cut_offs(1000, 120, "the gallery size, 120 images")
+            (120,)
+            >>> RankingOptions(k=[200, 10]).cut_offs(10, 120, "the gallery size, 120 images")
+            Traceback (most recent call last):
+            vlbias.errors.ConfigError: Expected `k` to be at most the gallery size, 120 images, but got 200 (protocol 'geyik')
+        """
+        if self.k is None:
+            return (min(protocol_k, limit),)
+        ks = tuple(sorted({int(value) for value in ([self.k] if isinstance(self.k, int) else self.k)}))
+        if ks[-1] > limit:
+            raise ConfigError(
+                f"Expected `k` to be at most {ranked}, but got {ks[-1]} (protocol {self.protocol!r})"
+            )
+        return ks
+
+    def protocol_k_lowered(self, protocol_k: int, limit: int) -> bool:
+        """Whether :meth:`cut_offs` lowered the protocol's K to the ``limit`` images ranked: each query's top K is then
+        every image, so its MaxSkew, MinSkew, KL and Bias measure the gallery's shares, not the ranking."""
+        return self.k is None and protocol_k > limit
+
+
+@dataclass(frozen=True)
+class RetrievalBiasOptions(RankingOptions):
     """Ranking bias of retrieval (``vlbias.suites.retrieval_bias``).
 
     Args:
@@ -422,19 +475,13 @@ class RetrievalBiasOptions(SuiteOptions):
         gender_words: swap lexicon whose pairs read [men's word, women's word] (default the shipped one).
         verify_images: decode every image up front.
         cache_dir: the datasets cache of the parsed caption file.
-        protocol: the MaxSkew/NDKL conventions (desired shares, K, zero share, ties, skew form) of a source
-            (vlbias.metrics.ranking_protocols): geyik (Geyik et al., 2019), debiasclip, bendvlm or sfid.
-        k: the cut-off K, or several (default the protocol's K).
         eps: the smoothing of the protocol's zero handling (default the protocol's ε; 0 with geyik: Geyik et al.'s
             formula).
-        batch_size: images or queries per forward pass.
-        statistics: percentile bootstrap intervals, resampling the queries.
     """
 
     SUITE: ClassVar[str] = "retrieval_bias"
     BIASWORLD_ONLY: ClassVar[tuple[str, ...]] = ("queries_from",)
     PATH_ONLY: ClassVar[tuple[str, ...]] = ("image_root", "prompts", "gender_words", "verify_images", "cache_dir")
-    FIXED_STATISTICS: ClassVar[dict[str, str]] = PERCENTILE_BOOTSTRAP_ONLY
 
     split: Split = "test"
     queries_from: Literal["activities", "captions"] = "activities"
@@ -444,16 +491,10 @@ class RetrievalBiasOptions(SuiteOptions):
     gender_words: str | None = None
     verify_images: bool = False
     cache_dir: str | None = None
-    protocol: RankingProtocolName = "geyik"
-    k: PositiveInt | list[PositiveInt] | None = None
     eps: NonNegativeFloat | None = None
-    batch_size: PositiveInt = 64
-    statistics: StatisticsOptions = StatisticsOptions()
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if isinstance(self.k, list) and not self.k:
-            raise ConfigError("Expected `k` to be a positive integer or a non-empty list of them but got []")
         prompts = self.prompts
         if prompts is not None:
             grouped = prompts if isinstance(prompts, dict) else {"prompts": prompts}
@@ -461,11 +502,6 @@ class RetrievalBiasOptions(SuiteOptions):
                 raise ConfigError(
                     f"Expected `prompts` to be a non-empty list of texts or {{group: [texts]}} but got {prompts!r}"
                 )
-
-    def cut_offs(self, default: int) -> tuple[int, ...]:
-        """The cut-offs K, sorted, each once; ``default`` (the protocol's K) when ``k`` is not given."""
-        k = default if self.k is None else self.k
-        return tuple(sorted({int(value) for value in ([k] if isinstance(k, int) else k)}))
 
 
 #: suite name -> its options declared in this module.
@@ -571,7 +607,8 @@ def options_help(declaration: type) -> list[tuple[str, str]]:
     """``[(name, "doc Accepts ... (default ...)."), ...]`` of a declaration's fields, for ``--help``; a suite's
     ``statistics`` as one line per field it uses (``statistics.n_bootstrap``), with the suite's defaults."""
     lines = []
-    for field in dataclasses.fields(declaration):
+    fields = sorted(dataclasses.fields(declaration), key=lambda field: field.name == "statistics")  # statistics last
+    for field in fields:
         if field.name != "statistics":
             lines.append((field.name, _help(declaration, field.name, field.default)))
             continue
@@ -582,8 +619,18 @@ def options_help(declaration: type) -> list[tuple[str, str]]:
     return lines
 
 
+def field_docs(declaration: type) -> dict[str, str]:
+    """``{field: its Args line}`` of a declaration, each read from the docstring of the class that declares the field
+    (a base's, as :class:`RankingOptions`')."""
+    return {
+        param.arg_name: param.description
+        for klass in reversed(declaration.__mro__)
+        for param in docstring_parser.parse(klass.__doc__ or "").params
+    }
+
+
 def _help(declaration: type, name: str, default: object) -> str:
-    docs = {param.arg_name: param.description for param in docstring_parser.parse(declaration.__doc__).params}
+    docs = field_docs(declaration)
     kind = typing.get_type_hints(declaration)[name]
     source = {name: " BiasWorld only." for name in getattr(declaration, "BIASWORLD_ONLY", ())}
     source |= {name: " Data path only." for name in getattr(declaration, "PATH_ONLY", ())}

@@ -47,7 +47,10 @@ longer than the model's maximum is ranked on what the model reads, with the reas
 (a column only those rows fill).
 Counted: ``n_skipped/empty``, ``n_skipped/unknown`` and ``n_truncated``. Under the ``sfid`` protocol a query whose
 top K lacks a group has an infinite skew (``ln 0``): such queries are counted (``<scope>/n_infinite/<statistic>@<K>``)
-and a mean they make infinite is written as null, with the reason in the skip list (:func:`report_ranking`).
+and a mean they make infinite is written as null, with the reason in the skip list (:func:`report_ranking`). A ``k``
+above the gallery's size is refused; the protocol's K, when above it, is lowered to it and flagged
+(``n_protocol_k_above_gallery``, config ``protocol_k``; :func:`report_lowered_k`): every top K is then the whole
+gallery. A group's interval that rests on one query is null (:func:`report_ranking`).
 
 Measures:
     Whom a retrieval model shows first for queries that name no gender ("a person cooking"): the shares of men
@@ -74,6 +77,9 @@ Glossary:
     * ``n_skipped``: ``n_skipped/empty``, ``n_skipped/unknown``: queries skipped as empty or made of unknown tokens
       only.
     * ``n_truncated``: queries ranked truncated to the model's maximum length.
+    * ``n_protocol_k_above_gallery``: 1 when the protocol's K was above the images ranked and was lowered to them
+      (config ``protocol_k``, the K used in ``k``): every top K is then the whole gallery, and the statistics at that
+      K but ``ndkl@K`` measure the gallery's shares, not the ranking.
     * ``n_infinite``: queries whose skew is infinite (``sfid`` protocol: a group absent from the top K); a mean
       they make infinite is written as null.
 """
@@ -100,7 +106,13 @@ from vlbias.metrics.ranking_protocols import RankingProtocol, ranking_protocol
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, UnseenText
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
-from vlbias.suites.gallery_ranking import embed_gallery, measured_queries, report_ranking, score_queries
+from vlbias.suites.gallery_ranking import (
+    embed_gallery,
+    measured_queries,
+    report_lowered_k,
+    report_ranking,
+    score_queries,
+)
 from vlbias.suites.options import RetrievalBiasOptions
 
 if TYPE_CHECKING:
@@ -154,18 +166,6 @@ def prompt_queries(prompts: Sequence[str] | dict[str, Sequence[str]], words: Gen
     return queries
 
 
-def _cut_offs(
-    options: RetrievalBiasOptions, protocol: RankingProtocol, gallery: Gallery, data: object
-) -> tuple[int, ...]:
-    """The options' cut-offs K (default the protocol's), each at most the gallery's size."""
-    ks = options.cut_offs(protocol.k)
-    if ks[-1] > len(gallery):
-        raise ConfigError(
-            f"Expected `k` to be at most the gallery size, {len(gallery)} annotated images of {data}, but got {ks[-1]}"
-        )
-    return ks
-
-
 class RetrievalBiasSuite(Suite):
     """Ranking bias of what EMBED similarity retrieves for gender-neutral queries; see the module docstring.
 
@@ -174,7 +174,7 @@ class RetrievalBiasSuite(Suite):
         gallery: the annotated images every query ranks.
         data_config: how the stimuli were made (recorded in results).
         options: the suite's options (:class:`~vlbias.suites.options.RetrievalBiasOptions`); each cut-off K is
-            checked here against the gallery's size.
+            checked here against the gallery's size (:meth:`~vlbias.suites.options.RankingOptions.cut_offs`).
         skipped: captions and images already known not to be used, with reasons.
     """
 
@@ -200,7 +200,9 @@ class RetrievalBiasSuite(Suite):
         if wrong:
             raise ConfigError(f"Expected gallery attributes among {list(GENDERS)} but got {wrong}")
         self.protocol = ranking_protocol(options.protocol)
-        self.ks = _cut_offs(options, self.protocol, gallery, data)
+        self.ranked = f"the gallery size, {len(gallery)} annotated images of {data}"
+        self.ks = options.cut_offs(self.protocol.k, len(gallery), self.ranked)
+        self.k_lowered = options.protocol_k_lowered(self.protocol.k, len(gallery))
         self.conventions = _conventions(options, self.protocol)
         self.queries, self.gallery, self.data_config, self.options = queries, gallery, data_config, options
         self.skipped = skipped or []
@@ -285,6 +287,7 @@ class RetrievalBiasSuite(Suite):
             "n_queries": len(self.queries),
             "n_gallery": len(self.gallery),
             "protocol": self.protocol.name,
+            "protocol_k": self.protocol.k,
             "eps": self.conventions.eps,
             "batch_size": self.options.batch_size,
             "statistics": self.options.recorded_statistics(),
@@ -379,6 +382,10 @@ class _RetrievalBiasMeasurement(Measurement):
             result = metric.compute()
             report_ranking(output, f"{name}/", k, result, REPORTED)
             output.metrics[f"{name}/n_queries"] = float(result["n_queries"])
+        if suite.k_lowered:
+            report_lowered_k(
+                output, suite.protocol.name, suite.protocol.k, suite.ks[0], suite.ranked, "every top K is the gallery"
+            )
         counts = self.attributes.bincount(minlength=len(GENDERS)).tolist()
         output.metrics |= {f"gallery/n_{gender}": float(n) for gender, n in zip(GENDERS, counts)}
         excluded = ("both", "neither")
