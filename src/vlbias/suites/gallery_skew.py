@@ -26,8 +26,8 @@ the mean of the F fold values with the Student-t interval over them, :math:`\bar
 must then be at most half the gallery. A ``k`` above the images ranked is refused; the protocol's K, when above them
 (``debiasclip``'s 1000, ``bendvlm``'s 500 on a small gallery), is lowered to them and flagged
 (``n_protocol_k_above_gallery``, config ``protocol_k``, the reason in the skip list): every top K (each fold's, under
-folds) is then every image ranked, whose skews measure the gallery's shares, not the ranking. A group's interval that rests on one query is
-null, not zero-wide (:func:`~vlbias.suites.gallery_ranking.report_ranking`).
+folds) then holds every image ranked, whose skews measure the gallery's shares, not the ranking. A group's interval
+that rests on one query is null, not zero-wide (:func:`~vlbias.suites.gallery_ranking.report_ranking`).
 
 Stimuli (:meth:`GallerySkewSuite.from_biasworld`, :meth:`GallerySkewSuite.from_path`):
 
@@ -454,7 +454,7 @@ class _GallerySkewMeasurement(Measurement):
             output.intervals[f"{prefix}precision@{k}"] = result["precision_interval"].tolist()
             output.metrics[f"{prefix}precision/n_queries"] = float(result["n_queries"])
             if int(result["n_queries"]) < 2:  # resampled_means: no interval over one query
-                reason = "one labelled query: the interval is undefined (a bootstrap over one value) and written as null"
+                reason = "one labelled query: the interval is undefined (a bootstrap over one value), written as null"
                 output.skipped.append({"item": f"{prefix}precision@{k}", "scope": "interval", "reason": reason})
         if suite.k_lowered:
             whole = "each fold's top K is the whole fold" if suite.protocol.folds else "every top K is the gallery"

@@ -451,9 +451,7 @@ class RankingOptions(SuiteOptions):
             return (min(protocol_k, limit),)
         ks = tuple(sorted({int(value) for value in ([self.k] if isinstance(self.k, int) else self.k)}))
         if ks[-1] > limit:
-            raise ConfigError(
-                f"Expected `k` to be at most {ranked}, but got {ks[-1]} (protocol {self.protocol!r})"
-            )
+            raise ConfigError(f"Expected `k` to be at most {ranked}, but got {ks[-1]} (protocol {self.protocol!r})")
         return ks
 
     def protocol_k_lowered(self, protocol_k: int, limit: int) -> bool:
