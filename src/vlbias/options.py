@@ -67,6 +67,11 @@ class StatisticsOptions:
     interval_method: IntervalMethod = "percentile"
 
 
+#: The default statistics, the one place each default is written: every metric's keyword defaults
+#: (``n_bootstrap=DEFAULT_STATISTICS.n_bootstrap``, ...) read it, and each suite starts from it.
+DEFAULT_STATISTICS = StatisticsOptions()
+
+
 def check_options(
     options: dict | None, declaration: Callable, what: str, skip: Iterable[str] = (), method: str | None = None
 ) -> dict:

@@ -85,17 +85,32 @@ def test_biasworld_declaration_matches_biasworld():
 
 
 def test_default_statistics_are_the_metrics_defaults():
-    """Each suite's default statistics give today's numbers: WEAT samples May et al.'s 99,999 re-partitions (with
-    the observed one, 100,000), every permutation test counts exactly up to the metrics' limit."""
+    """Each statistics default is written once, in StatisticsOptions: every metric's keyword default of the same
+    meaning is it; WEAT samples May et al.'s 99,999 re-partitions (with the observed one, 100,000); every permutation
+    test counts exactly up to the metrics' limit."""
+    import vlbias.metrics
+    import vlbias.metrics.functional
     from vlbias.metrics.functional import permutation
 
+    fields = {"n_bootstrap": "n_bootstrap", "confidence": "confidence", "n_permutations": "n_permutations"}
+    fields |= {"method": "interval_method", "interval_method": "interval_method"}
+    default = StatisticsOptions()
+    checked = 0
+    for module in (vlbias.metrics, vlbias.metrics.functional):
+        for name in module.__all__:
+            function = getattr(module, name)
+            for parameter in inspect.signature(function).parameters.values():
+                if parameter.name in fields and parameter.default is not inspect.Parameter.empty:
+                    assert parameter.default == getattr(default, fields[parameter.name]), (name, parameter.name)
+                    checked += 1
+    assert checked > 30
     defaults = {suite: declared.default_statistics() for suite, declared in SUITE_OPTIONS.items()}
-    assert defaults["weat"].n_permutations == permutation.DEFAULT_PERMUTATIONS
+    assert defaults["weat"].n_permutations == 99_999
     assert {stats.exact_limit for stats in defaults.values()} == {permutation.REPARTITION_EXACT_LIMIT}
     assert {suite: stats.interval_method for suite, stats in defaults.items() if stats.interval_method == "bca"} == {
         "mmbias": "bca",
         "weat": "bca",
-        "zero_shot_fairness": "bca",  # GroupFairness's default (the jackknife of each group)
+        "zero_shot_fairness": "bca",  # BCa from the jackknife of each group
     }
 
 

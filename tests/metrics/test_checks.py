@@ -75,14 +75,14 @@ BOOTSTRAPPED = {
 }
 #: Every place that takes ``n_permutations``, and whether it accepts None (the default number).
 PERMUTED = {
-    "p_value_from_associations": (lambda n: p_value_from_associations(*SCORES, n_permutations=n), True),
-    "weat_p_value": (lambda n: weat_p_value(*SETS, n_permutations=n), True),
-    "congruence_p_value": (lambda n: congruence_p_value(*PAIRS, n_permutations=n), True),
-    "counterbias_p_values": (lambda n: counterbias_p_values(BIAS, TARGET, DIRECTION, 2, n_permutations=n), False),
-    "WEATTest": (lambda n: WEATTest(n_permutations=n), True),
-    "ITMTest": (lambda n: ITMTest(n_permutations=n), True),
-    "GroundedCongruenceTest": (lambda n: GroundedCongruenceTest(n_permutations=n), True),
-    "CounterBiasUncertainty": (lambda n: CounterBiasUncertainty(n_targets=2, n_templates=1, n_permutations=n), False),
+    "p_value_from_associations": lambda n: p_value_from_associations(*SCORES, n_permutations=n),
+    "weat_p_value": lambda n: weat_p_value(*SETS, n_permutations=n),
+    "congruence_p_value": lambda n: congruence_p_value(*PAIRS, n_permutations=n),
+    "counterbias_p_values": lambda n: counterbias_p_values(BIAS, TARGET, DIRECTION, 2, n_permutations=n),
+    "WEATTest": lambda n: WEATTest(n_permutations=n),
+    "ITMTest": lambda n: ITMTest(n_permutations=n),
+    "GroundedCongruenceTest": lambda n: GroundedCongruenceTest(n_permutations=n),
+    "CounterBiasUncertainty": lambda n: CounterBiasUncertainty(n_targets=2, n_templates=1, n_permutations=n),
 }
 
 
@@ -116,11 +116,9 @@ def test_counterbias_bootstrap_checks_its_count_the_same_way():
 
 @pytest.mark.parametrize("where", sorted(PERMUTED))
 def test_a_bad_n_permutations_gets_one_class_and_one_message_everywhere(where):
-    call, none_allowed = PERMUTED[where]
-    expected = "a positive integer or None" if none_allowed else "a positive integer"
-    for n_permutations in (0, -1, 1.5, False, "999"):
-        message = f"Expected argument `n_permutations` to be {expected} but got {n_permutations!r}"
-        assert refusal(call, n_permutations) == (ConfigError, message)
+    for n_permutations in (0, -1, 1.5, False, "999", None):  # None no longer stands for a default
+        message = f"Expected argument `n_permutations` to be a positive integer but got {n_permutations!r}"
+        assert refusal(PERMUTED[where], n_permutations) == (ConfigError, message)
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from vlbias.metrics.functional import bootstrap, chunks
 from vlbias.metrics.functional.bootstrap import _acceleration
 from vlbias.metrics.functional.grounded_weat import _congruence_jackknife, _resampled_effect_sizes, congruence_interval
 from vlbias.metrics.functional.weat import _effect_size_jackknife, interval_from_associations
+from vlbias.options import StatisticsOptions
 from vlbias.suites.mmbias import MMBiasSuite
 from vlbias.suites.options import MMBiasOptions, WEATOptions, check_suite_options
 from vlbias.suites.weat import WEATSuite
@@ -138,11 +139,14 @@ def test_bca_of_constant_replicates_is_the_point():
     assert_close(interval, torch.full((2,), 1 / math.sqrt(0.3), dtype=torch.float64), atol=1e-15, rtol=0)
 
 
-def test_bca_is_seeded_order_free_and_the_default():
+def test_bca_is_seeded_and_order_free_and_the_default_is_statistics_options():
     s_x, s_y = (torch.tensor(s) for s in measured_data()["12/12"])
-    interval = interval_from_associations(s_x, s_y, n_bootstrap=500, seed=4)
+    interval = interval_from_associations(s_x, s_y, n_bootstrap=500, seed=4, method="bca")
     assert_close(interval, interval_from_associations(s_x.flip(0), s_y.roll(3), n_bootstrap=500, seed=4, method="bca"))
-    assert not torch.equal(interval, interval_from_associations(s_x, s_y, n_bootstrap=500, seed=4, method="percentile"))
+    percentile = interval_from_associations(s_x, s_y, n_bootstrap=500, seed=4, method="percentile")
+    assert not torch.equal(interval, percentile)
+    assert StatisticsOptions().interval_method == "percentile"  # the default of every suite without its own
+    assert torch.equal(interval_from_associations(s_x, s_y, n_bootstrap=500, seed=4), percentile)
 
 
 def test_metrics_pass_the_method():
@@ -200,10 +204,15 @@ def test_bca_is_stable_under_rounding_noise_in_the_scores_at_small_sizes(monkeyp
     noises = [1 + 1e-7 * torch.randn(6, generator=generator, dtype=torch.float64) for _ in range(10)]
 
     def shifts() -> list[float]:
-        interval = interval_from_associations(s_x, s_y, n_bootstrap=4000, seed=3)
+        interval = interval_from_associations(s_x, s_y, n_bootstrap=4000, seed=3, method="bca")
         return [
             float(
-                (interval_from_associations(s_x * n[:3], s_y * n[3:], n_bootstrap=4000, seed=3) - interval).abs().max()
+                (
+                    interval_from_associations(s_x * n[:3], s_y * n[3:], n_bootstrap=4000, seed=3, method="bca")
+                    - interval
+                )
+                .abs()
+                .max()
             )
             for n in noises
         ]

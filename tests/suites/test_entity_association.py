@@ -167,7 +167,11 @@ def test_scores_equal_hand_computed_probabilities(bag_folder, monkeypatch):
         assert output.metrics[key] == pytest.approx(value, abs=1e-5), key
     assert expected["B_V/purse"] > 0.5 and expected["B_L/briefcase"] < -0.5  # the fixed logits do carry a bias
     assert set(output.intervals) == {"B_L/purse", "B_L/briefcase", "B_V/purse"}
-    assert output.intervals["B_L/briefcase"] == pytest.approx([expected["B_L/briefcase"]] * 2, abs=1e-5)  # one image
+    # one image of the briefcase: its interval is undefined, not [B, B], and says why
+    assert all(math.isnan(end) for end in output.intervals["B_L/briefcase"])
+    assert {"item": "B_L/briefcase", "scope": "interval"}.items() <= next(
+        entry for entry in output.skipped if entry["item"] == "B_L/briefcase"
+    ).items()
     low, high = output.intervals["B_V/purse"]
     assert low < expected["B_V/purse"] < high
 
@@ -339,8 +343,10 @@ def test_cli_end_to_end_with_missing_and_corrupt_images(tmp_path, capsys):
     assert results.suite == "entity_association" and results.config["suite_config"]["text_model"] == "bert"
     skipped = {entry["item"]: entry["reason"] for entry in results.skipped}
     assert set(skipped) == {str(images / "cooking" / "male" / n) for n in ("corrupt.png", "missing.png")} | {
-        "repairing/male"
+        "repairing/male",
+        "B_L/repairing",  # one image of repairing: its interval is null, with why
     }
+    assert results.intervals["B_L/repairing"] == [None, None] and "one image" in skipped["B_L/repairing"]
     assert results.metrics["n_skipped"] == 3 and results.metrics["n_images"] == 4
     assert "B_V/cooking" in results.metrics and "S_V/repairing/female" in results.metrics
     assert "S_V/repairing/male" not in results.metrics and "B_V/repairing" not in results.metrics

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import torch
 
 from vlbias.metrics.functional import interval_from_associations
+from vlbias.options import DEFAULT_STATISTICS
 
 
 def mean_shift(theta: float) -> float:
@@ -56,7 +57,7 @@ def bootstrap_coverage(
     effect_sizes: Sequence[float] = (0.5, 1.0),
     datasets: int = 1500,
     n_bootstrap: int = 2000,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_STATISTICS.confidence,
     seed: int = 0,
 ) -> None:
     """Print the coverage of both intervals for each population effect size and set size.

@@ -29,6 +29,7 @@ from vlbias.metrics.functional.counterbias_uncertainty import (
     counterbias_intervals,
     counterbias_p_values,
 )
+from vlbias.options import DEFAULT_STATISTICS
 
 
 class CounterBiasScore(Metric):
@@ -146,9 +147,9 @@ class CounterBiasUncertainty(TypedListStates, Metric):
         n_targets: int,
         n_templates: int,
         percent: bool = True,
-        n_bootstrap: int = 1000,
-        n_permutations: int = 10_000,
-        confidence: float = 0.95,
+        n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+        n_permutations: int = DEFAULT_STATISTICS.n_permutations,
+        confidence: float = DEFAULT_STATISTICS.confidence,
         seed: int = 0,
         **kwargs: Any,
     ) -> None:

@@ -39,6 +39,7 @@ from vlbias.metrics.functional.entity_association import (
     language_bias_interval,
     visual_bias_interval,
 )
+from vlbias.options import DEFAULT_STATISTICS
 
 
 class _PerEntityMean(Metric):
@@ -189,7 +190,12 @@ class _BootstrapInterval(TypedListStates, Metric):
     full_state_update = False
 
     def __init__(
-        self, num_entities: int, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0, **kwargs: Any
+        self,
+        num_entities: int,
+        n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+        confidence: float = DEFAULT_STATISTICS.confidence,
+        seed: int = 0,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         check_int("num_entities", num_entities)

@@ -16,7 +16,7 @@ from torchmetrics import Metric
 
 from vlbias.errors import InputError
 from vlbias.metrics._list_states import TypedListStates
-from vlbias.metrics.functional.bootstrap import DEFAULT_BOOTSTRAP, DEFAULT_INTERVAL_METHOD, IntervalMethod
+from vlbias.metrics.functional.bootstrap import IntervalMethod
 from vlbias.metrics.functional.grounded_weat import (
     congruence_effect_size,
     congruence_interval,
@@ -25,6 +25,7 @@ from vlbias.metrics.functional.grounded_weat import (
 )
 from vlbias.metrics.functional.permutation import SIGN_FLIP_EXACT_LIMIT
 from vlbias.metrics.weat import _TestOptions
+from vlbias.options import DEFAULT_STATISTICS
 
 _STATES = ("x_own", "x_other", "y_own", "y_other")
 
@@ -42,10 +43,10 @@ class GroundedCongruenceTest(_TestOptions, TypedListStates, Metric):
     numbers of targets ``{"n_x", "n_y"}`` (int64).
 
     Args:
-        n_permutations: random sign vectors when the exact test is too large (``None``: 99,999).
+        n_permutations: random sign vectors when the exact test is too large.
         exact_limit: largest number of sign vectors enumerated exactly.
         n_bootstrap: bootstrap replicates; confidence: interval coverage; seed: generator seed.
-        interval_method: ``"bca"`` (default) or ``"percentile"`` bootstrap interval.
+        interval_method: ``"bca"`` or ``"percentile"`` bootstrap interval.
         kwargs: passed to :class:`torchmetrics.Metric`.
 
     Example:
@@ -64,12 +65,12 @@ class GroundedCongruenceTest(_TestOptions, TypedListStates, Metric):
 
     def __init__(
         self,
-        n_permutations: int | None = None,
+        n_permutations: int = DEFAULT_STATISTICS.n_permutations,
         exact_limit: int = SIGN_FLIP_EXACT_LIMIT,
-        n_bootstrap: int = DEFAULT_BOOTSTRAP,
-        confidence: float = 0.95,
+        n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+        confidence: float = DEFAULT_STATISTICS.confidence,
         seed: int = 0,
-        interval_method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
+        interval_method: IntervalMethod = DEFAULT_STATISTICS.interval_method,
         **kwargs: Any,
     ) -> None:
         # a paired test: its sets are never re-partitioned, so there is no allow_unequal_sizes to give

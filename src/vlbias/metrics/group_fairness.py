@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from vlbias.metrics.functional.bootstrap import DEFAULT_BOOTSTRAP, DEFAULT_INTERVAL_METHOD, IntervalMethod
+from vlbias.metrics.functional.bootstrap import IntervalMethod
 from vlbias.metrics.functional.checks import check_bootstrap, check_interval_method
 from vlbias.metrics.functional.group_fairness import (
     _cell_ids,
@@ -26,6 +26,7 @@ from vlbias.metrics.functional.group_fairness import (
     _fairness_from_confusion,
 )
 from vlbias.metrics.functional.group_fairness_intervals import _intervals_from_confusion
+from vlbias.options import DEFAULT_STATISTICS
 
 
 class GroupFairness(Metric):
@@ -57,7 +58,7 @@ class GroupFairness(Metric):
         confidence: coverage of the intervals.
         seed: seed of the bootstrap's generator (drawn in ``compute``, after the sync: every rank gets the same
             intervals).
-        interval_method: ``"bca"`` (default) or ``"percentile"``.
+        interval_method: ``"bca"`` or ``"percentile"``.
         kwargs: passed to :class:`torchmetrics.Metric`.
 
     Example:
@@ -82,10 +83,10 @@ class GroupFairness(Metric):
         num_classes: int,
         num_groups: int,
         harmful_classes: Sequence[int] | None = None,
-        n_bootstrap: int = DEFAULT_BOOTSTRAP,
-        confidence: float = 0.95,
+        n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+        confidence: float = DEFAULT_STATISTICS.confidence,
         seed: int = 0,
-        interval_method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
+        interval_method: IntervalMethod = DEFAULT_STATISTICS.interval_method,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

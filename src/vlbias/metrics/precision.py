@@ -12,9 +12,9 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from vlbias.metrics._list_states import TypedListStates
-from vlbias.metrics.functional.bootstrap import DEFAULT_BOOTSTRAP
 from vlbias.metrics.functional.checks import check_bootstrap
 from vlbias.metrics.functional.precision import _precision_compute, per_query_precision
+from vlbias.options import DEFAULT_STATISTICS
 
 
 class PrecisionAtK(TypedListStates, Metric):
@@ -51,7 +51,12 @@ class PrecisionAtK(TypedListStates, Metric):
     precision: list[Tensor]
 
     def __init__(
-        self, k: int, n_bootstrap: int = DEFAULT_BOOTSTRAP, confidence: float = 0.95, seed: int = 0, **kwargs: Any
+        self,
+        k: int,
+        n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+        confidence: float = DEFAULT_STATISTICS.confidence,
+        seed: int = 0,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         check_bootstrap(n_bootstrap, confidence)

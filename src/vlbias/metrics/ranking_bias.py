@@ -15,7 +15,6 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from vlbias.metrics._list_states import TypedListStates
-from vlbias.metrics.functional.bootstrap import DEFAULT_BOOTSTRAP
 from vlbias.metrics.functional.checks import check_bootstrap
 from vlbias.metrics.functional.ranking_bias import (
     STATISTICS,
@@ -25,6 +24,7 @@ from vlbias.metrics.functional.ranking_bias import (
     _ranking_bias_compute,
     _ranking_bias_update,
 )
+from vlbias.options import DEFAULT_STATISTICS
 
 
 class RankingBias(TypedListStates, Metric):
@@ -80,8 +80,8 @@ class RankingBias(TypedListStates, Metric):
         num_attributes: int = 2,
         conventions: SkewConventions | None = None,
         groups: tuple[int, int] = (0, 1),
-        n_bootstrap: int = DEFAULT_BOOTSTRAP,
-        confidence: float = 0.95,
+        n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+        confidence: float = DEFAULT_STATISTICS.confidence,
         seed: int = 0,
         **kwargs: Any,
     ) -> None:

@@ -31,6 +31,7 @@ from vlbias.metrics.functional.vlstereoset import (
     shift_summary,
     vlstereoset_intervals,
 )
+from vlbias.options import DEFAULT_STATISTICS
 
 DEFAULT_CATEGORIES: tuple[str, ...] = ("gender", "profession", "race", "religion")
 
@@ -71,8 +72,8 @@ class VLStereoSetScores(TypedListStates, Metric):
     def __init__(
         self,
         categories: Sequence[str] = DEFAULT_CATEGORIES,
-        n_bootstrap: int = 1000,
-        confidence: float = 0.95,
+        n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+        confidence: float = DEFAULT_STATISTICS.confidence,
         seed: int = 0,
         **kwargs: Any,
     ) -> None:
@@ -161,7 +162,12 @@ class VLStereoSetShift(TypedListStates, Metric):
     list_state_specs = (("lmss", torch.float64, ()), ("vlss", torch.float64, ()))
 
     def __init__(
-        self, temperature: float = 1.0, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0, **kwargs: Any
+        self,
+        temperature: float = 1.0,
+        n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+        confidence: float = DEFAULT_STATISTICS.confidence,
+        seed: int = 0,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if not (isinstance(temperature, (int, float)) and temperature > 0):

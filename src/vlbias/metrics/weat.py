@@ -24,7 +24,7 @@ from torchmetrics import Metric
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics._list_states import joined
-from vlbias.metrics.functional.bootstrap import DEFAULT_BOOTSTRAP, DEFAULT_INTERVAL_METHOD, IntervalMethod
+from vlbias.metrics.functional.bootstrap import IntervalMethod
 from vlbias.metrics.functional.checks import check_bootstrap, check_embeddings, check_int, check_interval_method
 from vlbias.metrics.functional.permutation import REPARTITION_EXACT_LIMIT
 from vlbias.metrics.functional.weat import (
@@ -36,6 +36,7 @@ from vlbias.metrics.functional.weat import (
     p_value_from_associations,
     statistic_from_associations,
 )
+from vlbias.options import DEFAULT_STATISTICS
 
 _ROLES = ("x", "y", "a", "b")
 
@@ -69,17 +70,17 @@ class _TestOptions:
 
     def __init__(
         self,
-        n_permutations: int | None = None,
+        n_permutations: int = DEFAULT_STATISTICS.n_permutations,
         exact_limit: int = REPARTITION_EXACT_LIMIT,
-        n_bootstrap: int = DEFAULT_BOOTSTRAP,
-        confidence: float = 0.95,
+        n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+        confidence: float = DEFAULT_STATISTICS.confidence,
         seed: int = 0,
         allow_unequal_sizes: bool = False,
-        interval_method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
+        interval_method: IntervalMethod = DEFAULT_STATISTICS.interval_method,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        check_int("n_permutations", n_permutations, none_allowed=True)
+        check_int("n_permutations", n_permutations)
         check_int("exact_limit", exact_limit, low=0)
         check_bootstrap(n_bootstrap, confidence)
         if not isinstance(allow_unequal_sizes, bool):
@@ -194,7 +195,7 @@ class WEATTest(_TestOptions, WEATEffectSize):
       (``interval_method``; :func:`~vlbias.metrics.functional.weat.interval_from_associations`)
 
     Args:
-        n_permutations: random partitions when the test is not exact (``None``: 99,999).
+        n_permutations: random partitions when the test is not exact.
         exact_limit: test exactly when there are at most this many partitions.
         n_bootstrap: bootstrap replicates for the interval.
         confidence: coverage of the interval.
@@ -202,7 +203,7 @@ class WEATTest(_TestOptions, WEATEffectSize):
         allow_unequal_sizes: give a p-value when :math:`|X| \ne |Y|` (re-partitions of the original sizes; the
             same test as the mean difference's, see
             :func:`~vlbias.metrics.functional.weat.p_value_from_associations`) instead of NaN.
-        interval_method: ``"bca"`` (default) or ``"percentile"`` bootstrap interval.
+        interval_method: ``"bca"`` or ``"percentile"`` bootstrap interval.
         kwargs: passed to :class:`torchmetrics.Metric`.
     """
 

@@ -75,6 +75,7 @@ Glossary:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -486,6 +487,7 @@ class EntityAssociationMeasurement(Measurement):
         }
         biases = {key: _per_entity(metric) for key, metric in self.biases.items()}
         intervals = {key: metric.compute().reshape(-1, 2).tolist() for key, metric in self.intervals.items()}
+        undefined: list[dict[str, str]] = []  # intervals written as null, with why (not skipped items)
         for entity in self.suite.spec.entities:
             if entity not in self.scorable:
                 continue
@@ -500,8 +502,12 @@ class EntityAssociationMeasurement(Measurement):
                     output.metrics[f"B_{key}/{entity}"] = biases[key][index]
                     if key in intervals:
                         output.intervals[f"B_{key}/{entity}"] = intervals[key][index]
+                        if key == "L" and math.isnan(intervals[key][index][0]):  # resampled_means: one image
+                            reason = "one image of the entity: the interval is undefined (a bootstrap over one value)"
+                            undefined.append({"item": f"B_L/{entity}", "scope": "interval", "reason": reason})
         output.metrics["n_images"] = float(gathered.counts.get("n_images", 0))
         output.metrics["n_skipped"] = float(len(output.skipped))
+        output.skipped += undefined
         output.metrics |= self._unseen_counts()
         return output
 

@@ -28,6 +28,7 @@ from vlbias.data.biasworld_gallery import PlantedGallery
 from vlbias.experiments.planted.concept_oracle import ConceptOracle
 from vlbias.metrics.functional.ranking_bias import DEFAULT_EPS
 from vlbias.metrics.functional.t_interval import t_interval
+from vlbias.options import DEFAULT_STATISTICS
 from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, measure_suite
 
@@ -58,7 +59,7 @@ def sanity_table(
     seeds: Sequence[int] = (0, 1, 2),
     per_activity: int = 30,
     small_k: int = 10,
-    n_bootstrap: int = 1_000,
+    n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
 ) -> list[tuple[float, int, dict]]:
     """Measure at each share x seed and print MaxSkew@K per seed and its mean over seeds, against the planted value.
 

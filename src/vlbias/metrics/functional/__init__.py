@@ -1,4 +1,8 @@
-"""Functional metrics: the formulas, on tensors, with no state (the classes in ``vlbias.metrics`` wrap them)."""
+"""Functional metrics: the formulas, on tensors, with no state (the classes in ``vlbias.metrics`` wrap them).
+
+Their statistics arguments (``n_bootstrap``, ``confidence``, ``n_permutations``, the interval ``method``) default to
+the fields of :data:`vlbias.options.DEFAULT_STATISTICS`, the defaults of :class:`~vlbias.options.StatisticsOptions`,
+written there only: 1,000 bootstrap resamples, 95 % coverage, 10,000 permutations, percentile intervals."""
 
 from vlbias.metrics.functional.counterbias import (
     bias_concept_vl,

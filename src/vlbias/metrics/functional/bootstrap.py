@@ -36,12 +36,8 @@ from torch import Tensor
 from vlbias.metrics.functional.chunks import chunk_rows
 from vlbias.options import IntervalMethod
 
-#: Bootstrap replicates of the WEAT-family and ranking intervals.
-DEFAULT_BOOTSTRAP = 10_000
 #: Interval methods: :func:`percentile_interval` and :func:`bca_interval`.
 INTERVAL_METHODS: tuple[str, ...] = typing.get_args(IntervalMethod)
-#: BCa: closer to nominal coverage at the papers' set sizes (``scripts/bootstrap_coverage.py``).
-DEFAULT_INTERVAL_METHOD: IntervalMethod = "bca"
 #: Bootstrap replicates within this of the observed statistic (relative to max(|θ|, 1)) are ties in BCa's z0.
 TIE_RELATIVE = 1e-6
 

@@ -51,6 +51,7 @@ from vlbias.metrics.functional.bootstrap import percentile_interval
 from vlbias.metrics.functional.checks import check_bootstrap, check_int
 from vlbias.metrics.functional.counterbias import _check_target_direction
 from vlbias.metrics.functional.permutation import sampled_p_value
+from vlbias.options import DEFAULT_STATISTICS
 
 
 def _checked(bias: Tensor, target: Tensor, direction: Tensor, n_targets: int) -> Tensor:
@@ -88,7 +89,12 @@ def _per_target(signed: Tensor, target: Tensor, n_targets: int) -> list[Tensor]:
 
 
 def counterbias_bootstrap(
-    bias: Tensor, target: Tensor, direction: Tensor, n_targets: int, n_bootstrap: int = 1000, seed: int = 0
+    bias: Tensor,
+    target: Tensor,
+    direction: Tensor,
+    n_targets: int,
+    n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+    seed: int = 0,
 ) -> Tensor:
     """Per-template dataset bias :math:`m_k(T)` of ``n_bootstrap`` stratified resamples (module docstring):
     ``(n_bootstrap, K, n_targets)`` float64, NaN where a resample leaves no item.
@@ -117,8 +123,8 @@ def counterbias_intervals(
     direction: Tensor,
     n_targets: int,
     percent: bool = True,
-    n_bootstrap: int = 1000,
-    confidence: float = 0.95,
+    n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+    confidence: float = DEFAULT_STATISTICS.confidence,
     seed: int = 0,
 ) -> dict[str, Tensor]:
     """Percentile bootstrap intervals ``[low, high]`` (module docstring):
@@ -150,7 +156,12 @@ def counterbias_intervals(
 
 
 def counterbias_p_values(
-    bias: Tensor, target: Tensor, direction: Tensor, n_targets: int, n_permutations: int = 10_000, seed: int = 0
+    bias: Tensor,
+    target: Tensor,
+    direction: Tensor,
+    n_targets: int,
+    n_permutations: int = DEFAULT_STATISTICS.n_permutations,
+    seed: int = 0,
 ) -> Tensor:
     """Two-sided sign-flip p-value of :math:`H_0: \\text{bias}(T) = 0` per target (module docstring):
     ``(n_targets,)`` float64, NaN for a target without items or whose bias is undefined (all excluded)."""

@@ -31,6 +31,7 @@ from torch import Tensor
 from vlbias.errors import InputError
 from vlbias.metrics.functional.bootstrap import percentile_interval, resampled_means
 from vlbias.metrics.functional.checks import check_bootstrap
+from vlbias.options import DEFAULT_STATISTICS
 
 
 def _same_shape(first: Tensor, second: Tensor, names: tuple[str, str]) -> None:
@@ -120,7 +121,11 @@ def _percentile_interval(replicates: Tensor, confidence: float) -> Tensor:
 
 
 def language_bias_interval(
-    log_p_first: Tensor, log_p_second: Tensor, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0
+    log_p_first: Tensor,
+    log_p_second: Tensor,
+    n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+    confidence: float = DEFAULT_STATISTICS.confidence,
+    seed: int = 0,
 ) -> Tensor:
     r"""Percentile bootstrap interval ``[lo, hi]`` of the image-context language bias
     :math:`B_L(E) = S_L(E, f) - S_L(E, m) = \mathbb{E}_{I \sim I_E}[\ln P_{VL}(E|f, I) - \ln P_{VL}(E|m, I)]`
@@ -143,7 +148,11 @@ def language_bias_interval(
 
 
 def visual_bias_interval(
-    log_p_first: Tensor, log_p_second: Tensor, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0
+    log_p_first: Tensor,
+    log_p_second: Tensor,
+    n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+    confidence: float = DEFAULT_STATISTICS.confidence,
+    seed: int = 0,
 ) -> Tensor:
     r"""Percentile bootstrap interval ``[lo, hi]`` of the visual bias
     :math:`B_V(E) = S_V(E, f) - S_V(E, m) = \ln \hat P_{VL}(E|I_f) - \ln \hat P_{VL}(E|I_m)` (Eq. 4 and 5;

@@ -45,8 +45,6 @@ from torch import Tensor
 
 from vlbias.errors import InputError
 from vlbias.metrics.functional.bootstrap import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_INTERVAL_METHOD,
     IntervalMethod,
     bca_interval,
     leave_one_out_values,
@@ -54,7 +52,8 @@ from vlbias.metrics.functional.bootstrap import (
 )
 from vlbias.metrics.functional.checks import check_bootstrap, check_int, check_interval_method, check_scores
 from vlbias.metrics.functional.chunks import chunk_rows
-from vlbias.metrics.functional.permutation import DEFAULT_PERMUTATIONS, SIGN_FLIP_EXACT_LIMIT, sign_flip_p_value
+from vlbias.metrics.functional.permutation import SIGN_FLIP_EXACT_LIMIT, sign_flip_p_value
+from vlbias.options import DEFAULT_STATISTICS
 from vlbias.metrics.functional.weat import _effect_size
 
 
@@ -97,7 +96,7 @@ def congruence_p_value(
     x_other: Tensor,
     y_own: Tensor,
     y_other: Tensor,
-    n_permutations: int | None = None,
+    n_permutations: int = DEFAULT_STATISTICS.n_permutations,
     seed: int = 0,
     exact_limit: int = SIGN_FLIP_EXACT_LIMIT,
 ) -> Tensor:
@@ -108,13 +107,12 @@ def congruence_p_value(
     (meet in the middle): the :math:`|S|` of the smaller of X and Y are sorted once, those of the larger side are
     built in chunks of at most :math:`2^{20}` and each finds its partners that reach the observed value by
     ``searchsorted``. Values within rounding of the observed one count as ties (:math:`\\ge`). Otherwise
-    ``n_permutations`` (default 99,999) random sign vectors from a generator seeded with ``seed``; see
+    ``n_permutations`` random sign vectors from a generator seeded with ``seed``; see
     :func:`~vlbias.metrics.functional.permutation.sign_flip_p_value`."""
     x_own, x_other = _paired("x", x_own, x_other)
     y_own, y_other = _paired("y", y_own, y_other)
-    check_int("n_permutations", n_permutations, none_allowed=True)
+    check_int("n_permutations", n_permutations)
     check_int("exact_limit", exact_limit, low=0)
-    n_permutations = DEFAULT_PERMUTATIONS if n_permutations is None else n_permutations
     return sign_flip_p_value(x_own - x_other, y_own - y_other, n_permutations, seed, exact_limit)
 
 
@@ -123,13 +121,13 @@ def congruence_interval(
     x_other: Tensor,
     y_own: Tensor,
     y_other: Tensor,
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    confidence: float = 0.95,
+    n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+    confidence: float = DEFAULT_STATISTICS.confidence,
     seed: int = 0,
-    method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
+    method: IntervalMethod = DEFAULT_STATISTICS.interval_method,
 ) -> Tensor:
     """Bootstrap interval ``[low, high]`` of :func:`congruence_effect_size`: targets of X and of Y resampled
-    separately, each keeping its pair of scores; attribute sets fixed. ``method`` ``"bca"`` (default) or
+    separately, each keeping its pair of scores; attribute sets fixed. ``method`` ``"bca"`` or
     ``"percentile"`` reads the replicates as :func:`~vlbias.metrics.functional.weat.interval_from_associations`
     does (:mod:`~vlbias.metrics.functional.bootstrap`), the BCa acceleration from leaving out one target (its pair)
     of X, then of Y."""

@@ -25,8 +25,6 @@ import torch
 from torch import Tensor
 
 from vlbias.metrics.functional.bootstrap import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_INTERVAL_METHOD,
     IntervalMethod,
     bca_interval,
     percentile_interval,
@@ -38,6 +36,7 @@ from vlbias.metrics.functional.group_fairness import (
     _fairness_from_confusion,
     group_confusion,
 )
+from vlbias.options import DEFAULT_STATISTICS
 
 
 def _flattened(confusion: Tensor, harmful: tuple[int, ...] | None) -> Tensor:
@@ -120,10 +119,10 @@ def group_fairness_intervals(
     num_classes: int,
     num_groups: int | None = None,
     harmful_classes: Sequence[int] | None = None,
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    confidence: float = 0.95,
+    n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+    confidence: float = DEFAULT_STATISTICS.confidence,
     seed: int = 0,
-    method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
+    method: IntervalMethod = DEFAULT_STATISTICS.interval_method,
 ) -> dict[str, Tensor]:
     r"""Stratified bootstrap intervals (module docstring) of every statistic of
     :func:`~vlbias.metrics.functional.group_fairness.group_fairness` but ``group_size``.

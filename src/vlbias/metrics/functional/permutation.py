@@ -32,11 +32,8 @@ from torch import Tensor
 
 from vlbias.metrics.functional.chunks import chunk_rows
 
-#: Random permutations drawn when a test is not exact. With the observed one (counted once, see
-#: :func:`sampled_p_value`) this is the 100,000 samples of May et al.'s ``--n_samples``.
-DEFAULT_PERMUTATIONS = 99_999
 #: Re-partitions are counted exactly when C(|X|+|Y|, |X|) is at most this (up to 16 items per target set, where the
-#: exact count costs about as much as sampling DEFAULT_PERMUTATIONS partitions).
+#: exact count costs about as much as sampling 99,999 partitions).
 REPARTITION_EXACT_LIMIT = 10**9
 #: The exact count of re-partitions builds tables of 2^|X| subset sums; beyond this many items per set it samples.
 MAX_EXACT_SET_SIZE = 24

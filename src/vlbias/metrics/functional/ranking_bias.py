@@ -76,8 +76,9 @@ import torch
 from torch import Tensor
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.metrics.functional.bootstrap import DEFAULT_BOOTSTRAP, percentile_interval, resampled_means
+from vlbias.metrics.functional.bootstrap import percentile_interval, resampled_means
 from vlbias.metrics.functional.checks import check_bootstrap, check_int, check_score_matrix, shape_or_type
+from vlbias.options import DEFAULT_STATISTICS
 
 DEFAULT_EPS = 1e-4
 STATISTICS = ("max_skew", "min_skew", "ndkl", "bias", "kl")  # "kl" last: each keeps its bootstrap seed
@@ -416,8 +417,8 @@ def ranking_bias(
     num_attributes: int = 2,
     conventions: SkewConventions | None = None,
     groups: tuple[int, int] = (0, 1),
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    confidence: float = 0.95,
+    n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+    confidence: float = DEFAULT_STATISTICS.confidence,
     seed: int = 0,
 ) -> dict[str, Tensor]:
     """MaxSkew@K, MinSkew@K, NDKL@K, Bias@K and KL@K averaged over queries, each with a bootstrap interval.

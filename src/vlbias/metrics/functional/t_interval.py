@@ -24,6 +24,7 @@ from torch import Tensor
 
 from vlbias.errors import InputError
 from vlbias.metrics.functional.checks import check_confidence
+from vlbias.options import DEFAULT_STATISTICS
 
 
 def _beta_fraction(a: float, b: float, x: float) -> float:
@@ -104,7 +105,7 @@ def student_t_quantile(probability: float, df: float) -> float:
     return sign * (low + high) / 2
 
 
-def t_interval(values: Tensor, confidence: float = 0.95) -> Tensor:
+def t_interval(values: Tensor, confidence: float = DEFAULT_STATISTICS.confidence) -> Tensor:
     """The float64 ``[low, high]`` t-interval (module docstring) of the mean of the ``(F,)`` ``values``, ``F >= 2``.
 
     Example:

@@ -49,6 +49,7 @@ from torch import Tensor
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional.bootstrap import percentile_interval, resampled_means
 from vlbias.metrics.functional.checks import check_bootstrap, shape_or_type
+from vlbias.options import DEFAULT_STATISTICS
 
 CAPTIONS: tuple[str, ...] = ("stereotype", "anti-stereotype", "unrelated")  # the order of every score triple
 SCORES: tuple[str, ...] = ("vlrs", "vlbs", "ivlas")
@@ -144,7 +145,11 @@ def _percentiles(replicates: Tensor, confidence: float) -> Tensor:
 
 
 def vlstereoset_intervals(
-    selection: Tensor, anti: Tensor, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0
+    selection: Tensor,
+    anti: Tensor,
+    n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+    confidence: float = DEFAULT_STATISTICS.confidence,
+    seed: int = 0,
 ) -> dict[str, Tensor]:
     """Percentile bootstrap intervals ``[low, high]`` of vlrs, vlbs and ivlas.
 
@@ -191,7 +196,10 @@ def shift_scores(numerator: Tensor, denominator: Tensor, temperature: float = 1.
 
 
 def shift_summary(
-    values: Tensor, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0
+    values: Tensor,
+    n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+    confidence: float = DEFAULT_STATISTICS.confidence,
+    seed: int = 0,
 ) -> dict[str, Tensor]:
     """``mean``, ``fraction_positive`` (the share above 0, as in the paper's Fig. 4) and a percentile
     bootstrap ``interval`` of the mean, of per-item shifting scores ``(N,)``; nan for no items."""

@@ -41,8 +41,6 @@ from torch import Tensor
 
 from vlbias.errors import InputError
 from vlbias.metrics.functional.bootstrap import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_INTERVAL_METHOD,
     IntervalMethod,
     bca_interval,
     leave_one_out_values,
@@ -58,7 +56,8 @@ from vlbias.metrics.functional.checks import (
     shape_or_type,
 )
 from vlbias.metrics.functional.chunks import chunk_rows
-from vlbias.metrics.functional.permutation import DEFAULT_PERMUTATIONS, REPARTITION_EXACT_LIMIT, repartition_p_value
+from vlbias.metrics.functional.permutation import REPARTITION_EXACT_LIMIT, repartition_p_value
+from vlbias.options import DEFAULT_STATISTICS
 
 
 # ----------------------------------------------------------------------------- input checks
@@ -205,7 +204,7 @@ def _effect_size(s_x: Tensor, s_y: Tensor) -> Tensor:
 def p_value_from_associations(
     s_x: Tensor,
     s_y: Tensor,
-    n_permutations: int | None = None,
+    n_permutations: int = DEFAULT_STATISTICS.n_permutations,
     seed: int = 0,
     exact_limit: int = REPARTITION_EXACT_LIMIT,
     allow_unequal_sizes: bool = False,
@@ -233,11 +232,10 @@ def p_value_from_associations(
       over all of them by a meet-in-the-middle count
       (:func:`~vlbias.metrics.functional.permutation.repartition_p_value`).
     * **Sampled** otherwise: ``n_permutations`` = P uniformly random re-partitions (default
-      :data:`~vlbias.metrics.functional.permutation.DEFAULT_PERMUTATIONS` = 99,999) and
-      :math:`p = (1 + \#\{\ge\}) / (1 + P)`.
+      :class:`~vlbias.options.StatisticsOptions`' ``n_permutations``) and :math:`p = (1 + \#\{\ge\}) / (1 + P)`.
       Counting the observed partition once keeps p > 0 and makes the test valid at every level (Phipson &
-      Smyth, 2010); it is May et al.'s estimator ("hallucinate a positive observation") with their 100,000
-      samples = P + 1. Its Monte-Carlo standard error is about :math:`\sqrt{p(1-p)/P}`.
+      Smyth, 2010); it is May et al.'s estimator ("hallucinate a positive observation"), whose 100,000 samples are
+      P = 99,999 (the ``weat`` suite's default). Its Monte-Carlo standard error is about :math:`\sqrt{p(1-p)/P}`.
 
     Deterministic for a given ``seed`` (a private ``numpy.random.Generator``) and independent of the order of
     the items. Set ``exact_limit=0`` to force sampling.
@@ -245,7 +243,7 @@ def p_value_from_associations(
     Args:
         s_x: ``(n_x,)`` association scores of X.
         s_y: ``(n_y,)`` association scores of Y; ``n_y = n_x`` unless ``allow_unequal_sizes``.
-        n_permutations: random re-partitions when sampling; ``None`` means 99,999.
+        n_permutations: random re-partitions when sampling.
         seed: seed of the generator used when sampling.
         exact_limit: largest number of re-partitions tested exactly.
         allow_unequal_sizes: test :math:`|X| \ne |Y|` by re-partitions of the original sizes instead of raising.
@@ -256,19 +254,18 @@ def p_value_from_associations(
     s_x, s_y = _sorted_scores("s_x", s_x), _sorted_scores("s_y", s_y)
     if not allow_unequal_sizes:
         _check_equal_sizes(s_x.numel(), s_y.numel())
-    check_int("n_permutations", n_permutations, none_allowed=True)
+    check_int("n_permutations", n_permutations)
     check_int("exact_limit", exact_limit, low=0)
-    n_permutations = DEFAULT_PERMUTATIONS if n_permutations is None else n_permutations
     return repartition_p_value(s_x, s_y, n_permutations, seed, exact_limit)
 
 
 def interval_from_associations(
     s_x: Tensor,
     s_y: Tensor,
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    confidence: float = 0.95,
+    n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+    confidence: float = DEFAULT_STATISTICS.confidence,
     seed: int = 0,
-    method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
+    method: IntervalMethod = DEFAULT_STATISTICS.interval_method,
 ) -> Tensor:
     r"""Stratified bootstrap interval of the effect size: BCa (default) or percentile.
 
@@ -361,7 +358,7 @@ def weat_p_value(
     y: Tensor,
     a: Tensor,
     b: Tensor,
-    n_permutations: int | None = None,
+    n_permutations: int = DEFAULT_STATISTICS.n_permutations,
     seed: int = 0,
     exact_limit: int = REPARTITION_EXACT_LIMIT,
     allow_unequal_sizes: bool = False,
@@ -385,10 +382,10 @@ def weat_effect_size_interval(
     y: Tensor,
     a: Tensor,
     b: Tensor,
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    confidence: float = 0.95,
+    n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+    confidence: float = DEFAULT_STATISTICS.confidence,
     seed: int = 0,
-    method: IntervalMethod = DEFAULT_INTERVAL_METHOD,
+    method: IntervalMethod = DEFAULT_STATISTICS.interval_method,
 ) -> Tensor:
     """Stratified bootstrap interval ``[low, high]`` (``method``: ``"bca"`` or ``"percentile"``) of the effect size
     of embeddings ``(n, d)``; see :func:`interval_from_associations`."""
