@@ -52,9 +52,10 @@ PERCENTILE_BOOTSTRAP_ONLY = {
 @dataclass(frozen=True)
 class SuiteOptions:
     """What every suite's options have: the suite's name (``SUITE``), the options of one data source
-    (``BIASWORLD_ONLY``, ``PATH_ONLY``), and a ``statistics`` field, declared last by each suite with the suite's
-    defaults, whose fields listed in ``FIXED_STATISTICS`` (field -> why) the suite does not use or cannot change:
-    those are refused when set away from the suite's default."""
+    (``BIASWORLD_ONLY``, ``PATH_ONLY``), and a ``statistics`` field, declared by each suite (or its base, as
+    :class:`RankingOptions`) with the suite's defaults and listed last in ``--help``, whose fields listed in
+    ``FIXED_STATISTICS`` (field -> why) the suite does not use or cannot change: those are refused when set away
+    from the suite's default."""
 
     SUITE: ClassVar[str]
     BIASWORLD_ONLY: ClassVar[tuple[str, ...]] = ()
@@ -414,8 +415,8 @@ class RankingOptions(SuiteOptions):
     cut-offs K and their check against the gallery, the batch size and percentile bootstrap statistics.
 
     Args:
-        protocol: the MaxSkew/KL/NDKL conventions (desired shares, K, zero share, ties, skew form, folds) of a source
-            (vlbias.metrics.ranking_protocols): geyik (Geyik et al., 2019), debiasclip, bendvlm or sfid.
+        protocol: the MaxSkew/KL/NDKL conventions (desired shares, K, zero share, ties, skew form; gallery_skew: folds)
+            of a source (vlbias.metrics.ranking_protocols): geyik (Geyik et al., 2019), debiasclip, bendvlm or sfid.
         k: the cut-off K, or several (default the protocol's K; a K above the images ranked is refused, the protocol's
             is lowered to them and flagged in the results).
         batch_size: images or queries per forward pass.
