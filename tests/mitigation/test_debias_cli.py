@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import logging
+import math
 import shutil
 import subprocess
 import sys
@@ -367,6 +368,53 @@ def test_compare_mode_fits_every_method_on_the_same_data_and_tabulates_them(tmp_
     assert sorted(p.name for p in (out / "methods").iterdir()) == sorted({"none", "same_model", *fitted_methods})
     assert read_results(out / "methods" / "none" / "mmbias.json").metrics[EFFECT] == table.loc[0, f"mmbias/{EFFECT}"]
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_non_finite_number_in_a_comparison_row_is_written_as_null_and_listed(tmp_path, monkeypatch, two_more_methods):
+    """A bootstrap interval that is NaN (and an accuracy interval end planted infinite) in one method's row: the
+    whole comparison is written, each such number ``null`` in debias.json and listed in its ``non_finite``."""
+    from vlbias import debias as debias_module
+    from vlbias import json_numbers
+
+    measure, scores = debias_module._measure, debias_module._scores
+
+    def planted_measure(suites, adapter, options, config, seed):
+        measured = measure(suites, adapter, options, config, seed)
+        if config.get("debiaser") == "mean_gap":
+            measured["mmbias"][0].intervals[EFFECT] = [math.nan, math.nan]
+        return measured
+
+    def planted_scores(evaluation, debiaser, seed):
+        out = scores(evaluation, debiaser, seed)
+        if debiaser is not None:
+            out["zero_shot_accuracy"] = (out["zero_shot_accuracy"][0], out["zero_shot_accuracy"][1], math.inf)
+        return out
+
+    monkeypatch.setattr(debias_module, "_measure", planted_measure)
+    monkeypatch.setattr(debias_module, "_scores", planted_scores)
+    options = DebiasOptions(
+        method=["mean_gap"],
+        model="clip",
+        tiny=True,
+        out=str(tmp_path / "compare"),
+        suite_options=yaml.safe_load(QUICK),
+        biasworld=BiasWorldOptions(eval_per_combination=2, n_train=16),
+    )
+    debias(options)
+    out = tmp_path / "compare"
+    written = json.loads((out / "debias.json").read_text())
+    assert written["comparison"][1]["method"] == "mean_gap"
+    assert written["comparison"][1][f"mmbias/{EFFECT}/ci_low"] is None
+    assert {(tuple(entry["at"]), entry["value"]) for entry in written["non_finite"]} >= {
+        (("comparison", 1, f"mmbias/{EFFECT}/ci_low"), "nan"),
+        (("comparison", 1, f"mmbias/{EFFECT}/ci_high"), "nan"),
+        (("comparison", 1, "zero_shot_accuracy/ci_high"), "inf"),
+    }
+    back = json_numbers.loads((out / "debias.json").read_text())["comparison"][1]
+    assert math.isnan(back[f"mmbias/{EFFECT}/ci_low"]) and back["zero_shot_accuracy/ci_high"] == math.inf
+    assert read_results(out / "methods" / "mean_gap" / "mmbias.json").intervals[EFFECT] == [None, None]
+    assert pd.isna(pd.read_csv(out / "compare.csv").set_index("method").loc["mean_gap", f"mmbias/{EFFECT}/ci_low"])
+    assert (out / "compare.png").is_file() and (out / "methods" / "mean_gap" / "debiaser").is_dir()
 
 
 def test_an_earlier_output_is_replaced_and_a_foreign_folder_refused(tmp_path, run_cli, orth_proj_run):
