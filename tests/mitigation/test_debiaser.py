@@ -63,5 +63,27 @@ def test_save_and_load_round_trip(tmp_path):
         load_debiaser(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("file", "damage", "expected"),
+    [
+        ("debiaser.json", lambda text: text[: len(text) // 2], r"debiaser\.json' is not valid JSON \("),
+        ("debiaser.json", lambda text: text.replace('"method"', '"methd"'), "field `method` holds nothing; expected"),
+        ("debiaser.json", lambda text: "[" + text + "]", "debiaser.json' holds a JSON list; expected the JSON object"),
+        ("debiaser.json", lambda text: text.replace('"options": {', '"options": [], "x": {'), "field `options` holds list"),
+        ("debiaser.safetensors", lambda data: data[:100], r"debiaser\.safetensors' is not a whole safetensors file"),
+    ],
+)
+def test_a_damaged_saved_debiaser_is_one_line_naming_the_file(tmp_path, file, damage, expected):
+    OrthProj().fit(FitData(attribute_prompts=_prompts())).save(tmp_path / "saved")
+    path = tmp_path / "saved" / file
+    if file.endswith(".json"):
+        path.write_text(damage(path.read_text()))
+    else:
+        path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(InputError, match=expected) as refused:
+        load_debiaser(tmp_path / "saved")
+    assert "\n" not in str(refused.value)
+
+
 def test_registry_lists_orth_proj():
     assert "orth_proj" in list_debiasers() and debiaser_class("orth_proj") is OrthProj

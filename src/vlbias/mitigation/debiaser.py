@@ -38,6 +38,7 @@ from torch import Tensor
 from vlbias.atomic import OutputFolder
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional.checks import check_embeddings
+from vlbias.models.loading import check_safetensors
 
 Modality = Literal["image", "text"]
 STATE_FILE = "debiaser.safetensors"
@@ -224,7 +225,8 @@ def load_debiaser(folder: str | Path) -> Debiaser:
     config_path = folder / CONFIG_FILE
     if not config_path.is_file() or not (folder / STATE_FILE).is_file():
         raise InputError(f"{str(folder)!r} is not a saved debiaser: expected {CONFIG_FILE} and {STATE_FILE} in it")
-    config = json.loads(config_path.read_text())
+    config = _saved_config(config_path)
+    check_safetensors(folder / STATE_FILE, f"Saved debiaser {str(folder)!r}")
     cls = debiaser_class(config["method"])
     known = {field.name for field in fields(cls.OPTIONS)}
     unknown = sorted(set(config["options"]) - known)
@@ -236,6 +238,23 @@ def load_debiaser(folder: str | Path) -> Debiaser:
         raise InputError(f"{str(folder / STATE_FILE)!r} does not hold the state {CONFIG_FILE} lists")
     debiaser._state, debiaser._info = dict(state), dict(config.get("info", {}))
     return debiaser
+
+
+def _saved_config(path: Path) -> dict:
+    """The ``debiaser.json`` at ``path`` (:meth:`Debiaser.save`), or one line naming it and what it should hold:
+    a JSON object with ``method`` (a debiaser's name), ``options`` and ``state`` (objects)."""
+    expected = "expected the JSON object Debiaser.save writes: {method: NAME, options: {...}, state: {...}, info: {...}}"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise InputError(f"Saved debiaser file {str(path)!r} is not valid JSON ({err}); {expected}") from err
+    if not isinstance(config, dict):
+        raise InputError(f"Saved debiaser file {str(path)!r} holds a JSON {type(config).__name__}; {expected}")
+    for key, kind in (("method", str), ("options", dict), ("state", dict), ("info", dict)):
+        if not isinstance(config.get(key, {} if key == "info" else None), kind):
+            found = f"{type(config[key]).__name__} {config[key]!r:.40}" if key in config else "nothing"
+            raise InputError(f"Saved debiaser file {str(path)!r}: field `{key}` holds {found}; {expected}")
+    return config
 
 
 def renormalised(what: str, embeddings: Tensor, transformed: Tensor) -> Tensor:
