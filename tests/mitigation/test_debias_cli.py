@@ -188,6 +188,52 @@ def test_a_prompt_file_gives_its_prompts_and_a_gallery_of_reference_images(tmp_p
     assert data.description["reference"]["n_reference"] == 2 and data.description["given"]["prompt_pairs"] == 1
 
 
+def test_prompts_the_model_cannot_see_are_skipped_by_name_and_a_field_left_empty_is_refused(tmp_path, caplog):
+    """The measuring suites' check (vlbias.models.unseen_text) on the fitting prompts: a prompt of U+200B only (no
+    token) and one of a script the vocabulary lacks (unknown tokens only) are not fitted on, each named."""
+    path = tmp_path / "prompts.yaml"
+    spec = {
+        "attribute_prompts": {"male": ["a photo of a man.", "\u200b"], "female": ["a photo of a woman."]},
+        "prompt_pairs": [["the man is cooking.", "漢字 漢字"], ["the man is driving.", "the woman is driving."]],
+        "concept_prompts": ["a person cooking.", "漢字"],
+    }
+    path.write_text(yaml.safe_dump(spec, allow_unicode=True))
+    model = load("clip", tiny=True)
+    with caplog.at_level(logging.WARNING):
+        data = file_fit_data(model, path)
+    assert data.attribute_prompts["male"].shape[0] == 1 and data.prompt_pairs.shape[0] == 1
+    assert data.concept_prompts.shape[0] == 1
+    skipped = data.description["skipped"]
+    assert [entry["item"] for entry in skipped] == [
+        "attribute_prompts['male']: '\\u200b'",
+        "prompt_pairs: '漢字 漢字'",
+        "concept_prompts: '漢字'",
+    ]
+    assert "holds no token" in skipped[0]["reason"] and "unknown token '[UNK]'" in skipped[1]["reason"]
+    assert "not fitting on concept_prompts text '漢字'" in caplog.text
+    spec["attribute_prompts"]["female"] = ["漢字"]
+    path.write_text(yaml.safe_dump(spec, allow_unicode=True))
+    with pytest.raises(InputError, match=r"Every text of `attribute_prompts\['female'\]` is one the model cannot see"):
+        file_fit_data(model, path)
+
+
+def test_a_reference_row_the_gallery_skips_is_named_in_the_fitting_data(tmp_path, caplog):
+    """A FairFace row with a race outside the release's is listed in ``skipped`` as ``vlbias measure`` lists it."""
+    from tests.data.faces import write_fairface
+
+    rows = ["val/1.jpg,20-29,Male,White,True\n", "val/2.jpg,20-29,Female,Black,True\n", "val/3.jpg,20-29,Male,Martian,True\n"]
+    root = write_fairface(tmp_path / "fairface", rows, ["1.jpg", "2.jpg", "3.jpg"])
+    path = tmp_path / "prompts.yaml"
+    spec = {"attribute_prompts": {"male": ["a man."], "female": ["a woman."]}, "reference": {"gallery": "fairface", "root": str(root)}}
+    path.write_text(yaml.safe_dump(spec))
+    with caplog.at_level(logging.WARNING):
+        data = file_fit_data(load("clip", tiny=True), path)
+    assert data.reference_labels == ["Male", "Female"]
+    (entry,) = data.description["skipped"]
+    assert entry["item"] == "fairface_label_val.csv row 4" and "'Martian'" in entry["reason"]
+    assert "reference image fairface_label_val.csv row 4 left out" in caplog.text
+
+
 def test_fitting_on_a_prompt_file_writes_its_source(tmp_path, run_cli):
     path = tmp_path / "prompts.json"
     path.write_text(json.dumps({"attribute_prompts": {"man": ["the man."], "woman": ["the woman."]}}))

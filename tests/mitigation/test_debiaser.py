@@ -85,5 +85,14 @@ def test_a_damaged_saved_debiaser_is_one_line_naming_the_file(tmp_path, file, da
     assert "\n" not in str(refused.value)
 
 
+@pytest.mark.parametrize("method", ["prism_mini", "roboshot", "orth_proj", "orth_cal"])
+def test_attribute_prompts_of_one_value_are_refused_by_every_method_alike(method):
+    """One check (attribute_values): the prompts of one value name no attribute to remove."""
+    one_value = {"man": _prompts()["man"]}
+    pairs = torch.stack([_prompts()["man"], _prompts()["woman"]], dim=1)
+    with pytest.raises(InputError, match=r"attribute_prompts of at least two values .* but got 1: \['man'\]"):
+        debiaser_class(method)().fit(FitData(attribute_prompts=one_value, prompt_pairs=pairs))
+
+
 def test_registry_lists_orth_proj():
     assert "orth_proj" in list_debiasers() and debiaser_class("orth_proj") is OrthProj

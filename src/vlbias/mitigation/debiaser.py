@@ -277,6 +277,21 @@ def checked_pairs(name: str, pairs: Tensor) -> Tensor:
     return pairs
 
 
+def attribute_values(prompts: Mapping[Hashable, Tensor]) -> list[Hashable]:
+    """The values of ``attribute_prompts``, refused unless there are at least two: an attribute is what differs
+    between its values, and the prompts of one value name no such difference (a method fitted on them removes, or
+    contrasts against, what the value's prompts share, a photo of a person, not the attribute)."""
+    values = list(prompts)
+    if len(values) < 2:
+        raise InputError(
+            f"Expected attribute_prompts of at least two values (an attribute is what differs between its values) "
+            f"but got {len(values)}: {[str(value) for value in values]}; give prompts of each value"
+        )
+    return values
+
+
 def stacked_prompts(prompts: Mapping[Hashable, Tensor]) -> Tensor:
-    """Every attribute prompt embedding, stacked ``(sum m, D)`` in the mapping's order."""
-    return torch.cat([check_embeddings(f"attribute_prompts[{value!r}]", t) for value, t in prompts.items()])
+    """Every attribute prompt embedding, stacked ``(sum m, D)`` in the mapping's order (at least two values:
+    :func:`attribute_values`)."""
+    values = attribute_values(prompts)
+    return torch.cat([check_embeddings(f"attribute_prompts[{value!r}]", prompts[value]) for value in values])
