@@ -585,6 +585,23 @@ def test_folds_are_for_the_compare_mode_on_biasworld(tmp_path, run_cli):
     assert_one_line_error(result, "`folds` (2) are BiasWorld worlds of the compare mode")
 
 
+def test_debiasing_a_model_already_debiased_by_the_method_says_so(tmp_path, run_cli, orth_proj_run):
+    """The debiased model embeds nothing of the group prompts its Orth-Proj removed: fitting Orth-Proj on them again
+    is refused saying the model is already debiased by it, and what to do."""
+    checkpoint = str(orth_proj_run / "model")
+    argv = ["debias", "--model", "debiased", "--checkpoint", checkpoint, *SMALL, "--suite_options", QUICK]
+    code, out, err = run_cli([*argv, "--method", "orth_proj", "--out", str(tmp_path / "again")])
+    *loading, line = err.strip().splitlines()  # transformers' progress bar of the inner CLIP's weights, then the line
+    assert all(text.startswith("Loading weights") for text in loading), err
+    assert_one_line_error(
+        (code, out, line),
+        f"Model 'debiased' {checkpoint!r} is already debiased by 'orth_proj' (the method fitted now): its debiaser "
+        "removed the span of these fitting texts",
+        "lie in the removed span",
+        "debias the model it was made from (its inner model",
+    )
+
+
 def test_a_bend_vlm_debiased_model_loads_and_measures_with_its_inner_models_encoder(tmp_path):
     """BendVLM embeds the queries it rewrites: the ``debiased`` model saved with it gets its inner model's text
     encoder back on loading (the attribute words are saved with the debiaser), and gives the same embeddings."""

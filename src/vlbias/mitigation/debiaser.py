@@ -257,13 +257,19 @@ def _saved_config(path: Path) -> dict:
     return config
 
 
+class RemovedSpanError(InputError):
+    """Embeddings that a debiaser's transform leaves (almost) nothing of (:func:`renormalised`): they lie in the span
+    it removes, as the very prompts it was fitted on do."""
+
+
 def renormalised(what: str, embeddings: Tensor, transformed: Tensor) -> Tensor:
     """``transformed`` (the transform of unit ``embeddings``) re-normalised to unit rows; a row the transform left
-    with (almost) no length has no direction to keep and is refused by index, never returned as noise."""
+    with (almost) no length has no direction to keep and is refused by index (:class:`RemovedSpanError`), never
+    returned as noise."""
     ratio = transformed.norm(dim=1) / embeddings.norm(dim=1)
     lost = (ratio < torch.finfo(embeddings.dtype).eps ** 0.5).nonzero().squeeze(1)
     if lost.numel():
-        raise InputError(f"Rows {lost.tolist()} of the {what} lie in the removed span: nothing is left of them")
+        raise RemovedSpanError(f"Rows {lost.tolist()} of the {what} lie in the removed span: nothing is left of them")
     return F.normalize(transformed, dim=-1)
 
 
