@@ -221,12 +221,16 @@ def test_a_reference_row_the_gallery_skips_is_named_in_the_fitting_data(tmp_path
     """A FairFace row with a race outside the release's is listed in ``skipped`` as ``vlbias measure`` lists it."""
     from tests.data.faces import write_fairface
 
-    rows = ["val/1.jpg,20-29,Male,White,True\n", "val/2.jpg,20-29,Female,Black,True\n", "val/3.jpg,20-29,Male,Martian,True\n"]
+    rows = [f"val/{k}.jpg,20-29,{gender},{race},True\n" for k, gender, race in [(1, "Male", "White"),
+            (2, "Female", "Black"), (3, "Male", "Martian")]]  # fmt: skip
     root = write_fairface(tmp_path / "fairface", rows, ["1.jpg", "2.jpg", "3.jpg"])
     path = tmp_path / "prompts.yaml"
-    spec = {"attribute_prompts": {"male": ["a man."], "female": ["a woman."]}, "reference": {"gallery": "fairface", "root": str(root)}}
+    spec = {
+        "attribute_prompts": {"male": ["a man."], "female": ["a woman."]},
+        "reference": {"gallery": "fairface", "root": str(root)},
+    }
     path.write_text(yaml.safe_dump(spec))
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING), pytest.warns(UserWarning, match="lists 3 images; the release lists"):
         data = file_fit_data(load("clip", tiny=True), path)
     assert data.reference_labels == ["Male", "Female"]
     (entry,) = data.description["skipped"]
@@ -290,7 +294,8 @@ def test_what_the_data_is_said_to_give_is_what_it_gives(tmp_path):
         "biasworld"
     )
     path = tmp_path / "prompts.yaml"
-    path.write_text(yaml.safe_dump({"concept_prompts": ["a person cooking."], "helpful_pairs": [["a", "b"]]}))
+    spec = {"concept_prompts": ["a person cooking."], "helpful_pairs": [["a person cooking.", "a person."]]}
+    path.write_text(yaml.safe_dump(spec))
     built = file_fit_data(model, path)
     assert {f.name for f in dataclasses.fields(built) if getattr(built, f.name) is not None} == fields_given(path)
 

@@ -69,7 +69,7 @@ def test_save_and_load_round_trip(tmp_path):
         ("debiaser.json", lambda text: text[: len(text) // 2], r"debiaser\.json' is not valid JSON \("),
         ("debiaser.json", lambda text: text.replace('"method"', '"methd"'), "field `method` holds nothing; expected"),
         ("debiaser.json", lambda text: "[" + text + "]", "debiaser.json' holds a JSON list; expected the JSON object"),
-        ("debiaser.json", lambda text: text.replace('"options": {', '"options": [], "x": {'), "field `options` holds list"),
+        ("debiaser.json", lambda text: text.replace('"options": {', '"options": [], "x": {'), "`options` holds list"),
         ("debiaser.safetensors", lambda data: data[:100], r"debiaser\.safetensors' is not a whole safetensors file"),
     ],
 )

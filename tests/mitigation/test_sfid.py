@@ -107,7 +107,9 @@ def test_missing_data_and_bad_options_are_refused_by_name():
         match=r"two attribute prompts of group 'Male' .* but got 1 attribute prompts: SFID fits the text embeddings on "
         r"the attribute prompts, not on the reference images: give at least two prompts of each value",
     ):
-        SFID(SFIDOptions(k=2)).fit(FitData(reference_images=images, reference_labels=labels, attribute_prompts=one_prompt))
+        SFID(SFIDOptions(k=2)).fit(
+            FitData(reference_images=images, reference_labels=labels, attribute_prompts=one_prompt)
+        )
     strong, strong_labels = _planted(40, 9, strength=5.0)
     with pytest.raises(InputError, match="below `threshold` 0.01"):
         SFID(SFIDOptions(k=2, threshold=0.01, modalities=("image",))).fit(

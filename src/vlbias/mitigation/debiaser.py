@@ -243,7 +243,7 @@ def load_debiaser(folder: str | Path) -> Debiaser:
 def _saved_config(path: Path) -> dict:
     """The ``debiaser.json`` at ``path`` (:meth:`Debiaser.save`), or one line naming it and what it should hold:
     a JSON object with ``method`` (a debiaser's name), ``options`` and ``state`` (objects)."""
-    expected = "expected the JSON object Debiaser.save writes: {method: NAME, options: {...}, state: {...}, info: {...}}"
+    expected = "expected the JSON object Debiaser.save writes: {method: NAME, options: {..}, state: {..}, info: {..}}"
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:

@@ -135,7 +135,8 @@ def biasworld_fit_data(adapter: ModelAdapter, world: BiasWorld, split: str = "va
     seen = SeenTexts(adapter)
     attribute_prompts = seen.attribute_prompts({group: group_phrases(group) for group in GROUPS})
     pairs = seen.pairs("prompt_pairs", biasworld_pairs())
-    concepts = seen.texts("concept_prompts", [phrase for activity in ACTIVITIES for phrase in activity_phrases(activity)])
+    phrases = [phrase for activity in ACTIVITIES for phrase in activity_phrases(activity)]
+    concepts = seen.texts("concept_prompts", phrases)
     description = {"data": "biasworld", "split": split, **world.config, "n_reference": len(items)}
     return FitData(
         reference_images=embed_images(adapter, world.images(split), batch_size),
@@ -170,7 +171,7 @@ class SeenTexts:
                 logger.warning(f"warning: not fitting on {field} text {text!r}: {problem.reason}")
         if not any(kept):
             raise InputError(
-                f"Every text of `{field}` is one the model cannot see (the first: {self.skipped[-1]['reason']}): "
+                f"Every text of `{field}` is one the model cannot see ({self.skipped[-1]['reason']}): "
                 "nothing is left to fit on; give texts in words its tokenizer knows"
             )
         return kept

@@ -45,9 +45,10 @@ def check_checkpoint(source: str | Path, model_name: str, model_types: Collectio
 
     - a ``source`` that :func:`looks_like_path` but does not exist is a missing path (not a malformed hub id);
     - in a local directory every ``*.json`` must be valid JSON, every ``*.txt`` (vocabularies, merges)
-      UTF-8 text and every ``*.safetensors`` whole (:func:`check_safetensors`); where ``model_types`` are given (the families the adapter's classes load, their
-      ``config_class.model_type``), ``config.json`` must exist, be a JSON object, and its ``model_type``, when
-      it has one, must be one of them: a CLIP checkpoint given to ``--model blip`` is refused by family.
+      UTF-8 text and every ``*.safetensors`` whole (:func:`check_safetensors`); where ``model_types`` are given
+      (the families the adapter's classes load, their ``config_class.model_type``), ``config.json`` must exist, be a
+      JSON object, and its ``model_type``, when it has one, must be one of them: a CLIP checkpoint given to
+      ``--model blip`` is refused by family.
 
     A hub id or URL, and a single file, are left to the loader.
     """

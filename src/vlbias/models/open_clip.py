@@ -222,8 +222,8 @@ class OpenCLIPAdapter(ModelAdapter):
             if not Path(source).expanduser().is_dir():
                 raise InputError(
                     f"Checkpoint {str(name_or_path)!r} for model 'open_clip' names no directory (resolved: "
-                    f"{str(Path(source).expanduser().absolute())!r}); open_clip's {LOCAL_DIR!r} takes a local directory "
-                    f"holding {HF_CONFIG_NAME} and the weights."
+                    f"{str(Path(source).expanduser().absolute())!r}); open_clip's {LOCAL_DIR!r} takes a local "
+                    f"directory holding {HF_CONFIG_NAME} and the weights."
                 )
         check_checkpoint(source, cls.name)
         path = Path(source).expanduser()
