@@ -16,10 +16,11 @@ ALLOWED = {
     "options": {"errors"},
     "lazy_table": {"errors"},
     "atomic": {"errors"},
+    "json_numbers": set(),
     "metrics": {"errors", "options"},
     "objectives": {"errors"},
     "data": {"errors", "options", "atomic", "lazy_table", "resources"},
-    "results": {"errors", "atomic", "vlbias"},
+    "results": {"errors", "atomic", "json_numbers", "vlbias"},
     "report": {"errors", "atomic", "results", "vlbias"},
 }
 

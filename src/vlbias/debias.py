@@ -57,7 +57,7 @@ from vlbias.mitigation.debias_outputs import (
     write_debiased_model,
     write_measurements,
 )
-from vlbias.mitigation.debiaser import Debiaser, FitData
+from vlbias.mitigation.debiaser import Debiaser, FitData, RemovedSpanError
 from vlbias.mitigation.fit_data import biasworld_fit_data, embed_images, fields_given, file_fit_data, text_encoder
 from vlbias.mitigation.outputs import same_selection, selection
 from vlbias.mitigation.registry import debiaser_class
@@ -281,9 +281,23 @@ def _caption_file(options: DebiasOptions) -> CaptionCorpus | None:
 
 
 def _fit_data(options: DebiasOptions, adapter: ModelAdapter, world: dict) -> FitData:
-    if options.data == "biasworld":
-        return biasworld_fit_data(adapter, BiasWorld(**world), options.split, options.batch_size)
-    return file_fit_data(adapter, options.data, options.batch_size)
+    """The fitting data embedded by ``adapter``; a model already debiased whose debiaser removed the span of the
+    fitting texts (debiasing its output again on the same prompts) is refused saying so."""
+    try:
+        if options.data == "biasworld":
+            return biasworld_fit_data(adapter, BiasWorld(**world), options.split, options.batch_size)
+        return file_fit_data(adapter, options.data, options.batch_size)
+    except RemovedSpanError as err:
+        if not isinstance(adapter, DebiasedEmbeddings):
+            raise
+        name = adapter.debiaser.name
+        same = " (the method fitted now)" if name in options.methods else ""
+        raise InputError(
+            f"Model {options.model!r} {options.checkpoint!r} is already debiased by {name!r}{same}: its debiaser "
+            f"removed the span of these fitting texts, so it embeds nothing of them ({err}); debias the model it was "
+            "made from (its inner model, the checkpoint's inner/ folder) instead, or fit on other data (a prompt "
+            "file as --data)."
+        ) from err
 
 
 def _check_embedding_suite(suite: Suite, model: str) -> None:

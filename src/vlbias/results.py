@@ -15,7 +15,8 @@ next :func:`write_results` into the directory finishes a killed write's step 3 a
 files (:mod:`vlbias.atomic`) and staged tables that a killed process left.
 
 Numbers. Every metric, interval end and p-value is checked before anything is written: ``NaN`` (or
-``None``) means "undefined" (no item reached a group, zero variance) and is written as ``null``; an
+``None``) means "undefined" (no item reached a group, zero variance) and is written as ``null``
+(:func:`vlbias.json_numbers.json_ready`; read back as ``None``, which readers show as nan); an
 infinite value, or one larger in magnitude than :data:`LARGEST` (1e12: no statistic vlbias reports, from
 effect sizes and scores in [0, 100] to log-probability differences and counts, comes near it; a bigger one is
 an overflow), or a p-value outside [0, 1], is refused with a :class:`~vlbias.errors.SchemaError` naming the
@@ -52,6 +53,7 @@ import pandas as pd
 import vlbias
 from vlbias.atomic import TEMPORARY_SUFFIX, atomic_write, is_stale, remove_stale_temporaries
 from vlbias.errors import ConfigError, SchemaError
+from vlbias.json_numbers import json_ready
 
 SCHEMA_VERSION = 2  # 2: the JSON names its item table (``items``)
 ITEMS_SUFFIX = ".items.parquet"
@@ -146,20 +148,6 @@ def ensure_writable(directory: str | Path) -> Path:
     return directory
 
 
-def _json_ready(value):
-    """Floats that JSON cannot hold (nan, inf) become ``None``; tensors/numpy scalars become floats."""
-    if isinstance(value, dict):
-        return {str(k): _json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_ready(v) for v in value]
-    value = _plain(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
 def _plain(value: object) -> object:
     """A tensor's or numpy scalar's Python value; anything else as it is."""
     return value.item() if hasattr(value, "item") and not isinstance(value, (str, bytes)) else value
@@ -227,7 +215,7 @@ def write_results(
     table.to_parquet(buffer, index=False)
     table_bytes = buffer.getvalue()
     digest = hashlib.sha256(table_bytes).hexdigest()
-    record = _json_ready(asdict(results)) | {"items": {"file": items_path.name, "sha256": digest}}
+    record = json_ready(asdict(results)) | {"items": {"file": items_path.name, "sha256": digest}}
     payload = json.dumps(record, indent=2, allow_nan=False).encode()
     _finish_killed_writes(out_dir)
     staged = _staged_path(items_path, digest)

@@ -180,3 +180,35 @@ def test_the_metrics_read_their_intervals_from_it():
     seed = 7 + STATISTICS.index("bias")  # one seed per statistic
     means = resampled_means(per_query.double().sort().values, 400, torch.Generator().manual_seed(seed))
     assert torch.equal(out["bias_interval"], percentile_interval(means, 0.09, omit_nan=False))
+
+
+def test_bca_where_every_replicate_lies_on_one_side_is_the_percentile_interval():
+    """z0 = ±inf leaves BCa's levels undefined; the statistic is defined on every replicate, so the interval is
+    their percentile interval, NaN only where no replicate defines it."""
+    from vlbias.metrics.functional.bootstrap import bca_interval
+
+    replicates = torch.linspace(1.0, 2.0, 101, dtype=torch.float64)
+    for observed in (0.5, 2.5):
+        assert_close(
+            bca_interval(replicates, 0.9, torch.tensor(observed, dtype=torch.float64), []),
+            percentile_interval(replicates, 0.9),
+        )
+    undefined = torch.full((10,), math.nan, dtype=torch.float64)
+    assert bca_interval(undefined, 0.9, torch.tensor(0.5, dtype=torch.float64), []).isnan().all()
+
+
+def test_the_interval_of_a_maximum_gap_observed_below_every_resample_is_defined():
+    """demographic_parity_difference_max (a maximum over classes, which every resample inflates) observed at 0.031
+    with every one of 200 stratified replicates above it: its BCa interval was NaN; now the replicates' percentile
+    interval."""
+    from vlbias.metrics.functional.group_fairness import group_fairness
+    from vlbias.metrics.functional.group_fairness_intervals import group_fairness_intervals
+
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(11):  # the 11th draw is such data (found by search)
+        target, preds = torch.randint(4, (60,), generator=generator), torch.randint(4, (60,), generator=generator)
+        groups = torch.randint(2, (60,), generator=generator)
+    observed = group_fairness(preds, target, groups, 4)["demographic_parity_difference_max"]
+    low, high = group_fairness_intervals(preds, target, groups, 4, n_bootstrap=200)["demographic_parity_difference_max"]
+    assert float(observed) == pytest.approx(0.03125, abs=1e-4)
+    assert math.isfinite(low) and observed < low <= high

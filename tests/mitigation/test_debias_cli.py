@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import logging
+import math
 import shutil
 import subprocess
 import sys
@@ -187,6 +188,56 @@ def test_a_prompt_file_gives_its_prompts_and_a_gallery_of_reference_images(tmp_p
     assert data.description["reference"]["n_reference"] == 2 and data.description["given"]["prompt_pairs"] == 1
 
 
+def test_prompts_the_model_cannot_see_are_skipped_by_name_and_a_field_left_empty_is_refused(tmp_path, caplog):
+    """The measuring suites' check (vlbias.models.unseen_text) on the fitting prompts: a prompt of U+200B only (no
+    token) and one of a script the vocabulary lacks (unknown tokens only) are not fitted on, each named."""
+    path = tmp_path / "prompts.yaml"
+    spec = {
+        "attribute_prompts": {"male": ["a photo of a man.", "\u200b"], "female": ["a photo of a woman."]},
+        "prompt_pairs": [["the man is cooking.", "漢字 漢字"], ["the man is driving.", "the woman is driving."]],
+        "concept_prompts": ["a person cooking.", "漢字"],
+    }
+    path.write_text(yaml.safe_dump(spec, allow_unicode=True))
+    model = load("clip", tiny=True)
+    with caplog.at_level(logging.WARNING):
+        data = file_fit_data(model, path)
+    assert data.attribute_prompts["male"].shape[0] == 1 and data.prompt_pairs.shape[0] == 1
+    assert data.concept_prompts.shape[0] == 1
+    skipped = data.description["skipped"]
+    assert [entry["item"] for entry in skipped] == [
+        "attribute_prompts['male']: '\\u200b'",
+        "prompt_pairs: '漢字 漢字'",
+        "concept_prompts: '漢字'",
+    ]
+    assert "holds no token" in skipped[0]["reason"] and "unknown token '[UNK]'" in skipped[1]["reason"]
+    assert "not fitting on concept_prompts text '漢字'" in caplog.text
+    spec["attribute_prompts"]["female"] = ["漢字"]
+    path.write_text(yaml.safe_dump(spec, allow_unicode=True))
+    with pytest.raises(InputError, match=r"Every text of `attribute_prompts\['female'\]` is one the model cannot see"):
+        file_fit_data(model, path)
+
+
+def test_a_reference_row_the_gallery_skips_is_named_in_the_fitting_data(tmp_path, caplog):
+    """A FairFace row with a race outside the release's is listed in ``skipped`` as ``vlbias measure`` lists it."""
+    from tests.data.faces import write_fairface
+
+    rows = [f"val/{k}.jpg,20-29,{gender},{race},True\n" for k, gender, race in [(1, "Male", "White"),
+            (2, "Female", "Black"), (3, "Male", "Martian")]]  # fmt: skip
+    root = write_fairface(tmp_path / "fairface", rows, ["1.jpg", "2.jpg", "3.jpg"])
+    path = tmp_path / "prompts.yaml"
+    spec = {
+        "attribute_prompts": {"male": ["a man."], "female": ["a woman."]},
+        "reference": {"gallery": "fairface", "root": str(root)},
+    }
+    path.write_text(yaml.safe_dump(spec))
+    with caplog.at_level(logging.WARNING), pytest.warns(UserWarning, match="lists 3 images; the release lists"):
+        data = file_fit_data(load("clip", tiny=True), path)
+    assert data.reference_labels == ["Male", "Female"]
+    (entry,) = data.description["skipped"]
+    assert entry["item"] == "fairface_label_val.csv row 4" and "'Martian'" in entry["reason"]
+    assert "reference image fairface_label_val.csv row 4 left out" in caplog.text
+
+
 def test_fitting_on_a_prompt_file_writes_its_source(tmp_path, run_cli):
     path = tmp_path / "prompts.json"
     path.write_text(json.dumps({"attribute_prompts": {"man": ["the man."], "woman": ["the woman."]}}))
@@ -243,7 +294,8 @@ def test_what_the_data_is_said_to_give_is_what_it_gives(tmp_path):
         "biasworld"
     )
     path = tmp_path / "prompts.yaml"
-    path.write_text(yaml.safe_dump({"concept_prompts": ["a person cooking."], "helpful_pairs": [["a", "b"]]}))
+    spec = {"concept_prompts": ["a person cooking."], "helpful_pairs": [["a person cooking.", "a person."]]}
+    path.write_text(yaml.safe_dump(spec))
     built = file_fit_data(model, path)
     assert {f.name for f in dataclasses.fields(built) if getattr(built, f.name) is not None} == fields_given(path)
 
@@ -369,6 +421,53 @@ def test_compare_mode_fits_every_method_on_the_same_data_and_tabulates_them(tmp_
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_non_finite_number_in_a_comparison_row_is_written_as_null_and_listed(tmp_path, monkeypatch, two_more_methods):
+    """A bootstrap interval that is NaN (and an accuracy interval end planted infinite) in one method's row: the
+    whole comparison is written, each such number ``null`` in debias.json and listed in its ``non_finite``."""
+    from vlbias import debias as debias_module
+    from vlbias import json_numbers
+
+    measure, scores = debias_module._measure, debias_module._scores
+
+    def planted_measure(suites, adapter, options, config, seed):
+        measured = measure(suites, adapter, options, config, seed)
+        if config.get("debiaser") == "mean_gap":
+            measured["mmbias"][0].intervals[EFFECT] = [math.nan, math.nan]
+        return measured
+
+    def planted_scores(evaluation, debiaser, seed):
+        out = scores(evaluation, debiaser, seed)
+        if debiaser is not None:
+            out["zero_shot_accuracy"] = (out["zero_shot_accuracy"][0], out["zero_shot_accuracy"][1], math.inf)
+        return out
+
+    monkeypatch.setattr(debias_module, "_measure", planted_measure)
+    monkeypatch.setattr(debias_module, "_scores", planted_scores)
+    options = DebiasOptions(
+        method=["mean_gap"],
+        model="clip",
+        tiny=True,
+        out=str(tmp_path / "compare"),
+        suite_options=yaml.safe_load(QUICK),
+        biasworld=BiasWorldOptions(eval_per_combination=2, n_train=16),
+    )
+    debias(options)
+    out = tmp_path / "compare"
+    written = json.loads((out / "debias.json").read_text())
+    assert written["comparison"][1]["method"] == "mean_gap"
+    assert written["comparison"][1][f"mmbias/{EFFECT}/ci_low"] is None
+    assert {(tuple(entry["at"]), entry["value"]) for entry in written["non_finite"]} >= {
+        (("comparison", 1, f"mmbias/{EFFECT}/ci_low"), "nan"),
+        (("comparison", 1, f"mmbias/{EFFECT}/ci_high"), "nan"),
+        (("comparison", 1, "zero_shot_accuracy/ci_high"), "inf"),
+    }
+    back = json_numbers.loads((out / "debias.json").read_text())["comparison"][1]
+    assert math.isnan(back[f"mmbias/{EFFECT}/ci_low"]) and back["zero_shot_accuracy/ci_high"] == math.inf
+    assert read_results(out / "methods" / "mean_gap" / "mmbias.json").intervals[EFFECT] == [None, None]
+    assert pd.isna(pd.read_csv(out / "compare.csv").set_index("method").loc["mean_gap", f"mmbias/{EFFECT}/ci_low"])
+    assert (out / "compare.png").is_file() and (out / "methods" / "mean_gap" / "debiaser").is_dir()
+
+
 def test_an_earlier_output_is_replaced_and_a_foreign_folder_refused(tmp_path, run_cli, orth_proj_run):
     foreign = tmp_path / "mine"
     foreign.mkdir()
@@ -489,6 +588,23 @@ def test_folds_are_for_the_compare_mode_on_biasworld(tmp_path, run_cli):
     result = run_cli(["debias", "--model", "clip", "--tiny", "--method", "orth_proj", "--folds", "2",
                       "--out", str(tmp_path / "run")])  # fmt: skip
     assert_one_line_error(result, "`folds` (2) are BiasWorld worlds of the compare mode")
+
+
+def test_debiasing_a_model_already_debiased_by_the_method_says_so(tmp_path, run_cli, orth_proj_run):
+    """The debiased model embeds nothing of the group prompts its Orth-Proj removed: fitting Orth-Proj on them again
+    is refused saying the model is already debiased by it, and what to do."""
+    checkpoint = str(orth_proj_run / "model")
+    argv = ["debias", "--model", "debiased", "--checkpoint", checkpoint, *SMALL, "--suite_options", QUICK]
+    code, out, err = run_cli([*argv, "--method", "orth_proj", "--out", str(tmp_path / "again")])
+    *loading, line = err.strip().splitlines()  # transformers' progress bar of the inner CLIP's weights, then the line
+    assert all(text.startswith("Loading weights") for text in loading), err
+    assert_one_line_error(
+        (code, out, line),
+        f"Model 'debiased' {checkpoint!r} is already debiased by 'orth_proj' (the method fitted now): its debiaser "
+        "removed the span of these fitting texts",
+        "lie in the removed span",
+        "debias the model it was made from (its inner model",
+    )
 
 
 def test_a_bend_vlm_debiased_model_loads_and_measures_with_its_inner_models_encoder(tmp_path):

@@ -63,5 +63,36 @@ def test_save_and_load_round_trip(tmp_path):
         load_debiaser(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("file", "damage", "expected"),
+    [
+        ("debiaser.json", lambda text: text[: len(text) // 2], r"debiaser\.json' is not valid JSON \("),
+        ("debiaser.json", lambda text: text.replace('"method"', '"methd"'), "field `method` holds nothing; expected"),
+        ("debiaser.json", lambda text: "[" + text + "]", "debiaser.json' holds a JSON list; expected the JSON object"),
+        ("debiaser.json", lambda text: text.replace('"options": {', '"options": [], "x": {'), "`options` holds list"),
+        ("debiaser.safetensors", lambda data: data[:100], r"debiaser\.safetensors' is not a whole safetensors file"),
+    ],
+)
+def test_a_damaged_saved_debiaser_is_one_line_naming_the_file(tmp_path, file, damage, expected):
+    OrthProj().fit(FitData(attribute_prompts=_prompts())).save(tmp_path / "saved")
+    path = tmp_path / "saved" / file
+    if file.endswith(".json"):
+        path.write_text(damage(path.read_text()))
+    else:
+        path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(InputError, match=expected) as refused:
+        load_debiaser(tmp_path / "saved")
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("method", ["prism_mini", "roboshot", "orth_proj", "orth_cal"])
+def test_attribute_prompts_of_one_value_are_refused_by_every_method_alike(method):
+    """One check (attribute_values): the prompts of one value name no attribute to remove."""
+    one_value = {"man": _prompts()["man"]}
+    pairs = torch.stack([_prompts()["man"], _prompts()["woman"]], dim=1)
+    with pytest.raises(InputError, match=r"attribute_prompts of at least two values .* but got 1: \['man'\]"):
+        debiaser_class(method)().fit(FitData(attribute_prompts=one_value, prompt_pairs=pairs))
+
+
 def test_registry_lists_orth_proj():
     assert "orth_proj" in list_debiasers() and debiaser_class("orth_proj") is OrthProj

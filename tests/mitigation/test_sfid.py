@@ -96,9 +96,19 @@ def test_missing_data_and_bad_options_are_refused_by_name():
         SFID(SFIDOptions(modalities=("image",))).fit(FitData(reference_images=images, reference_labels=["a"] * 20))
     with pytest.raises(InputError, match="`k` at most the dimension 12"):
         SFID(SFIDOptions(k=13, modalities=("image",))).fit(FitData(reference_images=images, reference_labels=labels))
-    with pytest.raises(InputError, match="at least two references of group 'x'"):
+    with pytest.raises(InputError, match="at least two reference images of group 'x' .* got 1 reference images: give"):
         SFID(SFIDOptions(k=2, modalities=("image",))).fit(
             FitData(reference_images=images[:11], reference_labels=labels[:10] + ["x"])
+        )
+    # one attribute prompt per value and a gallery of many references: the prompts are what was counted
+    one_prompt = {"Male": images[:1], "Female": images[1:2]}
+    with pytest.raises(
+        InputError,
+        match=r"two attribute prompts of group 'Male' .* but got 1 attribute prompts: SFID fits the text embeddings on "
+        r"the attribute prompts, not on the reference images: give at least two prompts of each value",
+    ):
+        SFID(SFIDOptions(k=2)).fit(
+            FitData(reference_images=images, reference_labels=labels, attribute_prompts=one_prompt)
         )
     strong, strong_labels = _planted(40, 9, strength=5.0)
     with pytest.raises(InputError, match="below `threshold` 0.01"):

@@ -3,6 +3,7 @@ preprocessing, and every way of loading a checkpoint (a state-dict file, a saved
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import open_clip
@@ -108,6 +109,26 @@ def test_a_saved_directory_loads_in_open_clip_with_the_same_embeddings(model, ba
         direct = theirs.encode_image(pixels, normalize=True), theirs.encode_text(tokens["input_ids"], normalize=True)
     for ours, expected in zip(embeddings(model, pixels, tokens), direct):
         torch.testing.assert_close(ours, expected, rtol=0, atol=1e-6)
+
+
+def test_open_clips_own_local_dir_spelling_loads_the_directory(model, batch, tmp_path):
+    """``--checkpoint local-dir:PATH``, as open_clip spells a local directory, loads what ``PATH`` loads; a
+    ``local-dir:`` naming no directory is refused by name."""
+    model.save_pretrained(tmp_path / "saved")
+    pixels, tokens = batch
+    loaded = load(NAME, checkpoint=f"local-dir:{tmp_path / 'saved'}", device="cpu")
+    for ours, expected in zip(embeddings(loaded, pixels, tokens), embeddings(model, pixels, tokens)):
+        torch.testing.assert_close(ours, expected, rtol=0, atol=1e-6)
+    with pytest.raises(InputError, match=r"'local-dir:missing' for model 'open_clip' names no directory .*takes a"):
+        load(NAME, checkpoint="local-dir:missing", device="cpu")
+
+
+def test_a_truncated_weights_file_in_a_saved_directory_is_named(model, tmp_path):
+    model.save_pretrained(tmp_path)
+    weights = tmp_path / "open_clip_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    with pytest.raises(InputError, match=f"{re.escape(repr(str(weights)))} is not a whole safetensors file"):
+        load(NAME, checkpoint=tmp_path, device="cpu")
 
 
 @pytest.mark.parametrize("suffix", [".pt", ".safetensors"])

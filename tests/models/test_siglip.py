@@ -101,3 +101,12 @@ def test_another_familys_directory_is_refused_by_family(tmp_path):
     load("siglip", tiny=True, device="cpu").save_pretrained(tmp_path)
     with pytest.raises(InputError, match="is a 'siglip' model .* but model 'siglip2' loads model_type 'siglip2'"):
         load("siglip2", checkpoint=tmp_path)
+
+
+def test_a_truncated_weights_file_is_named_before_transformers_reads_it(tmp_path):
+    """A ``model.safetensors`` cut short (a copy or a full disk) is one line naming it, as any saved directory's."""
+    load("siglip", tiny=True, device="cpu").save_pretrained(tmp_path)
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    with pytest.raises(InputError, match=r"model\.safetensors' is not a whole safetensors file \(.*\); expected the"):
+        load("siglip", checkpoint=tmp_path, device="cpu")

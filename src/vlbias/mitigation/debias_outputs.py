@@ -20,10 +20,10 @@ debias`` is refused, not replaced.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from vlbias import json_numbers
 from vlbias.atomic import OutputFolder
 from vlbias.mitigation.debiaser import Debiaser
 from vlbias.models.base import ModelAdapter
@@ -78,10 +78,12 @@ def write_measurements(folder: Path, measured: Mapping[str, tuple[Results, list[
 
 def write_debias_folder(out: str | Path, summary: Mapping[str, object], write: Callable[[Path], object]) -> Path:
     """Write the run folder ``out`` as a unit: ``write(folder)`` writes its parts, then ``debias.json`` holds
-    ``summary``. Returns the path of ``debias.json``."""
+    ``summary``, its non-finite numbers (an interval a bootstrap could not define) written as ``null`` and listed in
+    its ``non_finite`` (:mod:`vlbias.json_numbers`), so a fitted comparison is never lost to them. Returns the path
+    of ``debias.json``."""
 
     def whole(folder: Path) -> None:
         write(folder)
-        (folder / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, allow_nan=False))
+        (folder / SUMMARY_FILE).write_text(json_numbers.dumps(summary))
 
     return DEBIAS_FOLDER.replace(out, whole) / SUMMARY_FILE

@@ -38,6 +38,7 @@ from torch import Tensor
 from vlbias.atomic import OutputFolder
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional.checks import check_embeddings
+from vlbias.models.loading import check_safetensors
 
 Modality = Literal["image", "text"]
 STATE_FILE = "debiaser.safetensors"
@@ -224,7 +225,8 @@ def load_debiaser(folder: str | Path) -> Debiaser:
     config_path = folder / CONFIG_FILE
     if not config_path.is_file() or not (folder / STATE_FILE).is_file():
         raise InputError(f"{str(folder)!r} is not a saved debiaser: expected {CONFIG_FILE} and {STATE_FILE} in it")
-    config = json.loads(config_path.read_text())
+    config = _saved_config(config_path)
+    check_safetensors(folder / STATE_FILE, f"Saved debiaser {str(folder)!r}")
     cls = debiaser_class(config["method"])
     known = {field.name for field in fields(cls.OPTIONS)}
     unknown = sorted(set(config["options"]) - known)
@@ -238,13 +240,36 @@ def load_debiaser(folder: str | Path) -> Debiaser:
     return debiaser
 
 
+def _saved_config(path: Path) -> dict:
+    """The ``debiaser.json`` at ``path`` (:meth:`Debiaser.save`), or one line naming it and what it should hold:
+    a JSON object with ``method`` (a debiaser's name), ``options`` and ``state`` (objects)."""
+    expected = "expected the JSON object Debiaser.save writes: {method: NAME, options: {..}, state: {..}, info: {..}}"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise InputError(f"Saved debiaser file {str(path)!r} is not valid JSON ({err}); {expected}") from err
+    if not isinstance(config, dict):
+        raise InputError(f"Saved debiaser file {str(path)!r} holds a JSON {type(config).__name__}; {expected}")
+    for key, kind in (("method", str), ("options", dict), ("state", dict), ("info", dict)):
+        if not isinstance(config.get(key, {} if key == "info" else None), kind):
+            found = f"{type(config[key]).__name__} {config[key]!r:.40}" if key in config else "nothing"
+            raise InputError(f"Saved debiaser file {str(path)!r}: field `{key}` holds {found}; {expected}")
+    return config
+
+
+class RemovedSpanError(InputError):
+    """Embeddings that a debiaser's transform leaves (almost) nothing of (:func:`renormalised`): they lie in the span
+    it removes, as the very prompts it was fitted on do."""
+
+
 def renormalised(what: str, embeddings: Tensor, transformed: Tensor) -> Tensor:
     """``transformed`` (the transform of unit ``embeddings``) re-normalised to unit rows; a row the transform left
-    with (almost) no length has no direction to keep and is refused by index, never returned as noise."""
+    with (almost) no length has no direction to keep and is refused by index (:class:`RemovedSpanError`), never
+    returned as noise."""
     ratio = transformed.norm(dim=1) / embeddings.norm(dim=1)
     lost = (ratio < torch.finfo(embeddings.dtype).eps ** 0.5).nonzero().squeeze(1)
     if lost.numel():
-        raise InputError(f"Rows {lost.tolist()} of the {what} lie in the removed span: nothing is left of them")
+        raise RemovedSpanError(f"Rows {lost.tolist()} of the {what} lie in the removed span: nothing is left of them")
     return F.normalize(transformed, dim=-1)
 
 
@@ -258,6 +283,21 @@ def checked_pairs(name: str, pairs: Tensor) -> Tensor:
     return pairs
 
 
+def attribute_values(prompts: Mapping[Hashable, Tensor]) -> list[Hashable]:
+    """The values of ``attribute_prompts``, refused unless there are at least two: an attribute is what differs
+    between its values, and the prompts of one value name no such difference (a method fitted on them removes, or
+    contrasts against, what the value's prompts share, a photo of a person, not the attribute)."""
+    values = list(prompts)
+    if len(values) < 2:
+        raise InputError(
+            f"Expected attribute_prompts of at least two values (an attribute is what differs between its values) "
+            f"but got {len(values)}: {[str(value) for value in values]}; give prompts of each value"
+        )
+    return values
+
+
 def stacked_prompts(prompts: Mapping[Hashable, Tensor]) -> Tensor:
-    """Every attribute prompt embedding, stacked ``(sum m, D)`` in the mapping's order."""
-    return torch.cat([check_embeddings(f"attribute_prompts[{value!r}]", t) for value, t in prompts.items()])
+    """Every attribute prompt embedding, stacked ``(sum m, D)`` in the mapping's order (at least two values:
+    :func:`attribute_values`)."""
+    values = attribute_values(prompts)
+    return torch.cat([check_embeddings(f"attribute_prompts[{value!r}]", prompts[value]) for value in values])

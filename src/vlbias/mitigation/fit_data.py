@@ -26,6 +26,13 @@ source: BiasWorld (:func:`biasworld_fit_data`) or a user's prompt file (:func:`f
       attribute: gender
       limit: 2000         # the first images of each value, at most (default all)
 
+Texts the model cannot see (:func:`~vlbias.models.unseen_text.unseen_by`, the check every measuring suite makes:
+empty to its tokenizer, such as a prompt of U+200B only, or unknown tokens only, a script its vocabulary lacks) are
+not fitted on: each is skipped by name (a pair with such a text, the whole pair), with a warning, and listed with its
+reason in :attr:`FitData.description`'s ``skipped``; a field, or a value of ``attribute_prompts``, left with no text
+is refused. So is a reference image the gallery reader skips (a FairFace row with a race outside the release's):
+listed in ``skipped`` as ``vlbias measure`` lists it.
+
 Every text is embedded by the model (unit rows); images are embedded in batches under
 :func:`~vlbias.models.inference.measuring`. :attr:`FitData.description` records the source (BiasWorld's split and
 world, or the file's path and what it gave) for ``debias.json``, and :func:`fit_selection` what
@@ -35,6 +42,7 @@ world, or the file's path and what it gave) for ``debias.json``, and :func:`fit_
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 
@@ -55,6 +63,9 @@ from vlbias.errors import InputError
 from vlbias.mitigation.debiaser import FitData
 from vlbias.models.base import ModelAdapter
 from vlbias.models.inference import measuring
+from vlbias.models.unseen_text import unseen_by
+
+logger = logging.getLogger(__name__)
 
 #: The keys a prompt file may hold.
 FILE_KEYS = ("attribute_prompts", "prompt_pairs", "concept_prompts", "helpful_pairs", "attribute_words", "reference")
@@ -121,18 +132,65 @@ def biasworld_fit_data(adapter: ModelAdapter, world: BiasWorld, split: str = "va
     """BiasWorld's ``split`` as fitting data (module docstring)."""
     encode = text_encoder(adapter)
     items = world.items(split)
-    pairs = biasworld_pairs()
+    seen = SeenTexts(adapter)
+    attribute_prompts = seen.attribute_prompts({group: group_phrases(group) for group in GROUPS})
+    pairs = seen.pairs("prompt_pairs", biasworld_pairs())
+    phrases = [phrase for activity in ACTIVITIES for phrase in activity_phrases(activity)]
+    concepts = seen.texts("concept_prompts", phrases)
+    description = {"data": "biasworld", "split": split, **world.config, "n_reference": len(items)}
     return FitData(
         reference_images=embed_images(adapter, world.images(split), batch_size),
         reference_labels=[item.group for item in items],
         reference_classes=[item.activity for item in items],
-        attribute_prompts={group: encode(group_phrases(group)) for group in GROUPS},
+        attribute_prompts={group: encode(texts) for group, texts in attribute_prompts.items()},
         prompt_pairs=_pair_embeddings(encode, pairs),
-        concept_prompts=encode([phrase for activity in ACTIVITIES for phrase in activity_phrases(activity)]),
+        concept_prompts=encode(concepts),
         encode_text=encode,
         attribute_words={group: [group] for group in GROUPS},
-        description={"data": "biasworld", "split": split, **world.config, "n_reference": len(items)},
+        description=description | ({"skipped": seen.skipped} if seen.skipped else {}),
     )
+
+
+class SeenTexts:
+    """The fitting texts ``adapter`` can see: each text :func:`~vlbias.models.unseen_text.unseen_by` would have a
+    measuring suite skip (empty to the tokenizer, or unknown tokens only) is left out, warned about and listed in
+    :attr:`skipped` (``{"item": "<field>: <text>", "reason": ...}``); a field, or a value of ``attribute_prompts``,
+    with no text left is refused by name."""
+
+    def __init__(self, adapter: ModelAdapter) -> None:
+        self.adapter = adapter
+        self.skipped: list[dict[str, str]] = []
+
+    def _kept(self, field: str, texts: Sequence[str]) -> list[bool]:
+        """Per text of ``field``, whether the model can see it (one not is skipped by name)."""
+        kept = []
+        for text, problem in zip(texts, unseen_by(self.adapter, texts), strict=True):
+            kept.append(problem is None or not problem.skip)
+            if not kept[-1]:
+                self.skipped.append({"item": f"{field}: {text!r}", "reason": problem.reason})
+                logger.warning(f"warning: not fitting on {field} text {text!r}: {problem.reason}")
+        if not any(kept):
+            raise InputError(
+                f"Every text of `{field}` is one the model cannot see ({self.skipped[-1]['reason']}): "
+                "nothing is left to fit on; give texts in words its tokenizer knows"
+            )
+        return kept
+
+    def texts(self, field: str, texts: Sequence[str]) -> list[str]:
+        """``texts`` of ``field`` the model can see."""
+        return [text for text, kept in zip(texts, self._kept(field, texts), strict=True) if kept]
+
+    def pairs(self, field: str, pairs: Sequence[Sequence[str]]) -> list[Sequence[str]]:
+        """The ``pairs`` of ``field`` both of whose texts the model can see."""
+        kept = self._kept(field, [text for pair in pairs for text in pair])
+        chosen = [pair for k, pair in enumerate(pairs) if kept[2 * k] and kept[2 * k + 1]]
+        if not chosen:
+            raise InputError(f"No pair of `{field}` has two texts the model can see: nothing is left to fit on")
+        return chosen
+
+    def attribute_prompts(self, prompts: Mapping[Hashable, Sequence[str]]) -> dict[Hashable, list[str]]:
+        """Each value's prompts the model can see."""
+        return {value: self.texts(f"attribute_prompts[{value!r}]", texts) for value, texts in prompts.items()}
 
 
 def _pair_embeddings(encode: Callable[[Sequence[str]], Tensor], pairs: Sequence[Sequence[str]]) -> Tensor:
@@ -199,30 +257,39 @@ def file_fit_data(adapter: ModelAdapter, path: str | Path, batch_size: int = 64)
     encode = text_encoder(adapter)
     given = {key: content[key] for key in FILE_KEYS if content.get(key)}
     fields: dict[str, object] = {"encode_text": encode}
+    seen = SeenTexts(adapter)
     if "attribute_prompts" in given:
-        fields["attribute_prompts"] = {value: encode(texts) for value, texts in given["attribute_prompts"].items()}
+        prompts = seen.attribute_prompts(given["attribute_prompts"])
+        fields["attribute_prompts"] = {value: encode(texts) for value, texts in prompts.items()}
     for key in ("prompt_pairs", "helpful_pairs"):
         if key in given:
-            fields[key] = _pair_embeddings(encode, given[key])
+            fields[key] = _pair_embeddings(encode, seen.pairs(key, given[key]))
     if "concept_prompts" in given:
-        fields["concept_prompts"] = encode(given["concept_prompts"])
+        fields["concept_prompts"] = encode(seen.texts("concept_prompts", given["concept_prompts"]))
     if "attribute_words" in given:
         fields["attribute_words"] = dict(given["attribute_words"])
     description: dict[str, object] = {
         "data": str(Path(path).resolve()),
         "given": {key: len(value) for key, value in given.items() if key != "reference"},
     }
+    skipped = seen.skipped
     if "reference" in given:
-        paths, labels, reference = reference_gallery(given["reference"])
+        paths, labels, reference, left_out = reference_gallery(given["reference"])
         fields["reference_images"] = embed_images(adapter, [str(p) for p in paths], batch_size)
         fields["reference_labels"] = labels
         description["reference"] = {**reference, "n_reference": len(labels)}
+        for entry in left_out:
+            logger.warning(f"warning: reference image {entry['item']} left out: {entry['reason']}")
+        skipped = [*skipped, *left_out]
+    if skipped:
+        description["skipped"] = skipped
     return FitData(**fields, description=description)
 
 
-def reference_gallery(spec: Mapping[str, object]) -> tuple[list[Path], list[Hashable], dict]:
+def reference_gallery(spec: Mapping[str, object]) -> tuple[list[Path], list[Hashable], dict, list[dict[str, str]]]:
     """The image paths and labels a prompt file's ``reference`` (checked by :func:`read_prompt_file`) names: a face
-    gallery's images with one attribute, the first ``limit`` of each value; and its resolved description."""
+    gallery's images with one attribute, the first ``limit`` of each value; its resolved description; and what the
+    gallery's reader skipped (``{"item", "reason"}`` each, as a measuring suite's results list it)."""
     import importlib
 
     module, _, function = GALLERIES[spec["gallery"]][0].partition(":")
@@ -233,8 +300,9 @@ def reference_gallery(spec: Mapping[str, object]) -> tuple[list[Path], list[Hash
     every = gallery.image_paths
     paths = [every[i] for i in chosen]
     labels = [gallery.labels[attribute][i] for i in chosen]
-    return paths, labels, {"gallery": gallery.dataset, "root": str(gallery.image_root), "split": gallery.split,
-                           "attribute": attribute, "limit": limit}  # fmt: skip
+    described = {"gallery": gallery.dataset, "root": str(gallery.image_root), "split": gallery.split,
+                 "attribute": attribute, "limit": limit}  # fmt: skip
+    return paths, labels, described, [{"item": e["item"], "reason": e["reason"]} for e in gallery.skipped]
 
 
 def _check_reference(spec: object, path: Path) -> None:

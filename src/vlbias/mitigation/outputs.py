@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from vlbias import json_numbers
 from vlbias.atomic import OutputFolder
 from vlbias.mitigation.tradeoff import plot_tradeoff
 from vlbias.models.base import ModelAdapter
@@ -62,7 +63,7 @@ def write_pruning_outputs(
         (folder / "tradeoff.csv").write_text(table.to_csv(index=False))
         title = f"{summary['model']}: {summary['strategy']} pruning"
         (folder / "tradeoff.png").write_bytes(plot_tradeoff(rows, chosen, title))
-        (folder / "prune.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
+        (folder / "prune.json").write_text(json_numbers.dumps(summary))
         for name, content in (files or {}).items():
             if (folder / name).parent.is_dir():
                 (folder / name).write_bytes(content)

@@ -56,7 +56,7 @@ from torch import Tensor
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional.checks import check_embeddings
-from vlbias.mitigation.debiaser import Debiaser, DebiaserOptions, FitData, Modality
+from vlbias.mitigation.debiaser import Debiaser, DebiaserOptions, FitData, Modality, attribute_values
 
 
 @dataclass(frozen=True)
@@ -79,9 +79,7 @@ class RoboShotOptions(DebiaserOptions):
 def harmful_insights(prompts: dict) -> Tensor:
     """The harmful insight vectors :math:`v^{(i, k)} = g(a_k)_i - g(a_0)_i`, ``(m (K - 1), D)``, row order
     :math:`i` then :math:`k`."""
-    values = list(prompts)
-    if len(values) < 2:
-        raise InputError(f"Expected attribute_prompts of at least two values but got {len(values)}: {values}")
+    values = attribute_values(prompts)
     stacked = [check_embeddings(f"attribute_prompts[{value!r}]", prompts[value]) for value in values]
     counts = {value: t.shape[0] for value, t in zip(values, stacked, strict=True)}
     if len(set(counts.values())) != 1:

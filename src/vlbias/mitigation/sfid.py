@@ -72,7 +72,14 @@ from torch import Tensor
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional.checks import check_embeddings
-from vlbias.mitigation.debiaser import Debiaser, DebiaserOptions, FitData, Modality, renormalised
+from vlbias.mitigation.debiaser import (
+    Debiaser,
+    DebiaserOptions,
+    FitData,
+    Modality,
+    attribute_values,
+    renormalised,
+)
 
 _NEEDS = {"image": ("reference_images", "reference_labels"), "text": ("attribute_prompts",)}
 
@@ -114,9 +121,21 @@ class SFIDOptions(DebiaserOptions):
             )
 
 
-def held_out_split(labels: Sequence[Hashable], fraction: float, seed: int) -> tuple[Tensor, Tensor]:
+#: Per kind of embeddings an SFID forest is fitted on: what to supply when a group has too few of them.
+_SUPPLY = {
+    "reference images": "give more reference images of that group",
+    "attribute prompts": "SFID fits the text embeddings on the attribute prompts, not on the reference images: give "
+    "at least two prompts of each value in `attribute_prompts`, or debias the images alone (`modalities: [image]`)",
+}
+
+
+def held_out_split(
+    labels: Sequence[Hashable], fraction: float, seed: int, what: str = "reference images"
+) -> tuple[Tensor, Tensor]:
     """Indices ``(train, held_out)``: per group, the first ``max(1, round(fraction * n_g))`` of
-    ``torch.randperm(n_g)`` (generator seeded with ``seed``, groups in order of first appearance) are held out."""
+    ``torch.randperm(n_g)`` (generator seeded with ``seed``, groups in order of first appearance) are held out. A
+    group of fewer than two is refused naming ``what`` was counted (the ``labels``' embeddings: ``reference images``
+    or ``attribute prompts``) and what to supply."""
     generator = torch.Generator().manual_seed(seed)
     train, held = [], []
     for group in dict.fromkeys(labels):
@@ -124,8 +143,8 @@ def held_out_split(labels: Sequence[Hashable], fraction: float, seed: int) -> tu
         n_held = max(1, round(fraction * len(members)))
         if n_held >= len(members):
             raise InputError(
-                f"Expected at least two references of group {group!r} (one to train the forest on, one held out) "
-                f"but got {len(members)}"
+                f"Expected at least two {what} of group {group!r} (one to train the forest on, one held out) but got "
+                f"{len(members)} {what}: {_SUPPLY.get(what, 'give more of them')}"
             )
         order = members[torch.randperm(len(members), generator=generator)]
         held.append(order[:n_held])
@@ -142,7 +161,7 @@ def fit_imputation(
     n, dim = embeddings.shape
     if options.k > dim:
         raise InputError(f"Expected `k` at most the dimension {dim} of the {what} but got {options.k}")
-    train, held = held_out_split(labels, options.held_out, options.seed)
+    train, held = held_out_split(labels, options.held_out, options.seed, what)
     codes = {group: code for code, group in enumerate(dict.fromkeys(labels))}
     x = embeddings.detach().cpu().double().numpy()
     y = np.array([codes[label] for label in labels])
@@ -184,11 +203,9 @@ class SFID(Debiaser):
             self._keep_imputation("image", images, labels, "reference images")
         if "text" in self.MODIFIES:
             prompts = {
-                value: check_embeddings(f"attribute_prompts[{value!r}]", t)
-                for value, t in data.attribute_prompts.items()
+                value: check_embeddings(f"attribute_prompts[{value!r}]", data.attribute_prompts[value])
+                for value in attribute_values(data.attribute_prompts)
             }
-            if len(prompts) < 2:
-                raise InputError(f"Expected attribute_prompts of at least two values but got {list(prompts)}")
             labels = [value for value, t in prompts.items() for _ in range(t.shape[0])]
             self._keep_imputation("text", torch.cat(list(prompts.values())), labels, "attribute prompts")
 

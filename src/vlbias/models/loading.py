@@ -44,10 +44,11 @@ def check_checkpoint(source: str | Path, model_name: str, model_types: Collectio
     that cannot be one of ``model_name`` before a library reads it (and crashes deep inside):
 
     - a ``source`` that :func:`looks_like_path` but does not exist is a missing path (not a malformed hub id);
-    - in a local directory every ``*.json`` must be valid JSON and every ``*.txt`` (vocabularies, merges)
-      UTF-8 text; where ``model_types`` are given (the families the adapter's classes load, their
-      ``config_class.model_type``), ``config.json`` must exist, be a JSON object, and its ``model_type``, when
-      it has one, must be one of them: a CLIP checkpoint given to ``--model blip`` is refused by family.
+    - in a local directory every ``*.json`` must be valid JSON, every ``*.txt`` (vocabularies, merges)
+      UTF-8 text and every ``*.safetensors`` whole (:func:`check_safetensors`); where ``model_types`` are given
+      (the families the adapter's classes load, their ``config_class.model_type``), ``config.json`` must exist, be a
+      JSON object, and its ``model_type``, when it has one, must be one of them: a CLIP checkpoint given to
+      ``--model blip`` is refused by family.
 
     A hub id or URL, and a single file, are left to the loader.
     """
@@ -71,8 +72,26 @@ def check_checkpoint(source: str | Path, model_name: str, model_types: Collectio
                 f"Checkpoint {str(source)!r} for model {model_name!r}: {str(file)!r} is not UTF-8 text "
                 f"(byte {err.start}); expected the tokenizer file save_pretrained writes."
             ) from err
+    for file in sorted(path.glob("*.safetensors")):
+        check_safetensors(file, f"Checkpoint {str(source)!r} for model {model_name!r}")
     if model_types:
         _check_family(path, source, model_name, sorted(model_types))
+
+
+def check_safetensors(file: Path, owner: str) -> None:
+    """Refuse, in one line beginning with ``owner`` (what the file belongs to), a ``*.safetensors`` file that
+    safetensors cannot open: truncated (its header lists more bytes than the file holds), or not safetensors.
+    Reading the header reads no tensor."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(file), "pt"):
+            pass
+    except (SafetensorError, OSError) as err:
+        raise InputError(
+            f"{owner}: {str(file)!r} is not a whole safetensors file ({err}); expected the file as it was saved "
+            "(was it cut short by a copy or a full disk?)."
+        ) from err
 
 
 def _read_json(file: Path, source: str | Path, model_name: str) -> object:

@@ -55,7 +55,8 @@ class OpenCLIPAdapter(ModelAdapter):
       of architecture ``A``: ``--checkpoint ViT-B-32.safetensors --model_options '{architecture: ViT-B-32}'``;
     * a hub id, ``hf-hub:laion/CLIP-ViT-B-32-laion2B-s34B-b79K`` (the prefix may be left out), or a local directory
       holding ``open_clip_config.json`` and weights (what :meth:`save_pretrained` writes, and open_clip's own
-      ``local-dir:`` format; a downloaded copy of such a hub repository is one): these name their architecture and
+      ``local-dir:`` format; a downloaded copy of such a hub repository is one), given as its path or in open_clip's
+      own spelling ``local-dir:PATH``: these name their architecture and
       preprocessing in ``open_clip_config.json``, and take no ``architecture``.
 
     ``A`` is a name ``open_clip.list_models()`` lists, or the path of a JSON model config in open_clip's format
@@ -216,6 +217,14 @@ class OpenCLIPAdapter(ModelAdapter):
         """Load a pretrained tag or a state-dict file of ``architecture``, or a hub id or local directory (which name
         their own); the forms are in the class docstring."""
         source = str(name_or_path)
+        if source.startswith(LOCAL_DIR):  # open_clip's own spelling of a local directory
+            source = source.removeprefix(LOCAL_DIR)
+            if not Path(source).expanduser().is_dir():
+                raise InputError(
+                    f"Checkpoint {str(name_or_path)!r} for model 'open_clip' names no directory (resolved: "
+                    f"{str(Path(source).expanduser().absolute())!r}); open_clip's {LOCAL_DIR!r} takes a local "
+                    f"directory holding {HF_CONFIG_NAME} and the weights."
+                )
         check_checkpoint(source, cls.name)
         path = Path(source).expanduser()
         if source.startswith(HF_HUB) or path.is_dir() or (source.count("/") == 1 and not path.exists()):

@@ -14,8 +14,10 @@ order of the items (the same on 1 or N processes). The interval at coverage :mat
 
   with the bias correction :math:`\hat z_0` (:func:`_bias_correction`, Eq. 14.14) and the acceleration
   :math:`\hat a` from the statistic's jackknife values (:func:`_acceleration`, Eq. 14.15 and 15.36),
-  :func:`bca_interval`. NaN where the adjusted levels are undefined (:math:`\hat z_0 = \pm\infty`: every replicate
-  on one side of :math:`\hat\theta`).
+  :func:`bca_interval`. Where every defined replicate lies on one side of :math:`\hat\theta` (a maximum over
+  classes of gaps, which every resample inflates, observed near its floor), :math:`\hat z_0 = \pm\infty` and the
+  adjusted levels are undefined: the interval there is the percentile interval of the same replicates, the
+  statistic being defined on every one of them; NaN only where no replicate defines the statistic.
 
 Example:
     >>> replicates = torch.arange(101, dtype=torch.float64)
@@ -89,12 +91,19 @@ def percentile_interval(
 def bca_interval(replicates: Tensor, confidence: float, observed: Tensor, jackknife: list[Tensor]) -> Tensor:
     """BCa interval ``[low, high]`` (float64; module docstring) of the ``(B,)`` bootstrap ``replicates`` (NaN ones
     left out) of a statistic whose value on the data is ``observed`` and whose jackknife values, one tensor per
-    independently resampled set, are ``jackknife`` (:func:`_acceleration`); NaN where the adjusted levels are
-    undefined."""
-    levels = torch.tensor([(1 - confidence) / 2, (1 + confidence) / 2], dtype=torch.float64)
-    levels = _bca_levels(levels, _bias_correction(replicates, observed), _acceleration(jackknife))
-    if not torch.isfinite(levels).all():
-        return torch.full((2,), float("nan"), dtype=torch.float64)
+    independently resampled set, are ``jackknife`` (:func:`_acceleration`); the percentile interval where the
+    adjusted levels are undefined (every defined replicate on one side of ``observed``: module docstring), NaN where
+    no replicate is defined.
+
+    Example:
+        >>> above = torch.linspace(1.0, 2.0, 101, dtype=torch.float64)  # every replicate above the observed 0.5
+        >>> bca_interval(above, 0.9, torch.tensor(0.5, dtype=torch.float64), [])
+        tensor([1.0500, 1.9500], dtype=torch.float64)
+    """
+    percentile = torch.tensor([(1 - confidence) / 2, (1 + confidence) / 2], dtype=torch.float64)
+    levels = _bca_levels(percentile, _bias_correction(replicates, observed), _acceleration(jackknife))
+    if not torch.isfinite(levels).all():  # z0 = ±inf, or no replicate defined (then nanquantile gives NaN)
+        levels = percentile
     return torch.nanquantile(replicates, levels)
 
 
