@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 from vlbias.callbacks import BiasSuiteCallback
 from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.models.catalog import list_models
-from vlbias.models.pruned import row_selection
+from vlbias.models.families.pruned import row_selection
 from vlbias.models.registry import load
 from vlbias.modules import (
     ContrastivePretraining,

@@ -15,10 +15,10 @@ from vlbias.errors import CapabilityError, InputError
 from vlbias.mitigation.debiaser import Debiaser, FitData
 from vlbias.mitigation.orth_proj import OrthProj
 from vlbias.models.base import Capability
-from vlbias.models.bert import BertAdapter
-from vlbias.models.clip import CLIPAdapter
 from vlbias.models.debiased import DEBIASED_FILE, DebiasedEmbeddings
-from vlbias.models.siglip import SigLIPAdapter
+from vlbias.models.families.bert import BertAdapter
+from vlbias.models.families.clip import CLIPAdapter
+from vlbias.models.families.siglip import SigLIPAdapter
 
 TEXTS = ["a man is cooking.", "the woman who is driving in a picture.", "someone sewing."]
 PROMPTS = {"man": ["a photo of a man", "a man"], "woman": ["a photo of a woman", "a woman"]}
@@ -42,7 +42,7 @@ def clip():
 
 @pytest.fixture(scope="module")
 def open_clip_model():
-    from vlbias.models.open_clip import OpenCLIPAdapter
+    from vlbias.models.families.open_clip import OpenCLIPAdapter
 
     return OpenCLIPAdapter.tiny(seed=0).eval()
 
@@ -269,7 +269,7 @@ def test_the_exporting_families_are_those_whose_adapters_export_a_linear_map():
 def test_siglip2_exports_a_text_change_that_its_own_loader_reads(tmp_path):
     from transformers import Siglip2Model
 
-    from vlbias.models.siglip2 import SigLIP2Adapter
+    from vlbias.models.families.siglip2 import SigLIP2Adapter
 
     siglip2 = SigLIP2Adapter.tiny(seed=0).eval()
     model = DebiasedEmbeddings(siglip2, fitted_orth_proj(siglip2))

@@ -13,7 +13,7 @@ from vlbias.mitigation.debiaser import FitData
 from vlbias.mitigation.orth_proj import OrthProj
 from vlbias.mitigation.outputs import PRUNE_FOLDER
 from vlbias.models.debiased import DebiasedEmbeddings
-from vlbias.models.pruned import PrunedEmbeddings
+from vlbias.models.families.pruned import PrunedEmbeddings
 
 TEXTS = ["a man is cooking.", "someone sewing."]
 

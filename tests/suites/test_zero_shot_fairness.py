@@ -25,7 +25,7 @@ from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.data.fairface import AGES, RACES
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional import group_fairness
-from vlbias.models.clip import CLIPAdapter
+from vlbias.models.families.clip import CLIPAdapter
 from vlbias.results import read_results
 from vlbias.run_options import AuditOptions
 from vlbias.suites.options import check_suite_options

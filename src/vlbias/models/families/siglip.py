@@ -1,6 +1,6 @@
 """SigLIP (Zhai et al., 2023) through transformers' ``SiglipModel``: a dual encoder trained with the sigmoid loss,
 whose pairs get a sigmoid score (EMBED, MATCH). SigLIP 2's fixed-resolution checkpoints (``google/siglip2-*-224`` and
-the like, ``model_type`` ``siglip``) load here too; its NaFlex checkpoints are :mod:`vlbias.models.siglip2`'s.
+the like, ``model_type`` ``siglip``) load here too; its NaFlex checkpoints are :mod:`vlbias.models.families.siglip2`'s.
 
 :class:`SigmoidPairScores` is what the two families share: the text read padded to the model's full length, the
 pair score, and the direct call.

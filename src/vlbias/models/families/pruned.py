@@ -26,7 +26,7 @@ from torch import Tensor
 
 from vlbias.errors import InputError
 from vlbias.models.base import Capability, ModelAdapter
-from vlbias.models.clip import CLIPAdapter
+from vlbias.models.families.clip import CLIPAdapter
 from vlbias.models.tiny_sizes import TinySizes
 from vlbias.models.wrapped import WrappedAdapter
 
