@@ -12,10 +12,10 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from vlbias.errors import CapabilityError, InputError
+from vlbias.mitigation.debiased_embeddings import DEBIASED_FILE, DebiasedEmbeddings
 from vlbias.mitigation.debiaser import Debiaser, FitData
 from vlbias.mitigation.orth_proj import OrthProj
 from vlbias.models.base import Capability
-from vlbias.models.debiased import DEBIASED_FILE, DebiasedEmbeddings
 from vlbias.models.families.bert import BertAdapter
 from vlbias.models.families.clip import CLIPAdapter
 from vlbias.models.families.siglip import SigLIPAdapter
@@ -111,7 +111,7 @@ def test_texts_reach_a_debiaser_that_reads_them_whatever_the_batch(clip):
 def test_only_the_most_recently_prepared_texts_are_remembered(clip, monkeypatch):
     """The texts kept for a debiaser that reads them are bounded (``REMEMBERED_TEXTS``, here 2): the least recently
     prepared go first, preparing a text again keeps it, and one call's texts are all kept whatever their number."""
-    monkeypatch.setattr("vlbias.models.debiased.REMEMBERED_TEXTS", 2)
+    monkeypatch.setattr("vlbias.mitigation.debiased_embeddings.REMEMBERED_TEXTS", 2)
     model = DebiasedEmbeddings(clip, _RecordTexts().fit(FitData()))
     tokens = [model.prepare_texts([text]) for text in TEXTS]
     assert len(model._texts) == 2

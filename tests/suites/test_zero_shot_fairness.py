@@ -162,6 +162,21 @@ def test_fairface_race_with_an_unreadable_class_skips_it_by_name_and_counts_it(a
     _check_against_functional(results, items, "gender", ["gender"], [race for race in RACES if race != "White"])
 
 
+def test_an_image_that_stops_decoding_after_the_read_is_skipped_alone(adapter, tmp_path):
+    """Its batch is embedded image by image (:func:`~vlbias.models.embedding.embed_image_batches`): the others are
+    classified as in a run without it."""
+    options = check_suite_options("zero_shot_fairness", {**STATISTICS, "task": "race"})
+    (_, clean_items), root = _run(adapter, _fairface(tmp_path / "clean"), {"task": "race"}), tmp_path / "fairface"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a fixture of a few rows
+        suite = build_suite(options, _fairface(root))
+        (root / "fairface-img-margin025-trainval" / "val" / "3.jpg").write_bytes(b"not a picture")
+        results, items = run_suite(suite, adapter, model="clip", checkpoint=None, seed=0, config={})
+    (entry,) = [entry for entry in results.skipped if entry.get("scope") == "images"]
+    assert entry["item"] == "val/3.jpg" and "3.jpg" in entry["reason"] and results.metrics["n_skipped/images"] == 1
+    assert items == [row for row in clean_items if row["image"] != "val/3.jpg"]
+
+
 # ----------------------------------------------------------------------------- CelebA
 def test_celeba_blond_hair_by_gender_equals_fairlearn(adapter, tmp_path):
     rng = np.random.default_rng(1)

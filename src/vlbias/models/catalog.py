@@ -28,7 +28,7 @@ _ADAPTERS = LazyTable(
         "siglip": "vlbias.models.families.siglip:SigLIPAdapter",
         "siglip2": "vlbias.models.families.siglip2:SigLIP2Adapter",
         "pruned": "vlbias.models.families.pruned:PrunedEmbeddings",
-        "debiased": "vlbias.models.debiased:DebiasedEmbeddings",
+        "debiased": "vlbias.mitigation.debiased_embeddings:DebiasedEmbeddings",
         "prompt_array": "vlbias.models.families.prompt_array:PromptArrayCLIP",
     },
 )

@@ -29,9 +29,9 @@ from torch import Tensor
 
 from vlbias.errors import InputError
 from vlbias.mitigation.debiaser import Debiaser, FitData, load_debiaser
-from vlbias.mitigation.fit_data import text_encoder
 from vlbias.mitigation.orth_proj import OrthProj
 from vlbias.models.base import Capability, ModelAdapter
+from vlbias.models.embedding import text_encoder
 from vlbias.models.families.clip import CLIPAdapter
 from vlbias.models.linear_export import checked_linear_maps
 from vlbias.models.tiny_sizes import TinySizes
