@@ -33,8 +33,8 @@ _ADAPTERS = LazyTable(
     },
 )
 
-# name -> the values of the adapter class's ``capabilities`` (``tests/test_imports.py`` holds the two equal), so that
-# listing them imports no adapter.
+# name -> its capabilities' values, declared here only, so that listing them imports no adapter; each adapter class
+# reads its own (``capabilities = registered_capabilities(name)``, :func:`vlbias.models.base.registered_capabilities`).
 _CAPABILITIES: dict[str, tuple[str, ...]] = {
     "clip": ("embed",),
     "albef": ("embed", "fill_mask", "match", "token_states"),

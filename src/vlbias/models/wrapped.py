@@ -40,7 +40,6 @@ class WrappedAdapter(ModelAdapter, abc.ABC):
     when they write more than the fields, :meth:`_save_beside`.
     """
 
-    capabilities = frozenset({Capability.EMBED})
     tiny_sizes = CLIPAdapter.tiny_sizes
     #: The JSON file of fields beside :data:`INNER_DIR`.
     FIELDS_FILE: ClassVar[str]

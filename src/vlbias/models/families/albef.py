@@ -21,7 +21,15 @@ from torch import Tensor
 from transformers import AutoTokenizer
 
 from vlbias.errors import InputError
-from vlbias.models.base import Capability, ImageInput, ModelAdapter, PairedRows, pair_batches, patch_tokens
+from vlbias.models.base import (
+    Capability,
+    ImageInput,
+    ModelAdapter,
+    PairedRows,
+    pair_batches,
+    patch_tokens,
+    registered_capabilities,
+)
 from vlbias.models.families.albef_modeling import (
     ALBEF,
     ALBEFConfig,
@@ -93,7 +101,7 @@ class ALBEFAdapter(ModelAdapter):
     """
 
     name = "albef"
-    capabilities = frozenset({Capability.EMBED, Capability.MATCH, Capability.FILL_MASK, Capability.TOKEN_STATES})
+    capabilities = registered_capabilities(name)
     tiny_sizes = TinyALBEFSizes(num_layers=4)
     # The cross-attention keys and values that paired_match_logits holds at once (images are processed in
     # chunks that fit): 1 GiB is about 50 base-size images at 384 px (6 fusion layers, 577 tokens, width 768).

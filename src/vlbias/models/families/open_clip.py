@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from vlbias.data.images import load_image
 from vlbias.errors import ConfigError, InputError
 from vlbias.log_levels import quieted
-from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.base import Capability, ImageInput, ModelAdapter, registered_capabilities
 from vlbias.models.families.open_clip_tokens import OpenCLIPTokenizer
 from vlbias.models.linear_export import checked_linear_maps, folded_columns, folded_linear
 from vlbias.models.loading import check_checkpoint
@@ -91,7 +91,7 @@ class OpenCLIPAdapter(ModelAdapter):
     no_linear_export = None  # for the towers that end in a linear projection (check_linear_export)
 
     name = "open_clip"
-    capabilities = frozenset({Capability.EMBED, Capability.MATCH})
+    capabilities = registered_capabilities(name)
     tiny_sizes = TinyEmbeddingSizes()
 
     def __init__(self, model: nn.Module, model_config: dict, tokenizer: OpenCLIPTokenizer) -> None:

@@ -37,7 +37,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from vlbias.errors import InputError
-from vlbias.models.base import Capability, ModelAdapter
+from vlbias.models.base import Capability, ModelAdapter, registered_capabilities
 from vlbias.models.families.clip import CLIPAdapter
 from vlbias.models.tiny_sizes import TinySizes
 from vlbias.models.wrapped import WrappedAdapter
@@ -63,6 +63,7 @@ class PromptArrayCLIP(WrappedAdapter):
     """
 
     name = "prompt_array"
+    capabilities = registered_capabilities(name)
     FIELDS_FILE = PROMPT_ARRAY_FILE
     SAVED_FILES = (PROMPTS_FILE,)
 

@@ -25,7 +25,7 @@ from transformers.utils import cached_file
 
 from vlbias.atomic import atomic_write
 from vlbias.errors import ConfigError
-from vlbias.models.base import Capability
+from vlbias.models.base import Capability, registered_capabilities
 from vlbias.models.families.bert import TinyBertSizes, tiny_bert_config
 from vlbias.models.pretrained import TextOnlyAdapter
 from vlbias.models.tiny_sizes import TinySizes
@@ -88,7 +88,7 @@ class SentenceBertAdapter(TextOnlyAdapter):
     """
 
     name = "sentence_bert"
-    capabilities = frozenset({Capability.TOKEN_STATES})
+    capabilities = registered_capabilities(name)
     model_class = BertModel
     tiny_sizes = TinyBertSizes()
 

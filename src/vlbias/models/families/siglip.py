@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from transformers import SiglipConfig, SiglipModel
 
-from vlbias.models.base import Capability, ModelAdapter
+from vlbias.models.base import Capability, ModelAdapter, registered_capabilities
 from vlbias.models.linear_export import checked_linear_maps, folded_linear
 from vlbias.models.preprocess import PREPROCESSOR_FILE, ImageTransform
 from vlbias.models.pretrained import ImageTextAdapter, tiny_layers, tiny_vocabulary_ids
@@ -54,8 +54,6 @@ class SigmoidPairScores(ModelAdapter):
         "image": "the image tower ends in an attention-pooling head whose MLP is added back to the pooled state (no "
         "linear map to the embedding), so there are no projection weights to fold the change into"
     }
-
-    capabilities = frozenset({Capability.EMBED, Capability.MATCH})
 
     def prepare_texts(self, texts: Sequence[str]) -> dict[str, Tensor]:
         """``{"input_ids": (B, max_text_length)}``: the tokenizer's ids padded to the full length (class docstring)."""
@@ -138,6 +136,7 @@ class SigLIPAdapter(SigmoidPairScores, ImageTextAdapter):
     """
 
     name = "siglip"
+    capabilities = registered_capabilities(name)
     model_class: ClassVar = SiglipModel
     size_key = "size"
     center_crop = False

@@ -20,7 +20,7 @@ from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 
 from vlbias.data.images import load_image
 from vlbias.errors import InputError
-from vlbias.models.base import ImageInput
+from vlbias.models.base import ImageInput, registered_capabilities
 from vlbias.models.families.siglip import SIGLIP_MEAN, SIGLIP_STD, SigmoidPairScores, tiny_text_config
 from vlbias.models.preprocess import checked_image_batch
 from vlbias.models.pretrained import PretrainedAdapter, tiny_layers
@@ -119,6 +119,7 @@ class SigLIP2Adapter(SigmoidPairScores, PretrainedAdapter):
     """
 
     name = "siglip2"
+    capabilities = registered_capabilities(name)
     model_class: ClassVar = Siglip2Model
     tiny_sizes = TinyImageSizes()
 
