@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 from vlbias.callbacks import BiasSuiteCallback
 from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.models.catalog import list_models
-from vlbias.models.pruned import row_selection
+from vlbias.models.families.pruned import row_selection
 from vlbias.models.registry import load
 from vlbias.modules import (
     ContrastivePretraining,
@@ -55,6 +55,9 @@ def assert_loads_safely(directory: Path) -> list[Path]:
 def test_every_adapter_export_loads_safely(name, tmp_path):
     load(name, tiny=True, device="cpu").save_pretrained(tmp_path)
     assert assert_loads_safely(tmp_path), f"{name} wrote no weights"
+    # a save names models by their registered names, never by a vlbias module path, which moves (models/families/)
+    texts = [p for p in tmp_path.rglob("*") if p.suffix in {".json", ".yaml", ".txt"}]
+    assert not [p for p in texts if "vlbias." in p.read_text()], name
 
 
 def test_the_pruned_clip_export_loads_safely(tmp_path):

@@ -40,7 +40,7 @@ def test_entry_points_import_only_what_they_use(code, forbidden):
 
 
 def test_catalog_capabilities_are_the_adapters():
-    """The catalog lists capabilities without importing adapters; they must be what each adapter class declares."""
+    """The catalog declares the capabilities, torch-free; each registered adapter class reads its own from it."""
     from vlbias.models.catalog import adapter_class
 
     for model in describe_models():

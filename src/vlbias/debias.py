@@ -18,11 +18,11 @@ The service behind the subcommand, in the order it runs:
    them), the model is measured by each suite, and its zero-shot accuracy on the world's ``test`` activities
    (:func:`~vlbias.mitigation.comparison.accuracy_with_interval`) and, where ``captions`` names a caption corpus
    (:mod:`vlbias.mitigation.caption_corpus`: the fold's world's ``test`` split, or a file's), its retrieval R@K
-   (:func:`~vlbias.mitigation.comparison.recall_with_intervals`); then a new debiaser of each method is fitted on
-   the fold's data (torch's generators seeded with the fold's seed before each fit, so a method's fit does not
-   depend on which ran before it) and measured the same way, through
-   :class:`~vlbias.models.debiased.DebiasedEmbeddings`, its accuracy and R@K from the transformed image and text
-   embeddings; each of ``trained_models`` (a model debiased by training, such as a prompt array) is loaded and
+   (:func:`~vlbias.mitigation.comparison.recall_with_intervals`); then a new debiaser of each method is fitted on the
+   fold's data (torch's generators seeded with the fold's seed before each fit, so a method's fit does not depend on
+   which ran before it) and measured the same way, through
+   :class:`~vlbias.mitigation.debiased_embeddings.DebiasedEmbeddings`, its accuracy and R@K from the transformed image
+   and text embeddings; each of ``trained_models`` (a model debiased by training, such as a prompt array) is loaded and
    measured the same way as the model itself; every method sees the same folds;
 5. the output folder is written as a unit (:mod:`vlbias.mitigation.debias_outputs`).
 """
@@ -57,14 +57,15 @@ from vlbias.mitigation.debias_outputs import (
     write_debiased_model,
     write_measurements,
 )
+from vlbias.mitigation.debiased_embeddings import DebiasedEmbeddings
 from vlbias.mitigation.debiaser import Debiaser, FitData, RemovedSpanError
-from vlbias.mitigation.fit_data import biasworld_fit_data, embed_images, fields_given, file_fit_data, text_encoder
+from vlbias.mitigation.fit_data import biasworld_fit_data, fields_given, file_fit_data
 from vlbias.mitigation.outputs import same_selection, selection
 from vlbias.mitigation.registry import debiaser_class
 from vlbias.mitigation.tradeoff import ACCURACY
 from vlbias.models.base import Capability, ModelAdapter, require_capability
 from vlbias.models.catalog import adapter_class
-from vlbias.models.debiased import DebiasedEmbeddings
+from vlbias.models.embedding import text_encoder, unit_image_embeddings
 from vlbias.options import check_options
 from vlbias.report.pareto import headline_bias
 from vlbias.results import Results
@@ -349,7 +350,7 @@ def _evaluation_inputs(adapter: ModelAdapter, world: BiasWorld, corpus: CaptionC
     texts = [phrase for activity in ACTIVITIES for phrase in activity_phrases(activity)]
     classes = [k for k, activity in enumerate(ACTIVITIES) for _ in activity_phrases(activity)]
     return {
-        "images": embed_images(adapter, world.images("test"), batch_size),
+        "images": unit_image_embeddings(adapter, world.images("test"), batch_size),
         "texts": texts,
         "prompts": text_encoder(adapter)(texts),
         "classes": torch.tensor(classes),

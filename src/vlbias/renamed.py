@@ -47,6 +47,8 @@ RENAMED: dict[str, str] = {
     # class paths: the data modules are named by the module that defines them
     "vlbias.data.BiasWorldDataModule": "vlbias.data.biasworld_datamodule.BiasWorldDataModule",
     "vlbias.data.CaptionDataModule": "vlbias.data.caption_datamodule.CaptionDataModule",
+    # each model family is a module of vlbias.models.families (an FSDP config names ALBEF's layer class)
+    "vlbias.models.albef_modeling.ALBEFLayer": "vlbias.models.families.albef_modeling.ALBEFLayer",
     # the scripts' options are their functions' parameters (vlbias.experiments.command_line), keyed <function>.<option>
     "bench_models.base-size": "bench_models.base_size",
     "bench_models.batch-size": "bench_models.batch_size",

@@ -12,7 +12,7 @@ from lightning.pytorch.strategies import DDPStrategy, FSDPStrategy
 from vlbias.callbacks import TrainingSpeed
 from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.errors import ConfigError
-from vlbias.models.albef_modeling import ALBEFLayer
+from vlbias.models.families.albef_modeling import ALBEFLayer
 from vlbias.models.registry import load
 from vlbias.modules import ModelSpec, RetrievalFinetuning
 

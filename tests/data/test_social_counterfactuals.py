@@ -18,7 +18,7 @@ from vlbias.data.social_counterfactuals import (
     read_social_counterfactuals,
 )
 from vlbias.errors import InputError
-from vlbias.models.clip import CLIPAdapter
+from vlbias.models.families.clip import CLIPAdapter
 
 IMAGE_TYPE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 

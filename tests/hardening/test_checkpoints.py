@@ -10,7 +10,7 @@ import pytest
 
 import vlbias
 from vlbias.errors import InputError
-from vlbias.models.clip import CLIPAdapter
+from vlbias.models.families.clip import CLIPAdapter
 from vlbias.models.loading import check_checkpoint
 from vlbias.models.registry import load
 from vlbias.results import Results, write_results

@@ -133,6 +133,16 @@ def test_a_class_path_that_moved_is_named_with_its_new_path(tmp_path, fit):
     )
 
 
+def test_a_class_path_that_moved_inside_a_strategy_is_named_with_its_new_path(tmp_path, fit):
+    """An FSDP run's saved config.yaml names ALBEF's layer class by the module it had before models/families/."""
+    old = tmp_path / "config.yaml"
+    old.write_text((ROOT / "configs" / "trainer" / "fsdp.yaml").read_text().replace(".families.", "."))
+    assert_only_the_error(
+        fit("--config", str(old)),
+        "`vlbias.models.albef_modeling.ALBEFLayer` was renamed: write `vlbias.models.families.albef_modeling.ALBEFLayer`",
+    )
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -10,7 +10,7 @@ import pytest
 
 from tests.behaviour.snapshot import _tiny_words
 from tests.data.corpus import write_karpathy_corpus
-from vlbias.models.albef import ALBEFAdapter
+from vlbias.models.families.albef import ALBEFAdapter
 from vlbias.models.vocab import word_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,10 +24,11 @@ from vlbias.loaded_model import load_model
 from vlbias.metrics.functional.retrieval import retrieval_recall
 from vlbias.mitigation import registry
 from vlbias.mitigation.debias_outputs import DEBIAS_FOLDER
+from vlbias.mitigation.debiased_embeddings import DebiasedEmbeddings
 from vlbias.mitigation.debiaser import Debiaser, FitData, Modality, load_debiaser
-from vlbias.mitigation.fit_data import biasworld_fit_data, fields_given, file_fit_data, text_encoder
+from vlbias.mitigation.fit_data import biasworld_fit_data, fields_given, file_fit_data
 from vlbias.mitigation.projection import orthogonal_projection
-from vlbias.models.debiased import DebiasedEmbeddings
+from vlbias.models.embedding import text_encoder
 from vlbias.models.registry import load
 from vlbias.results import read_results
 from vlbias.run_options import DebiasOptions

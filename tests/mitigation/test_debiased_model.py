@@ -12,13 +12,13 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from vlbias.errors import CapabilityError, InputError
+from vlbias.mitigation.debiased_embeddings import DEBIASED_FILE, DebiasedEmbeddings
 from vlbias.mitigation.debiaser import Debiaser, FitData
 from vlbias.mitigation.orth_proj import OrthProj
 from vlbias.models.base import Capability
-from vlbias.models.bert import BertAdapter
-from vlbias.models.clip import CLIPAdapter
-from vlbias.models.debiased import DEBIASED_FILE, DebiasedEmbeddings
-from vlbias.models.siglip import SigLIPAdapter
+from vlbias.models.families.bert import BertAdapter
+from vlbias.models.families.clip import CLIPAdapter
+from vlbias.models.families.siglip import SigLIPAdapter
 
 TEXTS = ["a man is cooking.", "the woman who is driving in a picture.", "someone sewing."]
 PROMPTS = {"man": ["a photo of a man", "a man"], "woman": ["a photo of a woman", "a woman"]}
@@ -42,7 +42,7 @@ def clip():
 
 @pytest.fixture(scope="module")
 def open_clip_model():
-    from vlbias.models.open_clip import OpenCLIPAdapter
+    from vlbias.models.families.open_clip import OpenCLIPAdapter
 
     return OpenCLIPAdapter.tiny(seed=0).eval()
 
@@ -111,7 +111,7 @@ def test_texts_reach_a_debiaser_that_reads_them_whatever_the_batch(clip):
 def test_only_the_most_recently_prepared_texts_are_remembered(clip, monkeypatch):
     """The texts kept for a debiaser that reads them are bounded (``REMEMBERED_TEXTS``, here 2): the least recently
     prepared go first, preparing a text again keeps it, and one call's texts are all kept whatever their number."""
-    monkeypatch.setattr("vlbias.models.debiased.REMEMBERED_TEXTS", 2)
+    monkeypatch.setattr("vlbias.mitigation.debiased_embeddings.REMEMBERED_TEXTS", 2)
     model = DebiasedEmbeddings(clip, _RecordTexts().fit(FitData()))
     tokens = [model.prepare_texts([text]) for text in TEXTS]
     assert len(model._texts) == 2
@@ -269,7 +269,7 @@ def test_the_exporting_families_are_those_whose_adapters_export_a_linear_map():
 def test_siglip2_exports_a_text_change_that_its_own_loader_reads(tmp_path):
     from transformers import Siglip2Model
 
-    from vlbias.models.siglip2 import SigLIP2Adapter
+    from vlbias.models.families.siglip2 import SigLIP2Adapter
 
     siglip2 = SigLIP2Adapter.tiny(seed=0).eval()
     model = DebiasedEmbeddings(siglip2, fitted_orth_proj(siglip2))

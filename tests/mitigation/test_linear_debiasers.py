@@ -229,8 +229,8 @@ def test_save_load_round_trip(name, tmp_path):
 def test_a_dimension_removal_exports_into_clips_own_format(tmp_path):
     from transformers import CLIPModel
 
-    from vlbias.models.clip import CLIPAdapter
-    from vlbias.models.debiased import DebiasedEmbeddings
+    from vlbias.mitigation.debiased_embeddings import DebiasedEmbeddings
+    from vlbias.models.families.clip import CLIPAdapter
 
     clip = CLIPAdapter.tiny(seed=0).eval()
     g = torch.Generator().manual_seed(0)

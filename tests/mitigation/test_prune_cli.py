@@ -18,9 +18,9 @@ from transformers import CLIPModel
 
 from vlbias.data.biasworld import BiasWorldDataset
 from vlbias.mitigation.outputs import PRUNE_FOLDER, SELECTION_FILE, selection_overlap
-from vlbias.models.clip import CLIPAdapter
-from vlbias.models.open_clip import OpenCLIPAdapter
-from vlbias.models.pruned import PrunedEmbeddings
+from vlbias.models.families.clip import CLIPAdapter
+from vlbias.models.families.open_clip import OpenCLIPAdapter
+from vlbias.models.families.pruned import PrunedEmbeddings
 from vlbias.modules.model_spec import ModelSpec
 from vlbias.results import read_results
 
@@ -306,7 +306,7 @@ REWRITER = textwrap.dedent(
     import pandas as pd
     import vlbias.atomic as atomic
     from vlbias.mitigation.outputs import write_pruning_outputs
-    from vlbias.models.pruned import PrunedEmbeddings
+    from vlbias.models.families.pruned import PrunedEmbeddings
     from vlbias.models.registry import load
 
     out, split, kill_at = Path(sys.argv[1]), sys.argv[2], sys.argv[3]

@@ -18,7 +18,7 @@ from PIL import Image
 
 from vlbias.data.images import image_problem
 from vlbias.metrics.functional.weat import weat_effect_size
-from vlbias.models.pruned import PrunedEmbeddings
+from vlbias.models.families.pruned import PrunedEmbeddings
 from vlbias.models.registry import load
 
 UNPLEASANT = ["cooking", "cleaning", "sewing"]  # words of the tiny models' vocabulary

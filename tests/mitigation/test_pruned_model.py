@@ -12,9 +12,9 @@ from transformers import CLIPModel
 
 from vlbias.errors import CapabilityError, InputError
 from vlbias.models.base import Capability
-from vlbias.models.bert import BertAdapter
-from vlbias.models.clip import CLIPAdapter
-from vlbias.models.pruned import PRUNED_FILE, PrunedEmbeddings, row_selection
+from vlbias.models.families.bert import BertAdapter
+from vlbias.models.families.clip import CLIPAdapter
+from vlbias.models.families.pruned import PRUNED_FILE, PrunedEmbeddings, row_selection
 
 TEXTS = ["a man is cooking.", "the woman who is driving in a picture.", "someone sewing."]
 KEPT = [0, 3, 4, 10, 17, 31, 40, 63]
@@ -97,8 +97,8 @@ def resnet_open_clip():
     import open_clip
     from open_clip.transform import PreprocessCfg
 
-    from vlbias.models.open_clip import OpenCLIPAdapter, tiny_model_config
-    from vlbias.models.open_clip_tokens import OpenCLIPTokenizer
+    from vlbias.models.families.open_clip import OpenCLIPAdapter, tiny_model_config
+    from vlbias.models.families.open_clip_tokens import OpenCLIPTokenizer
     from vlbias.models.tiny_sizes import TinyEmbeddingSizes
 
     torch.manual_seed(0)

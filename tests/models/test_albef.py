@@ -10,9 +10,9 @@ import torch
 from transformers import BertForMaskedLM, BertModel
 
 from vlbias.errors import CapabilityError, InputError
-from vlbias.models.albef import ALBEFAdapter
-from vlbias.models.albef_modeling import ALBEF, binary_groups, interpolate_pos_embed, read_checkpoint
 from vlbias.models.base import Capability
+from vlbias.models.families.albef import ALBEFAdapter
+from vlbias.models.families.albef_modeling import ALBEF, binary_groups, interpolate_pos_embed, read_checkpoint
 from vlbias.models.registry import load
 
 NAME = "albef"
@@ -115,7 +115,7 @@ def test_loads_official_pretraining_checkpoint(model, inputs, tmp_path, caplog):
     path = tmp_path / "ALBEF.pth"
     checkpoint = official_checkpoint(model)
     torch.save(checkpoint, path)
-    with caplog.at_level(logging.INFO, logger="vlbias.models.albef"):
+    with caplog.at_level(logging.INFO, logger="vlbias.models.families.albef"):
         loaded = ALBEFAdapter.from_pretrained(path, tokenizer=model.tokenizer, config=model.model.config).eval()
     assert (
         "ignored entries: image_queue (1), queue_ptr (1), text_encoder.bert.embeddings.position_ids (1), text_encoder_m ("
@@ -364,7 +364,7 @@ def test_mismatched_batch_sizes_are_refused(model, inputs):
 
 def test_config_refuses_unequal_widths():
     from vlbias.errors import ConfigError
-    from vlbias.models.albef_modeling import ALBEFConfig
+    from vlbias.models.families.albef_modeling import ALBEFConfig
 
     with pytest.raises(ConfigError, match="vision_width"):
         ALBEF(ALBEFConfig(vision_width=32, hidden_size=64))

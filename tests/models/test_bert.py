@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from vlbias.errors import CapabilityError, InputError
-from vlbias.models.bert import BertAdapter
+from vlbias.models.families.bert import BertAdapter
 from vlbias.models.registry import load
 
 NAME = "bert"

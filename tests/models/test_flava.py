@@ -11,7 +11,7 @@ from transformers import FlavaForPreTraining
 from vlbias.commands.measure import parser as measure_parser
 from vlbias.errors import InputError
 from vlbias.models.base import Capability
-from vlbias.models.flava import FLAVAAdapter
+from vlbias.models.families.flava import FLAVAAdapter
 from vlbias.models.masked_words import word_log_probs
 from vlbias.models.registry import load
 

@@ -11,7 +11,7 @@ from safetensors.torch import load_file, save_file
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability
-from vlbias.models.lxmert import LXMERTAdapter
+from vlbias.models.families.lxmert import LXMERTAdapter
 from vlbias.models.regions import GridFeatures, RegionFeatures
 from vlbias.models.registry import load
 

@@ -15,7 +15,7 @@ from safetensors.torch import save_file
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability
-from vlbias.models.open_clip import OpenCLIPAdapter, tiny_model_config
+from vlbias.models.families.open_clip import OpenCLIPAdapter, tiny_model_config
 from vlbias.models.registry import load
 from vlbias.results import read_results
 

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from vlbias.errors import InputError
-from vlbias.models.clip import CLIPAdapter
-from vlbias.models.prompt_array import PROMPT_ARRAY_FILE, PROMPTS_FILE, PromptArrayCLIP
+from vlbias.models.families.clip import CLIPAdapter
+from vlbias.models.families.prompt_array import PROMPT_ARRAY_FILE, PROMPTS_FILE, PromptArrayCLIP
 from vlbias.models.registry import load
 
 TEXTS = ["a man is cooking.", "someone sewing.", "the woman who is driving in a picture."]

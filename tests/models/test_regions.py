@@ -14,9 +14,9 @@ from PIL import Image
 from safetensors.torch import load_file, save_file
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.models.lxmert import LXMERTAdapter
+from vlbias.models.families.lxmert import LXMERTAdapter
+from vlbias.models.families.visualbert import VisualBERTAdapter
 from vlbias.models.regions import NO_OBJECT, GridFeatures, RegionFeatures, RegionFeatureStore
-from vlbias.models.visualbert import VisualBERTAdapter
 
 DIM = 16
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.models.bert import BertAdapter
+from vlbias.models.families.bert import BertAdapter
 from vlbias.models.registry import load
 
 NAME = "sentence_bert"

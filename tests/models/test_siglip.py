@@ -10,8 +10,8 @@ from transformers import Siglip2ImageProcessor
 
 from vlbias.errors import InputError
 from vlbias.models.base import Capability
+from vlbias.models.families.siglip2 import PatchImages
 from vlbias.models.registry import load
-from vlbias.models.siglip2 import PatchImages
 
 FAMILIES = ("siglip", "siglip2")
 TEXTS = ["a man is cooking.", "the woman who is driving.", "someone."]

@@ -10,9 +10,9 @@ import torch
 from vlbias.commands.measure import parser as measure_parser
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.models.base import Capability, at_positions
+from vlbias.models.families.vilt import ViLTAdapter, patch_embeddings
 from vlbias.models.masked_words import word_log_probs
 from vlbias.models.registry import load
-from vlbias.models.vilt import ViLTAdapter, patch_embeddings
 
 NAME = "vilt"
 CAPABILITIES = sorted(ViLTAdapter.capabilities)

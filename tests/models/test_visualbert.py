@@ -10,9 +10,9 @@ from transformers import BertModel, VisualBertConfig, VisualBertForPreTraining
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability
+from vlbias.models.families.visualbert import VisualBERTAdapter
 from vlbias.models.regions import GridFeatures, RegionFeatures
 from vlbias.models.registry import load
-from vlbias.models.visualbert import VisualBERTAdapter
 
 NAME = "visualbert"
 

@@ -19,7 +19,7 @@ from torch.testing import assert_close
 
 from tests.modules.fsdp_runs import STEPS, fsdp_strategy
 from vlbias.errors import ConfigError
-from vlbias.models.albef_modeling import ALBEFLayer
+from vlbias.models.families.albef_modeling import ALBEFLayer
 from vlbias.models.registry import load
 from vlbias.modules import FairVLP, FairVLPMethod, RetrievalFinetuning
 

@@ -21,7 +21,7 @@ from vlbias.experiments.planted.gallery_skew import planted_max_skew
 from vlbias.metrics.functional import max_skew_at_k
 from vlbias.metrics.functional.t_interval import t_interval
 from vlbias.metrics.ranking_protocols import ranking_protocol
-from vlbias.models.clip import CLIPAdapter
+from vlbias.models.families.clip import CLIPAdapter
 from vlbias.results import read_results
 from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, measure_suite

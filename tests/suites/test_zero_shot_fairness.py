@@ -25,7 +25,7 @@ from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.data.fairface import AGES, RACES
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional import group_fairness
-from vlbias.models.clip import CLIPAdapter
+from vlbias.models.families.clip import CLIPAdapter
 from vlbias.results import read_results
 from vlbias.run_options import AuditOptions
 from vlbias.suites.options import check_suite_options
@@ -160,6 +160,21 @@ def test_fairface_race_with_an_unreadable_class_skips_it_by_name_and_counts_it(a
     assert metrics["n_skipped/groups"] == 2 + sum(1 for age in AGES if f"age/group/{age}/accuracy" not in metrics)
     assert not any("White" in name for name in metrics)
     _check_against_functional(results, items, "gender", ["gender"], [race for race in RACES if race != "White"])
+
+
+def test_an_image_that_stops_decoding_after_the_read_is_skipped_alone(adapter, tmp_path):
+    """Its batch is embedded image by image (:func:`~vlbias.models.embedding.embed_image_batches`): the others are
+    classified as in a run without it."""
+    options = check_suite_options("zero_shot_fairness", {**STATISTICS, "task": "race"})
+    (_, clean_items), root = _run(adapter, _fairface(tmp_path / "clean"), {"task": "race"}), tmp_path / "fairface"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a fixture of a few rows
+        suite = build_suite(options, _fairface(root))
+        (root / "fairface-img-margin025-trainval" / "val" / "3.jpg").write_bytes(b"not a picture")
+        results, items = run_suite(suite, adapter, model="clip", checkpoint=None, seed=0, config={})
+    (entry,) = [entry for entry in results.skipped if entry.get("scope") == "images"]
+    assert entry["item"] == "val/3.jpg" and "3.jpg" in entry["reason"] and results.metrics["n_skipped/images"] == 1
+    assert items == [row for row in clean_items if row["image"] != "val/3.jpg"]
 
 
 # ----------------------------------------------------------------------------- CelebA

@@ -18,7 +18,7 @@ from pathlib import Path
 from jsonargparse import ActionConfigFile, ArgumentParser
 
 from vlbias.options import describe
-from vlbias.renamed import renamed_hint
+from vlbias.renamed import RENAMED, renamed_hint
 
 _KEY = re.compile(r'Parser key "([^"]+)"')
 _VALUE = re.compile(
@@ -49,6 +49,9 @@ def one_line(parser: ArgumentParser, error: ArgumentError | Exception) -> str:
         Unknown option `--max_epoch`; did you mean `--max_epochs`?
     """
     message = str(error)
+    moved = next((old for old in RENAMED if old.startswith("vlbias.") and f"'{old}'" in message), None)
+    if moved is not None:  # a class path that moved, wherever it is given (a strategy's init_args among them)
+        return f"Class path `{moved}` was renamed: write `{RENAMED[moved]}` instead."
     class_path = _CLASS_PATH.search(message)
     if class_path is not None:
         return _subclass_error(message, class_path.group(1))
@@ -79,11 +82,7 @@ def _bad_value(parser: ArgumentParser, key: str, message: str) -> str:
 
 
 def _subclass_error(message: str, class_path: str) -> str:
-    """A refusal of ``class_path`` (a class that moved) or inside its ``init_args``: an unknown key, or a value of
-    the wrong type."""
-    moved = renamed_hint(class_path)
-    if moved is not None:
-        return f"Class path `{class_path}` was renamed: write `{moved}` instead."
+    """A refusal inside ``class_path``'s ``init_args``: an unknown key, or a value of the wrong type."""
     base = "model" if message.startswith('Parser key "model"') else "data"
     prefix = f"{base}.init_args" if _KEY.match(message) else "init_args"
     unknown = _NOT_ACCEPTED.search(message)

@@ -66,7 +66,7 @@ STATISTICS = {"mmbias": {"statistics": {"n_permutations": 2000, "n_bootstrap": 5
 def train_prompt_array(checkpoint: Path, strength: float, seed: int, run_dir: Path) -> Path:
     """DebiasCLIP's prompt array (``configs/experiment/debiasclip_biasworld.yaml``) trained on the CLIP saved at
     ``checkpoint``, in the world of ``strength`` and ``seed``; returns the folder of the exported
-    :class:`~vlbias.models.prompt_array.PromptArrayCLIP`."""
+    :class:`~vlbias.models.families.prompt_array.PromptArrayCLIP`."""
     spec = {"name": "clip", "checkpoint": str(checkpoint), "tiny": False, "tiny_sizes": None}
     overrides = ["--model.init_args.model", json.dumps(spec)]
     cli = fit_on_biasworld(experiment_config("debiasclip_biasworld"), strength, seed, run_dir / "fit", overrides)

@@ -8,7 +8,7 @@ transform of image and/or text embeddings, a matrix when linear, saved and loade
 (Jung et al., 2024; :mod:`~vlbias.mitigation.sfid`), BendVLM (Gerych et al., 2024; :mod:`~vlbias.mitigation.bend_vlm`),
 CLIP-clip (Wang et al., 2021; :mod:`~vlbias.mitigation.clip_clip`) and MMBias
 pruning (Janghorbani & de Melo, 2023, Algorithm 1; :mod:`~vlbias.mitigation.mmbias_pruning`). A debiased model is
-:class:`vlbias.models.debiased.DebiasedEmbeddings`; a linear one exports in its family's own format
+:class:`vlbias.mitigation.debiased_embeddings.DebiasedEmbeddings`; a linear one exports in its family's own format
 (:meth:`vlbias.models.base.ModelAdapter.export_linear`). MMBias's MI-guided dimension pruning itself
 (:mod:`~vlbias.mitigation.pruning`, ``vlbias prune``) and the prompt projection (:mod:`~vlbias.mitigation.projection`)
 are here too.

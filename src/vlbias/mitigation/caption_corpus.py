@@ -18,8 +18,8 @@ from torch import Tensor
 
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.captions import read_captions
-from vlbias.mitigation.fit_data import embed_images, text_encoder
 from vlbias.models.base import ModelAdapter
+from vlbias.models.embedding import text_encoder, unit_image_embeddings
 
 #: The ``--captions`` value of BiasWorld's own captions.
 BIASWORLD_CAPTIONS = "biasworld"
@@ -39,7 +39,7 @@ class CaptionCorpus:
         """The corpus embedded by ``adapter``: ``images`` ``(n, D)``, ``captions`` ``(m, D)`` (unit, float32, CPU),
         with ``texts`` (the captions' strings, which per-query methods read) and ``caption_to_image``."""
         return {
-            "images": embed_images(adapter, self.images, batch_size),
+            "images": unit_image_embeddings(adapter, self.images, batch_size),
             "captions": text_encoder(adapter)(self.captions),
             "texts": self.captions,
             "caption_to_image": self.caption_to_image,

@@ -54,14 +54,14 @@ DEBIAS_FOLDER = OutputFolder(
 def write_debiased_model(folder: Path, adapter: ModelAdapter, debiaser: Debiaser) -> None:
     """Write the model ``debiaser`` (fitted on ``adapter``) makes of ``adapter`` into ``folder``: ``debiaser/`` (the
     fitted debiaser, :func:`~vlbias.mitigation.debiaser.load_debiaser` reads it back), ``model/`` (the
-    :class:`~vlbias.models.debiased.DebiasedEmbeddings` checkpoint, ``vlbias measure --model debiased --checkpoint
-    <out>/model``) and, where the debiaser is linear and the family folds a linear map into its projection weights,
-    ``<family>/`` (:data:`~vlbias.models.linear_export.EXPORTING_FAMILIES`; SigLIP's for a change of the text
-    embeddings only): the debiased model in the family's own format, which its own loader
-    reads with no vlbias code (:meth:`~vlbias.models.debiased.DebiasedEmbeddings.export_linear`). The family is the
-    innermost model's (:attr:`~vlbias.models.base.ModelAdapter.export_family`): debiasing a ``debiased`` CLIP again
-    writes ``clip/``, both debiasers folded into CLIP's projections."""
-    from vlbias.models.debiased import DebiasedEmbeddings
+    :class:`~vlbias.mitigation.debiased_embeddings.DebiasedEmbeddings` checkpoint, ``vlbias measure --model debiased
+    --checkpoint <out>/model``) and, where the debiaser is linear and the family folds a linear map into its projection
+    weights, ``<family>/`` (:data:`~vlbias.models.linear_export.EXPORTING_FAMILIES`; SigLIP's for a change of the text
+    embeddings only): the debiased model in the family's own format, which its own loader reads with no vlbias code
+    (:meth:`~vlbias.mitigation.debiased_embeddings.DebiasedEmbeddings.export_linear`). The family is the innermost
+    model's (:attr:`~vlbias.models.base.ModelAdapter.export_family`): debiasing a ``debiased`` CLIP again writes
+    ``clip/``, both debiasers folded into CLIP's projections."""
+    from vlbias.mitigation.debiased_embeddings import DebiasedEmbeddings
 
     debiaser.save(folder / "debiaser")
     model = DebiasedEmbeddings(adapter, debiaser)

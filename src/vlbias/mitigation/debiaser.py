@@ -116,7 +116,8 @@ class Debiaser(abc.ABC):
     MODIFIES: ClassVar[frozenset[Modality]]
     OPTIONS: ClassVar[type] = DebiaserOptions
     #: Whether :meth:`transform_texts` reads the texts themselves (BendVLM's per-query prompts); an adapter that
-    #: debiases embeddings (:class:`vlbias.models.debiased.DebiasedEmbeddings`) then remembers each row's text.
+    #: debiases embeddings (:class:`vlbias.mitigation.debiased_embeddings.DebiasedEmbeddings`) then remembers each
+    #: row's text.
     READS_TEXTS: ClassVar[bool] = False
 
     def __init__(self, options: object | None = None) -> None:
@@ -156,8 +157,8 @@ class Debiaser(abc.ABC):
     def attach_text_encoder(self, encode_text: Callable[[Sequence[str]], Tensor]) -> None:
         """Give a loaded debiaser the text encoder of the model it debiases. A method that embeds texts it builds
         itself (BendVLM's rewritten queries) needs it back after :func:`load_debiaser`, since an encoder is not
-        saved; :class:`~vlbias.models.debiased.DebiasedEmbeddings` attaches its inner model's. Other methods embed
-        no text of their own and ignore it."""
+        saved; :class:`~vlbias.mitigation.debiased_embeddings.DebiasedEmbeddings` attaches its inner model's. Other
+        methods embed no text of their own and ignore it."""
         return None
 
     def fitted_state(self) -> dict[str, Tensor]:

@@ -4,9 +4,9 @@ r"""Debiasers that remove embedding dimensions (:class:`DimensionRemoval`): CLIP
 
 Removing the dimensions :math:`R` of :math:`D` keeps the others, :math:`K`, in ascending order: every image and text
 embedding becomes :math:`z_K / |z_K|`, the linear map :math:`M z / |M z|` with :math:`M` the rows :math:`K` of the
-identity (``(D - N, D)``, :func:`vlbias.models.pruned.row_selection`), so a model exports it in its own format with
-the removed rows cut out of its projections (:meth:`vlbias.models.base.ModelAdapter.export_linear`). The fitted state
-is the kept and the removed dimensions (the latter in the order they were chosen) and :math:`D`.
+identity (``(D - N, D)``, :func:`vlbias.models.families.pruned.row_selection`), so a model exports it in its own format
+with the removed rows cut out of its projections (:meth:`vlbias.models.base.ModelAdapter.export_linear`). The fitted
+state is the kept and the removed dimensions (the latter in the order they were chosen) and :math:`D`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from torch import Tensor
 
 from vlbias.errors import InputError
 from vlbias.mitigation.debiaser import Debiaser, DebiaserOptions, FitData, Modality
-from vlbias.models.pruned import row_selection
+from vlbias.models.families.pruned import row_selection
 from vlbias.removal_count import RemovalCount
 
 

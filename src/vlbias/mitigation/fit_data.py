@@ -33,9 +33,9 @@ reason in :attr:`FitData.description`'s ``skipped``; a field, or a value of ``at
 is refused. So is a reference image the gallery reader skips (a FairFace row with a race outside the release's):
 listed in ``skipped`` as ``vlbias measure`` lists it.
 
-Every text is embedded by the model (unit rows); images are embedded in batches under
-:func:`~vlbias.models.inference.measuring`. :attr:`FitData.description` records the source (BiasWorld's split and
-world, or the file's path and what it gave) for ``debias.json``, and :func:`fit_selection` what
+Every text is embedded by the model (unit rows, :func:`~vlbias.models.embedding.text_encoder`); images are embedded in
+batches (:func:`~vlbias.models.embedding.unit_image_embeddings`). :attr:`FitData.description` records the source
+(BiasWorld's split and world, or the file's path and what it gave) for ``debias.json``, and :func:`fit_selection` what
 :func:`~vlbias.mitigation.outputs.same_selection` compares with the data measured afterwards.
 """
 
@@ -46,8 +46,6 @@ import logging
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 
-import torch
-import torch.nn.functional as F
 import yaml
 from torch import Tensor
 
@@ -62,7 +60,7 @@ from vlbias.data.biasworld import (
 from vlbias.errors import InputError
 from vlbias.mitigation.debiaser import FitData
 from vlbias.models.base import ModelAdapter
-from vlbias.models.inference import measuring
+from vlbias.models.embedding import text_encoder, unit_image_embeddings
 from vlbias.models.unseen_text import unseen_by
 
 logger = logging.getLogger(__name__)
@@ -91,33 +89,6 @@ GALLERIES = {
 }
 
 
-def text_encoder(adapter: ModelAdapter, batch_size: int = 256) -> Callable[[Sequence[str]], Tensor]:
-    """``texts -> (len(texts), D)`` unit float32 CPU embeddings by ``adapter`` (batches of ``batch_size``)."""
-
-    def encode(texts: Sequence[str]) -> Tensor:
-        texts = list(texts)
-        if not texts:
-            raise InputError("Expected at least one text to embed but got none")
-        with measuring(adapter.device):
-            pieces = [
-                adapter.embed_texts(adapter.prepare_texts(texts[start : start + batch_size])).float().cpu()
-                for start in range(0, len(texts), batch_size)
-            ]
-        return F.normalize(torch.cat(pieces), dim=-1)
-
-    return encode
-
-
-def embed_images(adapter: ModelAdapter, images: Tensor | Sequence, batch_size: int = 64) -> Tensor:
-    """``(n, D)`` unit float32 CPU embeddings of ``images`` (a ``(n, 3, H, W)`` tensor or image paths)."""
-    pieces = []
-    with measuring(adapter.device):
-        for start in range(0, len(images), batch_size):
-            chunk = images[start : start + batch_size]
-            pieces.append(adapter.embed_images(adapter.prepare_images(chunk)).float().cpu())
-    return F.normalize(torch.cat(pieces), dim=-1)
-
-
 def biasworld_pairs() -> list[tuple[str, str]]:
     """The prompt pairs of BiasWorld: every caption template and activity with each of the two groups."""
     first, second = GROUPS
@@ -139,7 +110,7 @@ def biasworld_fit_data(adapter: ModelAdapter, world: BiasWorld, split: str = "va
     concepts = seen.texts("concept_prompts", phrases)
     description = {"data": "biasworld", "split": split, **world.config, "n_reference": len(items)}
     return FitData(
-        reference_images=embed_images(adapter, world.images(split), batch_size),
+        reference_images=unit_image_embeddings(adapter, world.images(split), batch_size),
         reference_labels=[item.group for item in items],
         reference_classes=[item.activity for item in items],
         attribute_prompts={group: encode(texts) for group, texts in attribute_prompts.items()},
@@ -275,7 +246,7 @@ def file_fit_data(adapter: ModelAdapter, path: str | Path, batch_size: int = 64)
     skipped = seen.skipped
     if "reference" in given:
         paths, labels, reference, left_out = reference_gallery(given["reference"])
-        fields["reference_images"] = embed_images(adapter, [str(p) for p in paths], batch_size)
+        fields["reference_images"] = unit_image_embeddings(adapter, [str(p) for p in paths], batch_size)
         fields["reference_labels"] = labels
         description["reference"] = {**reference, "n_reference": len(labels)}
         for entry in left_out:

@@ -40,7 +40,7 @@ from torch import Tensor
 from vlbias.errors import InputError
 from vlbias.metrics.functional.checks import check_embeddings, check_same_dim
 from vlbias.metrics.functional.weat import effect_size_from_associations, weat_association
-from vlbias.models.pruned import checked_dimensions
+from vlbias.models.families.pruned import checked_dimensions
 
 
 def checked_sets(x: Tensor, y: Tensor, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:

@@ -1,7 +1,7 @@
 """Write a pruning run's folder as a unit (:data:`PRUNE_FOLDER`), and say when a pruned model is measured on the data
 its dimensions were chosen on (:func:`selection_overlap`).
 
-``<out>/model/`` (:class:`~vlbias.models.pruned.PrunedEmbeddings`, loadable by
+``<out>/model/`` (:class:`~vlbias.models.families.pruned.PrunedEmbeddings`, loadable by
 ``vlbias measure --model pruned --checkpoint <out>/model``, with :data:`SELECTION_FILE`: the data it was pruned on),
 for a family that folds a linear map into its own format (:meth:`~vlbias.models.base.ModelAdapter.export_linear`) also
 ``<out>/<family>/``: ``<out>/clip/`` a standard ``transformers.CLIPModel`` directory, ``<out>/open_clip/`` open_clip's
@@ -24,8 +24,8 @@ from vlbias import json_numbers
 from vlbias.atomic import OutputFolder
 from vlbias.mitigation.tradeoff import plot_tradeoff
 from vlbias.models.base import ModelAdapter
+from vlbias.models.families.pruned import PrunedEmbeddings, row_selection
 from vlbias.models.linear_export import EXPORTING_FAMILIES
-from vlbias.models.pruned import PrunedEmbeddings, row_selection
 
 PRUNE_FOLDER = OutputFolder(
     "vlbias prune",

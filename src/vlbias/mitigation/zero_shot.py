@@ -4,7 +4,7 @@ CLIP's zero-shot classifier (Radford et al., 2021, Sec. 3.1.4) with prompt ensem
 :math:`c_k` is the normalised mean of the normalised embeddings of class :math:`k`'s prompts, and an image
 :math:`v` is put in :math:`\arg\max_k \cos(v, c_k)`. With a set :math:`R` of dimensions removed (MMBias,
 Sec. 6, Table 3's "zero-shot accuracy after pruning") every prompt embedding keeps the other coordinates
-and is re-normalised *before* the mean, as a pruned model (:class:`~vlbias.models.pruned.PrunedEmbeddings`)
+and is re-normalised *before* the mean, as a pruned model (:class:`~vlbias.models.families.pruned.PrunedEmbeddings`)
 embeds each prompt; the image's norm does not change its argmax. Accuracy is torchmetrics'
 ``multiclass_accuracy`` (micro average: the share of images classified correctly).
 

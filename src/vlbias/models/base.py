@@ -37,7 +37,7 @@ from torch import Tensor, nn
 
 from vlbias.data.images import ImageInput
 from vlbias.errors import CapabilityError, InputError
-from vlbias.models.catalog import models_with
+from vlbias.models.catalog import model_capabilities, models_with
 from vlbias.models.tiny_sizes import TinySizes
 from vlbias.models.vocab import tiny_tokenizer
 
@@ -51,12 +51,24 @@ class Capability(str, enum.Enum):
     TOKEN_STATES = "token_states"  # per-token hidden states of the text stream
 
 
+def registered_capabilities(name: str) -> frozenset[Capability]:
+    """The capabilities of registered model ``name`` as the torch-free catalog declares them
+    (:func:`~vlbias.models.catalog.model_capabilities`): what its adapter class's ``capabilities`` is.
+
+    Example:
+        >>> sorted(registered_capabilities("blip"))
+        [<Capability.EMBED: 'embed'>, <Capability.MATCH: 'match'>]
+    """
+    return frozenset(Capability(value) for value in model_capabilities(name))
+
+
 class ModelAdapter(nn.Module):
     """Base class of every adapter.
 
     Subclasses set ``name`` and ``capabilities`` (and ``text_only`` for a model that takes no
     image), own a ``tokenizer``, and implement the methods of the capabilities they declare
-    plus :meth:`direct_call`; the others raise :class:`CapabilityError`.
+    plus :meth:`direct_call`; the others raise :class:`CapabilityError`. A registered adapter reads its
+    capabilities from the catalog, where they are declared (``capabilities = registered_capabilities(name)``).
     """
 
     name: ClassVar[str]

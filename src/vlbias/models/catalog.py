@@ -15,26 +15,26 @@ from vlbias.lazy_table import LazyTable
 _ADAPTERS = LazyTable(
     "model",
     {
-        "clip": "vlbias.models.clip:CLIPAdapter",
-        "albef": "vlbias.models.albef:ALBEFAdapter",
-        "bert": "vlbias.models.bert:BertAdapter",
-        "blip": "vlbias.models.blip:BLIPAdapter",
-        "vilt": "vlbias.models.vilt:ViLTAdapter",
-        "flava": "vlbias.models.flava:FLAVAAdapter",
-        "visualbert": "vlbias.models.visualbert:VisualBERTAdapter",
-        "lxmert": "vlbias.models.lxmert:LXMERTAdapter",
-        "sentence_bert": "vlbias.models.sentence:SentenceBertAdapter",
-        "open_clip": "vlbias.models.open_clip:OpenCLIPAdapter",
-        "siglip": "vlbias.models.siglip:SigLIPAdapter",
-        "siglip2": "vlbias.models.siglip2:SigLIP2Adapter",
-        "pruned": "vlbias.models.pruned:PrunedEmbeddings",
-        "debiased": "vlbias.models.debiased:DebiasedEmbeddings",
-        "prompt_array": "vlbias.models.prompt_array:PromptArrayCLIP",
+        "clip": "vlbias.models.families.clip:CLIPAdapter",
+        "albef": "vlbias.models.families.albef:ALBEFAdapter",
+        "bert": "vlbias.models.families.bert:BertAdapter",
+        "blip": "vlbias.models.families.blip:BLIPAdapter",
+        "vilt": "vlbias.models.families.vilt:ViLTAdapter",
+        "flava": "vlbias.models.families.flava:FLAVAAdapter",
+        "visualbert": "vlbias.models.families.visualbert:VisualBERTAdapter",
+        "lxmert": "vlbias.models.families.lxmert:LXMERTAdapter",
+        "sentence_bert": "vlbias.models.families.sentence:SentenceBertAdapter",
+        "open_clip": "vlbias.models.families.open_clip:OpenCLIPAdapter",
+        "siglip": "vlbias.models.families.siglip:SigLIPAdapter",
+        "siglip2": "vlbias.models.families.siglip2:SigLIP2Adapter",
+        "pruned": "vlbias.models.families.pruned:PrunedEmbeddings",
+        "debiased": "vlbias.mitigation.debiased_embeddings:DebiasedEmbeddings",
+        "prompt_array": "vlbias.models.families.prompt_array:PromptArrayCLIP",
     },
 )
 
-# name -> the values of the adapter class's ``capabilities`` (``tests/test_imports.py`` holds the two equal), so that
-# listing them imports no adapter.
+# name -> its capabilities' values, declared here only, so that listing them imports no adapter; each adapter class
+# reads its own (``capabilities = registered_capabilities(name)``, :func:`vlbias.models.base.registered_capabilities`).
 _CAPABILITIES: dict[str, tuple[str, ...]] = {
     "clip": ("embed",),
     "albef": ("embed", "fill_mask", "match", "token_states"),

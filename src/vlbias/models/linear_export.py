@@ -5,7 +5,7 @@ A tower's embedding is :math:`e = W h (+ b)`, the pooled state :math:`h` through
 ``(D, width)``, then normalised. A debiaser whose transform of that modality is :math:`z \mapsto M z / |M z|` with
 ``M`` ``(out_dim, D)`` (:meth:`vlbias.mitigation.debiaser.Debiaser.linear_map`) gives the same unit vector as the
 projection :math:`W' = M W` (and :math:`b' = M b`), since :math:`M (e / |e|) / |M (e / |e|)| = M e / |M e|`. Pruning
-is the special case of ``M`` = the kept rows of the identity (:func:`vlbias.models.pruned.row_selection`). Both
+is the special case of ``M`` = the kept rows of the identity (:func:`vlbias.models.families.pruned.row_selection`). Both
 modalities share one embedding space, so their maps must have the same ``out_dim``; ``None`` is the identity of a
 modality left as it is.
 

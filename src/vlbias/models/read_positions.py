@@ -12,7 +12,7 @@ of the second layer's work, in the counterfactual-image attack's forward and bac
 ``x + attention(layernorm_before(x))``, then ``h + output(intermediate(layernorm_after(h)))``, with
 ``attention.attention`` holding the ``query``/``key``/``value`` projections and ``attention.output``
 the output projection. ALBEF's post-LayerNorm fusion layers use :func:`attention_at` the same way
-(:class:`~vlbias.models.albef_modeling.ALBEFLayer`).
+(:class:`~vlbias.models.families.albef_modeling.ALBEFLayer`).
 
 Example:
     >>> import torch

@@ -1,6 +1,7 @@
 """Adapters that wrap an inner EMBED adapter and change its embeddings (:class:`WrappedAdapter`): ``pruned``
-(:class:`~vlbias.models.pruned.PrunedEmbeddings`), ``debiased`` (:class:`~vlbias.models.debiased.DebiasedEmbeddings`)
-and ``prompt_array`` (:class:`~vlbias.models.prompt_array.PromptArrayCLIP`).
+(:class:`~vlbias.models.families.pruned.PrunedEmbeddings`), ``debiased``
+(:class:`~vlbias.mitigation.debiased_embeddings.DebiasedEmbeddings`) and ``prompt_array``
+(:class:`~vlbias.models.families.prompt_array.PromptArrayCLIP`).
 
 They save alike: ``save_pretrained(directory)`` writes the inner adapter, in its own format, to ``directory/inner``
 (:data:`INNER_DIR`), what the wrapper adds beside it (a debiaser's folder, a prompt array's weights), and a JSON file
@@ -23,7 +24,7 @@ from torch import Tensor
 from vlbias.errors import CapabilityError, InputError
 from vlbias.models.base import Capability, ImageInput, ModelAdapter
 from vlbias.models.catalog import adapter_class
-from vlbias.models.clip import CLIPAdapter
+from vlbias.models.families.clip import CLIPAdapter
 from vlbias.models.loading import check_checkpoint
 
 #: The folder of a saved wrapper that holds its inner adapter's own save.
@@ -39,7 +40,6 @@ class WrappedAdapter(ModelAdapter, abc.ABC):
     when they write more than the fields, :meth:`_save_beside`.
     """
 
-    capabilities = frozenset({Capability.EMBED})
     tiny_sizes = CLIPAdapter.tiny_sizes
     #: The JSON file of fields beside :data:`INNER_DIR`.
     FIELDS_FILE: ClassVar[str]

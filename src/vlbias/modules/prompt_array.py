@@ -2,7 +2,7 @@ r"""DebiasCLIP (Berg et al., 2022, "A Prompt Array Keeps the Bias Away", AACL 20
 adversarially against an attribute classifier, with CLIP's contrastive loss that keeps accuracy.
 
 The CLIP is frozen, image and text towers alike; what trains is the prompt array :math:`P` (``n_prompts`` token
-embeddings read before every text, :class:`~vlbias.models.prompt_array.PromptArrayCLIP`) and the adversary
+embeddings read before every text, :class:`~vlbias.models.families.prompt_array.PromptArrayCLIP`) and the adversary
 :math:`h_\phi`, a two-layer MLP (``adversary_hidden`` wide, ReLU) that predicts an image's protected attribute (its
 index in ``groups``, at ``group_label_key`` of the batch) from the cosine similarities of the image to the
 attribute-neutral ``queries``, each read after the prompts. Each training step, on one batch of images, their
@@ -30,7 +30,7 @@ and ``train/loss`` (:math:`\mathcal{L}_P`); ``val/`` and ``test/``: ``loss`` (th
 prompts), ``i2t_accuracy`` (as :class:`~vlbias.modules.ContrastivePretraining`: the top caption is right when it
 is of the image's content class, ``content_label_key``), ``adversary_loss`` and ``adversary_accuracy`` (how well
 the adversary still reads the attribute from the queries: ``1 / len(groups)`` is chance). At the end of ``fit``
-the :class:`~vlbias.models.prompt_array.PromptArrayCLIP` is exported to ``<log_dir>/model``
+the :class:`~vlbias.models.families.prompt_array.PromptArrayCLIP` is exported to ``<log_dir>/model``
 (``vlbias measure --model prompt_array --checkpoint <log_dir>/model``).
 """
 
@@ -43,8 +43,8 @@ from torch import Tensor, nn
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability
-from vlbias.models.clip import CLIPAdapter
-from vlbias.models.prompt_array import PromptArrayCLIP
+from vlbias.models.families.clip import CLIPAdapter
+from vlbias.models.families.prompt_array import PromptArrayCLIP
 from vlbias.models.unseen_text import unseen_by
 from vlbias.modules.adapter_module import AdapterModule
 from vlbias.modules.contrastive import contrastive_loss

@@ -2,9 +2,10 @@ r"""DebiasCLIP's prompt-array objectives (Berg et al., 2022, "A Prompt Array Kee
 debiasing method and its figure): an adversary against learnable prompt tokens, with CLIP's contrastive loss that
 keeps accuracy.
 
-A prompt array :math:`P` (``K`` learnable token embeddings) is prepended to every text the frozen text encoder
-reads (:mod:`vlbias.models.prompt_array`). For image :math:`i` with protected attribute :math:`a_i \in \{0, \dots,
-G - 1\}` and :math:`Q` attribute-neutral queries :math:`t_1, \dots, t_Q` ("a person cooking."), the adversary
+A prompt array :math:`P` (``K`` learnable token embeddings) is prepended to every text the frozen text encoder reads
+(:mod:`vlbias.models.families.prompt_array`). For image :math:`i` with protected attribute
+:math:`a_i \in \{0, \dots, G - 1\}` and :math:`Q` attribute-neutral queries :math:`t_1, \dots, t_Q` ("a person
+cooking."), the adversary
 :math:`h_\phi` reads the image-text similarities
 
 .. math::

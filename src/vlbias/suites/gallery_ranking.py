@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from vlbias.errors import InputError
 from vlbias.models.base import ModelAdapter
+from vlbias.models.embedding import embed_image_batches
 from vlbias.models.inference import measuring
 from vlbias.models.unseen_text import UnseenText, unseen_by
 from vlbias.suites.base import Batch, Measurement, SuiteOutput
@@ -29,34 +29,13 @@ def embed_gallery(
 ) -> tuple[Tensor, list[int], list[dict[str, str]]]:
     """The ``(N', D)`` float embeddings of the usable images of ``images`` (a float tensor in [0, 1], or paths / PIL
     images), their indices into ``images``, and the images left out ``{"item": name, "reason", "scope"}``."""
-    parts, kept, skipped = [], [], []
-
-    def skip(index: int, reason: str) -> None:
-        skipped.append({"item": names[index], "reason": reason, "scope": "gallery"})
-
-    with measuring(adapter.device):
-        for start in range(0, len(names), batch_size):
-            indices = list(range(start, min(start + batch_size, len(names))))
-            try:
-                parts.append(_embed_images(adapter, images[start : start + batch_size]))
-                kept += indices
-            except InputError:  # find the images that do not decode; embed the others
-                for index in indices:
-                    try:
-                        parts.append(_embed_images(adapter, images[index : index + 1]))
-                        kept.append(index)
-                    except InputError as err:
-                        skip(index, str(err))
-    embeddings = torch.cat(parts) if parts else torch.empty(0, 0)
+    embeddings, kept, unread = embed_image_batches(adapter, images, batch_size, skip_unreadable=True)
+    skipped = [{"item": names[index], "reason": reason, "scope": "gallery"} for index, reason in unread]
     finite = torch.isfinite(embeddings).all(dim=1).tolist()
     for index, ok in zip(kept, finite):
         if not ok:
-            skip(index, "its embedding holds NaN or inf")
+            skipped.append({"item": names[index], "reason": "its embedding holds NaN or inf", "scope": "gallery"})
     return embeddings[torch.tensor(finite, dtype=torch.bool)], [i for i, ok in zip(kept, finite) if ok], skipped
-
-
-def _embed_images(adapter: ModelAdapter, images: Tensor | Sequence) -> Tensor:
-    return adapter.embed_images(adapter.prepare_images(images)).float().cpu()
 
 
 def score_queries(

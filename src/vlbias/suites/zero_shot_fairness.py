@@ -84,6 +84,7 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.group_fairness import GroupFairness
 from vlbias.mitigation.zero_shot import zero_shot_predictions
 from vlbias.models.base import Capability, ModelAdapter
+from vlbias.models.embedding import embed_image_batches
 from vlbias.models.inference import measuring
 from vlbias.models.unseen_text import TRUNCATED, unseen_by
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
@@ -345,15 +346,13 @@ class _ZeroShotFairnessMeasurement(Measurement):
         """``(b,)`` predicted class ids (-1 where the image was not classified) and why each was not ("" if it was)."""
         reasons = [""] * len(batch)
         embeddings = torch.full((len(batch), self.prompt_embeddings.shape[1]), torch.nan)
-        with measuring(self.adapter.device):
-            try:
-                embeddings = self._embed([image.image for image in batch.items])
-            except InputError:  # find the images that do not decode; embed the others
-                for i, image in enumerate(batch.items):
-                    try:
-                        embeddings[i] = self._embed([image.image])[0]
-                    except InputError as err:
-                        reasons[i] = str(err)
+        images = [image.image for image in batch.items]
+        images = torch.stack(images) if isinstance(images[0], Tensor) else images
+        embedded, kept, unread = embed_image_batches(self.adapter, images, len(batch), skip_unreadable=True)
+        if kept:
+            embeddings[kept] = embedded
+        for i, reason in unread:
+            reasons[i] = reason
         finite = torch.isfinite(embeddings).all(dim=1)
         for i in range(len(batch)):
             if not reasons[i] and not bool(finite[i]):
@@ -362,11 +361,6 @@ class _ZeroShotFairnessMeasurement(Measurement):
         if bool(finite.any()):
             predictions[finite] = zero_shot_predictions(embeddings[finite], self.prompt_embeddings, self.prompt_classes)
         return predictions, reasons
-
-    def _embed(self, images: list) -> Tensor:
-        if isinstance(images[0], Tensor):
-            images = torch.stack(images)
-        return self.adapter.embed_images(self.adapter.prepare_images(images)).float().cpu()
 
     def update(self, batch: Batch, outputs: tuple[Tensor, list[str]]) -> None:
         predictions, reasons = outputs

@@ -29,7 +29,7 @@ from jsonargparse.typing import PositiveInt
 
 from vlbias.errors import ConfigError
 from vlbias.experiments.bench.timing import machine, median_seconds
-from vlbias.models.albef_modeling import ALBEF, ALBEFConfig
+from vlbias.models.families.albef_modeling import ALBEF, ALBEFConfig
 from vlbias.threads import torch_threads
 
 

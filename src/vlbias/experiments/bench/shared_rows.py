@@ -34,8 +34,8 @@ import torch
 from jsonargparse.typing import PositiveInt
 
 from vlbias.experiments.bench.timing import interleaved
-from vlbias.models.albef_modeling import ALBEF, ALBEFConfig
 from vlbias.models.base import at_positions
+from vlbias.models.families.albef_modeling import ALBEF, ALBEFConfig
 from vlbias.threads import torch_threads
 
 

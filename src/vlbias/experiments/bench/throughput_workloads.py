@@ -51,10 +51,10 @@ from vlbias.data.biasworld import BiasWorld
 from vlbias.experiments.bench.fairvlp import model_options_at, wordpiece_tokenizer
 from vlbias.experiments.biasworld_runs import experiment_config
 from vlbias.models.base import Capability
-from vlbias.models.blip import BLIPAdapter
+from vlbias.models.families.blip import BLIPAdapter
+from vlbias.models.families.open_clip import OpenCLIPAdapter
+from vlbias.models.families.open_clip_tokens import OpenCLIPTokenizer
 from vlbias.models.inference import mixed_precision
-from vlbias.models.open_clip import OpenCLIPAdapter
-from vlbias.models.open_clip_tokens import OpenCLIPTokenizer
 from vlbias.models.preprocess import ImageTransform
 from vlbias.models.speed import compile_layers, to_channels_last
 from vlbias.modules import FairVLP, FairVLPMethod, ModelSpec, RetrievalFinetuning

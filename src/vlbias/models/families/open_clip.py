@@ -26,10 +26,10 @@ from torch import Tensor, nn
 from vlbias.data.images import load_image
 from vlbias.errors import ConfigError, InputError
 from vlbias.log_levels import quieted
-from vlbias.models.base import Capability, ImageInput, ModelAdapter
+from vlbias.models.base import Capability, ImageInput, ModelAdapter, registered_capabilities
+from vlbias.models.families.open_clip_tokens import OpenCLIPTokenizer
 from vlbias.models.linear_export import checked_linear_maps, folded_columns, folded_linear
 from vlbias.models.loading import check_checkpoint
-from vlbias.models.open_clip_tokens import OpenCLIPTokenizer
 from vlbias.models.preprocess import checked_image_batch
 from vlbias.models.tiny_sizes import TinyEmbeddingSizes
 
@@ -65,11 +65,11 @@ class OpenCLIPAdapter(ModelAdapter):
     state dict of another architecture is refused by name; a tag or hub id that is neither in the local cache nor
     reachable (offline) is refused saying so and how to give a local file.
 
-    **Text** is read by open_clip's own tokenizer (:class:`~vlbias.models.open_clip_tokens.OpenCLIPTokenizer`), padded
-    and cut to the text tower's context length as open_clip does. **Images** go through open_clip's own
-    preprocessing (its mean and std, interpolation, resize mode and crop: the model's ``visual.preprocess_cfg``,
-    from the pretrained tag or ``open_clip_config.json``), PIL images as open_clip transforms them and a ``(B, 3, H,
-    W)`` tensor in ``[0, 1]`` through the same transforms as torch ops.
+    **Text** is read by open_clip's own tokenizer (:class:`~vlbias.models.families.open_clip_tokens.OpenCLIPTokenizer`),
+    padded and cut to the text tower's context length as open_clip does. **Images** go through open_clip's own
+    preprocessing (its mean and std, interpolation, resize mode and crop: the model's ``visual.preprocess_cfg``, from
+    the pretrained tag or ``open_clip_config.json``), PIL images as open_clip transforms them and a ``(B, 3, H, W)``
+    tensor in ``[0, 1]`` through the same transforms as torch ops.
 
     **Scores.** EMBED: ``encode_image`` and ``encode_text``, L2-normalised. MATCH: the pair score of open_clip's
     ``get_logits``, :math:`s(v, t) = e^{\\tau}\\,\\cos(v, t) + b` with the model's ``logit_scale`` :math:`\\tau` and
@@ -92,7 +92,7 @@ class OpenCLIPAdapter(ModelAdapter):
     no_linear_export = None  # for the towers that end in a linear projection (check_linear_export)
 
     name = "open_clip"
-    capabilities = frozenset({Capability.EMBED, Capability.MATCH})
+    capabilities = registered_capabilities(name)
     tiny_sizes = TinyEmbeddingSizes()
 
     def __init__(self, model: nn.Module, model_config: dict, tokenizer: OpenCLIPTokenizer) -> None:

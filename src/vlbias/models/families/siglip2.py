@@ -1,6 +1,7 @@
 """SigLIP 2 NaFlex (Tschannen et al., 2025) through transformers' ``Siglip2Model``: SigLIP's sigmoid pair scores
-(:class:`~vlbias.models.siglip.SigmoidPairScores`: EMBED, MATCH) over images read at their own aspect ratio, as a
-variable number of patches. SigLIP 2's fixed-resolution checkpoints are ``SiglipModel`` s: :mod:`vlbias.models.siglip`.
+(:class:`~vlbias.models.families.siglip.SigmoidPairScores`: EMBED, MATCH) over images read at their own aspect
+ratio, as a variable number of patches. SigLIP 2's fixed-resolution checkpoints are ``SiglipModel`` s:
+:mod:`vlbias.models.families.siglip`.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 
 from vlbias.data.images import load_image
 from vlbias.errors import InputError
-from vlbias.models.base import ImageInput
+from vlbias.models.base import ImageInput, registered_capabilities
+from vlbias.models.families.siglip import SIGLIP_MEAN, SIGLIP_STD, SigmoidPairScores, tiny_text_config
 from vlbias.models.preprocess import checked_image_batch
 from vlbias.models.pretrained import PretrainedAdapter, tiny_layers
-from vlbias.models.siglip import SIGLIP_MEAN, SIGLIP_STD, SigmoidPairScores, tiny_text_config
 from vlbias.models.tiny_sizes import TinyImageSizes
 
 #: The tokenizer classes a SigLIP 2 checkpoint names, all read as transformers' ``Siglip2Tokenizer``.
@@ -97,7 +98,7 @@ def _load_tokenizer(name_or_path: str | Path):
 
 class SigLIP2Adapter(SigmoidPairScores, PretrainedAdapter):
     """Normalised embeddings (EMBED) and sigmoid pair log-odds (MATCH) of a ``Siglip2Model``
-    (:class:`~vlbias.models.siglip.SigmoidPairScores`).
+    (:class:`~vlbias.models.families.siglip.SigmoidPairScores`).
 
     Images go through the checkpoint's ``Siglip2ImageProcessor`` (:attr:`processor`): each is resized, keeping its
     aspect ratio, to the largest multiple of the patch size that makes at most ``max_num_patches`` patches
@@ -118,6 +119,7 @@ class SigLIP2Adapter(SigmoidPairScores, PretrainedAdapter):
     """
 
     name = "siglip2"
+    capabilities = registered_capabilities(name)
     model_class: ClassVar = Siglip2Model
     tiny_sizes = TinyImageSizes()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from torch import Tensor
 from transformers import LxmertConfig, LxmertForPreTraining
 
-from vlbias.models.base import Capability
+from vlbias.models.base import Capability, registered_capabilities
 from vlbias.models.region_adapter import RegionAdapter, TinyRegionSizes
 from vlbias.models.regions import RegionFeatures
 
@@ -39,7 +39,7 @@ class LXMERTAdapter(RegionAdapter):
     """
 
     name = "lxmert"
-    capabilities = frozenset({Capability.FILL_MASK, Capability.MATCH, Capability.TOKEN_STATES})
+    capabilities = registered_capabilities(name)
     model_class = LxmertForPreTraining
     visual_dim_field = "visual_feat_dim"
 

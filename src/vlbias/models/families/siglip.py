@@ -1,6 +1,6 @@
 """SigLIP (Zhai et al., 2023) through transformers' ``SiglipModel``: a dual encoder trained with the sigmoid loss,
 whose pairs get a sigmoid score (EMBED, MATCH). SigLIP 2's fixed-resolution checkpoints (``google/siglip2-*-224`` and
-the like, ``model_type`` ``siglip``) load here too; its NaFlex checkpoints are :mod:`vlbias.models.siglip2`'s.
+the like, ``model_type`` ``siglip``) load here too; its NaFlex checkpoints are :mod:`vlbias.models.families.siglip2`'s.
 
 :class:`SigmoidPairScores` is what the two families share: the text read padded to the model's full length, the
 pair score, and the direct call.
@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from transformers import SiglipConfig, SiglipModel
 
-from vlbias.models.base import Capability, ModelAdapter
+from vlbias.models.base import Capability, ModelAdapter, registered_capabilities
 from vlbias.models.linear_export import checked_linear_maps, folded_linear
 from vlbias.models.preprocess import PREPROCESSOR_FILE, ImageTransform
 from vlbias.models.pretrained import ImageTextAdapter, tiny_layers, tiny_vocabulary_ids
@@ -54,8 +54,6 @@ class SigmoidPairScores(ModelAdapter):
         "image": "the image tower ends in an attention-pooling head whose MLP is added back to the pooled state (no "
         "linear map to the embedding), so there are no projection weights to fold the change into"
     }
-
-    capabilities = frozenset({Capability.EMBED, Capability.MATCH})
 
     def prepare_texts(self, texts: Sequence[str]) -> dict[str, Tensor]:
         """``{"input_ids": (B, max_text_length)}``: the tokenizer's ids padded to the full length (class docstring)."""
@@ -138,6 +136,7 @@ class SigLIPAdapter(SigmoidPairScores, ImageTextAdapter):
     """
 
     name = "siglip"
+    capabilities = registered_capabilities(name)
     model_class: ClassVar = SiglipModel
     size_key = "size"
     center_crop = False

@@ -10,7 +10,7 @@ from jsonargparse.typing import PositiveInt
 from torch import Tensor
 from transformers import BertConfig, BertForMaskedLM
 
-from vlbias.models.base import Capability, PairedRows
+from vlbias.models.base import Capability, PairedRows, registered_capabilities
 from vlbias.models.pretrained import TextOnlyAdapter, tiny_layers, tiny_vocabulary_ids
 from vlbias.models.tiny_sizes import TinySizes
 
@@ -42,7 +42,7 @@ class BertAdapter(TextOnlyAdapter):
     """
 
     name = "bert"
-    capabilities = frozenset({Capability.FILL_MASK, Capability.TOKEN_STATES})
+    capabilities = registered_capabilities(name)
     model_class = BertForMaskedLM
     tiny_sizes = TinyBertSizes()
 

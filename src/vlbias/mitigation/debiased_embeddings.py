@@ -29,10 +29,10 @@ from torch import Tensor
 
 from vlbias.errors import InputError
 from vlbias.mitigation.debiaser import Debiaser, FitData, load_debiaser
-from vlbias.mitigation.fit_data import text_encoder
 from vlbias.mitigation.orth_proj import OrthProj
-from vlbias.models.base import Capability, ModelAdapter
-from vlbias.models.clip import CLIPAdapter
+from vlbias.models.base import Capability, ModelAdapter, registered_capabilities
+from vlbias.models.embedding import text_encoder
+from vlbias.models.families.clip import CLIPAdapter
 from vlbias.models.linear_export import checked_linear_maps
 from vlbias.models.tiny_sizes import TinySizes
 from vlbias.models.wrapped import WrappedAdapter
@@ -58,6 +58,7 @@ class DebiasedEmbeddings(WrappedAdapter):
     """
 
     name = "debiased"
+    capabilities = registered_capabilities(name)
     FIELDS_FILE = DEBIASED_FILE
 
     def __init__(self, inner: ModelAdapter, debiaser: Debiaser) -> None:

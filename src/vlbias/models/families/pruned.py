@@ -25,8 +25,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from vlbias.errors import InputError
-from vlbias.models.base import Capability, ModelAdapter
-from vlbias.models.clip import CLIPAdapter
+from vlbias.models.base import Capability, ModelAdapter, registered_capabilities
+from vlbias.models.families.clip import CLIPAdapter
 from vlbias.models.tiny_sizes import TinySizes
 from vlbias.models.wrapped import WrappedAdapter
 
@@ -83,6 +83,7 @@ class PrunedEmbeddings(WrappedAdapter):
     """
 
     name = "pruned"
+    capabilities = registered_capabilities(name)
     FIELDS_FILE = PRUNED_FILE
 
     def __init__(self, inner: ModelAdapter, kept_dims: Sequence[int] | Tensor) -> None:

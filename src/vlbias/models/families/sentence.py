@@ -25,8 +25,8 @@ from transformers.utils import cached_file
 
 from vlbias.atomic import atomic_write
 from vlbias.errors import ConfigError
-from vlbias.models.base import Capability
-from vlbias.models.bert import TinyBertSizes, tiny_bert_config
+from vlbias.models.base import Capability, registered_capabilities
+from vlbias.models.families.bert import TinyBertSizes, tiny_bert_config
 from vlbias.models.pretrained import TextOnlyAdapter
 from vlbias.models.tiny_sizes import TinySizes
 
@@ -88,7 +88,7 @@ class SentenceBertAdapter(TextOnlyAdapter):
     """
 
     name = "sentence_bert"
-    capabilities = frozenset({Capability.TOKEN_STATES})
+    capabilities = registered_capabilities(name)
     model_class = BertModel
     tiny_sizes = TinyBertSizes()
 
@@ -146,10 +146,11 @@ class SentenceBertAdapter(TextOnlyAdapter):
         cls, seed: int = 0, tokenizer: object | None = None, sizes: TinySizes | None = None, pooling: Pooling = "cls"
     ) -> SentenceBertAdapter:
         """A small random ``BertModel`` (:meth:`ModelAdapter.tiny <vlbias.models.base.ModelAdapter.tiny>`; ``sizes``
-        are :class:`~vlbias.models.bert.TinyBertSizes`) pooling with ``pooling``."""
+        are :class:`~vlbias.models.families.bert.TinyBertSizes`) pooling with ``pooling``."""
         return cls._seeded_tiny(seed, tokenizer, sizes, pooling=pooling)
 
     @classmethod
     def _tiny(cls, tokenizer, sizes: TinyBertSizes, pooling: Pooling = "cls") -> SentenceBertAdapter:
-        """A small random ``BertModel`` of ``num_layers`` layers (:func:`~vlbias.models.bert.tiny_bert_config`)."""
+        """A small random ``BertModel`` of ``num_layers`` layers
+        (:func:`~vlbias.models.families.bert.tiny_bert_config`)."""
         return cls(BertModel(tiny_bert_config(tokenizer, sizes)), tokenizer, pooling)

@@ -1,7 +1,7 @@
 """ALBEF (Li et al., 2021) and TCL (Yang et al., 2022), which shares ALBEF's architecture and
 checkpoint format: EMBED (ITC), MATCH (ITM), FILL_MASK (MLM) and TOKEN_STATES.
 
-The modules and the official checkpoint format are in :mod:`vlbias.models.albef_modeling`.
+The modules and the official checkpoint format are in :mod:`vlbias.models.families.albef_modeling`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,16 @@ from torch import Tensor
 from transformers import AutoTokenizer
 
 from vlbias.errors import InputError
-from vlbias.models.albef_modeling import (
+from vlbias.models.base import (
+    Capability,
+    ImageInput,
+    ModelAdapter,
+    PairedRows,
+    pair_batches,
+    patch_tokens,
+    registered_capabilities,
+)
+from vlbias.models.families.albef_modeling import (
     ALBEF,
     ALBEFConfig,
     LoadReport,
@@ -29,7 +38,6 @@ from vlbias.models.albef_modeling import (
     official_layout,
     read_checkpoint,
 )
-from vlbias.models.base import Capability, ImageInput, ModelAdapter, PairedRows, pair_batches, patch_tokens
 from vlbias.models.loading import check_checkpoint
 from vlbias.models.preprocess import ImageTransform
 from vlbias.models.tiny_sizes import TinyImageSizes
@@ -61,7 +69,7 @@ class TinyALBEFSizes(TinyImageSizes):
 
 
 class ALBEFAdapter(ModelAdapter):
-    """ALBEF/TCL through :class:`~vlbias.models.albef_modeling.ALBEF`.
+    """ALBEF/TCL through :class:`~vlbias.models.families.albef_modeling.ALBEF`.
 
     * EMBED: ``normalize(vision_proj(image CLS))`` and ``normalize(text_proj(text CLS))``, the text
       read after the text-only layers (ALBEF eq. 1; the image-text similarity is their dot product
@@ -93,7 +101,7 @@ class ALBEFAdapter(ModelAdapter):
     """
 
     name = "albef"
-    capabilities = frozenset({Capability.EMBED, Capability.MATCH, Capability.FILL_MASK, Capability.TOKEN_STATES})
+    capabilities = registered_capabilities(name)
     tiny_sizes = TinyALBEFSizes(num_layers=4)
     # The cross-attention keys and values that paired_match_logits holds at once (images are processed in
     # chunks that fit): 1 GiB is about 50 base-size images at 384 px (6 fusion layers, 577 tokens, width 768).

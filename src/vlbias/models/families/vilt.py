@@ -65,7 +65,7 @@ from transformers import (
 )
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.models.base import Capability, ImageInput, ModelAdapter, PairedRows
+from vlbias.models.base import Capability, ImageInput, ModelAdapter, PairedRows, registered_capabilities
 from vlbias.models.loading import from_pretrained_strict
 from vlbias.models.patches import project_patches
 from vlbias.models.preprocess import ImageTransform
@@ -116,7 +116,7 @@ class ViLTAdapter(ModelAdapter):
     """
 
     name = "vilt"
-    capabilities = frozenset({Capability.FILL_MASK, Capability.MATCH, Capability.TOKEN_STATES})
+    capabilities = registered_capabilities(name)
     tiny_sizes = TinyImageSizes()
 
     def __init__(

@@ -50,7 +50,7 @@ from torch import Tensor
 from transformers import FlavaConfig, FlavaForPreTraining, FlavaImageProcessor
 
 from vlbias.errors import InputError
-from vlbias.models.base import Capability, ImageInput, PairedRows
+from vlbias.models.base import Capability, ImageInput, PairedRows, registered_capabilities
 from vlbias.models.loading import check_checkpoint, check_keys
 from vlbias.models.patches import PatchProjection
 from vlbias.models.preprocess import CLIP_MEAN, CLIP_STD, ImageTransform
@@ -71,7 +71,7 @@ class FLAVAAdapter(ImageTextAdapter):
     """
 
     name = "flava"
-    capabilities = frozenset({Capability.EMBED, Capability.MATCH, Capability.FILL_MASK, Capability.TOKEN_STATES})
+    capabilities = registered_capabilities(name)
     model_class = FlavaForPreTraining
     center_crop = False
     tiny_sizes = TinyEmbeddingSizes()

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from transformers import CLIPConfig, CLIPModel
 
-from vlbias.models.base import Capability
+from vlbias.models.base import Capability, registered_capabilities
 from vlbias.models.linear_export import checked_linear_maps, folded_linear
 from vlbias.models.preprocess import ImageTransform
 from vlbias.models.pretrained import ImageTextAdapter, tiny_layers, tiny_vocabulary_ids
@@ -33,7 +33,7 @@ class CLIPAdapter(ImageTextAdapter):
     """
 
     name = "clip"
-    capabilities = frozenset({Capability.EMBED})
+    capabilities = registered_capabilities(name)
     model_class = CLIPModel
     size_key = "crop_size"
     tiny_sizes = TinyEmbeddingSizes(hidden_size=64, image_size=64, projection_dim=64)

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 from transformers import VisualBertConfig, VisualBertForPreTraining
 
-from vlbias.models.base import Capability
+from vlbias.models.base import Capability, registered_capabilities
 from vlbias.models.pretrained import tiny_layers, tiny_vocabulary_ids
 from vlbias.models.region_adapter import RegionAdapter, TinyRegionSizes
 from vlbias.models.regions import RegionFeatures
@@ -37,7 +37,7 @@ class VisualBERTAdapter(RegionAdapter):
     """
 
     name = "visualbert"
-    capabilities = frozenset({Capability.FILL_MASK, Capability.MATCH, Capability.TOKEN_STATES})
+    capabilities = registered_capabilities(name)
     model_class = VisualBertForPreTraining
     visual_dim_field = "visual_embedding_dim"
 

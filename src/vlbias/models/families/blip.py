@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from transformers import BlipConfig, BlipForImageTextRetrieval
 
-from vlbias.models.base import Capability, pair_batches, patch_tokens
+from vlbias.models.base import Capability, pair_batches, patch_tokens, registered_capabilities
 from vlbias.models.preprocess import ImageTransform
 from vlbias.models.pretrained import ImageTextAdapter, tiny_layers, tiny_vocabulary_ids
 from vlbias.models.tiny_sizes import TinyEmbeddingSizes
@@ -43,7 +43,7 @@ class BLIPAdapter(ImageTextAdapter):
     """
 
     name = "blip"
-    capabilities = frozenset({Capability.EMBED, Capability.MATCH})
+    capabilities = registered_capabilities(name)
     model_class = BlipForImageTextRetrieval
     size_key = "size"
     center_crop = False

@@ -1,6 +1,6 @@
 """A CLIP whose texts are read after a learned prompt array (DebiasCLIP, Berg et al., 2022).
 
-:class:`PromptArrayCLIP` wraps a :class:`~vlbias.models.clip.CLIPAdapter` and prepends ``K`` learned token
+:class:`PromptArrayCLIP` wraps a :class:`~vlbias.models.families.clip.CLIPAdapter` and prepends ``K`` learned token
 embeddings, the prompt array :math:`P` (``(K, H)``, ``H`` the text tower's width), to every text it embeds; images
 are the inner CLIP's. :class:`vlbias.modules.PromptArrayDebiasing` trains the array
 (:mod:`vlbias.objectives.prompt_array`) and exports this adapter, which ``vlbias measure --model prompt_array
@@ -37,8 +37,8 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from vlbias.errors import InputError
-from vlbias.models.base import Capability, ModelAdapter
-from vlbias.models.clip import CLIPAdapter
+from vlbias.models.base import Capability, ModelAdapter, registered_capabilities
+from vlbias.models.families.clip import CLIPAdapter
 from vlbias.models.tiny_sizes import TinySizes
 from vlbias.models.wrapped import WrappedAdapter
 
@@ -63,6 +63,7 @@ class PromptArrayCLIP(WrappedAdapter):
     """
 
     name = "prompt_array"
+    capabilities = registered_capabilities(name)
     FIELDS_FILE = PROMPT_ARRAY_FILE
     SAVED_FILES = (PROMPTS_FILE,)
 
