@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from vlbias.environment import environment
 from vlbias.results import read_items, read_results
+from vlbias.runtime.environment import environment
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "configs" / "experiment" / "quickstart.yaml"

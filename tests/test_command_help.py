@@ -36,3 +36,46 @@ def test_every_option_has_help_text_and_is_listed_once(command):
         for name in action.option_strings:
             if not name.endswith("+"):
                 assert text.count(f"  {name} ") + text.count(f"  {name}\n") + text.count(f"  {name},") == 1, name
+
+
+def test_debias_help_names_every_method():
+    from vlbias.mitigation.registry import list_debiasers
+
+    text = " ".join(debias.parser().format_help().split())
+    assert f"methods (--method): {', '.join(list_debiasers())};" in text
+
+
+def test_measure_help_gives_every_suite_one_line():
+    from vlbias.suites.registry import list_suites, suite_summaries
+
+    lines = measure.parser().format_help().splitlines()
+    for suite, summary in suite_summaries().items():
+        assert f"  {suite:<20} {summary}" in lines, suite
+    assert list(suite_summaries()) == list_suites()
+
+
+def test_every_registered_suite_has_a_summary_and_no_other_name_does():
+    from vlbias.suites import registry
+
+    assert set(registry._SUMMARIES) == set(registry.list_suites())
+
+
+@pytest.mark.parametrize(
+    ("name", "known", "expected"),
+    [
+        (
+            "mmbiass",
+            ["mmbias", "weat"],
+            "Unknown suite 'mmbiass'; expected one of: mmbias, weat; did you mean 'mmbias'?",
+        ),
+        ("xyz", ["mmbias", "weat"], "Unknown suite 'xyz'; expected one of: mmbias, weat."),
+    ],
+)
+def test_an_unknown_name_is_refused_with_the_known_ones_and_the_closest(name, known, expected):
+    from vlbias.errors import ConfigError
+    from vlbias.lazy_table import refuse_unknown
+
+    with pytest.raises(ConfigError) as refused:
+        refuse_unknown("suite", name, known)
+    assert str(refused.value) == expected
+    refuse_unknown("suite", "weat", known)  # a known name passes

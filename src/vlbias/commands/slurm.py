@@ -17,10 +17,14 @@ from typing import Literal, get_origin
 
 from jsonargparse import ActionConfigFile, ArgumentParser
 
+from vlbias.commands import slurm_commands
 from vlbias.commands.parsing import HelpFormatter, bare_flags, parse
 from vlbias.errors import ConfigError
-from vlbias.launch.job_spec import JobSpec, Runnable
+from vlbias.launch.job_spec import JobSpec
 from vlbias.options import Seed
+
+#: The commands a Slurm job can run (the command table's, vlbias.commands.COMMANDS).
+SlurmCommand = Literal[slurm_commands()]  # type: ignore[valid-type]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,7 +38,7 @@ class Submit:
         dry_run: Check everything and print the sbatch script (and a sweep's tasks); submit nothing.
     """
 
-    command: Runnable = "fit"
+    command: SlurmCommand = "fit"
     run_dir: str | None = None
     root: str = "runs/slurm"
     dry_run: bool = False
@@ -139,6 +143,7 @@ def main(argv: Sequence[str]) -> None:
 
 
 def _submit(action: str, job: JobSpec, values: dict, passed: list[str]) -> None:
+    from vlbias.commands.resolve import runnable
     from vlbias.launch.submit import parse_grid, submit, sweep
 
     where = {
@@ -148,10 +153,10 @@ def _submit(action: str, job: JobSpec, values: dict, passed: list[str]) -> None:
         "dry_run": values["dry_run"],
     }
     if action == "submit":
-        submission = submit(values["command"], passed, **where)
+        submission = submit(runnable(values["command"]), passed, **where)
     else:
         grid = parse_grid(values["grid"])
-        submission = sweep(values["command"], passed, grid, list(values["seeds"]), **where)
+        submission = sweep(runnable(values["command"]), passed, grid, list(values["seeds"]), **where)
     for note in submission.notes:
         print(f"note: {note}")
     if submission.job_id is None:

@@ -44,7 +44,7 @@ from vlbias.experiments.fairvlp_table import ALL_METHODS, Method
 from vlbias.models.registry import check_device
 from vlbias.modules.fairvlp import METHODS, FairVLP, FairVLPMethod, settings_read, switch_method, uses_images
 from vlbias.modules.model_spec import ModelSpec
-from vlbias.threads import torch_threads
+from vlbias.runtime.threads import torch_threads
 
 #: ALBEF-base (Li et al., 2021: ViT-B/16 at 256 x 256, BERT-base, fusion from layer 6, 256-d ITC embeddings), as
 #: ``ALBEFAdapter.tiny`` sizes; ``configs/experiment/fairvlp_coco.yaml`` loads these from the released checkpoint.

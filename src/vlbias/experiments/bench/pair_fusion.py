@@ -30,7 +30,7 @@ from jsonargparse.typing import PositiveInt
 from vlbias.errors import ConfigError
 from vlbias.experiments.bench.timing import machine, median_seconds
 from vlbias.models.albef_modeling import ALBEF, ALBEFConfig
-from vlbias.threads import torch_threads
+from vlbias.runtime.threads import torch_threads
 
 
 def bench_pair_fusion(

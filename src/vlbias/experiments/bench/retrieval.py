@@ -27,7 +27,7 @@ from vlbias.metrics.functional import retrieval_recall
 from vlbias.models.registry import load
 from vlbias.models.vocab import tiny_vocabulary
 from vlbias.retrieval import candidates, rerank, rerank_per_query
-from vlbias.threads import torch_threads
+from vlbias.runtime.threads import torch_threads
 
 
 def official_evaluation_loop(
