@@ -147,7 +147,7 @@ def test_bench_dataloader_prints_a_row_per_worker_count_and_the_workers_a_gpu_st
     from vlbias.experiments.bench.dataloader import bench_dataloader
 
     arguments = ["--annotations", str(synthetic_coco), "--workers", "0", "--batches", "1", "--batch_size", "2"]
-    rates = run(bench_dataloader, [*arguments, "--no_memory", "--gpu_samples_per_s", "100000"])
+    rates = run(bench_dataloader, [*arguments, "--memory", "false", "--gpu_samples_per_s", "100000"])
     out = capsys.readouterr().out
     loader_ms, raw_ms = (
         float(ms) for ms in re.search(r"loader (\S+) ms, raw PIL decode of the same 2 files (\S+) ms", out).groups()

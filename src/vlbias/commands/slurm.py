@@ -18,7 +18,7 @@ from typing import Literal, get_origin
 from jsonargparse import ActionConfigFile, ArgumentParser
 
 from vlbias.commands import slurm_commands
-from vlbias.commands.parsing import HelpFormatter, bare_flags, parse
+from vlbias.commands.parsing import bare_flags, new_parser, parse
 from vlbias.errors import ConfigError
 from vlbias.launch.job_spec import JobSpec
 from vlbias.options import Seed
@@ -60,13 +60,10 @@ class Sweep(Submit):
 def parser(action: Literal["submit", "sweep"]) -> ArgumentParser:
     """The options of ``vlbias slurm submit`` (``sweep``): :class:`JobSpec` and :class:`Submit` (:class:`Sweep`)."""
     options = Sweep if action == "sweep" else Submit
-    command = ArgumentParser(
-        prog=f"vlbias slurm {action}",
-        description=options.__doc__.splitlines()[0] if action == "sweep" else "Submit one vlbias run as a Slurm job.",
-        epilog="Every other argument goes to `vlbias COMMAND` (--config FILE, --trainer.max_epochs 3, ...).",
-        formatter_class=HelpFormatter,
-        exit_on_error=False,
-        allow_abbrev=False,
+    command = new_parser(
+        f"vlbias slurm {action}",
+        options.__doc__.splitlines()[0] if action == "sweep" else "Submit one vlbias run as a Slurm job.",
+        "Every other argument goes to `vlbias COMMAND` (--config FILE, --trainer.max_epochs 3, ...).",
     )
     command.add_argument("--job_config", action=ActionConfigFile, help="YAML with any of the job options below.")
     command.add_class_arguments(JobSpec, as_group=True)
@@ -76,12 +73,7 @@ def parser(action: Literal["submit", "sweep"]) -> ArgumentParser:
 
 
 def status_parser() -> ArgumentParser:
-    command = ArgumentParser(
-        prog="vlbias slurm status",
-        description="Finished, failed and requeued tasks of a run or sweep.",
-        exit_on_error=False,
-        allow_abbrev=False,
-    )
+    command = new_parser("vlbias slurm status", "Finished, failed and requeued tasks of a run or sweep.")
     command.add_argument("run_dir", type=str, help="The run or sweep directory.")
     return command
 

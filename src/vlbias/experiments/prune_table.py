@@ -107,7 +107,7 @@ def prune_table(
     Args:
         seeds: Seeds to train (one model each).
         strategies: Pruning strategies to compare.
-        projection: Include the projection baseline (--no_projection leaves it out).
+        projection: Include the projection baseline (--projection false leaves it out).
         keep: Keep trained models and prune runs here.
         embed_dim: The tiny CLIP's projection size D.
         fraction: N as a fraction of D.

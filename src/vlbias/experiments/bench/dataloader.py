@@ -49,7 +49,7 @@ def resident_mib() -> dict[str, float]:
     """This process's resident memory in MiB from ``/proc/self/status``: ``RssAnon`` and ``RssFile``."""
     status = Path("/proc/self/status")
     if not status.is_file():
-        raise ConfigError("The memory rows read /proc/self/status (Linux); give --no_memory elsewhere.")
+        raise ConfigError("The memory rows read /proc/self/status (Linux); give --memory false elsewhere.")
     fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
     return {name: int(fields[name].split()[0]) / 1024 for name in MEMORY_FIELDS}  # kB
 
