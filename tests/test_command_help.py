@@ -1,22 +1,34 @@
 """Every option of every ``vlbias`` command is listed once in its ``--help``, with its docstring line as help
 text: a parser built from a dataclass field without an ``Args:`` line fails here."""
 
+import importlib
+
 import pytest
 from jsonargparse import ActionConfigFile
 
-from vlbias.commands import audit, debias, measure, models, prune, report, slurm
+from vlbias.commands import COMMANDS, debias, measure, slurm, slurm_commands
 
+
+def _module(name: str):
+    return importlib.import_module(COMMANDS[name].target.partition(":")[0])
+
+
+#: every command built from a dataclass or a function (the command table's; LightningCLI's have their own help)
 PARSERS = {
-    "measure": measure.parser,
-    "audit": audit.parser,
-    "prune": prune.parser,
-    "debias": debias.parser,
-    "report": report.parser,
-    "models": models.parser,
+    **{name: _module(name).parser for name in COMMANDS if COMMANDS[name].job != "lightning" and name != "slurm"},
     "slurm submit": lambda: slurm.parser("submit"),
     "slurm sweep": lambda: slurm.parser("sweep"),
     "slurm status": slurm.status_parser,
 }
+
+
+def test_the_table_lists_each_command_once_and_a_job_runs_lightning_and_one_process_commands():
+    assert set(PARSERS) >= {"measure", "audit", "prune", "debias", "report", "models"}
+    assert set(slurm_commands()) == {name for name, command in COMMANDS.items() if command.job is not None}
+    assert slurm.Submit.__dataclass_fields__["command"].type == "SlurmCommand"
+    assert list(slurm.SlurmCommand.__args__) == list(slurm_commands())
+    one_process = [name for name in slurm_commands() if COMMANDS[name].job == "one_process"]
+    assert all(hasattr(_module(name), "OPTIONS") for name in one_process)
 
 
 @pytest.mark.parametrize("command", PARSERS)
