@@ -13,6 +13,7 @@ from vlbias.experiments.bench.counterbias import bench_counterbias
 from vlbias.experiments.bench.fairvlp import bench_fairvlp
 from vlbias.experiments.bench.models import bench_models
 from vlbias.experiments.bench.pair_fusion import bench_pair_fusion
+from vlbias.experiments.bench.refusal import HELP, bench_refusal
 from vlbias.experiments.bench.shared_rows import bench_shared_rows
 from vlbias.experiments.bench.throughput import bench_throughput
 from vlbias.experiments.bench.throughput_mfu import counted_flops, mfu, peak_flops
@@ -146,7 +147,7 @@ def test_bench_dataloader_prints_a_row_per_worker_count_and_the_workers_a_gpu_st
     from vlbias.experiments.bench.dataloader import bench_dataloader
 
     arguments = ["--annotations", str(synthetic_coco), "--workers", "0", "--batches", "1", "--batch_size", "2"]
-    rates = run(bench_dataloader, [*arguments, "--no_memory", "--gpu_samples_per_s", "100000"])
+    rates = run(bench_dataloader, [*arguments, "--memory", "false", "--gpu_samples_per_s", "100000"])
     out = capsys.readouterr().out
     loader_ms, raw_ms = (
         float(ms) for ms in re.search(r"loader (\S+) ms, raw PIL decode of the same 2 files (\S+) ms", out).groups()
@@ -268,3 +269,10 @@ def test_bench_sfid_trees_compares_each_forest_with_the_default(capsys):
     assert [row[0] for row in rows] == ["100 trees (default)", "100 trees, seed 1", "5 trees"]
     assert rows[0][2:4] == ("50", "50") and all(float(row[1]) > 0 and int(row[2]) <= 50 for row in rows)
     assert all(-1 < float(row[4]) <= 1 for row in rows)
+
+
+def test_bench_refusal_prints_a_row_per_command_line_with_its_times(capsys):
+    times = bench_refusal(repeats=1)
+    assert {name: len(seconds) for name, seconds in times.items()} == dict.fromkeys(times, 1)
+    table = capsys.readouterr().out
+    assert f"| `{HELP}` |" in table and table.count("\n| `vlbias") == 3

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from vlbias.environment import environment
+from vlbias.commands import COMMANDS
 from vlbias.results import read_items, read_results
+from vlbias.runtime.environment import environment
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "configs" / "experiment" / "quickstart.yaml"
@@ -40,8 +41,8 @@ def assert_one_line_error(result, *fragments):
 def test_top_level_help_lists_every_subcommand(run_cli):
     code, out, _ = run_cli(["--help"])
     assert code == 0
-    for subcommand in ("fit", "validate", "test", "predict", "measure", "models"):
-        assert subcommand in out
+    for name, command in COMMANDS.items():
+        assert f"  {name:<12} {command.help}" in out
 
 
 def test_models_json_lists_clip_with_embed(run_cli):

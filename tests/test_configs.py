@@ -8,8 +8,8 @@ import yaml
 
 from tests.data.corpus import write_karpathy_corpus
 from vlbias.callbacks import BiasSuiteCallback, TrainingSpeed
+from vlbias.commands.lightning_cli import VlbiasCLI, make_cli
 from vlbias.commands.measure import parser as measure_parser
-from vlbias.lightning_cli import VlbiasCLI, make_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "configs" / "experiment" / "quickstart.yaml"

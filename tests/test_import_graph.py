@@ -1,6 +1,7 @@
 """The package's import graph: no cycle among its modules, and no import that runs back up the layering of
 ``shared/notes/architecture.md``. Every import statement counts, including those inside functions (a lazy import
-is still a dependency) and under ``TYPE_CHECKING``."""
+is still a dependency) and under ``TYPE_CHECKING``. Also the house's sizes: few loose modules at the top, no
+file or function too long to read whole."""
 
 import ast
 from pathlib import Path
@@ -25,7 +26,18 @@ ALLOWED = {
     "models": {"errors", "options", "atomic", "lazy_table", "log_levels", "data"},
     "results": {"errors", "atomic", "json_numbers", "vlbias"},
     "report": {"errors", "atomic", "results", "vlbias"},
+    "runtime": {"errors"},
 }
+#: package -> the packages it must never import (the layers above it), where a whole list of allowed ones would
+#: only repeat the code: the commands call launch and the workflows, never the other way round.
+FORBIDDEN = {
+    "launch": {"cli", "commands", "workflows", "experiments"},
+    "mitigation": {"cli", "commands", "workflows", "report", "launch", "experiments"},
+    "workflows": {"cli", "commands", "launch", "experiments"},
+}
+MAX_LOOSE_MODULES = 8  # besides __init__.py, at the package's top level
+MAX_FILE_LINES = 600
+MAX_FUNCTION_LINES = 80
 
 
 def _modules() -> dict[str, Path]:
@@ -126,8 +138,44 @@ def test_lower_layers_import_only_what_is_below_them(package):
     assert upward == []
 
 
-def test_commands_are_run_by_the_console_script_and_slurm_jobs_only_and_nothing_imports_the_console_script():
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_no_package_imports_a_layer_above_it(package):
+    graph = _graph()
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if _package(module) == package
+        for target in targets
+        if _package(target) in FORBIDDEN[package]
+    )
+    assert upward == []
+
+
+def test_only_the_console_script_and_the_experiments_import_the_commands_and_nothing_imports_the_console_script():
     graph = _graph()
     assert [module for module, targets in graph.items() if "vlbias.cli" in targets] == []
-    runners = sorted(module for module, targets in graph.items() if "vlbias.commands" in targets)
-    assert runners == ["vlbias.cli", "vlbias.launch.job"]
+    runners = sorted(
+        module
+        for module, targets in graph.items()
+        if _package(module) not in ("commands", "experiments") and any(_package(target) == "commands" for target in targets)
+    )
+    assert runners == ["vlbias.cli"]
+
+
+def test_the_top_level_holds_few_loose_modules():
+    loose = sorted(path.stem for path in SRC.glob("*.py") if path.name != "__init__.py")
+    assert len(loose) <= MAX_LOOSE_MODULES, loose
+
+
+def test_no_file_or_function_is_too_long_to_read_whole():
+    too_long = []
+    for path in sorted(SRC.rglob("*.py")):
+        text = path.read_text()
+        name = path.relative_to(SRC).as_posix()
+        if len(text.splitlines()) > MAX_FILE_LINES:
+            too_long.append(f"{name}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            lines = node.end_lineno - node.lineno + 1 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else 0
+            if lines > MAX_FUNCTION_LINES:
+                too_long.append(f"{name}:{node.name}: {lines} lines")
+    assert too_long == []

@@ -23,8 +23,8 @@ def _cli(argv: list[str]) -> str:
 @pytest.mark.parametrize(
     ("code", "forbidden"),
     [
-        ("import vlbias.measure, vlbias.suites.run, vlbias.suites.mmbias, vlbias.suites.weat", LIGHTNING),
-        ("import vlbias.debias", LIGHTNING),
+        ("import vlbias.workflows.measure, vlbias.suites.run, vlbias.suites.mmbias, vlbias.suites.weat", LIGHTNING),
+        ("import vlbias.workflows.debias", LIGHTNING),
         (_cli(["measure", "--help"]), HEAVY),
         (_cli(["debias", "--help"]), HEAVY),
         (_cli(["--help"]), HEAVY),
@@ -46,3 +46,24 @@ def test_catalog_capabilities_are_the_adapters():
     for model in describe_models():
         declared = sorted(capability.value for capability in adapter_class(model["name"]).capabilities)
         assert model["capabilities"] == declared, model["name"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "refusal"),
+    [
+        (["measure", "--suite", "mmbiass", "--model", "clip"], "Unknown suite 'mmbiass'; expected one of: "),
+        (["measure", "--suite", "mmbias", "--model", "clipp"], "Unknown model 'clipp'; expected one of: "),
+        (["debias", "--method", "orth_prj", "--model", "clip"], "Unknown debiaser 'orth_prj'; expected one of: "),
+        (["prune", "--model", "clop"], "Unknown model 'clop'; expected one of: "),
+    ],
+    ids=["suite", "model", "method", "prune-model"],
+)
+def test_a_misspelt_name_is_refused_from_the_catalogs_before_torch_is_imported(argv, refusal, tmp_path):
+    code = _cli([*argv, "--tiny", "--out", str(tmp_path / "out")])
+    program = CHECK.format(code="exec(" + repr(code) + ")", forbidden=HEAVY)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr[-2000:]
+    close = {"mmbiass": "mmbias", "clipp": "clip", "orth_prj": "orth_proj", "clop": "clip"}
+    misspelt = next(name for name in close if name in argv)
+    assert done.stderr.startswith(f"vlbias: error: {refusal}"), done.stderr
+    assert done.stderr.strip().endswith(f"did you mean {close[misspelt]!r}?"), done.stderr

@@ -1,5 +1,5 @@
-"""N, the embedding dimensions to remove, has one rule (:mod:`vlbias.removal_count`) that ``vlbias prune``
-(:class:`~vlbias.run_options.PruningChoice`) and the dimension-removing debiasers
+"""N, the embedding dimensions to remove, has one rule (:mod:`vlbias.mitigation.removal_count`) that ``vlbias prune``
+(:class:`~vlbias.mitigation.removal_count.PruningChoice`) and the dimension-removing debiasers
 (:class:`~vlbias.mitigation.dimension_removal.RemovalOptions`) share: the same default, the same refusals, the same
 count for the same D; and Θ, the threshold on the mutual information, likewise for prune and `mmbias_pruning`."""
 
@@ -8,8 +8,8 @@ import pytest
 from vlbias.errors import ConfigError
 from vlbias.mitigation.dimension_removal import RemovalOptions
 from vlbias.mitigation.mmbias_pruning import MMBiasPruningOptions
-from vlbias.removal_count import removal_count
-from vlbias.run_options import PruningChoice
+from vlbias.mitigation.removal_count import PruningChoice
+from vlbias.mitigation.removal_count import removal_count
 
 CHOICES = [PruningChoice, RemovalOptions, MMBiasPruningOptions]
 

@@ -92,6 +92,15 @@ def test_options_take_the_parameters_types_and_defaults():
     }
 
 
+def test_a_flag_is_bare_or_takes_true_or_false_as_in_the_vlbias_commands(capsys):
+    assert run(table, ["--quiet", "false"])["quiet"] is False
+    assert run(table, ["--quiet", "true", "--strength", "0.5"])["quiet"] is True
+    with pytest.raises(SystemExit) as stopped:
+        run(table, ["--no_quiet"])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.endswith("error: --no_quiet is now written --quiet false.\n")
+
+
 def test_a_parameter_without_help_is_refused():
     def undocumented(seeds: int = 0) -> None:
         """No Args section."""

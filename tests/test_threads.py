@@ -4,7 +4,7 @@ number recorded in the results, and the process's setting restored after a libra
 import torch
 
 from vlbias.results import read_results
-from vlbias.threads import available_cpus, default_threads
+from vlbias.runtime.threads import available_cpus, default_threads
 
 SMALL = [
     "--biasworld.eval_per_combination",

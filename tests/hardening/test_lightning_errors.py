@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from vlbias.commands.lightning_cli import check_checkpoint
 from vlbias.errors import ConfigError
-from vlbias.lightning_cli import check_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "configs" / "experiment" / "quickstart.yaml"

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vlbias import loaded_model as measure_module
 from vlbias.callbacks import BiasSuiteCallback
 from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.errors import ConfigError, InputError
@@ -25,6 +24,7 @@ from vlbias.suites import options as declarations
 from vlbias.suites import run as suite_run
 from vlbias.suites.options import check_suite_options, field_docs, options_help, suite_options_classes
 from vlbias.suites.registry import list_suites
+from vlbias.workflows import loaded_model as measure_module
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE_OPTIONS = suite_options_classes()
@@ -153,7 +153,7 @@ def _wrong_type(kind) -> object:
 @pytest.fixture
 def no_loading(monkeypatch):
     """Fail the test if a suite is built (its data read) or a model loaded."""
-    import vlbias.prune  # noqa: F401  imported first, so that its `from ... import load` binds the real one
+    import vlbias.workflows.prune  # noqa: F401  imported first, so that its `from ... import load` binds the real one
 
     def forbidden(*args, **kwargs):
         raise AssertionError("data or a model was loaded before the options were checked")
@@ -350,9 +350,9 @@ def test_a_run_that_measured_nothing_exits_2_and_writes_nothing(tmp_path, run_cl
         suite="weat", model="bert", checkpoint=None, config={}, seed=0, n_items=0, metrics={},
         skipped=[{"item": "t1", "reason": "no word known"}, {"item": "t2", "reason": "no word known"}],
     )  # fmt: skip
-    import vlbias.measure
+    import vlbias.workflows.measure
 
-    monkeypatch.setattr(vlbias.measure, "run_suite", lambda *args, **kwargs: (empty, []))
+    monkeypatch.setattr(vlbias.workflows.measure, "run_suite", lambda *args, **kwargs: (empty, []))
     argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--out", str(tmp_path / "out")]
     code, out, err = run_cli([*argv, "--biasworld.eval_per_combination", "1"])
     assert code == 2 and "Suite 'weat' measured nothing" in err and "2x no word known" in err, err

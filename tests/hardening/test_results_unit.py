@@ -94,7 +94,7 @@ def test_a_first_write_killed_before_its_commit_leaves_no_result(tmp_path):
 def test_an_overflowed_metric_is_refused_through_the_cli_and_the_old_result_stays(tmp_path, run_cli, monkeypatch):
     """``vlbias measure`` whose suite gives an absurd number (what a VLStereoSet temperature of 1e-300 gave:
     lmss/mean = -6.91e+296): exit 2, one line naming the metric and its value, the old files untouched."""
-    import vlbias.measure
+    import vlbias.workflows.measure
 
     argv = ["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--data", "biasworld", "--out", str(tmp_path)]
     argv += [
@@ -106,14 +106,14 @@ def test_an_overflowed_metric_is_refused_through_the_cli_and_the_old_result_stay
     code, _, err = run_cli(argv)
     assert code == 0, err
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    run_suite = vlbias.measure.run_suite
+    run_suite = vlbias.workflows.measure.run_suite
 
     def overflowing(*args, **kwargs):
         results, items = run_suite(*args, **kwargs)
         results.metrics["lmss/mean"] = -6.91e296
         return results, items
 
-    monkeypatch.setattr(vlbias.measure, "run_suite", overflowing)
+    monkeypatch.setattr(vlbias.workflows.measure, "run_suite", overflowing)
     code, _, err = run_cli(argv)
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert err.startswith("vlbias: error: ") and str(tmp_path / "mmbias.json") in err

@@ -5,8 +5,11 @@ from pathlib import Path
 
 import yaml
 
+from vlbias.commands.resolve import runnable
 from vlbias.launch.job import job_key, placed_in, run, task_dir, wandb_run_id
 from vlbias.launch.submit import resolve_task
+
+FIT = runnable("fit")
 
 BORING = Path(__file__).parent / "boring.yaml"
 
@@ -26,35 +29,35 @@ def test_a_requeued_fit_resumes_from_its_own_newest_hpc_checkpoint(tmp_path):
     (tmp_path / "job-11").mkdir()
     (tmp_path / "job-11" / "hpc_ckpt_30.ckpt").touch()  # another job's: never used
     config = {"ckpt_path": "start.ckpt", "trainer": {"logger": {"class_path": "vlbias.loggers.CSVLogger"}}}
-    placed = placed_in(config, "fit", job_dir)
+    placed = placed_in(config, FIT, job_dir)
     assert placed["ckpt_path"] == str(job_dir / "hpc_ckpt_10.ckpt")
     assert placed["trainer"]["default_root_dir"] == str(job_dir)
     assert placed["trainer"]["logger"]["init_args"] == {"save_dir": str(job_dir), "name": "", "version": ""}
-    assert placed_in(config, "fit", tmp_path / "job-13")["ckpt_path"] == "start.ckpt"  # a new job starts as asked
+    assert placed_in(config, FIT, tmp_path / "job-13")["ckpt_path"] == "start.ckpt"  # a new job starts as asked
 
 
 def test_the_wandb_logger_of_a_job_gets_an_id_derived_from_the_job(tmp_path):
     wandb = {"class_path": "vlbias.loggers.WandbLogger", "init_args": {"project": "p"}}
     config = {"trainer": {"logger": [{"class_path": "vlbias.loggers.CSVLogger"}, wandb]}}
-    first = placed_in(config, "fit", tmp_path / "job-12_3")["trainer"]["logger"][1]["init_args"]
-    again = placed_in(config, "fit", tmp_path / "job-12_3")["trainer"]["logger"][1]["init_args"]
-    other = placed_in(config, "fit", tmp_path / "elsewhere" / "job-12_3")["trainer"]["logger"][1]["init_args"]
+    first = placed_in(config, FIT, tmp_path / "job-12_3")["trainer"]["logger"][1]["init_args"]
+    again = placed_in(config, FIT, tmp_path / "job-12_3")["trainer"]["logger"][1]["init_args"]
+    other = placed_in(config, FIT, tmp_path / "elsewhere" / "job-12_3")["trainer"]["logger"][1]["init_args"]
     assert first["id"] == again["id"] == wandb_run_id(tmp_path / "job-12_3") and first["id"].startswith("12_3-")
     assert other["id"] != first["id"]  # the same Slurm id on another run directory: another W&B run
     given = {**wandb, "init_args": {"id": "mine"}}
     assert (
-        placed_in({"trainer": {"logger": given}}, "fit", tmp_path / "job-1")["trainer"]["logger"]["init_args"]["id"]
+        placed_in({"trainer": {"logger": given}}, FIT, tmp_path / "job-1")["trainer"]["logger"]["init_args"]["id"]
         == "mine"
     )
 
 
 def test_a_finished_attempt_is_recorded_and_its_hpc_checkpoints_are_removed(tmp_path):
-    task = resolve_task("validate", ["--config", str(BORING), "--trainer.limit_val_batches", "2"], {})
+    task = resolve_task(runnable("validate"), ["--config", str(BORING), "--trainer.limit_val_batches", "2"], {})
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(task.config))
     job_dir = tmp_path / "job-12"
     job_dir.mkdir()
     (job_dir / "hpc_ckpt_1.ckpt").write_bytes(b"stale")  # not a checkpoint: only removed, never loaded
-    status = run(tmp_path, "validate", {"SLURM_JOB_ID": "12", "SLURM_PROCID": "0"})
+    status = run(tmp_path, runnable("validate"), {"SLURM_JOB_ID": "12", "SLURM_PROCID": "0"})
     assert status == 0
     events = [json.loads(line) for line in (job_dir / "attempts.jsonl").read_text().splitlines()]
     assert [(e["event"], e.get("outcome")) for e in events] == [("start", None), ("end", "finished")]
@@ -64,17 +67,17 @@ def test_a_finished_attempt_is_recorded_and_its_hpc_checkpoints_are_removed(tmp_
 
 def test_a_failed_attempt_is_recorded_with_its_exit_status(tmp_path):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({"model": {"class_path": "no.such.Model"}}))
-    status = run(tmp_path, "fit", {"SLURM_JOB_ID": "5"})
+    status = run(tmp_path, FIT, {"SLURM_JOB_ID": "5"})
     events = [json.loads(line) for line in (tmp_path / "job-5" / "attempts.jsonl").read_text().splitlines()]
     assert status == 2 and (events[-1]["outcome"], events[-1]["exit_status"]) == ("failed", 2)
 
 
 def test_an_audit_runs_as_a_job_with_its_outputs_in_the_job_directory(tmp_path):
     argv = ["--model", "clip", "--tiny", "--suites", "[mmbias]", "--out", "ignored", "--seed", "3"]
-    task = resolve_task("audit", argv, {})
+    task = resolve_task(runnable("audit"), argv, {})
     assert task.config["seed"] == 3 and task.config["suites"] == ["mmbias"]
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(task.config))
-    status = run(tmp_path, "audit", {"SLURM_JOB_ID": "7", "SLURM_PROCID": "0"})
+    status = run(tmp_path, runnable("audit"), {"SLURM_JOB_ID": "7", "SLURM_PROCID": "0"})
     job_dir = tmp_path / "job-7"
     assert status == 0
     entries = json.loads((job_dir / "audit" / "audit.json").read_text())["entries"]
@@ -112,10 +115,10 @@ def test_a_debias_runs_as_a_job_with_its_folder_in_the_job_directory(tmp_path):
     argv = ["--model", "clip", "--tiny", "--method", "orth_proj", "--out", "ignored", "--seed", "3",
             "--biasworld.eval_per_combination", "1", "--suite_options",
             "{mmbias: {statistics: {n_permutations: 100, n_bootstrap: 50}}}"]  # fmt: skip
-    task = resolve_task("debias", argv, {})
+    task = resolve_task(runnable("debias"), argv, {})
     assert task.config["seed"] == 3 and task.config["method"] == "orth_proj" and task.config["split"] == "val"
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(task.config))
-    status = run(tmp_path, "debias", {"SLURM_JOB_ID": "8", "SLURM_PROCID": "0"})
+    status = run(tmp_path, runnable("debias"), {"SLURM_JOB_ID": "8", "SLURM_PROCID": "0"})
     job_dir = tmp_path / "job-8"
     assert status == 0
     assert json.loads((job_dir / "debias" / "debias.json").read_text())["methods"]["orth_proj"]["state"]

@@ -73,7 +73,7 @@ def test_wandb_mode_decides_over_offline(tmp_path, monkeypatch):
 def test_an_all_digit_run_id_stays_a_string_through_the_config_parser():
     from pathlib import Path
 
-    from vlbias.launch.resolve import resolve_config
+    from vlbias.commands.resolve import resolve_config
 
     root = Path(__file__).resolve().parents[2]
     argv = [

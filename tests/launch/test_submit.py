@@ -100,7 +100,7 @@ def test_no_value_reaches_the_shell_unquoted(run_cli, tmp_path, monkeypatch):
     args_file = tmp_path / "srun.args"
     subprocess.run(["bash", str(run_dir / "job.sbatch")], cwd=tmp_path, env=os.environ | {"ARGS_FILE": str(args_file)},
                    check=True)  # fmt: skip
-    assert args_file.read_text().splitlines() == ["python", "-m", "vlbias.launch.job", str(run_dir), "fit"]
+    assert args_file.read_text().splitlines() == ["python", "-m", "vlbias.commands.job", str(run_dir), "fit"]
     assert not any(tmp_path.rglob("PWNED"))
 
 

@@ -1,5 +1,5 @@
-"""Retrieval R@K in the debiasing comparison (:func:`vlbias.mitigation.comparison.recall_with_intervals`) and the
-caption corpus it is measured on (:mod:`vlbias.mitigation.caption_corpus`)."""
+"""Retrieval R@K in the debiasing comparison (:func:`vlbias.workflows.comparison.recall_with_intervals`) and the
+caption corpus it is measured on (:mod:`vlbias.workflows.caption_corpus`)."""
 
 import json
 
@@ -10,8 +10,8 @@ from PIL import Image
 from vlbias.data.biasworld import BiasWorld
 from vlbias.errors import ConfigError
 from vlbias.metrics.functional.retrieval import retrieval_recall
-from vlbias.mitigation.caption_corpus import biasworld_captions, file_captions
-from vlbias.mitigation.comparison import comparison_rows, recall_with_intervals
+from vlbias.workflows.caption_corpus import biasworld_captions, file_captions
+from vlbias.workflows.comparison import comparison_rows, recall_with_intervals
 
 
 def swapped_pair():

@@ -18,12 +18,9 @@ from torch import Tensor
 
 from vlbias.data.biasworld import GROUPS, BiasWorld, group_phrases
 from vlbias.data.biasworld_options import BiasWorldOptions
-from vlbias.debias import debias
 from vlbias.errors import InputError
-from vlbias.loaded_model import load_model
 from vlbias.metrics.functional.retrieval import retrieval_recall
 from vlbias.mitigation import registry
-from vlbias.mitigation.debias_outputs import DEBIAS_FOLDER
 from vlbias.mitigation.debiased_embeddings import DebiasedEmbeddings
 from vlbias.mitigation.debiaser import Debiaser, FitData, Modality, load_debiaser
 from vlbias.mitigation.fit_data import biasworld_fit_data, fields_given, file_fit_data
@@ -31,7 +28,10 @@ from vlbias.mitigation.projection import orthogonal_projection
 from vlbias.models.embedding import text_encoder
 from vlbias.models.registry import load
 from vlbias.results import read_results
-from vlbias.run_options import DebiasOptions
+from vlbias.workflows.debias import debias
+from vlbias.workflows.debias_outputs import DEBIAS_FOLDER
+from vlbias.workflows.loaded_model import load_model
+from vlbias.workflows.options import DebiasOptions
 
 QUICK = "{mmbias: {statistics: {n_permutations: 200, n_bootstrap: 100}}}"
 SMALL = ["--biasworld.eval_per_combination", "2", "--biasworld.n_train", "16"]
@@ -486,10 +486,10 @@ REWRITER = textwrap.dedent(
     import json, os, shutil, signal, sys
     from pathlib import Path
     import vlbias.atomic as atomic
-    from vlbias.mitigation.debias_outputs import write_debias_folder, write_measurements
     from vlbias.mitigation.debiaser import load_debiaser
     from vlbias.mitigation.orth_proj import OrthProj, OrthProjOptions
     from vlbias.results import read_items, read_results
+    from vlbias.workflows.debias_outputs import write_debias_folder, write_measurements
 
     out, kill_at = Path(sys.argv[1]), sys.argv[2]
     summary = json.loads((out / "debias.json").read_text())

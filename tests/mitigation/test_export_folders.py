@@ -8,12 +8,12 @@ import torch
 import torch.nn.functional as F
 from transformers import CLIPModel
 
-from vlbias.mitigation.debias_outputs import DEBIAS_FOLDER, write_debiased_model
 from vlbias.mitigation.debiased_embeddings import DebiasedEmbeddings
 from vlbias.mitigation.debiaser import FitData
 from vlbias.mitigation.orth_proj import OrthProj
 from vlbias.mitigation.outputs import PRUNE_FOLDER
 from vlbias.models.families.pruned import PrunedEmbeddings
+from vlbias.workflows.debias_outputs import DEBIAS_FOLDER, write_debiased_model
 
 TEXTS = ["a man is cooking.", "someone sewing."]
 

@@ -12,7 +12,7 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.mitigation.debiaser import FitData, load_debiaser
 from vlbias.mitigation.registry import debiaser_class
 from vlbias.mitigation.sfid import SFID, SFIDOptions
-from vlbias.threads import torch_threads
+from vlbias.runtime.threads import torch_threads
 
 DIM = 12
 

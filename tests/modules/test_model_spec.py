@@ -9,9 +9,9 @@ import torch
 import yaml
 from lightning.pytorch import LightningModule
 
+from vlbias.commands.lightning_cli import VlbiasCLI, make_cli
 from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.errors import CapabilityError, ConfigError
-from vlbias.lightning_cli import VlbiasCLI, make_cli
 from vlbias.models.base import Capability
 from vlbias.modules import ContrastivePretraining, FairVLP, FairVLPMethod, ModelSpec
 

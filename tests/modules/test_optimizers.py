@@ -9,7 +9,7 @@ import yaml
 from lightning.pytorch import LightningModule
 from lightning.pytorch.cli import LightningArgumentParser
 
-from vlbias.lightning_cli import make_cli
+from vlbias.commands.lightning_cli import make_cli
 from vlbias.modules import ContrastivePretraining, MaskedLMPretraining, RetrievalFinetuning
 
 ROOT = Path(__file__).resolve().parents[2]

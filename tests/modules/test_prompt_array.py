@@ -50,7 +50,7 @@ def test_the_config_queries_are_biasworlds_neutral_phrases_and_groups_its_labels
 
 def test_the_config_debiases_the_checkpoint_given_on_the_command_line(tmp_path):
     """As the config's "Run me" says: the quickstart's export, given by path alone, is the frozen inner CLIP."""
-    from vlbias.lightning_cli import make_cli
+    from vlbias.commands.lightning_cli import make_cli
 
     clip = load("clip", tiny=True, device="cpu")
     clip.save_pretrained(tmp_path / "model")
@@ -62,7 +62,7 @@ def test_the_config_debiases_the_checkpoint_given_on_the_command_line(tmp_path):
 
 
 def test_the_config_builds_an_optimizer_for_the_prompts_and_one_for_the_adversary():
-    from vlbias.lightning_cli import make_cli
+    from vlbias.commands.lightning_cli import make_cli
 
     cli = make_cli(["--config", str(CONFIG), *TINY, *small(8, 8)], run=False)
     prompts, adversary = cli.model.configure_optimizers()

@@ -16,10 +16,10 @@ import torch
 from torch.testing import assert_close
 
 from tests.data.corpus import write_karpathy_corpus
+from vlbias.commands.lightning_cli import make_cli
 from vlbias.data.biasworld_datamodule import BiasWorldDataModule
 from vlbias.data.caption_datamodule import CaptionDataModule
 from vlbias.errors import CapabilityError, ConfigError, InputError
-from vlbias.lightning_cli import make_cli
 from vlbias.metrics.functional.retrieval import retrieval_recall
 from vlbias.models.registry import load
 from vlbias.modules import ModelSpec, RetrievalFinetuning, contrastive_loss

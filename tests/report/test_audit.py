@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-import vlbias.audit
+import vlbias.workflows.audit
 from tests.data.corpus import write_karpathy_corpus
-from vlbias.audit import DATA_ABSENT, FAILED, MEASURED, NOT_APPLICABLE, audit, find_datasets
 from vlbias.cli import main
 from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.results import Results, read_results, write_results
-from vlbias.run_options import AuditOptions
 from vlbias.suites.registry import list_suites
+from vlbias.workflows.audit import DATA_ABSENT, FAILED, MEASURED, NOT_APPLICABLE, audit, find_datasets
+from vlbias.workflows.options import AuditOptions
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 SMALL = ["--biasworld.eval_per_combination", "2", "--threads", "1"]
@@ -90,7 +90,7 @@ def test_the_report_lists_every_entry_and_shows_every_measured_suite(audited):
 @pytest.mark.parametrize("audited", ["clip"], indirect=True)
 def test_the_numbers_are_those_of_vlbias_measure(audited, tmp_path):
     _, out, entries = audited
-    options = json.dumps({"statistics": vlbias.audit.QUICK_STATISTICS})  # the quick preset, as audit applies it
+    options = json.dumps({"statistics": vlbias.workflows.audit.QUICK_STATISTICS})  # the quick preset, as audit applies it
     main(["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--out", str(tmp_path), *SMALL,
           "--suite_options", options])  # fmt: skip
     measured = read_results(tmp_path / "mmbias.json")
@@ -100,14 +100,14 @@ def test_the_numbers_are_those_of_vlbias_measure(audited, tmp_path):
 
 
 def test_a_failing_suite_is_one_line_and_the_rest_runs(tmp_path, monkeypatch):
-    real = vlbias.audit.run_suite
+    real = vlbias.workflows.audit.run_suite
 
     def run_suite(suite, *args, **kwargs):
         if suite.name == "vlstereoset":
             raise RuntimeError("probe exploded\nsecond line")
         return real(suite, *args, **kwargs)
 
-    monkeypatch.setattr(vlbias.audit, "run_suite", run_suite)
+    monkeypatch.setattr(vlbias.workflows.audit, "run_suite", run_suite)
     stale = Results(suite="weat", model="clip", checkpoint=None, config={}, seed=0, n_items=1, metrics={"d": 1.0})
     write_results(tmp_path / "results" / "weat-old", stale, [{"d": 1.0}])  # an earlier audit's, not this one's
     (tmp_path / "audit.json").write_text("{}")  # the folder is that earlier audit's: replaced whole
@@ -149,7 +149,7 @@ def test_data_sets_are_found_by_their_readers_files(tmp_path):
     (tmp_path / "fairface" / "fairface_label_val.csv").write_text("file,age,gender,race,service_test\n")
     (tmp_path / "celeba" / "Anno").mkdir(parents=True)
     (tmp_path / "celeba" / "Anno" / "list_attr_celeba.txt").write_text("0\n")
-    found = {suite: [name for name, _ in find_datasets(suite, tmp_path)] for suite in vlbias.audit.DATA_MARKERS}
+    found = {suite: [name for name, _ in find_datasets(suite, tmp_path)] for suite in vlbias.workflows.audit.DATA_MARKERS}
     assert found == {"mmbias": ["mm"], "weat": ["specs"], "counterbias": ["vl"], "entity_association": ["entities"],
                      "vlstereoset": [], "retrieval_bias": ["coco", "flickr"], "gallery_skew": ["celeba", "fairface"],
                      "zero_shot_fairness": ["celeba", "fairface"]}  # fmt: skip
@@ -198,7 +198,7 @@ def test_a_folder_that_is_not_an_earlier_audit_is_refused_before_the_model_loads
     """A user's folder (``notes.txt`` in it) is never replaced: one line naming it and what it holds, exit 2,
     before any model loads, and the folder as it was."""
     (tmp_path / "notes.txt").write_text("mine")
-    monkeypatch.setattr(vlbias.audit, "load_model", lambda options: pytest.fail("the model was loaded"))
+    monkeypatch.setattr(vlbias.workflows.audit, "load_model", lambda options: pytest.fail("the model was loaded"))
     code, out, err = run_cli(["audit", "--model", "clip", "--tiny", "--out", str(tmp_path)])
     assert code == 2 and out == ""
     assert err == (
@@ -224,8 +224,8 @@ def test_the_open_clip_and_siglip_families_are_audited(model, tmp_path):
         results = read_results(out / entries[key]["results"])
         assert results.model == model and results.n_items > 0
         statistics = results.config["suite_config"]["statistics"]
-        assert {name: statistics[name] for name in vlbias.audit.QUICK_STATISTICS if name in statistics} == {
-            name: value for name, value in vlbias.audit.QUICK_STATISTICS.items() if name in statistics
+        assert {name: statistics[name] for name in vlbias.workflows.audit.QUICK_STATISTICS if name in statistics} == {
+            name: value for name, value in vlbias.workflows.audit.QUICK_STATISTICS.items() if name in statistics
         }
     for suite in ("counterbias", "entity_association"):
         entry = entries[(suite, "-")]

@@ -9,9 +9,9 @@ import warnings
 from tests.data.faces import celeba_row, write_celeba, write_image
 from tests.data.test_social_counterfactuals import FIRST, SECOND, _release
 from tests.suites.test_zero_shot_fairness import _fairface
-from vlbias.audit import MEASURED, audit
 from vlbias.data.biasworld_options import BiasWorldOptions
-from vlbias.run_options import AuditOptions
+from vlbias.workflows.audit import MEASURED, audit
+from vlbias.workflows.options import AuditOptions
 
 QUICK = {"statistics": {"n_bootstrap": 20}}
 

@@ -7,10 +7,10 @@ import warnings
 from tests.data.faces import write_image
 from tests.data.test_celeba import _release as celeba_release
 from tests.data.test_fairface import _release as fairface_release
-from vlbias.audit import MEASURED, audit, find_datasets
 from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.results import read_results
-from vlbias.run_options import AuditOptions
+from vlbias.workflows.audit import MEASURED, audit, find_datasets
+from vlbias.workflows.options import AuditOptions
 
 
 def test_audit_measures_every_face_folder_and_the_report_shows_the_per_concept_skew(tmp_path):

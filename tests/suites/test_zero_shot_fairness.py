@@ -18,7 +18,6 @@ import torch
 from tests.callbacks.test_bias_suite import QUICKSTART, TINY_FIT
 from tests.data.faces import celeba_row, write_celeba, write_fairface, write_image
 from tests.suites.sharded import single_process
-from vlbias.audit import MEASURED, audit
 from vlbias.cli import main
 from vlbias.data.biasworld import ACTIVITIES, BiasWorld
 from vlbias.data.biasworld_options import BiasWorldOptions
@@ -27,9 +26,10 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional import group_fairness
 from vlbias.models.families.clip import CLIPAdapter
 from vlbias.results import read_results
-from vlbias.run_options import AuditOptions
 from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
+from vlbias.workflows.audit import MEASURED, audit
+from vlbias.workflows.options import AuditOptions
 
 TOL = 1e-12
 STATISTICS = {"statistics": {"n_bootstrap": 20}}

@@ -1,4 +1,5 @@
-"""``vlbias audit``: every suite a model allows on every data set found, then the report (:func:`vlbias.audit.audit`)."""
+"""``vlbias audit``: every suite a model allows on every data set found, then the report
+(:func:`vlbias.workflows.audit.audit`)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,19 @@ from collections.abc import Sequence
 from jsonargparse import ArgumentParser
 
 from vlbias.commands.parsing import options_parser, parse_options
-from vlbias.run_options import AuditOptions
+from vlbias.workflows.options import AuditOptions
+
+OPTIONS = AuditOptions  # what the command takes (vlbias.commands.resolve checks a Slurm job's with it)
 
 
 def parser() -> ArgumentParser:
-    """The options of :class:`~vlbias.run_options.AuditOptions`."""
-    return options_parser(AuditOptions, "vlbias audit")
+    """The options of :class:`~vlbias.workflows.options.AuditOptions`."""
+    return options_parser(OPTIONS, "vlbias audit")
 
 
 def main(argv: Sequence[str]) -> None:
-    options = parse_options(AuditOptions, parser(), argv)
-    from vlbias.audit import audit
+    options = parse_options(OPTIONS, parser(), argv)
+    from vlbias.workflows.audit import audit
 
     path = audit(options)
     for entry in json.loads(path.read_text())["entries"]:

@@ -1,27 +1,35 @@
-"""``vlbias debias``: fit post-hoc debiasers on a model and measure them before and after (:func:`vlbias.debias.debias`)."""
+"""``vlbias debias``: fit post-hoc debiasers on a model and measure them before and after
+(:func:`vlbias.workflows.debias.debias`)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 from jsonargparse import ArgumentParser
 
 from vlbias.commands.measure import number
 from vlbias.commands.parsing import options_parser, parse_options
-from vlbias.run_options import DebiasOptions
+from vlbias.workflows.options import DebiasOptions
+
+OPTIONS = DebiasOptions  # what the command takes (vlbias.commands.resolve checks a Slurm job's with it)
 
 
 def parser() -> ArgumentParser:
-    """The options of :class:`~vlbias.run_options.DebiasOptions`."""
-    return options_parser(DebiasOptions, "vlbias debias")
+    """The options of :class:`~vlbias.workflows.options.DebiasOptions`, with the methods in the epilog."""
+    from vlbias.mitigation.registry import list_debiasers  # torch-free: the registry imports no method
+
+    methods = ", ".join(list_debiasers())
+    epilog = textwrap.fill(f"methods (--method): {methods}; a list of them, or 'all', compares them.", 116)
+    return options_parser(OPTIONS, "vlbias debias", epilog=epilog)
 
 
 def main(argv: Sequence[str]) -> None:
-    options = parse_options(DebiasOptions, parser(), argv)  # --help answers here, before torch is imported
-    from vlbias.debias import debias
-    from vlbias.mitigation.comparison import RECALL
+    options = parse_options(OPTIONS, parser(), argv)  # --help answers here, before torch is imported
     from vlbias.mitigation.tradeoff import ACCURACY
     from vlbias.report.pareto import headline_bias
+    from vlbias.workflows.comparison import RECALL
+    from vlbias.workflows.debias import debias
 
     rows = debias(options)["comparison"]
     bias = headline_bias(rows[0])

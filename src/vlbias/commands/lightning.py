@@ -1,4 +1,5 @@
-"""``vlbias fit|validate|test|predict``: LightningCLI from YAML configs (:func:`vlbias.lightning_cli.make_cli`)."""
+"""``vlbias fit|validate|test|predict``: LightningCLI from YAML configs
+(:func:`vlbias.commands.lightning_cli.make_cli`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Sequence
 
 
 def run(subcommand: str, argv: Sequence[str]) -> None:
-    from vlbias.lightning_cli import make_cli
+    from vlbias.commands.lightning_cli import make_cli
 
     make_cli([subcommand, *argv])
 

@@ -1,4 +1,4 @@
-"""``vlbias measure``: run one bias suite on one model (:func:`vlbias.measure.measure`)."""
+"""``vlbias measure``: run one bias suite on one model (:func:`vlbias.workflows.measure.measure`)."""
 
 from __future__ import annotations
 
@@ -8,19 +8,25 @@ from collections.abc import Sequence
 from jsonargparse import ArgumentParser
 
 from vlbias.commands.parsing import options_parser, parse_options
-from vlbias.run_options import MeasureOptions
+from vlbias.workflows.options import MeasureOptions
+
+OPTIONS = MeasureOptions  # what the command takes (vlbias.commands.resolve checks a Slurm job's with it)
 
 
 def parser() -> ArgumentParser:
-    """The options of :class:`~vlbias.run_options.MeasureOptions`, with every suite's options in the epilog."""
-    return options_parser(MeasureOptions, "vlbias measure", epilog=_suites_help())
+    """The options of :class:`~vlbias.workflows.options.MeasureOptions`, with every suite's options in the epilog."""
+    return options_parser(OPTIONS, "vlbias measure", epilog=_suites_help())
 
 
 def _suites_help() -> str:
-    """Every suite and its options (:mod:`vlbias.suites.options`)."""
+    """Every suite in one line (:func:`vlbias.suites.registry.suite_summaries`), then its options
+    (:mod:`vlbias.suites.options`)."""
     from vlbias.suites.options import options_help, suite_options_classes
+    from vlbias.suites.registry import suite_summaries
 
-    lines = ["suites and their --suite_options (e.g. --suite_options '{statistics: {n_permutations: 2000}}'):"]
+    lines = ["suites (--suite):"]
+    lines += [f"  {suite:<20} {summary}" for suite, summary in suite_summaries().items()]
+    lines += ["", "suites and their --suite_options (e.g. --suite_options '{statistics: {n_permutations: 2000}}'):"]
     for suite, declaration in suite_options_classes().items():
         lines.append(f"  {suite}: {declaration.__doc__.splitlines()[0].replace('``', '')}")
         for name, text in options_help(declaration):
@@ -29,9 +35,9 @@ def _suites_help() -> str:
 
 
 def main(argv: Sequence[str]) -> None:
-    options = parse_options(MeasureOptions, parser(), argv)  # --help answers here, before torch is imported
-    from vlbias.measure import measure
+    options = parse_options(OPTIONS, parser(), argv)  # --help answers here, before torch is imported
     from vlbias.results import read_results
+    from vlbias.workflows.measure import measure
 
     path = measure(options)
     results = read_results(path)

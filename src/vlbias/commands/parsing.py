@@ -24,19 +24,26 @@ class HelpFormatter(RawDescriptionHelpFormatter, DefaultHelpFormatter):
     """jsonargparse's help, with the description and epilog laid out as written."""
 
 
-def options_parser(options: type, prog: str, epilog: str | None = None) -> ArgumentParser:
-    """The parser of ``prog``, one ``--option`` per field of the dataclass ``options`` (nested dataclasses give
-    ``--group.option``); the description is the first paragraph of its docstring."""
-    description = docstring_parser.parse(options.__doc__ or "").short_description or ""
-    long = docstring_parser.parse(options.__doc__ or "").long_description
-    parser = ArgumentParser(
+def new_parser(prog: str | None, description: str | None, epilog: str | None = None) -> ArgumentParser:
+    """An empty parser as every ``vlbias`` command and script has it: no abbreviations of long options, the
+    description and epilog laid out as written, and a refused argument raised (not printed) so that it ends as one
+    line (:func:`parse_namespace`)."""
+    return ArgumentParser(
         prog=prog,
-        description=f"{description}\n\n{long}".strip() if long else description,
+        description=description,
         epilog=epilog,
         formatter_class=HelpFormatter,
         exit_on_error=False,
         allow_abbrev=False,
     )
+
+
+def options_parser(options: type, prog: str, epilog: str | None = None) -> ArgumentParser:
+    """The parser of ``prog``, one ``--option`` per field of the dataclass ``options`` (nested dataclasses give
+    ``--group.option``); the description is the first paragraph of its docstring."""
+    description = docstring_parser.parse(options.__doc__ or "").short_description or ""
+    long = docstring_parser.parse(options.__doc__ or "").long_description
+    parser = new_parser(prog, f"{description}\n\n{long}".strip() if long else description, epilog)
     parser.add_argument("--config", action=ActionConfigFile, help="YAML with any of these options.")
     parser.add_class_arguments(options, as_group=False, sub_configs=True, fail_untyped=True)
     bare_flags(parser)

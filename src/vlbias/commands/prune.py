@@ -1,4 +1,4 @@
-"""``vlbias prune``: remove the embedding dimensions that carry bias (:func:`vlbias.prune.prune`)."""
+"""``vlbias prune``: remove the embedding dimensions that carry bias (:func:`vlbias.workflows.prune.prune`)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,19 @@ from jsonargparse import ArgumentParser
 
 from vlbias.commands.measure import number
 from vlbias.commands.parsing import options_parser, parse_options
-from vlbias.run_options import PruneOptions
+from vlbias.workflows.options import PruneOptions
+
+OPTIONS = PruneOptions  # what the command takes (vlbias.commands.resolve checks a Slurm job's with it)
 
 
 def parser() -> ArgumentParser:
-    """The options of :class:`~vlbias.run_options.PruneOptions`."""
-    return options_parser(PruneOptions, "vlbias prune")
+    """The options of :class:`~vlbias.workflows.options.PruneOptions`."""
+    return options_parser(OPTIONS, "vlbias prune")
 
 
 def main(argv: Sequence[str]) -> None:
-    options = parse_options(PruneOptions, parser(), argv)  # --help answers here, before torch is imported
-    from vlbias.prune import prune
+    options = parse_options(OPTIONS, parser(), argv)  # --help answers here, before torch is imported
+    from vlbias.workflows.prune import prune
 
     summary = prune(options)["summary"]
     print(

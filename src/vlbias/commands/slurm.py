@@ -17,10 +17,14 @@ from typing import Literal, get_origin
 
 from jsonargparse import ActionConfigFile, ArgumentParser
 
-from vlbias.commands.parsing import HelpFormatter, bare_flags, parse
+from vlbias.commands import slurm_commands
+from vlbias.commands.parsing import bare_flags, new_parser, parse
 from vlbias.errors import ConfigError
-from vlbias.launch.job_spec import JobSpec, Runnable
+from vlbias.launch.job_spec import JobSpec
 from vlbias.options import Seed
+
+#: The commands a Slurm job can run (the command table's, vlbias.commands.COMMANDS).
+SlurmCommand = Literal[slurm_commands()]  # type: ignore[valid-type]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,7 +38,7 @@ class Submit:
         dry_run: Check everything and print the sbatch script (and a sweep's tasks); submit nothing.
     """
 
-    command: Runnable = "fit"
+    command: SlurmCommand = "fit"
     run_dir: str | None = None
     root: str = "runs/slurm"
     dry_run: bool = False
@@ -56,13 +60,10 @@ class Sweep(Submit):
 def parser(action: Literal["submit", "sweep"]) -> ArgumentParser:
     """The options of ``vlbias slurm submit`` (``sweep``): :class:`JobSpec` and :class:`Submit` (:class:`Sweep`)."""
     options = Sweep if action == "sweep" else Submit
-    command = ArgumentParser(
-        prog=f"vlbias slurm {action}",
-        description=options.__doc__.splitlines()[0] if action == "sweep" else "Submit one vlbias run as a Slurm job.",
-        epilog="Every other argument goes to `vlbias COMMAND` (--config FILE, --trainer.max_epochs 3, ...).",
-        formatter_class=HelpFormatter,
-        exit_on_error=False,
-        allow_abbrev=False,
+    command = new_parser(
+        f"vlbias slurm {action}",
+        options.__doc__.splitlines()[0] if action == "sweep" else "Submit one vlbias run as a Slurm job.",
+        "Every other argument goes to `vlbias COMMAND` (--config FILE, --trainer.max_epochs 3, ...).",
     )
     command.add_argument("--job_config", action=ActionConfigFile, help="YAML with any of the job options below.")
     command.add_class_arguments(JobSpec, as_group=True)
@@ -72,12 +73,7 @@ def parser(action: Literal["submit", "sweep"]) -> ArgumentParser:
 
 
 def status_parser() -> ArgumentParser:
-    command = ArgumentParser(
-        prog="vlbias slurm status",
-        description="Finished, failed and requeued tasks of a run or sweep.",
-        exit_on_error=False,
-        allow_abbrev=False,
-    )
+    command = new_parser("vlbias slurm status", "Finished, failed and requeued tasks of a run or sweep.")
     command.add_argument("run_dir", type=str, help="The run or sweep directory.")
     return command
 
@@ -139,6 +135,7 @@ def main(argv: Sequence[str]) -> None:
 
 
 def _submit(action: str, job: JobSpec, values: dict, passed: list[str]) -> None:
+    from vlbias.commands.resolve import runnable
     from vlbias.launch.submit import parse_grid, submit, sweep
 
     where = {
@@ -148,10 +145,10 @@ def _submit(action: str, job: JobSpec, values: dict, passed: list[str]) -> None:
         "dry_run": values["dry_run"],
     }
     if action == "submit":
-        submission = submit(values["command"], passed, **where)
+        submission = submit(runnable(values["command"]), passed, **where)
     else:
         grid = parse_grid(values["grid"])
-        submission = sweep(values["command"], passed, grid, list(values["seeds"]), **where)
+        submission = sweep(runnable(values["command"]), passed, grid, list(values["seeds"]), **where)
     for note in submission.notes:
         print(f"note: {note}")
     if submission.job_id is None:

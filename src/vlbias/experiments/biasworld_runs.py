@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from vlbias.commands.lightning_cli import VlbiasCLI, make_cli
 from vlbias.errors import ConfigError
-from vlbias.lightning_cli import VlbiasCLI, make_cli
 
 #: The experiment configs (``configs/experiment/`` of the repository that holds this package's source).
 EXPERIMENTS = Path(__file__).resolve().parents[3] / "configs" / "experiment"

@@ -5,7 +5,8 @@ of ``function``: typed by its annotation (jsonargparse checks each value: number
 defaulting to its default, and described by the parameter's line under ``Args:`` in the function's docstring, so an
 option is written once, in the function that uses it. A sequence parameter takes one or more values
 (``--seeds 0 1 2``, as a table's seeds are written, where a ``vlbias`` command takes a list as ``'[0, 1, 2]'``); a
-``bool`` parameter is a flag (``--levels_only``, and ``--no_levels_only``). A refusal reads as a ``vlbias``
+``bool`` parameter is a flag as in every ``vlbias`` command (``--levels_only``, or ``--levels_only false``). The
+parser is the commands' own (:func:`vlbias.commands.parsing.new_parser`), and a refusal reads as a ``vlbias``
 command's (:func:`vlbias.commands.argument_errors.one_line`).
 """
 
@@ -21,9 +22,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import docstring_parser
-from jsonargparse import ActionYesNo, ArgumentParser
+from jsonargparse import ArgumentParser
 
 from vlbias.commands.argument_errors import one_line
+from vlbias.commands.parsing import bare_flags, new_parser
 from vlbias.errors import VlbiasError
 from vlbias.renamed import renamed_hint
 
@@ -63,7 +65,7 @@ def parser_for(function: Callable, prog: str | None = None) -> ArgumentParser:
     docstring = docstring_parser.parse(inspect.getdoc(function) or "")
     described = {param.arg_name: " ".join(param.description.split()) for param in docstring.params}
     hints = typing.get_type_hints(function)
-    parser = ArgumentParser(prog=prog, description=docstring.short_description, exit_on_error=False, allow_abbrev=False)
+    parser = new_parser(prog, docstring.short_description)
     for name, parameter in inspect.signature(function).parameters.items():
         if not described.get(name):
             raise TypeError(f"{function.__qualname__}: parameter `{name}` has no line under `Args:` to be its help.")
@@ -73,21 +75,22 @@ def parser_for(function: Callable, prog: str | None = None) -> ArgumentParser:
         else:  # a tuple default (an immutable default) is shown and passed on as the list a command line gives
             options["default"] = list(parameter.default) if isinstance(parameter.default, tuple) else parameter.default
         hint, item = hints[name], _sequence_item(hints[name])
-        if hint is bool:
-            parser.add_argument(f"--{name}", action=ActionYesNo, **options)
-        elif item is not None:
+        if item is not None:
             parser.add_argument(f"--{name}", type=item, nargs="+", **options)
         else:
             parser.add_argument(f"--{name}", type=hint, **options)
+    bare_flags(parser)
     return parser
 
 
 def _refuse_renamed(parser: ArgumentParser, function: Callable, argv: Sequence[str]) -> None:
     """An option ``function`` once had under another name (:data:`vlbias.renamed.RENAMED`, keyed
-    ``<function>.<option>``) is refused with one line naming the new one."""
+    ``<function>.<option>``), or a flag's old ``--no_<flag>``, is refused with one line naming what to write."""
     for token in argv:
         key = token[2:].partition("=")[0] if token.startswith("--") else None
         unknown = key and f"--{key}" not in parser._option_string_actions  # argparse's table of the options
+        if unknown and key.startswith("no_") and f"--{key[3:]}" in parser._option_string_actions:
+            parser.exit(2, f"{parser.prog}: error: --{key} is now written --{key[3:]} false.\n")  # the old flags
         new = renamed_hint(f"{function.__name__}.{key}") if unknown else None
         if new is not None:
             parser.exit(2, f"{parser.prog}: error: --{key} was renamed; write --{new.rpartition('.')[2]}.\n")

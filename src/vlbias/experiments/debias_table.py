@@ -8,7 +8,7 @@ The protocol, fixed before any number was seen:
 * DebiasCLIP's prompt array (``configs/experiment/debiasclip_biasworld.yaml``, :mod:`vlbias.modules.prompt_array`)
   is trained on that saved CLIP, in the same world (its ``train`` split, the image-caption pairs with their gender
   a training corpus gives; the seed the same), and exported;
-* ``vlbias debias --method all`` (:func:`vlbias.debias.debias`) fits every registered method on the world's ``val``
+* ``vlbias debias --method all`` (:func:`vlbias.workflows.debias.debias`) fits every registered method on the world's ``val``
   split (the same data and seed for every method: :mod:`vlbias.mitigation.fit_data`), and measures the model before
   and after each, and the prompt array (``trained_models``), on the world's balanced ``test`` split: the MMBias
   cross-modal effect size of man vs woman images against man- vs woman-stereotyped activities (``mmbias``), the
@@ -34,10 +34,10 @@ from pathlib import Path
 import torch
 
 from vlbias.data.biasworld_options import BiasWorldOptions
-from vlbias.debias import debias
 from vlbias.experiments.biasworld_runs import experiment_config, fit_on_biasworld
 from vlbias.metrics.functional.t_interval import t_interval
-from vlbias.run_options import DebiasOptions
+from vlbias.workflows.debias import debias
+from vlbias.workflows.options import DebiasOptions
 
 SUITES = ("mmbias", "retrieval_bias", "zero_shot_fairness")
 #: The row of the trained prompt array.

@@ -24,7 +24,7 @@ the test split. ``image_counterfactuals`` likewise trains the image methods (``v
 ``fairvlp``) once per attack policy, ``POLICY[:k]`` (:mod:`vlbias.counterfactual.training`; ``train s`` gives its
 cost), and ``counterfactual_targets`` (``swapped``, ``factual``) trains ``fairvlp_l`` and ``fairvlp`` once per
 target of the counterfactual branch at a masked bias word (FairVLP's option; Eq. 15 writes the factual word). Rows
-record all four, and the machine (:func:`vlbias.environment.environment`): training is sensitive to float rounding,
+record all four, and the machine (:func:`vlbias.runtime.environment.environment`): training is sensitive to float rounding,
 so one seed at one commit gives other numbers on another CPU.
 
 Runs go to ``workers`` processes (one torch thread each). Printed: one row per run, then the summaries of
@@ -44,12 +44,12 @@ import torch
 from jsonargparse.typing import PositiveInt
 
 from vlbias.counterfactual.training import POLICIES
-from vlbias.environment import environment
 from vlbias.errors import ConfigError
 from vlbias.experiments.biasworld_runs import callback_suite_options, experiment_config, fit_on_biasworld
 from vlbias.experiments.fairvlp_measures import accuracies, image_records
 from vlbias.experiments.fairvlp_summary import MEASURES, VARIANTS, named, print_summary
 from vlbias.experiments.tables import read_rows, run_table
+from vlbias.runtime.environment import environment
 from vlbias.modules.fairvlp import (
     COUNTERFACTUAL_TARGETS,
     METHODS,

@@ -17,7 +17,7 @@ from vlbias.mitigation import apply_projection, effect_size_without, orthogonal_
 from vlbias.mitigation.leave_one_out import kept_dimensions, leave_one_out_effect_sizes
 from vlbias.mitigation.pruning import BiasTest, select_dimensions
 from vlbias.mitigation.zero_shot import zero_shot_accuracy
-from vlbias.prune import biasworld_data
+from vlbias.workflows.prune import biasworld_data
 
 ROTATIONS = 200
 

@@ -4,7 +4,7 @@ several seeds, prune 10 % of its embedding dimensions with each strategy, and pr
 
 Each seed: ``vlbias fit --config configs/experiment/quickstart.yaml`` with bias strength 0.9 and every seed set
 (:func:`vlbias.experiments.biasworld_runs.fit_on_biasworld`; no logger, no callbacks), then ``vlbias prune``
-(:func:`vlbias.prune.prune`) of the exported model on BiasWorld's balanced *val* split (Θ = the MI's 0.9 quantile
+(:func:`vlbias.workflows.prune.prune`) of the exported model on BiasWorld's balanced *val* split (Θ = the MI's 0.9 quantile
 for ranked and greedy, ``theta_quantile``; N = 10 % of D, ``fraction``), so the dimensions are chosen on other
 images than those they are judged on. ``embed_dim`` trains the tiny CLIP with another projection size D (the
 paper's CLIP has 512; the quickstart's has 64). Judged on the balanced *test* split: the cross-modal effect size |d|
@@ -37,7 +37,7 @@ from vlbias.data.biasworld import BiasWorld
 from vlbias.experiments.biasworld_runs import experiment_config, fit_on_biasworld
 from vlbias.experiments.prune_diagnostics import ROTATIONS, best_on_test, coordinate_shares, embed, judged, projected
 from vlbias.experiments.tables import mean_sd
-from vlbias.prune import prune
+from vlbias.workflows.prune import prune
 
 STRENGTH, EMBED_DIM = 0.9, 64
 STRATEGIES = ("ranked", "greedy", "clip_clip")
@@ -107,7 +107,7 @@ def prune_table(
     Args:
         seeds: Seeds to train (one model each).
         strategies: Pruning strategies to compare.
-        projection: Include the projection baseline (--no_projection leaves it out).
+        projection: Include the projection baseline (--projection false leaves it out).
         keep: Keep trained models and prune runs here.
         embed_dim: The tiny CLIP's projection size D.
         fraction: N as a fraction of D.

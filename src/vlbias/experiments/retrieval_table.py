@@ -26,7 +26,7 @@ so this table fine-tunes on BiasWorld instead. Per (method, seed):
    (``abs_bias@10``, no interval: the suite gives none for it), and MaxSkew@10 and NDKL@10 over all queries with
    their intervals (:mod:`vlbias.suites.retrieval_bias`).
 
-Each row records the run's machine (:func:`vlbias.environment.environment`): training moves with a CPU's float
+Each row records the run's machine (:func:`vlbias.runtime.environment.environment`): training moves with a CPU's float
 rounding. Runs go to ``workers`` processes (one torch thread each). Printed first: the test split's reference levels
 (:func:`reference_levels`; ``levels_only`` prints them and stops); then one row per run as it ends, then the
 mean over seeds per method (± the standard deviation), each method's difference from ``vanilla``'s mean, and the
@@ -50,12 +50,12 @@ import yaml
 from jsonargparse.typing import PositiveInt
 
 from vlbias.data.biasworld_datamodule import BiasWorldDataModule
-from vlbias.environment import environment
 from vlbias.errors import InputError
 from vlbias.experiments.biasworld_runs import experiment_config, fit_on_biasworld
 from vlbias.experiments.fairvlp_table import Method
 from vlbias.experiments.tables import mean_sd, mean_sd_interval, read_rows, run_table
 from vlbias.modules.fairvlp import switch_method
+from vlbias.runtime.environment import environment
 from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 

@@ -1,4 +1,5 @@
-"""What runs on the nodes: ``srun python -m vlbias.launch.job RUN_DIR COMMAND``, one process per task.
+"""What runs on the nodes: ``srun python -m vlbias.commands.job RUN_DIR COMMAND``, one process per task, which
+hands the command to :func:`run`.
 
 Each job gets its own directory, named from its Slurm ids so that a requeued job finds it again and a new
 job never sees another job's files::
@@ -31,7 +32,6 @@ import json
 import os
 import signal
 import socket
-import sys
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,7 +41,7 @@ import yaml
 
 from vlbias.atomic import atomic_write
 from vlbias.errors import ConfigError
-from vlbias.launch.resolve import LIGHTNING_COMMANDS
+from vlbias.launch.job_spec import Runnable
 
 ATTEMPTS_FILE = "attempts.jsonl"
 HPC_PATTERN = "hpc_ckpt_*.ckpt"
@@ -55,7 +55,7 @@ def job_key(env: Mapping[str, str]) -> str:
     if "SLURM_ARRAY_JOB_ID" in env and "SLURM_ARRAY_TASK_ID" in env:
         return f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
     if "SLURM_JOB_ID" not in env:
-        raise ConfigError("vlbias.launch.job runs inside a Slurm job, but SLURM_JOB_ID is not set")
+        raise ConfigError("vlbias.commands.job runs inside a Slurm job, but SLURM_JOB_ID is not set")
     return env["SLURM_JOB_ID"]
 
 
@@ -71,15 +71,15 @@ def hpc_checkpoints(job_dir: Path) -> list[Path]:
     return sorted(job_dir.glob(HPC_PATTERN), key=lambda path: int(path.stem.rsplit("_", 1)[1]))
 
 
-def placed_in(config: dict[str, Any], command: str, job_dir: Path) -> dict[str, Any]:
+def placed_in(config: dict[str, Any], command: Runnable, job_dir: Path) -> dict[str, Any]:
     """``config`` with its outputs in ``job_dir``: the trainer's root and every logger's directory for a
     Lightning command (``name`` and ``version`` empty for CSV/TensorBoard, so nothing auto-increments on a
     restart; vlbias's W&B logger also gets the job's run id, :func:`wandb_run_id`), ``out`` for
     ``measure``/``prune``/``audit``/``debias`` the folder ``job_dir/<command>`` (``prune``, ``audit`` and ``debias``
     replace their folder as a unit, which must not take the job's own records with it); for ``fit``, ``ckpt_path``
     is the newest HPC checkpoint."""
-    if command not in LIGHTNING_COMMANDS:
-        return {**config, "out": str(job_dir / command)}
+    if not command.lightning:
+        return {**config, "out": str(job_dir / command.name)}
     trainer = dict(config.get("trainer") or {})
     trainer["default_root_dir"] = str(job_dir)
     logger = trainer.get("logger")
@@ -88,7 +88,7 @@ def placed_in(config: dict[str, Any], command: str, job_dir: Path) -> dict[str, 
         trainer["logger"] = entries if isinstance(logger, list) else entries[0]
     placed = {**config, "trainer": trainer}
     checkpoints = hpc_checkpoints(job_dir)
-    if command == "fit" and checkpoints:
+    if command.name == "fit" and checkpoints:
         placed["ckpt_path"] = str(checkpoints[-1])
     return placed
 
@@ -117,11 +117,9 @@ def record(job_dir: Path, event: dict[str, Any]) -> None:
         os.fsync(handle.fileno())
 
 
-def run(run_dir: Path, command: str, env: Mapping[str, str]) -> int:
+def run(run_dir: Path, command: Runnable, env: Mapping[str, str]) -> int:
     """Run one attempt of this task's job; return the exit status (see the module's docstring)."""
     from lightning.pytorch.utilities.exceptions import SIGTERMException
-
-    from vlbias.commands import run as run_command
 
     here = task_dir(run_dir, env)
     key = job_key(env)
@@ -135,11 +133,11 @@ def run(run_dir: Path, command: str, env: Mapping[str, str]) -> int:
     attempt = {"job": key, "restart": int(env.get("SLURM_RESTART_COUNT", "0")), "host": socket.gethostname()}
     if rank_zero:
         resumed = Path(config["ckpt_path"]).name if config.get("ckpt_path") and before else None
-        record(job_dir, {"event": "start", "time": _now(), **attempt, "command": command, "resume_from": resumed})
+        record(job_dir, {"event": "start", "time": _now(), **attempt, "command": command.name, "resume_from": resumed})
     outcome, status, error = "finished", 0, None
     sigterm = _SigtermNotice()
     try:
-        run_command(command, ["--config", str(job_dir / "config.yaml")])
+        command.run(["--config", str(job_dir / "config.yaml")])
     except SIGTERMException:
         outcome, status = "stopped", SIGTERM_EXIT
     except SystemExit as exit_:
@@ -185,8 +183,3 @@ class _SigtermNotice:
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
-
-if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: python -m vlbias.launch.job RUN_DIR COMMAND (written by `vlbias slurm submit`)")
-    sys.exit(run(Path(sys.argv[1]), sys.argv[2], os.environ))

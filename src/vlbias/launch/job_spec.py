@@ -9,16 +9,27 @@ fails after it waited in the queue; :func:`job_for_trainer` refuses it before ``
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 from vlbias.errors import ConfigError
 
-#: The commands a Slurm job can run (vlbias.launch.resolve resolves each one's options before submitting).
-Runnable = Literal["fit", "validate", "test", "predict", "measure", "prune", "audit", "debias"]
 GPU_ACCELERATORS = ("gpu", "cuda")
 GPU_ONLY_STRATEGIES = ("deepspeed",)  # prefixes of strategy names that need CUDA
 _TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$")  # minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]]
+
+
+@dataclass(frozen=True)
+class Runnable:
+    """A command a Slurm job runs, as the command layer hands it down (:func:`vlbias.commands.resolve.runnable`):
+    its name, whether LightningCLI runs it (one process per device; its loggers are made to continue), how its
+    arguments resolve to the configuration the job is given, and how the job runs it on ``--config FILE``."""
+
+    name: str
+    lightning: bool
+    resolve: Callable[[Sequence[str]], dict[str, Any]]
+    run: Callable[[Sequence[str]], None]
 
 
 @dataclass(frozen=True)

@@ -44,8 +44,8 @@ def render_sbatch(
     job: JobSpec, run_dir: Path, command: str, python: str, n_tasks: int | None = None, requeue_signal: str = "USR1"
 ) -> str:
     """The sbatch script that runs ``vlbias <command>`` on the run (or, with ``n_tasks``, the sweep) in
-    ``run_dir`` through ``python -m vlbias.launch.job``."""
-    launch = [python, "-m", "vlbias.launch.job", str(run_dir), command]
+    ``run_dir`` through ``python -m vlbias.commands.job`` (:func:`vlbias.launch.job.run`)."""
+    launch = [python, "-m", "vlbias.commands.job", str(run_dir), command]
     kind = f"a sweep of {n_tasks} tasks" if n_tasks is not None else "one run"
     return Template(TEMPLATE.read_text()).substitute(
         description=f"vlbias {command}, {kind}: {shlex.quote(str(run_dir))}".replace("\n", " "),

@@ -21,9 +21,9 @@ import yaml
 
 from vlbias.atomic import atomic_write
 from vlbias.errors import ConfigError
-from vlbias.launch.job_spec import JobSpec, job_for_trainer, single_process_job
+from vlbias.launch.continuing_loggers import with_continuing_loggers
+from vlbias.launch.job_spec import JobSpec, Runnable, job_for_trainer, single_process_job
 from vlbias.launch.render import render_sbatch
-from vlbias.launch.resolve import LIGHTNING_COMMANDS, resolve_config, with_continuing_loggers
 
 SUBMISSION_FILE = "submission.json"
 SCRIPT_FILE = "job.sbatch"
@@ -50,24 +50,24 @@ class Submission:
     tasks: list[dict[str, str]] = field(default_factory=list)
 
 
-def resolve_task(command: str, argv: list[str], overrides: dict[str, str]) -> Task:
+def resolve_task(command: Runnable, argv: list[str], overrides: dict[str, str]) -> Task:
     """The resolved config of ``vlbias <command> <argv> --key value ...`` with continuing loggers."""
     extra = [arg for key, value in overrides.items() for arg in (f"--{key}", value)]
-    config = resolve_config(command, [*argv, *extra])
+    config = command.resolve([*argv, *extra])
     notes: list[str] = []
-    if command in LIGHTNING_COMMANDS:
+    if command.lightning:
         config, notes = with_continuing_loggers(config)
     return Task(config, overrides, notes)
 
 
-def checked_job(command: str, config: dict[str, Any], job: JobSpec, argv: list[str]) -> JobSpec:
+def checked_job(command: Runnable, config: dict[str, Any], job: JobSpec, argv: list[str]) -> JobSpec:
     """``job`` checked against the resolved ``config`` and completed (nodes, tasks, GPUs, name, python)."""
-    if command in LIGHTNING_COMMANDS:
+    if command.lightning:
         job = job_for_trainer(config.get("trainer") or {}, job)
     else:
-        job = single_process_job(job, command)
+        job = single_process_job(job, command.name)
     configs = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--config"]
-    name = job.job_name or (Path(configs[0]).stem if configs else command)  # the experiment, before deltas
+    name = job.job_name or (Path(configs[0]).stem if configs else command.name)  # the experiment, before deltas
     return replace(job, job_name=name, python=job.python or sys.executable)
 
 
@@ -93,18 +93,18 @@ def new_run_dir(root: Path, name: str) -> Path:
 
 
 def submit(
-    command: str, argv: list[str], job: JobSpec, run_dir: Path | None, root: Path, dry_run: bool = False
+    command: Runnable, argv: list[str], job: JobSpec, run_dir: Path | None, root: Path, dry_run: bool = False
 ) -> Submission:
     """Resolve ``vlbias <command> <argv>``, check it against ``job``, write the run directory and submit."""
     task = resolve_task(command, argv, {})
     job = checked_job(command, task.config, job, argv)
     run_dir = (run_dir or new_run_dir(root, job.job_name)).absolute()
-    script = render_sbatch(job, run_dir, command, job.python, requeue_signal=requeue_signal(task.config))
+    script = render_sbatch(job, run_dir, command.name, job.python, requeue_signal=requeue_signal(task.config))
     if dry_run:
         return Submission(script, run_dir, None, task.notes)
     _prepare(run_dir)
     _write_yaml(run_dir / "config.yaml", task.config)
-    return _submit(run_dir, script, command, n_tasks=None, notes=task.notes)
+    return _submit(run_dir, script, command.name, n_tasks=None, notes=task.notes)
 
 
 def parse_grid(entries: list[str]) -> dict[str, list[str]]:
@@ -119,7 +119,7 @@ def parse_grid(entries: list[str]) -> dict[str, list[str]]:
 
 
 def sweep(
-    command: str,
+    command: Runnable,
     argv: list[str],
     grid: dict[str, list[str]],
     seeds: list[int],
@@ -143,7 +143,7 @@ def sweep(
         )
     job = checked[0]
     run_dir = (run_dir or new_run_dir(root, f"{job.job_name}-sweep")).absolute()
-    script = render_sbatch(job, run_dir, command, job.python, len(tasks), requeue_signal(tasks[0].config))
+    script = render_sbatch(job, run_dir, command.name, job.python, len(tasks), requeue_signal(tasks[0].config))
     notes = sorted({note for task in tasks for note in task.notes})
     if dry_run:
         return Submission(script, run_dir, None, notes, [task.overrides for task in tasks])
@@ -154,7 +154,7 @@ def sweep(
         _write_yaml(folder / "config.yaml", task.config)
         description = json.dumps({"task": index, "overrides": task.overrides}, indent=1)
         atomic_write(folder / "task.json", lambda handle, text=description: handle.write(text.encode()))
-    return _submit(run_dir, script, command, n_tasks=len(tasks), notes=notes)
+    return _submit(run_dir, script, command.name, n_tasks=len(tasks), notes=notes)
 
 
 def sbatch(script: Path) -> str:

@@ -11,37 +11,33 @@ pruning (Janghorbani & de Melo, 2023, Algorithm 1; :mod:`~vlbias.mitigation.mmbi
 :class:`vlbias.mitigation.debiased_embeddings.DebiasedEmbeddings`; a linear one exports in its family's own format
 (:meth:`vlbias.models.base.ModelAdapter.export_linear`). MMBias's MI-guided dimension pruning itself
 (:mod:`~vlbias.mitigation.pruning`, ``vlbias prune``) and the prompt projection (:mod:`~vlbias.mitigation.projection`)
-are here too.
+are here too. The names below are imported when first asked for, so importing a torch-free module of this
+package (the registry, :mod:`~vlbias.mitigation.removal_count`) imports no torch.
 """
 
-from vlbias.mitigation.debiaser import Debiaser, FitData, load_debiaser
-from vlbias.mitigation.leave_one_out import (
-    effect_size_without,
-    leave_one_out_effect_sizes,
-)
-from vlbias.mitigation.projection import apply_projection, orthogonal_projection
-from vlbias.mitigation.pruning import (
-    BiasTest,
-    PruningResult,
-    mutual_information,
-    prune_dimensions,
-    select_dimensions,
-)
-from vlbias.mitigation.registry import debiaser_class, list_debiasers
+import importlib
 
-__all__ = [
-    "BiasTest",
-    "Debiaser",
-    "FitData",
-    "PruningResult",
-    "apply_projection",
-    "debiaser_class",
-    "effect_size_without",
-    "leave_one_out_effect_sizes",
-    "list_debiasers",
-    "load_debiaser",
-    "mutual_information",
-    "orthogonal_projection",
-    "prune_dimensions",
-    "select_dimensions",
-]
+#: name -> the module that defines it.
+_WHERE = {
+    "Debiaser": "debiaser",
+    "FitData": "debiaser",
+    "load_debiaser": "debiaser",
+    "effect_size_without": "leave_one_out",
+    "leave_one_out_effect_sizes": "leave_one_out",
+    "apply_projection": "projection",
+    "orthogonal_projection": "projection",
+    "BiasTest": "pruning",
+    "PruningResult": "pruning",
+    "mutual_information": "pruning",
+    "prune_dimensions": "pruning",
+    "select_dimensions": "pruning",
+    "debiaser_class": "registry",
+    "list_debiasers": "registry",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> object:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)

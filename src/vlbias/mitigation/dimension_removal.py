@@ -20,13 +20,13 @@ from torch import Tensor
 
 from vlbias.errors import InputError
 from vlbias.mitigation.debiaser import Debiaser, DebiaserOptions, FitData, Modality
+from vlbias.mitigation.removal_count import RemovalCount
 from vlbias.models.families.pruned import row_selection
-from vlbias.removal_count import RemovalCount
 
 
 @dataclass(frozen=True, kw_only=True)
 class RemovalOptions(RemovalCount, DebiaserOptions):
-    """N as a count or a share of D (:class:`vlbias.removal_count.RemovalCount`: ``n_dims`` or ``fraction``, default a
+    """N as a count or a share of D (:class:`vlbias.mitigation.removal_count.RemovalCount`: ``n_dims`` or ``fraction``, default a
     fraction of 0.1), and:
 
     Args:

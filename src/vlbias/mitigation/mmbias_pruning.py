@@ -24,12 +24,12 @@ from vlbias.metrics.functional.checks import check_embeddings
 from vlbias.mitigation.debiaser import FitData
 from vlbias.mitigation.dimension_removal import DimensionRemoval, RemovalOptions, group_codes
 from vlbias.mitigation.pruning import OBJECTIVES, BiasTest, prune_dimensions
-from vlbias.removal_count import MutualInformationThreshold
+from vlbias.mitigation.removal_count import MutualInformationThreshold
 
 
 @dataclass(frozen=True, kw_only=True)
 class MMBiasPruningOptions(RemovalOptions, MutualInformationThreshold):
-    """Θ is ``theta`` or ``theta_quantile`` (:class:`vlbias.removal_count.MutualInformationThreshold`).
+    """Θ is ``theta`` or ``theta_quantile`` (:class:`vlbias.mitigation.removal_count.MutualInformationThreshold`).
 
     Args:
     strategy: ranked (Algorithm 1, one leave-one-out ranking) or greedy (re-ranked after each removal).

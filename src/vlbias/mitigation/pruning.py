@@ -66,7 +66,7 @@ from vlbias.mitigation.leave_one_out import (
     kept_dimensions,
     leave_one_out_unchecked,
 )
-from vlbias.removal_count import removal_count
+from vlbias.mitigation.removal_count import removal_count
 
 STRATEGIES = ("ranked", "greedy", "clip_clip")
 OBJECTIVES: dict[str, Callable[[Tensor], Tensor]] = {

@@ -12,7 +12,7 @@ from pathlib import Path
 from torch import nn
 
 from vlbias.errors import InputError
-from vlbias.log_levels import quieted
+from vlbias.runtime.log_levels import quieted
 
 _SHOWN = 10
 CONFIG_FILE = "config.json"

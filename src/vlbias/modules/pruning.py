@@ -56,10 +56,10 @@ from vlbias.mitigation.pruning import (
     select_dimensions,
     worsened_tests,
 )
+from vlbias.mitigation.removal_count import PruningChoice
 from vlbias.mitigation.tradeoff import tradeoff_rows
 from vlbias.models.base import Capability
 from vlbias.modules.model_spec import ModelSpec
-from vlbias.run_options import PruningChoice
 
 logger = logging.getLogger(__name__)
 MAX_DIMS_FRACTION = 0.25  # default end of the trade-off curve, as a share of D
@@ -80,7 +80,7 @@ class EmbeddingPruning(LightningModule):
         tests: bias tests, each ``{"name": str, "x": group, "y": group, "a": [phrases], "b": [phrases]}``.
         group_names: the protected groups, in the order of the batch's ``group_key`` labels.
         class_prompts: per zero-shot class (in the order of the batch's ``label_key`` labels) its prompts.
-        pruning: how the dimensions are chosen (:class:`~vlbias.run_options.PruningChoice`: N or its fraction of
+        pruning: how the dimensions are chosen (:class:`~vlbias.mitigation.removal_count.PruningChoice`: N or its fraction of
             D, the strategy, Θ or its quantile, the objective, the trade-off curve's largest N — default 25 % of D,
             at least N — and step), the options of ``vlbias prune``.
         label_key, group_key, image_key: batch keys of the class label, the group label and the images.

@@ -14,7 +14,7 @@ from vlbias.report.sources import Run
 from vlbias.report.tables import number
 
 ACCURACY = "zero_shot_accuracy"  # vlbias.mitigation.tradeoff.ACCURACY (that module imports torch)
-RECALL = "retrieval_recall/"  # vlbias.mitigation.comparison.RECALL's columns (that module imports torch)
+RECALL = "retrieval_recall/"  # vlbias.workflows.comparison.RECALL's columns (that module imports torch)
 
 
 def with_interval(row: pd.Series, column: str) -> str:

@@ -25,6 +25,19 @@ _SUITES = LazyTable(
     },
 )
 
+# name -> what it measures, in one line (``vlbias measure --help``; ``tests/test_command_help.py`` holds the names
+# equal to the registry's), so that listing them imports no suite.
+_SUMMARIES = {
+    "mmbias": "MMBias association tests (Eq. 1) and zero-shot rankings of an EMBED model",
+    "counterbias": "CounterBias: bias of a FILL_MASK model that reads pixels, from counterfactual images and texts",
+    "vlstereoset": "VLStereoSet scores (vlrs, vlbs, ivlas per category, lmss, vlss)",
+    "weat": "SEAT and Grounded-WEAT/SEAT effect sizes",
+    "entity_association": "association scores S_PT, S_L, S_V and bias scores B(E) of a FILL_MASK model",
+    "retrieval_bias": "ranking bias of what an EMBED model retrieves for gender-neutral queries",
+    "zero_shot_fairness": "group fairness of CLIP-style zero-shot classification",
+    "gallery_skew": "skew of what text queries retrieve from an attribute-labelled image gallery",
+}
+
 
 def list_suites() -> list[str]:
     """Registered suite names, sorted."""
@@ -34,3 +47,8 @@ def list_suites() -> list[str]:
 def suite_class(name: str) -> type[Suite]:
     """The suite class registered as ``name``."""
     return _SUITES.get(name)
+
+
+def suite_summaries() -> dict[str, str]:
+    """Each registered suite, sorted by name, with what it measures in one line (imports no suite)."""
+    return {name: _SUMMARIES[name] for name in list_suites()}

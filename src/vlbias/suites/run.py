@@ -23,11 +23,11 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from vlbias.data.biasworld_options import BiasWorldOptions
-from vlbias.environment import environment
 from vlbias.errors import ConfigError
 from vlbias.models.base import Capability, ModelAdapter, require_capability
 from vlbias.options import check_options
 from vlbias.results import Results
+from vlbias.runtime.environment import environment
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
 from vlbias.suites.options import SuiteOptions, is_biasworld
 from vlbias.suites.registry import suite_class

@@ -24,7 +24,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from jsonargparse.typing import PositiveInt
 
-from vlbias.environment import cpu_name
+from vlbias.runtime.environment import cpu_name
 
 SUITES = {
     "mmbias": {"statistics": {"n_permutations": 10_000, "n_bootstrap": 1_000}},

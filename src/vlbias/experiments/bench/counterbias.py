@@ -39,10 +39,10 @@ from vlbias.experiments.bench.timing import Clock, clock_for, interleaved, machi
 from vlbias.models.inference import measuring
 from vlbias.models.masked_words import word_log_probs
 from vlbias.models.registry import load
+from vlbias.runtime.threads import torch_threads
 from vlbias.suites.base import Batch, Gathered, SuiteOutput
 from vlbias.suites.counterbias import CounterBiasSuite
 from vlbias.suites.options import CounterBiasOptions
-from vlbias.threads import torch_threads
 
 ATTACK = {"eps": 8 / 255, "alpha": 2 / 255, "steps": 10}
 BIAS = ["man", "woman"]

@@ -49,7 +49,7 @@ def resident_mib() -> dict[str, float]:
     """This process's resident memory in MiB from ``/proc/self/status``: ``RssAnon`` and ``RssFile``."""
     status = Path("/proc/self/status")
     if not status.is_file():
-        raise ConfigError("The memory rows read /proc/self/status (Linux); give --no_memory elsewhere.")
+        raise ConfigError("The memory rows read /proc/self/status (Linux); give --memory false elsewhere.")
     fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
     return {name: int(fields[name].split()[0]) / 1024 for name in MEMORY_FIELDS}  # kB
 
@@ -160,6 +160,20 @@ def workers_needed(rates: dict[int, float], target: float, seconds_per_sample: f
     return math.ceil(target * seconds_per_sample), False
 
 
+def _print_memory(sizes: list[dict]) -> None:
+    """The resident memory (anonymous and file-backed MiB) after the imports, the read and the iteration, at each
+    corpus size, and the anonymous MiB each 1,000 more images add."""
+    print("\n| images | anon MiB: imports / read / iterated | file MiB: imports / read / iterated |")
+    print("|---:|---|---|")
+    for size in sizes:
+        anon = " / ".join(f"{size[at]['RssAnon']:,.0f}" for at in ("imports", "read", "iterated"))
+        mapped = " / ".join(f"{size[at]['RssFile']:,.0f}" for at in ("imports", "read", "iterated"))
+        print(f"| {size['images']:,} | {anon} | {mapped} |")
+    small, large = sizes
+    growth = (large["iterated"]["RssAnon"] - small["iterated"]["RssAnon"]) / (large["images"] - small["images"])
+    print(f"anon MiB per 1,000 images: {1000 * growth:.2f}")
+
+
 def bench_dataloader(
     annotations: str = "data/coco_synthetic/dataset_coco.json",
     image_root: str | None = None,
@@ -225,15 +239,7 @@ def bench_dataloader(
             f"{startups[count]:.2f} |"
         )
     if sizes:
-        print("\n| images | anon MiB: imports / read / iterated | file MiB: imports / read / iterated |")
-        print("|---:|---|---|")
-        for size in sizes:
-            anon = " / ".join(f"{size[at]['RssAnon']:,.0f}" for at in ("imports", "read", "iterated"))
-            mapped = " / ".join(f"{size[at]['RssFile']:,.0f}" for at in ("imports", "read", "iterated"))
-            print(f"| {size['images']:,} | {anon} | {mapped} |")
-        small, large = sizes
-        growth = (large["iterated"]["RssAnon"] - small["iterated"]["RssAnon"]) / (large["images"] - small["images"])
-        print(f"anon MiB per 1,000 images: {1000 * growth:.2f}")
+        _print_memory(sizes)
     if gpu_samples_per_s is None:
         print(
             "\nGPU step: not given (--gpu_samples_per_s, from scripts/bench_throughput.py); workers needed not computed"

@@ -28,7 +28,7 @@ from torch import Tensor
 from vlbias.experiments.bench.timing import elapsed, interleaved, machine
 from vlbias.mitigation.debiaser import FitData
 from vlbias.mitigation.registry import debiaser_class, list_debiasers
-from vlbias.threads import torch_threads
+from vlbias.runtime.threads import torch_threads
 
 N_ATTRIBUTE_PROMPTS, N_PAIRS, N_CONCEPTS, N_HELPFUL, N_CLASSES = 16, 64, 256, 16, 6
 BASELINE = "matmul (n, D) @ (D, D)"

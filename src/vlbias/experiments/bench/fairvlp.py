@@ -44,7 +44,7 @@ from vlbias.experiments.fairvlp_table import ALL_METHODS, Method
 from vlbias.models.registry import check_device
 from vlbias.modules.fairvlp import METHODS, FairVLP, FairVLPMethod, settings_read, switch_method, uses_images
 from vlbias.modules.model_spec import ModelSpec
-from vlbias.threads import torch_threads
+from vlbias.runtime.threads import torch_threads
 
 #: ALBEF-base (Li et al., 2021: ViT-B/16 at 256 x 256, BERT-base, fusion from layer 6, 256-d ITC embeddings), as
 #: ``ALBEFAdapter.tiny`` sizes; ``configs/experiment/fairvlp_coco.yaml`` loads these from the released checkpoint.
@@ -131,6 +131,45 @@ def _recorder(attacked: list[float]):
     return log
 
 
+def _batches(world: BiasWorld, batch_size: int, epoch_batches: int, device: torch.device) -> list:
+    """The first ``epoch_batches`` batches of the world's train split, collated and on ``device``."""
+    dataset = world.dataset("train")
+    return [
+        move_data_to_device(
+            torch.utils.data.default_collate([dataset[i] for i in range(s * batch_size, (s + 1) * batch_size)]),
+            device,
+        )
+        for s in range(epoch_batches)
+    ]
+
+
+def _runs(variants: dict[str, dict], methods: Sequence[Method], device: torch.device) -> dict[str, tuple]:
+    """Per variant of ``methods`` (and vanilla): its module on ``device``, its optimizer, and the lists its steps'
+    times, attacked shares and peak memory go to."""
+    runs = {}
+    for label, init in variants.items():
+        if init["method"]["name"] not in {"vanilla", *methods}:
+            continue
+        settings = {key: value for key, value in init.items() if key not in ("model", "method", "optimizer")}
+        module = _Timed(model=ModelSpec(**init["model"]), method=FairVLPMethod(**init["method"]), **settings)
+        module = module.to(device)
+        attacked: list[float] = []  # per step: the share of the batch's images attacked
+        module.log = _recorder(attacked)  # no trainer: the step alone is timed
+        runs[label] = (module, torch.optim.AdamW(module.parameters(), lr=1e-4), [], attacked, [0])
+    return runs
+
+
+def _print_rows(rows: list[dict], gpu: bool) -> None:
+    """The table: each method's mean step, its ratio to vanilla, the images attacked and (GPU) the peak memory."""
+    print(
+        "| method [image policy] | mean step ms | x vanilla | images attacked |"
+        + (" peak GPU GiB |\n|---|---:|---:|---:|---:|" if gpu else "\n|---|---:|---:|---:|")
+    )
+    for row in rows:
+        memory = f" {row['peak_gib']:.1f} |" if gpu else ""
+        print(f"| {row['method']} | {row['ms']:.0f} | {row['ratio']:.2f} | {row['attacked']:.2f} |{memory}")
+
+
 def bench_fairvlp(
     steps: PositiveInt = 16,
     epoch_batches: int = 4,
@@ -168,24 +207,8 @@ def bench_fairvlp(
         world = BiasWorld(
             bias_strength=0.9, n_train=batch_size * epoch_batches, eval_per_combination=1, image_size=image_size
         )
-        dataset = world.dataset("train")
-        batches = [
-            move_data_to_device(
-                torch.utils.data.default_collate([dataset[i] for i in range(s * batch_size, (s + 1) * batch_size)]),
-                device,
-            )
-            for s in range(epoch_batches)
-        ]
-        runs = {}
-        for label, init in _variants(options, steps_per_epoch, epoch_batches).items():
-            if init["method"]["name"] not in {"vanilla", *methods}:
-                continue
-            settings = {key: value for key, value in init.items() if key not in ("model", "method", "optimizer")}
-            module = _Timed(model=ModelSpec(**init["model"]), method=FairVLPMethod(**init["method"]), **settings)
-            module = module.to(device)
-            attacked: list[float] = []  # per step: the share of the batch's images attacked
-            module.log = _recorder(attacked)  # no trainer: the step alone is timed
-            runs[label] = (module, torch.optim.AdamW(module.parameters(), lr=1e-4), [], attacked, [0])
+        batches = _batches(world, batch_size, epoch_batches, device)
+        runs = _runs(_variants(options, steps_per_epoch, epoch_batches), methods, device)
         for step in range(steps + 2):  # two warm-up rounds
             for module, optimizer, times, attacked, peak in runs.values():
                 module.step = step
@@ -221,11 +244,5 @@ def bench_fairvlp(
         f"{steps} timed steps per method cycling through {epoch_batches} batches "
         f"(the config: {steps_per_epoch} an epoch)\n"
     )
-    print(
-        "| method [image policy] | mean step ms | x vanilla | images attacked |"
-        + (" peak GPU GiB |\n|---|---:|---:|---:|---:|" if gpu else "\n|---|---:|---:|---:|")
-    )
-    for row in rows:
-        memory = f" {row['peak_gib']:.1f} |" if gpu else ""
-        print(f"| {row['method']} | {row['ms']:.0f} | {row['ratio']:.2f} | {row['attacked']:.2f} |{memory}")
+    _print_rows(rows, gpu)
     return rows

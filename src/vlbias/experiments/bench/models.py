@@ -46,7 +46,7 @@ from vlbias.models.catalog import adapter_class, list_models
 from vlbias.models.inference import measuring
 from vlbias.models.registry import check_device, load
 from vlbias.models.tiny_sizes import split_sizes
-from vlbias.threads import torch_threads
+from vlbias.runtime.threads import torch_threads
 
 # ViT-B / BERT-base sizes, passed to each adapter's ``tiny()`` where its tiny sizes have that field.
 BASE_SIZE = {"hidden_size": 768, "num_layers": 12, "image_size": 224, "patch_size": 32, "projection_dim": 512}

@@ -30,7 +30,7 @@ from jsonargparse.typing import PositiveInt
 from vlbias.errors import ConfigError
 from vlbias.experiments.bench.timing import machine, median_seconds
 from vlbias.models.families.albef_modeling import ALBEF, ALBEFConfig
-from vlbias.threads import torch_threads
+from vlbias.runtime.threads import torch_threads
 
 
 def bench_pair_fusion(
@@ -109,8 +109,13 @@ def bench_pair_fusion(
         f"{tokens} image tokens, captions of {length} tokens; {images} images x {captions} captions, "
         f"k_test = {k_test}: {image_rows.numel()} pairs; median of {repeats}"
     )
+    _print_table(seconds, image_rows.numel())
+    print(f"max |ITM logits difference| = {difference:.2e}")
+
+
+def _print_table(seconds: dict[str, float], pairs: int) -> None:
+    """Each side's seconds, milliseconds per pair and ratio to the vlbias pair path."""
     print(f"{'method':<24}{'seconds':>10}{'ms / pair':>11}{'ratio':>8}")
     for name in seconds:
-        ms = 1000 * seconds[name] / image_rows.numel()
+        ms = 1000 * seconds[name] / pairs
         print(f"{name:<24}{seconds[name]:>10.2f}{ms:>11.2f}{seconds[name] / seconds['vlbias pair path']:>8.1f}")
-    print(f"max |ITM logits difference| = {difference:.2e}")

@@ -32,10 +32,10 @@ import numpy as np
 import torch
 from jsonargparse.typing import PositiveInt
 
-from vlbias.environment import cpu_name
 from vlbias.experiments.bench.timing import median_seconds
 from vlbias.metrics.functional import p_value_from_associations
-from vlbias.threads import torch_threads
+from vlbias.runtime.environment import cpu_name
+from vlbias.runtime.threads import torch_threads
 
 PERMUTATIONS = 99_999  # + the observed partition = 100,000 re-partitions
 CASES = {

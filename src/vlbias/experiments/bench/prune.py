@@ -18,7 +18,7 @@ from jsonargparse.typing import PositiveInt
 
 from vlbias.experiments.bench.timing import machine, median_seconds
 from vlbias.mitigation import BiasTest, select_dimensions
-from vlbias.threads import torch_threads
+from vlbias.runtime.threads import torch_threads
 
 N_IMAGES, N_WORDS, THETA_QUANTILE, FRACTION = 50, 30, 0.9, 0.1
 

@@ -27,7 +27,7 @@ from vlbias.metrics.functional import retrieval_recall
 from vlbias.models.registry import load
 from vlbias.models.vocab import tiny_vocabulary
 from vlbias.retrieval import candidates, rerank, rerank_per_query
-from vlbias.threads import torch_threads
+from vlbias.runtime.threads import torch_threads
 
 
 def official_evaluation_loop(
@@ -67,6 +67,22 @@ def _largest_difference(text: tuple, image: tuple, n_images: int, n_captions: in
     )
 
 
+def _random_gallery(adapter, images: int, captions: int) -> tuple[torch.Tensor, dict, torch.Tensor]:
+    """Random images and captions (drawn from seed 0) prepared for ``adapter``, and their similarity matrix
+    ``(images, captions)``."""
+    g = torch.Generator().manual_seed(0)
+    vocabulary = [w for w in tiny_vocabulary() if w.isalpha()]
+    texts = [
+        " ".join(vocabulary[i] for i in torch.randint(len(vocabulary), (int(n),), generator=g))
+        for n in torch.randint(4, 15, (captions,), generator=g)
+    ]
+    with torch.no_grad():
+        pixel_values = adapter.prepare_images(torch.rand(images, 3, 32, 32, generator=g))
+        tokens = adapter.prepare_texts(texts)
+        similarity = adapter.embed_images(pixel_values) @ adapter.embed_texts(tokens).T  # (images, captions)
+    return pixel_values, tokens, similarity
+
+
 def bench_retrieval(
     images: PositiveInt = 1000,
     captions: PositiveInt = 5000,
@@ -89,17 +105,8 @@ def bench_retrieval(
     """
     with torch_threads(threads):
         adapter = load("albef", tiny=True, device="cpu").eval()
-        g = torch.Generator().manual_seed(0)
-        vocabulary = [w for w in tiny_vocabulary() if w.isalpha()]
-        texts = [
-            " ".join(vocabulary[i] for i in torch.randint(len(vocabulary), (int(n),), generator=g))
-            for n in torch.randint(4, 15, (captions,), generator=g)
-        ]
+        pixel_values, tokens, similarity = _random_gallery(adapter, images, captions)
         caption_to_image = torch.arange(captions) % images
-        with torch.no_grad():
-            pixel_values = adapter.prepare_images(torch.rand(images, 3, 32, 32, generator=g))
-            tokens = adapter.prepare_texts(texts)
-            similarity = adapter.embed_images(pixel_values) @ adapter.embed_texts(tokens).T  # (images, captions)
         n_images = images if loop_queries is None else min(loop_queries, images)
         n_captions = captions if loop_queries is None else min(5 * loop_queries, captions)
         scale = (images + captions) / (n_images + n_captions)

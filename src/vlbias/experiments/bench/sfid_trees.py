@@ -19,7 +19,7 @@ from torch import Tensor
 from vlbias.experiments.bench.debias import random_fit_data
 from vlbias.experiments.bench.timing import Clock, clock_for, elapsed, machine
 from vlbias.mitigation.sfid import SFID, SFIDOptions
-from vlbias.threads import torch_threads
+from vlbias.runtime.threads import torch_threads
 
 
 def gap_left(before: Tensor, after: Tensor, first: Tensor) -> float:

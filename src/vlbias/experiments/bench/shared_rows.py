@@ -36,7 +36,7 @@ from jsonargparse.typing import PositiveInt
 from vlbias.experiments.bench.timing import interleaved
 from vlbias.models.base import at_positions
 from vlbias.models.families.albef_modeling import ALBEF, ALBEFConfig
-from vlbias.threads import torch_threads
+from vlbias.runtime.threads import torch_threads
 
 
 def bench_shared_rows(

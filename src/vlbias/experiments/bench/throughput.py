@@ -63,9 +63,9 @@ from vlbias.experiments.bench.throughput_workloads import (
 )
 from vlbias.experiments.bench.timing import Clock, Precision, autocast, clock_for, machine, synchronize
 from vlbias.experiments.fairvlp_table import Method
-from vlbias.log_levels import quieted
 from vlbias.models.registry import check_device
-from vlbias.threads import torch_threads
+from vlbias.runtime.log_levels import quieted
+from vlbias.runtime.threads import torch_threads
 
 WORKLOADS = ("clip", "embed", "albef", "blip")
 Kind = Literal[WORKLOADS]

@@ -11,8 +11,8 @@ from typing import Literal, TypeVar
 
 import torch
 
-from vlbias.environment import cpu_name
 from vlbias.errors import ConfigError
+from vlbias.runtime.environment import cpu_name
 
 T = TypeVar("T")
 #: wall: elapsed time; thread: this thread's CPU time, which leaves out the time other processes hold the core

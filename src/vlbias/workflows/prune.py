@@ -41,13 +41,14 @@ from torch.utils.data import DataLoader, Dataset
 from vlbias.data.biasworld import ACTIVITIES, GROUPS, BiasWorld, activity_phrases
 from vlbias.data.mmbias import TABLE2_PAIRS, read_mmbias
 from vlbias.errors import InputError
-from vlbias.loaded_model import seed_everything
-from vlbias.log_levels import quieted
 from vlbias.mitigation.outputs import PRUNE_FOLDER
+from vlbias.mitigation.removal_count import PruningChoice
 from vlbias.modules.model_spec import ModelSpec
 from vlbias.modules.pruning import EmbeddingPruning
-from vlbias.run_options import PruneOptions, PruningChoice
+from vlbias.runtime.log_levels import quieted
 from vlbias.suites.mmbias_stimuli import biasworld_tests, mmbias_tests
+from vlbias.workflows.loaded_model import seed_everything
+from vlbias.workflows.options import PruneOptions
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +166,7 @@ def prune(options: PruneOptions) -> dict:
 @contextlib.contextmanager
 def _quiet_lightning() -> Iterator[None]:
     """Silence Lightning's start-up lines ("GPU available ...") and its few-workers and no-predictions hints for one run,
-    and on a Slurm login node its hint to run under ``srun`` (as :func:`vlbias.lightning_cli.make_cli` does)."""
+    and on a Slurm login node its hint to run under ``srun`` (as :func:`vlbias.commands.lightning_cli.make_cli` does)."""
     with quieted(logging.WARNING, "lightning.pytorch"), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*does not have many workers.*")
         warnings.filterwarnings("ignore", message=".*predict returned None.*")  # embeddings stay in the module

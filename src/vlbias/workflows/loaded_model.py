@@ -18,7 +18,7 @@ from vlbias.models.base import ModelAdapter
 from vlbias.models.inference import autocast_name
 from vlbias.models.registry import check_device, check_model_options, load
 from vlbias.results import Results
-from vlbias.run_options import AuditOptions, MeasureOptions
+from vlbias.workflows.options import AuditOptions, MeasureOptions
 
 
 def seed_everything(seed: int) -> None:

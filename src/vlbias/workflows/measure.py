@@ -6,15 +6,15 @@ import dataclasses
 import logging
 from pathlib import Path
 
-from vlbias.loaded_model import check_model_choice, load_model, refuse_empty, run_config
 from vlbias.mitigation.outputs import selection_overlap
 from vlbias.models.base import require_capability
 from vlbias.models.catalog import adapter_class
 from vlbias.results import ensure_writable, write_results
-from vlbias.run_options import MeasureOptions
+from vlbias.runtime.threads import torch_threads
 from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
-from vlbias.threads import torch_threads
+from vlbias.workflows.loaded_model import check_model_choice, load_model, refuse_empty, run_config
+from vlbias.workflows.options import MeasureOptions
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """How many embedding dimensions to remove, declared once: N as a count or as a share of D (:class:`RemovalCount`),
-for ``vlbias prune`` (:class:`vlbias.run_options.PruningChoice`) and the dimension-removing debiasers
+for ``vlbias prune`` (:class:`PruningChoice`, MMBias Algorithm 1's whole choice) and the dimension-removing debiasers
 (:class:`vlbias.mitigation.dimension_removal.RemovalOptions`), and the conversion to a count (:func:`removal_count`);
 and MMBias Algorithm 1's threshold Θ on the mutual information, for ``vlbias prune`` and the ``mmbias_pruning``
 debiaser (:class:`MutualInformationThreshold`).
@@ -8,16 +8,22 @@ a subclass in another module has them checked (:func:`vlbias.options.accepted_ty
 """
 
 from dataclasses import dataclass
+from typing import Literal
 
 from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, OpenUnitInterval, PositiveInt
 
 from vlbias.errors import ConfigError
 
+#: MMBias Algorithm 1's dimension choice (vlbias.mitigation.pruning.STRATEGIES).
+PruneStrategy = Literal["ranked", "greedy", "clip_clip"]
+#: What the pruning minimises over the tests (vlbias.mitigation.pruning.OBJECTIVES).
+PruneObjective = Literal["mean_abs", "max_abs"]
+
 
 @dataclass(frozen=True, kw_only=True)
 class RemovalCount:
     """How many embedding dimensions to remove, N, given as a count or as a share of the embedding dimension D:
-    the rule of ``vlbias prune`` (:class:`vlbias.run_options.PruningChoice`) and of the dimension-removing
+    the rule of ``vlbias prune`` (:class:`vlbias.mitigation.removal_count.PruningChoice`) and of the dimension-removing
     debiasers (:class:`vlbias.mitigation.dimension_removal.RemovalOptions`). With neither, 10 % of D.
 
     Args:
@@ -73,6 +79,31 @@ class MutualInformationThreshold:
             raise ConfigError("Strategy 'clip_clip' takes no Θ: remove `theta` / `theta_quantile`.")
         if strategy != "clip_clip" and not given:
             object.__setattr__(self, "theta_quantile", 0.9)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PruningChoice(RemovalCount, MutualInformationThreshold):
+    """How MMBias Algorithm 1 (Sec. 6) chooses the embedding dimensions to remove: ``vlbias prune`` and
+    :class:`~vlbias.modules.pruning.EmbeddingPruning` take these. N is ``n_dims`` or ``fraction``
+    (:class:`RemovalCount`: with neither, 10 % of D); Θ is ``theta`` or ``theta_quantile``
+    (:class:`MutualInformationThreshold`: with neither, the 0.9 quantile of the mutual
+    information, the settings of the docs' tables).
+
+    Args:
+        strategy: How the N dimensions are chosen: ranked (Algorithm 1), greedy, or clip_clip (no Θ).
+        objective: What the choice minimises over the tests: mean_abs or max_abs of the effect sizes.
+        max_dims: The trade-off curve's last N (default 25 % of D).
+        step: The trade-off curve's step in N.
+    """
+
+    strategy: PruneStrategy = "ranked"
+    objective: PruneObjective = "mean_abs"
+    max_dims: PositiveInt | None = None
+    step: PositiveInt = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._choose_theta(self.strategy)
 
 
 def removal_count(n_remove: int | float, dim: int, name: str = "n_remove") -> int:

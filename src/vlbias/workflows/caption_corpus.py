@@ -1,5 +1,5 @@
 """The caption corpus on which ``vlbias debias`` measures retrieval R@K before and after each method
-(:func:`~vlbias.mitigation.comparison.recall_with_intervals`).
+(:func:`~vlbias.workflows.comparison.recall_with_intervals`).
 
 Two sources (``--captions``): ``'biasworld'``, a fold's world's ``test`` split (its images, each with its one
 caption: the retrieval ground truth of :mod:`vlbias.modules.retrieval`, where an image's answer is its own caption

@@ -2,8 +2,8 @@
 declared once, here, with its type, default and help (the ``Args:`` lines below are the ``--help`` text).
 
 The commands' parsers are built from these dataclasses (:mod:`vlbias.commands.parsing`), the Python API takes them
-(:func:`vlbias.measure.measure`, :func:`vlbias.audit.audit`, :func:`vlbias.prune.prune`,
-:func:`vlbias.debias.debias`), and ``vlbias slurm``
+(:func:`vlbias.workflows.measure.measure`, :func:`vlbias.workflows.audit.audit`, :func:`vlbias.workflows.prune.prune`,
+:func:`vlbias.workflows.debias.debias`), and ``vlbias slurm``
 resolves them the same way. Options shared by several commands live in one base class (:class:`ModelChoice`,
 :class:`DeviceChoice`). Type and range checks are the types' own (``jsonargparse.typing``); rules across fields run
 in ``__post_init__``, so every check happens before any data or model is loaded. This module imports no torch.
@@ -25,14 +25,19 @@ from jsonargparse.typing import PositiveInt
 
 from vlbias.data.biasworld_options import BiasWorldOptions
 from vlbias.errors import ConfigError
+from vlbias.lazy_table import refuse_unknown
+from vlbias.mitigation.removal_count import PruningChoice
 from vlbias.options import Seed
-from vlbias.removal_count import MutualInformationThreshold, RemovalCount
 
-#: MMBias Algorithm 1's dimension choice (vlbias.mitigation.pruning.STRATEGIES).
-PruneStrategy = Literal["ranked", "greedy", "clip_clip"]
-#: What the pruning minimises over the tests (vlbias.mitigation.pruning.OBJECTIVES).
-PruneObjective = Literal["mean_abs", "max_abs"]
 Split = Literal["train", "val", "test"]
+
+
+def refuse_unknown_suites(suites: list[str]) -> None:
+    """Each of ``suites`` checked against the suite registry (torch-free: it imports no suite)."""
+    from vlbias.suites.registry import list_suites
+
+    for suite in suites:
+        refuse_unknown("suite", suite, list_suites())
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +61,11 @@ class ModelChoice:
     tiny: bool = False
     seed: Seed = 0
     biasworld: BiasWorldOptions = field(default_factory=BiasWorldOptions)
+
+    def __post_init__(self) -> None:
+        from vlbias.models.catalog import list_models  # torch-free: the catalog imports no adapter
+
+        refuse_unknown("model", self.model, list_models())
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +97,10 @@ class MeasureOptions(DeviceChoice, ModelChoice):
     out: str
     suite_options: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        refuse_unknown_suites([self.suite])
+
 
 @dataclass(frozen=True, kw_only=True)
 class AuditOptions(DeviceChoice, ModelChoice):
@@ -108,30 +122,9 @@ class AuditOptions(DeviceChoice, ModelChoice):
     full: bool = False
     suite_options: dict = field(default_factory=dict)
 
-
-@dataclass(frozen=True, kw_only=True)
-class PruningChoice(RemovalCount, MutualInformationThreshold):
-    """How MMBias Algorithm 1 (Sec. 6) chooses the embedding dimensions to remove: ``vlbias prune`` and
-    :class:`~vlbias.modules.pruning.EmbeddingPruning` take these. N is ``n_dims`` or ``fraction``
-    (:class:`vlbias.removal_count.RemovalCount`: with neither, 10 % of D); Θ is ``theta`` or ``theta_quantile``
-    (:class:`vlbias.removal_count.MutualInformationThreshold`: with neither, the 0.9 quantile of the mutual
-    information, the settings of the docs' tables).
-
-    Args:
-        strategy: How the N dimensions are chosen: ranked (Algorithm 1), greedy, or clip_clip (no Θ).
-        objective: What the choice minimises over the tests: mean_abs or max_abs of the effect sizes.
-        max_dims: The trade-off curve's last N (default 25 % of D).
-        step: The trade-off curve's step in N.
-    """
-
-    strategy: PruneStrategy = "ranked"
-    objective: PruneObjective = "mean_abs"
-    max_dims: PositiveInt | None = None
-    step: PositiveInt = 1
-
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._choose_theta(self.strategy)
+        refuse_unknown_suites(self.suites or [])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,7 +150,8 @@ class PruneOptions(PruningChoice, ModelChoice):
     devices: PositiveInt = 1
 
     def __post_init__(self) -> None:
-        super().__post_init__()
+        super().__post_init__()  # the pruning choice's checks
+        ModelChoice.__post_init__(self)
         if self.split is not None and self.data != "biasworld":
             raise ConfigError(f"`split` ({self.split!r}) is BiasWorld's; MMBias data {self.data!r} has no splits.")
 
@@ -222,6 +216,12 @@ class DebiasOptions(DeviceChoice, ModelChoice):
         return not isinstance(self.method, str) or self.method == "all"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
+        from vlbias.mitigation.registry import list_debiasers
+
+        for method in self.methods:
+            refuse_unknown("debiaser", method, list_debiasers())
+        refuse_unknown_suites(self.suites)
         if not self.methods:
             raise ConfigError("Expected at least one method in `method` but got an empty list.")
         if len(set(self.methods)) != len(self.methods):

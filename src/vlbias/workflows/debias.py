@@ -16,15 +16,15 @@ The service behind the subcommand, in the order it runs:
    ``val`` by default, or a prompt file);
 4. per fold (``folds`` BiasWorld worlds, of seeds ``biasworld.seed``, ``+1``, ...; the run's seed moves with
    them), the model is measured by each suite, and its zero-shot accuracy on the world's ``test`` activities
-   (:func:`~vlbias.mitigation.comparison.accuracy_with_interval`) and, where ``captions`` names a caption corpus
-   (:mod:`vlbias.mitigation.caption_corpus`: the fold's world's ``test`` split, or a file's), its retrieval R@K
-   (:func:`~vlbias.mitigation.comparison.recall_with_intervals`); then a new debiaser of each method is fitted on the
-   fold's data (torch's generators seeded with the fold's seed before each fit, so a method's fit does not depend on
-   which ran before it) and measured the same way, through
-   :class:`~vlbias.mitigation.debiased_embeddings.DebiasedEmbeddings`, its accuracy and R@K from the transformed image
-   and text embeddings; each of ``trained_models`` (a model debiased by training, such as a prompt array) is loaded and
+   (:func:`~vlbias.workflows.comparison.accuracy_with_interval`) and, where ``captions`` names a caption corpus
+   (:mod:`vlbias.workflows.caption_corpus`: the fold's world's ``test`` split, or a file's), its retrieval R@K
+   (:func:`~vlbias.workflows.comparison.recall_with_intervals`); then a new debiaser of each method is fitted on
+   the fold's data (torch's generators seeded with the fold's seed before each fit, so a method's fit does not
+   depend on which ran before it) and measured the same way, through
+   :class:`~vlbias.mitigation.debiased_embeddings.DebiasedEmbeddings`, its accuracy and R@K from the transformed image and text
+   embeddings; each of ``trained_models`` (a model debiased by training, such as a prompt array) is loaded and
    measured the same way as the model itself; every method sees the same folds;
-5. the output folder is written as a unit (:mod:`vlbias.mitigation.debias_outputs`).
+5. the output folder is written as a unit (:mod:`vlbias.workflows.debias_outputs`).
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ from pathlib import Path
 import torch
 
 from vlbias.data.biasworld import ACTIVITIES, BiasWorld, activity_phrases
-from vlbias.environment import environment
 from vlbias.errors import ConfigError, InputError
-from vlbias.loaded_model import check_model_choice, load_model, refuse_empty, run_config
-from vlbias.mitigation.caption_corpus import BIASWORLD_CAPTIONS, CaptionCorpus, biasworld_captions, file_captions
-from vlbias.mitigation.comparison import (
+from vlbias.runtime.environment import environment
+from vlbias.workflows.caption_corpus import BIASWORLD_CAPTIONS, CaptionCorpus, biasworld_captions, file_captions
+from vlbias.workflows.loaded_model import check_model_choice, load_model, refuse_empty, run_config
+from vlbias.workflows.comparison import (
     NO_METHOD,
     Interval,
     accuracy_with_interval,
@@ -51,7 +51,7 @@ from vlbias.mitigation.comparison import (
     plot_comparison,
     recall_with_intervals,
 )
-from vlbias.mitigation.debias_outputs import (
+from vlbias.workflows.debias_outputs import (
     DEBIAS_FOLDER,
     write_debias_folder,
     write_debiased_model,
@@ -69,11 +69,11 @@ from vlbias.models.embedding import text_encoder, unit_image_embeddings
 from vlbias.options import check_options
 from vlbias.report.pareto import headline_bias
 from vlbias.results import Results
-from vlbias.run_options import DebiasOptions
+from vlbias.runtime.threads import torch_threads
 from vlbias.suites.base import Suite
 from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
-from vlbias.threads import torch_threads
+from vlbias.workflows.options import DebiasOptions
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ class Fold:
             held.pop(method, None)
 
     def rows(self) -> list[dict[str, object]]:
-        """:func:`~vlbias.mitigation.comparison.comparison_rows` of this fold."""
+        """:func:`~vlbias.workflows.comparison.comparison_rows` of this fold."""
         results = {method: {suite: r for suite, (r, _) in suites.items()} for method, suites in self.measured.items()}
         return comparison_rows(results, self.scores)
 
@@ -222,7 +222,7 @@ def debias(options: DebiasOptions) -> dict:
 
 
 def _write_parts(folder: Path, options: DebiasOptions, adapter: ModelAdapter, folds: list[Fold], summary: dict) -> None:
-    """Write the run's parts into ``folder`` (:mod:`vlbias.mitigation.debias_outputs` lists them)."""
+    """Write the run's parts into ``folder`` (:mod:`vlbias.workflows.debias_outputs` lists them)."""
     if not options.compare:
         (method,) = folds[0].fitted
         write_debiased_model(folder, adapter, folds[0].fitted[method])
@@ -346,7 +346,7 @@ def _measure(
 def _evaluation_inputs(adapter: ModelAdapter, world: BiasWorld, corpus: CaptionCorpus | None, batch_size: int) -> dict:
     """BiasWorld's ``test`` images and activity prompts embedded by ``adapter``, with the prompts' classes and the
     images' labels: what the zero-shot accuracy of every method is computed on; and under ``corpus`` the caption
-    corpus embedded by ``adapter`` (:meth:`~vlbias.mitigation.caption_corpus.CaptionCorpus.embed`), for R@K."""
+    corpus embedded by ``adapter`` (:meth:`~vlbias.workflows.caption_corpus.CaptionCorpus.embed`), for R@K."""
     texts = [phrase for activity in ACTIVITIES for phrase in activity_phrases(activity)]
     classes = [k for k, activity in enumerate(ACTIVITIES) for _ in activity_phrases(activity)]
     return {
@@ -379,7 +379,7 @@ def _summary(
     options: DebiasOptions, adapter: ModelAdapter, folds: list[Fold], refusals: Mapping[str, str | None]
 ) -> dict:
     """``debias.json``'s content: ``comparison`` holds the rows of ``compare.csv`` (one fold's, or the means over
-    the folds, :func:`~vlbias.mitigation.comparison.fold_means`), ``folds`` each fold's rows."""
+    the folds, :func:`~vlbias.workflows.comparison.fold_means`), ``folds`` each fold's rows."""
     import vlbias
 
     per_fold = [{"fold": k, **row} for k, fold in enumerate(folds) for row in fold.rows()]

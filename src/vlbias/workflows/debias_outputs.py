@@ -9,9 +9,9 @@ suites' headline numbers, zero-shot accuracy and, with ``captions``, retrieval R
 The compare mode: ``<out>/debias.json`` (the summary of every method), ``<out>/methods/none/`` and
 ``<out>/methods/<method>/`` (each suite's results, one run each for ``vlbias report``; each method's fitted debiaser in
 ``<out>/methods/<method>/debiaser/``; with several folds, in ``fold<k>/`` below each),
-``<out>/compare.csv`` (:func:`~vlbias.mitigation.comparison.comparison_rows`, or over several folds
-:func:`~vlbias.mitigation.comparison.fold_means`, with each fold's rows in ``<out>/compare_folds.csv``) and
-``<out>/compare.png`` (:func:`~vlbias.mitigation.comparison.plot_comparison`).
+``<out>/compare.csv`` (:func:`~vlbias.workflows.comparison.comparison_rows`, or over several folds
+:func:`~vlbias.workflows.comparison.fold_means`, with each fold's rows in ``<out>/compare_folds.csv``) and
+``<out>/compare.png`` (:func:`~vlbias.workflows.comparison.plot_comparison`).
 
 The folder is written whole beside ``<out>`` and put in its place in one step: a reader, or a run killed at any
 moment, finds the old folder whole or the new one whole; a folder that is not an earlier output of ``vlbias

@@ -59,17 +59,17 @@ from vlbias.data.mmbias import PHRASES_FILE
 from vlbias.data.vl_bias import ANNOTATIONS
 from vlbias.data.vlstereoset import CSV_NAME
 from vlbias.errors import CapabilityError, ConfigError, InputError, VlbiasError
-from vlbias.loaded_model import check_model_choice, load_model, refuse_empty, run_config, seed_everything
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.report import build_report
 from vlbias.results import write_results
-from vlbias.run_options import AuditOptions
+from vlbias.runtime.threads import torch_threads
 from vlbias.suites.base import Suite
 from vlbias.suites.options import check_suite_options, with_statistics_preset
 from vlbias.suites.registry import list_suites, suite_class
 from vlbias.suites.run import build_suite, run_suite
 from vlbias.suites.zero_shot_fairness_options import face_data_kind
-from vlbias.threads import torch_threads
+from vlbias.workflows.loaded_model import check_model_choice, load_model, refuse_empty, run_config, seed_everything
+from vlbias.workflows.options import AuditOptions
 
 logger = logging.getLogger(__name__)
 

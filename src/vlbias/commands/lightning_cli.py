@@ -34,6 +34,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveCon
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
 from vlbias.callbacks.progress import RunProgress
+from vlbias.commands import run_as
 from vlbias.commands.argument_errors import one_line
 from vlbias.errors import ConfigError
 from vlbias.loggers import KeepWandbRunId, WandbLogger, run_id_in_checkpoint
@@ -42,7 +43,7 @@ from vlbias.options import Seed
 WANDB_LOGGER = f"{WandbLogger.__module__}.{WandbLogger.__qualname__}"
 #: What a run folder holds before the first step: the resolved config and the module's hyperparameters.
 STARTUP_FILES = frozenset({"config.yaml", "hparams.yaml"})
-SUBCOMMANDS = ("fit", "validate", "test", "predict")
+SUBCOMMANDS = run_as("lightning")
 _STRICT = {"exit_on_error": False, "allow_abbrev": False}
 
 
