@@ -17,14 +17,13 @@ ALLOWED = {
     "options": {"errors"},
     "lazy_table": {"errors"},
     "atomic": {"errors"},
-    "json_numbers": set(),
     "metrics": {"errors", "options"},
     "objectives": {"errors"},
     "data": {"errors", "options", "atomic", "lazy_table", "resources"},
     # the adapters and their shared machinery: never what uses them (mitigation, suites, modules, the commands...);
     # a mitigation that is a model kind (`debiased`) is named in the catalog by its "module:Class" string
-    "models": {"errors", "options", "atomic", "lazy_table", "log_levels", "data"},
-    "results": {"errors", "atomic", "json_numbers", "vlbias"},
+    "models": {"errors", "options", "atomic", "lazy_table", "runtime", "data"},
+    "results": {"errors", "atomic", "vlbias"},
     "report": {"errors", "atomic", "results", "vlbias"},
     "runtime": {"errors"},
 }

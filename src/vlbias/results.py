@@ -16,7 +16,7 @@ files (:mod:`vlbias.atomic`) and staged tables that a killed process left.
 
 Numbers. Every metric, interval end and p-value is checked before anything is written: ``NaN`` (or
 ``None``) means "undefined" (no item reached a group, zero variance) and is written as ``null``
-(:func:`vlbias.json_numbers.json_ready`; read back as ``None``, which readers show as nan); an
+(:func:`json_ready`; read back as ``None``, which readers show as nan); an
 infinite value, or one larger in magnitude than :data:`LARGEST` (1e12: no statistic vlbias reports, from
 effect sizes and scores in [0, 100] to log-probability differences and counts, comes near it; a bigger one is
 an overflow), or a p-value outside [0, 1], is refused with a :class:`~vlbias.errors.SchemaError` naming the
@@ -42,7 +42,7 @@ import re
 import subprocess
 import tempfile
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,7 +53,6 @@ import pandas as pd
 import vlbias
 from vlbias.atomic import TEMPORARY_SUFFIX, atomic_write, is_stale, remove_stale_temporaries
 from vlbias.errors import ConfigError, SchemaError
-from vlbias.json_numbers import json_ready
 
 SCHEMA_VERSION = 2  # 2: the JSON names its item table (``items``)
 ITEMS_SUFFIX = ".items.parquet"
@@ -357,3 +356,57 @@ def _items_bytes(json_path: Path, items: dict) -> bytes:
         f"Per-item table {str(table)!r} does not belong to results file {str(json_path)!r}: its SHA-256 is "
         f"{actual[:12]}… but the results name {items['sha256'][:12]}… (the two come from different runs)."
     )
+
+# -- JSON with non-finite numbers (debias.json, prune.json) ---------------------------------------------------
+#: The top-level field listing the places of the non-finite numbers.
+NON_FINITE = "non_finite"
+
+
+def json_ready(value: object, at: tuple[str | int, ...] = (), found: list[dict] | None = None) -> object:
+    """``value`` with every non-finite float replaced by ``None`` (its place ``at`` and value appended to ``found``
+    when given), tensors and numpy scalars as Python numbers, paths as strings, tuples as lists."""
+    if isinstance(value, Mapping):
+        return {str(k): json_ready(v, (*at, str(k)), found) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v, (*at, i), found) for i, v in enumerate(value)]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        if found is not None:
+            found.append({"at": list(at), "value": str(value)})
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def json_dumps(record: Mapping[str, object]) -> str:
+    """``record`` (a JSON object) as standard JSON, indented. JSON has no NaN or infinity (``json.dumps(...,
+    allow_nan=False)`` refuses them; Python's default writes ``NaN`` and ``Infinity``, which other readers reject):
+    every non-finite float (a Python float, a tensor or numpy scalar) is written as ``null`` and its place listed in
+    the top-level field :data:`NON_FINITE`, ``[{"at": [key or index, ...], "value": "nan" | "inf" | "-inf"}, ...]``
+    (``[]`` when every number is finite), so a summary is always written and a reader sees which numbers are
+    undefined; :func:`json_loads` puts the numbers back.
+
+    Example:
+        >>> text = json_dumps({"rows": [{"d": 0.5, "d/ci_low": float("nan")}]})
+        >>> json.loads(text)["non_finite"]
+        [{'at': ['rows', 0, 'd/ci_low'], 'value': 'nan'}]
+        >>> json_loads(text)["rows"][0]["d/ci_low"]
+        nan
+    """
+    found: list[dict] = []
+    ready = json_ready({key: value for key, value in record.items() if key != NON_FINITE}, (), found)
+    return json.dumps({**ready, NON_FINITE: found}, indent=2, allow_nan=False)
+
+
+def json_loads(text: str) -> dict:
+    """A JSON object written by :func:`json_dumps`, its non-finite numbers put back in their places."""
+    record = json.loads(text)
+    for entry in record.get(NON_FINITE, []):
+        *path, last = entry["at"]
+        holder = record
+        for key in path:
+            holder = holder[key]
+        holder[last] = float(entry["value"])
+    return record

@@ -425,8 +425,8 @@ def test_compare_mode_fits_every_method_on_the_same_data_and_tabulates_them(tmp_
 def test_a_non_finite_number_in_a_comparison_row_is_written_as_null_and_listed(tmp_path, monkeypatch, two_more_methods):
     """A bootstrap interval that is NaN (and an accuracy interval end planted infinite) in one method's row: the
     whole comparison is written, each such number ``null`` in debias.json and listed in its ``non_finite``."""
-    from vlbias import debias as debias_module
-    from vlbias import json_numbers
+    from vlbias.workflows import debias as debias_module
+    from vlbias.results import json_loads
 
     measure, scores = debias_module._measure, debias_module._scores
 
@@ -462,7 +462,7 @@ def test_a_non_finite_number_in_a_comparison_row_is_written_as_null_and_listed(t
         (("comparison", 1, f"mmbias/{EFFECT}/ci_high"), "nan"),
         (("comparison", 1, "zero_shot_accuracy/ci_high"), "inf"),
     }
-    back = json_numbers.loads((out / "debias.json").read_text())["comparison"][1]
+    back = json_loads((out / "debias.json").read_text())["comparison"][1]
     assert math.isnan(back[f"mmbias/{EFFECT}/ci_low"]) and back["zero_shot_accuracy/ci_high"] == math.inf
     assert read_results(out / "methods" / "mean_gap" / "mmbias.json").intervals[EFFECT] == [None, None]
     assert pd.isna(pd.read_csv(out / "compare.csv").set_index("method").loc["mean_gap", f"mmbias/{EFFECT}/ci_low"])

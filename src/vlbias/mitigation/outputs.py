@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from vlbias import json_numbers
 from vlbias.atomic import OutputFolder
 from vlbias.mitigation.tradeoff import plot_tradeoff
 from vlbias.models.base import ModelAdapter
 from vlbias.models.families.pruned import PrunedEmbeddings, row_selection
 from vlbias.models.linear_export import EXPORTING_FAMILIES
+from vlbias.results import json_dumps
 
 PRUNE_FOLDER = OutputFolder(
     "vlbias prune",
@@ -63,7 +63,7 @@ def write_pruning_outputs(
         (folder / "tradeoff.csv").write_text(table.to_csv(index=False))
         title = f"{summary['model']}: {summary['strategy']} pruning"
         (folder / "tradeoff.png").write_bytes(plot_tradeoff(rows, chosen, title))
-        (folder / "prune.json").write_text(json_numbers.dumps(summary))
+        (folder / "prune.json").write_text(json_dumps(summary))
         for name, content in (files or {}).items():
             if (folder / name).parent.is_dir():
                 (folder / name).write_bytes(content)

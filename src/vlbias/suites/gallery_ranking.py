@@ -120,7 +120,7 @@ def report_ranking(
 
 def report_lowered_k(output: SuiteOutput, protocol: str, protocol_k: int, k: int, ranked: str, whole: str) -> None:
     """Flag in ``output`` that ``protocol``'s K, ``protocol_k``, was above the images a query ranks (``ranked``, in
-    words) and ``k`` was used (:meth:`~vlbias.suites.options.RankingOptions.cut_offs`): ``whole`` (a top K is then
+    words) and ``k`` was used (:meth:`~vlbias.suites.ranking_options.RankingOptions.cut_offs`): ``whole`` (a top K is then
     every image ranked), so the statistics at ``k`` but NDKL measure the gallery's shares, not the ranking (under
     ``bendvlm``, whose desired shares are the gallery's own, MaxSkew is 0 whatever the model).
     ``n_protocol_k_above_gallery`` (1) is printed with the metrics, and the skip list says why."""

@@ -9,7 +9,7 @@ from typing import ClassVar, Literal
 from jsonargparse.typing import ClosedUnitInterval, PositiveInt
 
 from vlbias.errors import ConfigError
-from vlbias.suites.options import RankingOptions
+from vlbias.suites.ranking_options import RankingOptions
 
 #: The shipped query sets (``src/vlbias/resources/gallery_queries/<name>.yaml``, each naming its source), and
 #: BiasWorld's activity phrases.

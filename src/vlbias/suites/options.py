@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
 import docstring_parser
-from jsonargparse.typing import NonNegativeFloat, NonNegativeInt, PositiveInt
+from jsonargparse.typing import NonNegativeInt, PositiveInt
 from jsonargparse.typing import restricted_number_type as _restricted
 
 from vlbias.errors import ConfigError
 from vlbias.lazy_table import LazyTable
 from vlbias.models.catalog import model_capabilities
-from vlbias.options import PositiveUnitInterval, RankingProtocolName, StatisticsOptions, check_options, describe
+from vlbias.options import PositiveUnitInterval, StatisticsOptions, check_options, describe
 from vlbias.renamed import renamed_hint
 
 Split = Literal["train", "val", "test"]
@@ -53,9 +53,9 @@ PERCENTILE_BOOTSTRAP_ONLY = {
 class SuiteOptions:
     """What every suite's options have: the suite's name (``SUITE``), the options of one data source
     (``BIASWORLD_ONLY``, ``PATH_ONLY``), and a ``statistics`` field, declared by each suite (or its base, as
-    :class:`RankingOptions`) with the suite's defaults and listed last in ``--help``, whose fields listed in
-    ``FIXED_STATISTICS`` (field -> why) the suite does not use or cannot change: those are refused when set away
-    from the suite's default."""
+    :class:`~vlbias.suites.ranking_options.RankingOptions`) with the suite's defaults and listed last in
+    ``--help``, whose fields listed in ``FIXED_STATISTICS`` (field -> why) the suite does not use or cannot change:
+    those are refused when set away from the suite's default."""
 
     SUITE: ClassVar[str]
     BIASWORLD_ONLY: ClassVar[tuple[str, ...]] = ()
@@ -409,108 +409,15 @@ class EntityAssociationOptions(SuiteOptions):
         return {**options, "text_tiny": True}
 
 
-@dataclass(frozen=True)
-class RankingOptions(SuiteOptions):
-    """What the options of the ranking suites (``retrieval_bias``, ``gallery_skew``) share: the protocol, the
-    cut-offs K and their check against the gallery, the batch size and percentile bootstrap statistics.
-
-    Args:
-        protocol: the MaxSkew/KL/NDKL conventions (desired shares, K, zero share, ties, skew form; gallery_skew: folds)
-            of a source (vlbias.metrics.ranking_protocols): geyik (Geyik et al., 2019), debiasclip, bendvlm or sfid.
-        k: the cut-off K, or several (default the protocol's K; a K above the images ranked is refused, the protocol's
-            is lowered to them and flagged in the results).
-        batch_size: images or queries per forward pass.
-        statistics: percentile bootstrap intervals, resampling the queries.
-    """
-
-    FIXED_STATISTICS: ClassVar[dict[str, str]] = PERCENTILE_BOOTSTRAP_ONLY
-
-    protocol: RankingProtocolName = "geyik"
-    k: PositiveInt | list[PositiveInt] | None = None
-    batch_size: PositiveInt = 64
-    statistics: StatisticsOptions = StatisticsOptions()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if isinstance(self.k, list) and not self.k:
-            raise ConfigError("Expected `k` to be a positive integer or a non-empty list of them but got []")
-
-    def cut_offs(self, protocol_k: int, limit: int, ranked: str) -> tuple[int, ...]:
-        """The cut-offs K, sorted, each once: ``k`` as given, each at most ``limit`` (the images a query ranks,
-        ``ranked`` in words: ``"the gallery size, 6 annotated images of angles"``), else refused in one line naming
-        K, the protocol and ``ranked``; without ``k``, the protocol's K, lowered to ``limit`` where it is above
-        (:meth:`protocol_k_lowered`: the suite flags it in its results).
-
-        Example:
-            >>> RankingOptions(protocol="debiasclip").cut_offs(1000, 120, "the gallery size, 120 images")
-            (120,)
-            >>> RankingOptions(k=[200, 10]).cut_offs(10, 120, "the gallery size, 120 images")
-            Traceback (most recent call last):
-            vlbias.errors.ConfigError: Expected `k` to be at most the gallery size, 120 images, but got 200 (protocol 'geyik')
-        """
-        if self.k is None:
-            return (min(protocol_k, limit),)
-        ks = tuple(sorted({int(value) for value in ([self.k] if isinstance(self.k, int) else self.k)}))
-        if ks[-1] > limit:
-            raise ConfigError(f"Expected `k` to be at most {ranked}, but got {ks[-1]} (protocol {self.protocol!r})")
-        return ks
-
-    def protocol_k_lowered(self, protocol_k: int, limit: int) -> bool:
-        """Whether :meth:`cut_offs` lowered the protocol's K to the ``limit`` images ranked: each query's top K is then
-        every image, so its MaxSkew, MinSkew, KL and Bias measure the gallery's shares, not the ranking."""
-        return self.k is None and protocol_k > limit
-
-
-@dataclass(frozen=True)
-class RetrievalBiasOptions(RankingOptions):
-    """Ranking bias of retrieval (``vlbias.suites.retrieval_bias``).
-
-    Args:
-        split: split of BiasWorld or of the caption file.
-        queries_from: BiasWorld queries: the activities' neutral phrases, or the split's captions neutralised.
-        lexicon: neutral lexicon YAML (default the shipped one).
-        image_root: folder of the caption file's images (default the file's folder).
-        prompts: queries to use instead of the neutralised captions: a list, or {group: [prompt, ...]}.
-        gender_words: swap lexicon whose pairs read [men's word, women's word] (default the shipped one).
-        verify_images: decode every image up front.
-        cache_dir: the datasets cache of the parsed caption file.
-        eps: the smoothing of the protocol's zero handling (default the protocol's ε; 0 with geyik: Geyik et al.'s
-            formula).
-    """
-
-    SUITE: ClassVar[str] = "retrieval_bias"
-    BIASWORLD_ONLY: ClassVar[tuple[str, ...]] = ("queries_from",)
-    PATH_ONLY: ClassVar[tuple[str, ...]] = ("image_root", "prompts", "gender_words", "verify_images", "cache_dir")
-
-    split: Split = "test"
-    queries_from: Literal["activities", "captions"] = "activities"
-    lexicon: str | None = None
-    image_root: str | None = None
-    prompts: list[str] | dict[str, list[str]] | None = None
-    gender_words: str | None = None
-    verify_images: bool = False
-    cache_dir: str | None = None
-    eps: NonNegativeFloat | None = None
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        prompts = self.prompts
-        if prompts is not None:
-            grouped = prompts if isinstance(prompts, dict) else {"prompts": prompts}
-            if not grouped or any(isinstance(texts, str) or not texts for texts in grouped.values()):
-                raise ConfigError(
-                    f"Expected `prompts` to be a non-empty list of texts or {{group: [texts]}} but got {prompts!r}"
-                )
-
-
 #: suite name -> its options declared in this module.
 _DECLARED_HERE: dict[str, type[SuiteOptions]] = {d.SUITE: d for d in (
-    CounterBiasOptions, EntityAssociationOptions, MMBiasOptions, RetrievalBiasOptions, VLStereoSetOptions, WEATOptions,
+    CounterBiasOptions, EntityAssociationOptions, MMBiasOptions, VLStereoSetOptions, WEATOptions,
 )}  # fmt: skip
 #: suite name -> its options declared in a module of their own (imported when asked for, as it imports this one);
 #: one line per suite.
 _DECLARED_APART = LazyTable("suite", {
     "gallery_skew": "vlbias.suites.gallery_skew_options:GallerySkewOptions",
+    "retrieval_bias": "vlbias.suites.retrieval_bias_options:RetrievalBiasOptions",
     "zero_shot_fairness": "vlbias.suites.zero_shot_fairness_options:ZeroShotFairnessOptions",
 })  # fmt: skip
 
@@ -620,7 +527,7 @@ def options_help(declaration: type) -> list[tuple[str, str]]:
 
 def field_docs(declaration: type) -> dict[str, str]:
     """``{field: its Args line}`` of a declaration, each read from the docstring of the class that declares the field
-    (a base's, as :class:`RankingOptions`')."""
+    (a base's, as :class:`~vlbias.suites.ranking_options.RankingOptions`')."""
     return {
         param.arg_name: param.description
         for klass in reversed(declaration.__mro__)

@@ -113,7 +113,7 @@ from vlbias.suites.gallery_ranking import (
     report_ranking,
     score_queries,
 )
-from vlbias.suites.options import RetrievalBiasOptions
+from vlbias.suites.retrieval_bias_options import RetrievalBiasOptions
 
 if TYPE_CHECKING:
     from torchmetrics import Metric
@@ -174,7 +174,7 @@ class RetrievalBiasSuite(Suite):
         gallery: the annotated images every query ranks.
         data_config: how the stimuli were made (recorded in results).
         options: the suite's options (:class:`~vlbias.suites.options.RetrievalBiasOptions`); each cut-off K is
-            checked here against the gallery's size (:meth:`~vlbias.suites.options.RankingOptions.cut_offs`).
+            checked here against the gallery's size (:meth:`~vlbias.suites.ranking_options.RankingOptions.cut_offs`).
         skipped: captions and images already known not to be used, with reasons.
     """
 

@@ -23,12 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from vlbias import json_numbers
 from vlbias.atomic import OutputFolder
 from vlbias.mitigation.debiaser import Debiaser
 from vlbias.models.base import ModelAdapter
 from vlbias.models.linear_export import EXPORTING_FAMILIES
-from vlbias.results import Results, write_results
+from vlbias.results import Results, json_dumps, write_results
 
 SUMMARY_FILE = "debias.json"
 DEBIAS_FOLDER = OutputFolder(
@@ -79,11 +78,11 @@ def write_measurements(folder: Path, measured: Mapping[str, tuple[Results, list[
 def write_debias_folder(out: str | Path, summary: Mapping[str, object], write: Callable[[Path], object]) -> Path:
     """Write the run folder ``out`` as a unit: ``write(folder)`` writes its parts, then ``debias.json`` holds
     ``summary``, its non-finite numbers (an interval a bootstrap could not define) written as ``null`` and listed in
-    its ``non_finite`` (:mod:`vlbias.json_numbers`), so a fitted comparison is never lost to them. Returns the path
+    its ``non_finite`` (:func:`vlbias.results.json_dumps`), so a fitted comparison is never lost to them. Returns the path
     of ``debias.json``."""
 
     def whole(folder: Path) -> None:
         write(folder)
-        (folder / SUMMARY_FILE).write_text(json_numbers.dumps(summary))
+        (folder / SUMMARY_FILE).write_text(json_dumps(summary))
 
     return DEBIAS_FOLDER.replace(out, whole) / SUMMARY_FILE
