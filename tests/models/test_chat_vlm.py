@@ -2,6 +2,9 @@
 (shapes, determinism, batch invariance, equality with the model called directly, a save -> load round trip), the
 first-token probabilities and generation against teacher-forced forwards, loading, and refusals."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -52,7 +55,7 @@ def test_the_cached_prompt_scores_equal_one_unpadded_forward_per_option(model):
     its cache repeated for options of 1 to 20 tokens, equals prompt + option in one unpadded forward each."""
     cached = model.score_options(images(), PROMPTS, OPTIONS)
     direct = model.score_options_directly(images(), PROMPTS, OPTIONS)
-    torch.testing.assert_close(cached.log_prob, direct.log_prob, rtol=0, atol=1e-4)
+    torch.testing.assert_close(cached.log_prob, direct.log_prob, rtol=0, atol=1e-5)
     assert cached.n_tokens.tolist() == direct.n_tokens.tolist()
 
 
@@ -109,6 +112,9 @@ def test_greedy_generation_is_the_argmax_with_its_log_probabilities(name):
     with torch.no_grad():
         log_probs = model.model(**joined).logits[0, -len(first.token_ids) - 1 : -1].log_softmax(dim=-1)
     assert log_probs.argmax(dim=-1).tolist() == first.token_ids
+    with torch.no_grad():
+        plain = model.model.generate(**inputs, do_sample=False, max_new_tokens=4, pad_token_id=model.tokenizer.pad_token_id)
+    assert plain[0, inputs["input_ids"].shape[1] :].tolist()[: len(first.token_ids)] == first.token_ids
     torch.testing.assert_close(torch.tensor(first.token_log_probs), log_probs.max(dim=-1).values, rtol=0, atol=1e-4)
     state = torch.get_rng_state()
     once = model.generate(images(2), PROMPTS[:2], max_new_tokens=4, do_sample=True, seed=7)
@@ -126,6 +132,33 @@ def test_bad_options_are_refused_in_one_line():
         model.score_options(images(2), PROMPTS[:1], [["yes"]])
     with pytest.raises(InputError, match=r"\['yes', 'yellow'\] begin with the same token"):
         model.first_token_probs(images(1), PROMPTS[:1], ["yes", "yellow", "no"])
+    with pytest.raises(InputError, match=r"repeat \['no'\]; expected distinct options"):
+        model.score_options(images(1), PROMPTS[:1], [["no", "yes", "no"]])
+    with pytest.raises(InputError, match=r"same number \(at least one\)"):
+        model.score_options(images(1), PROMPTS[:1], [[]])
+    long_prompt = "Describe " + "the person " * 60
+    with pytest.raises(InputError, match=r"Prompt 1 \('Describe the person.*beyond llava's context of 512 tokens"):
+        model.score_options(images(2), [PROMPTS[0], long_prompt], [["yes"], ["no"]])
+    with pytest.raises(InputError, match=r"Prompt 0 .* beyond llava's context"):
+        model.generate(images(1), [long_prompt[:400]], max_new_tokens=200)
+
+
+def test_an_unreadable_image_is_refused_naming_the_file(tmp_path):
+    broken = tmp_path / "person.jpg"
+    broken.write_bytes(b"\xff\xd8 not a jpeg")
+    with pytest.raises(InputError, match="person.jpg"):
+        load("qwen2_vl", tiny=True, device="cpu").score_options([broken], PROMPTS[:1], [["yes"]])
+
+
+def test_a_processor_without_a_chat_template_is_refused_at_load(tmp_path):
+    model = load("qwen2_vl", tiny=True, device="cpu")
+    model.processor.chat_template = None
+    model.tokenizer.chat_template = None
+    model.save_pretrained(tmp_path)
+    for leftover in tmp_path.glob("*chat_template*"):
+        leftover.unlink()
+    with pytest.raises(InputError, match=r"Model 'qwen2_vl': its processor has no chat template"):
+        load("qwen2_vl", checkpoint=tmp_path, device="cpu")
 
 
 def test_a_folder_of_another_family_and_an_unreachable_hub_id_are_refused_in_one_line(tmp_path):
@@ -134,3 +167,19 @@ def test_a_folder_of_another_family_and_an_unreachable_hub_id_are_refused_in_one
         load("qwen2_vl", checkpoint=tmp_path, device="cpu")
     with pytest.raises(InputError, match=r"'llava-hf/no-such-model' for model 'llava' is neither a local directory"):
         load("llava", checkpoint="llava-hf/no-such-model", device="cpu")
+
+
+@pytest.mark.slow  # a new Python importing transformers (~10 s on 2 cores)
+def test_every_saved_family_loads_in_a_process_that_imports_no_vlbias(tmp_path):
+    for name in FAMILIES:
+        load(name, tiny=True, device="cpu").save_pretrained(tmp_path / name)
+    script = (
+        "import sys; from transformers import AutoModelForImageTextToText, AutoProcessor\n"
+        f"for name in {FAMILIES!r}:\n"
+        f"    AutoModelForImageTextToText.from_pretrained({str(tmp_path)!r} + '/' + name)\n"
+        f"    AutoProcessor.from_pretrained({str(tmp_path)!r} + '/' + name)\n"
+        "assert not any(module.startswith('vlbias') for module in sys.modules)\n"
+        "print('loaded', len(sys.argv))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "loaded" in done.stdout, done.stderr[-2000:]

@@ -99,6 +99,11 @@ class ChatVLMAdapter(ModelAdapter):
         text_config = getattr(model.config, "text_config", model.config)
         self.max_text_length = text_config.max_position_embeddings
         self._cache_argument = _cache_argument(model)
+        if self.family.chat_template is not None and processor.chat_template is None:
+            raise InputError(
+                f"Model {self.name!r}: its processor has no chat template; expected the template of an instruction-"
+                "tuned checkpoint (a base checkpoint's processor lacks one: give the chat checkpoint)."
+            )
 
     # -- inputs ----------------------------------------------------------------------
     def prompt_inputs(self, images: Sequence[ImageInput], prompts: Sequence[str]) -> dict[str, Tensor]:
@@ -113,8 +118,24 @@ class ChatVLMAdapter(ModelAdapter):
         # PaliGemma's processor adds ``labels`` (all ignored): nothing here asks the model for a loss
         return {key: value.to(self.device) for key, value in inputs.items() if key != "labels"}
 
+    def _check_length(self, inputs: dict[str, Tensor], prompts: Sequence[str], answer_tokens: Sequence[int]) -> None:
+        """Refuse, naming the item, a prompt whose tokens (image tokens included) and longest answer exceed the
+        model's context (:attr:`max_text_length`)."""
+        lengths = inputs["attention_mask"].sum(dim=1).tolist()
+        for item, (length, answer) in enumerate(zip(lengths, answer_tokens, strict=True)):
+            if length + answer > self.max_text_length:
+                raise InputError(
+                    f"Prompt {item} ({prompts[item][:60]!r}) is {length} tokens with its image and its longest answer "
+                    f"{answer} more, beyond {self.name}'s context of {self.max_text_length} tokens; expected a "
+                    "shorter prompt."
+                )
+
     def option_ids(self, options: Sequence[str]) -> list[list[int]]:
-        """Each option's token ids (``answer_prefix`` first, no special tokens); an option of no token is refused."""
+        """Each option's token ids (``answer_prefix`` first, no special tokens); an option of no token, or one given
+        twice, is refused."""
+        repeated = sorted({option for option in options if list(options).count(option) > 1})
+        if repeated:
+            raise InputError(f"Answer options {list(options)} repeat {repeated}; expected distinct options.")
         encoded = self.tokenizer([self.answer_prefix + option for option in options], add_special_tokens=False)
         for option, ids in zip(options, encoded["input_ids"], strict=True):
             if not ids:
@@ -135,11 +156,13 @@ class ChatVLMAdapter(ModelAdapter):
                 f"but got counts {sorted(len(item) for item in options)}."
             )
         n_options = counts.pop()
+        per_item = [self.option_ids(item) for item in options]
         inputs = self.prompt_inputs(images, prompts)
+        self._check_length(inputs, prompts, [max(len(ids) for ids in item) for item in per_item])
         prefill = self.model(**inputs, use_cache=True)
         cache = prefill.past_key_values
         cache.batch_repeat_interleave(n_options)  # (N·O, ...): item i's cache for each of its options
-        ids, mask = self._right_padded([ids for item in options for ids in self.option_ids(item)])
+        ids, mask = self._right_padded([ids for item in per_item for ids in item])
         prompt_mask = inputs["attention_mask"].repeat_interleave(n_options, dim=0)
         full_mask = torch.cat([prompt_mask, mask], dim=1)
         length = prompt_mask.shape[1]
@@ -197,7 +220,9 @@ class ChatVLMAdapter(ModelAdapter):
                 f"Answer candidates {shared} begin with the same token for {self.name}'s tokenizer; expected "
                 "candidates whose first tokens differ (answer letters such as 'A', 'B', 'C')."
             )
-        logits = self.model(**self.prompt_inputs(images, prompts)).logits[:, -1].float()
+        inputs = self.prompt_inputs(images, prompts)
+        self._check_length(inputs, prompts, [1] * len(prompts))
+        logits = self.model(**inputs).logits[:, -1].float()
         return logits.softmax(dim=-1)[:, firsts]
 
     @torch.no_grad()
@@ -213,6 +238,7 @@ class ChatVLMAdapter(ModelAdapter):
         """Answer each prompt: greedy (``do_sample=False``) or sampled at ``temperature`` from a generator seeded
         with ``seed`` (the global RNG is restored afterwards), at most ``max_new_tokens`` tokens."""
         inputs = self.prompt_inputs(images, prompts)
+        self._check_length(inputs, prompts, [max_new_tokens] * len(prompts))
         sampling = {"do_sample": True, "temperature": temperature} if do_sample else {"do_sample": False}
         with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
             torch.manual_seed(seed)
