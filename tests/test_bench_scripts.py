@@ -12,6 +12,7 @@ from vlbias.experiments.bench.bca_memory import bench_bca_memory
 from vlbias.experiments.bench.counterbias import bench_counterbias
 from vlbias.experiments.bench.fairvlp import bench_fairvlp
 from vlbias.experiments.bench.models import bench_models
+from vlbias.experiments.bench.answer import bench_answer
 from vlbias.experiments.bench.pair_fusion import bench_pair_fusion
 from vlbias.experiments.bench.shared_rows import bench_shared_rows
 from vlbias.experiments.bench.throughput import bench_throughput
@@ -268,3 +269,14 @@ def test_bench_sfid_trees_compares_each_forest_with_the_default(capsys):
     assert [row[0] for row in rows] == ["100 trees (default)", "100 trees, seed 1", "5 trees"]
     assert rows[0][2:4] == ("50", "50") and all(float(row[1]) > 0 and int(row[2]) <= 50 for row in rows)
     assert all(-1 < float(row[4]) <= 1 for row in rows)
+
+
+def test_bench_answer_counts_the_shared_prompt_cache_cutting_the_flops_of_four_options(capsys):
+    """At a 256-token prompt, scoring 4 options over the shared prompt cache costs under 1/2.5 of the FLOPs of one
+    full forward per option (counted by FlopCounterMode, so the same on any machine), with the same scores."""
+    bench_answer(prompt_tokens=256, options=4, batch_size=2, repeats=1)
+    table = capsys.readouterr().out
+    cached = next(line for line in table.splitlines() if line.startswith("vlbias score_options"))
+    assert float(cached.split()[-1]) >= 2.5, table
+    difference = float(table.split("max |cached - naive log-probability| = ")[1].split(";")[0])
+    assert difference < 1e-5, table

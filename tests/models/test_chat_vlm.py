@@ -183,3 +183,21 @@ def test_every_saved_family_loads_in_a_process_that_imports_no_vlbias(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "loaded" in done.stdout, done.stderr[-2000:]
+
+
+def test_loading_options_reach_transformers_and_a_device_map_places_the_model(tmp_path):
+    """``dtype`` and ``attn_implementation`` go to ``from_pretrained``; ``device_map`` places the model with
+    accelerate, and ``load`` leaves a placed model where it is."""
+    model = load("llava", tiny=True, device="cpu")
+    model.save_pretrained(tmp_path)
+    options = {"dtype": "bfloat16", "attn_implementation": "eager"}
+    half = load("llava", checkpoint=tmp_path, device="cpu", options=options)
+    assert half.model.dtype == torch.bfloat16 and half.model.config._attn_implementation == "eager"
+    placed = load("llava", checkpoint=tmp_path, device="cpu", options={"device_map": "auto"})
+    assert placed.placed_by_device_map and placed.device == torch.device("cpu")
+    torch.testing.assert_close(
+        placed.score_options(images(), PROMPTS, OPTIONS).log_prob,
+        model.score_options(images(), PROMPTS, OPTIONS).log_prob,
+        rtol=0,
+        atol=1e-6,
+    )

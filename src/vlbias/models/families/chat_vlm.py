@@ -28,7 +28,7 @@ import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import torch
 from torch import Tensor
@@ -87,6 +87,9 @@ class ChatVLMAdapter(ModelAdapter):
 
     capabilities = frozenset({Capability.ANSWER})
     family: ClassVar[ChatFamily]
+    #: Loaded with a ``device_map``: accelerate placed the layers, and :func:`~vlbias.models.registry.load` does
+    #: not move them.
+    placed_by_device_map: bool = False
     tiny_sizes = TinyChatSizes()
 
     def __init__(self, model: PreTrainedModel, processor, answer_prefix: str = "") -> None:
@@ -160,7 +163,7 @@ class ChatVLMAdapter(ModelAdapter):
         inputs = self.prompt_inputs(images, prompts)
         self._check_length(inputs, prompts, [max(len(ids) for ids in item) for item in per_item])
         prefill = self.model(**inputs, use_cache=True)
-        cache = prefill.past_key_values
+        cache = _cache_of(prefill)
         cache.batch_repeat_interleave(n_options)  # (N·O, ...): item i's cache for each of its options
         ids, mask = self._right_padded([ids for item in per_item for ids in item])
         prompt_mask = inputs["attention_mask"].repeat_interleave(n_options, dim=0)
@@ -284,7 +287,14 @@ class ChatVLMAdapter(ModelAdapter):
         self.processor.save_pretrained(directory)
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str | Path, answer_prefix: str = "") -> ChatVLMAdapter:
+    def from_pretrained(
+        cls,
+        name_or_path: str | Path,
+        answer_prefix: str = "",
+        dtype: Literal["float32", "bfloat16", "float16"] | None = None,
+        attn_implementation: Literal["eager", "sdpa", "flash_attention_2"] | None = None,
+        device_map: str | None = None,
+    ) -> ChatVLMAdapter:
         """Load a hub id or a local ``save_pretrained`` folder of this family: the model through
         ``AutoModelForImageTextToText`` (keys checked strictly; a folder of another family refused by its
         ``model_type``) and the processor through ``AutoProcessor``.
@@ -292,9 +302,22 @@ class ChatVLMAdapter(ModelAdapter):
         Args:
             name_or_path: Hub id or local folder.
             answer_prefix: Text put before every answer option (see the module's docstring).
+            dtype: The weights' dtype (``None``: as saved, transformers' default).
+            attn_implementation: transformers' attention kernel (``None``: SDPA where the model has it).
+            device_map: ``"auto"`` places a model too large for one GPU over the GPUs and the CPU with
+                ``accelerate`` (the model then stays where it was placed).
         """
-        model = from_pretrained_strict(AutoModelForImageTextToText, name_or_path, cls.name, cls.family.model_types)
-        return cls(model, AutoProcessor.from_pretrained(str(name_or_path)), answer_prefix)
+        options = {"dtype": dtype, "attn_implementation": attn_implementation, "device_map": device_map}
+        model = from_pretrained_strict(
+            AutoModelForImageTextToText,
+            name_or_path,
+            cls.name,
+            cls.family.model_types,
+            **{key: value for key, value in options.items() if value is not None},
+        )
+        adapter = cls(model, AutoProcessor.from_pretrained(str(name_or_path)), answer_prefix)
+        adapter.placed_by_device_map = device_map is not None
+        return adapter
 
     @classmethod
     def tiny(cls, seed: int = 0, sizes: TinyChatSizes | None = None, answer_prefix: str = "") -> ChatVLMAdapter:
@@ -305,6 +328,11 @@ class ChatVLMAdapter(ModelAdapter):
             torch.manual_seed(seed)
             model = AutoModelForImageTextToText.from_config(config)
         return cls(model.eval(), processor, answer_prefix)
+
+
+def _cache_of(output) -> object:
+    """The key/value cache a forward returned (``cache`` in newer transformers, ``past_key_values`` before)."""
+    return output["cache"] if "cache" in output else output["past_key_values"]
 
 
 def _cache_argument(model: PreTrainedModel) -> str:
