@@ -19,6 +19,7 @@ cached and the naive scores shows they compute the same numbers.
 
 from __future__ import annotations
 
+import statistics
 from typing import Literal
 
 import numpy as np
@@ -28,7 +29,7 @@ from PIL import Image
 from torch.utils.flop_counter import FlopCounterMode
 
 from vlbias.environment import environment
-from vlbias.experiments.bench.timing import machine, median_seconds, synchronize
+from vlbias.experiments.bench.timing import Clock, clock_for, elapsed, machine
 from vlbias.models.families.chat_tiny import TinyChatSizes
 from vlbias.models.registry import check_device, load
 from vlbias.threads import torch_threads
@@ -48,6 +49,7 @@ def bench_answer(
     device: str = "cpu",
     precision: Literal["fp32", "bf16"] = "fp32",
     threads: int = 1,
+    clock: Clock = "wall",
 ) -> None:
     """Time and count the four ways of scoring ``options`` answers to ``batch_size`` prompts; print the table.
 
@@ -61,8 +63,11 @@ def bench_answer(
         device: ``cpu`` or ``cuda``.
         precision: ``fp32``, or ``bf16`` weights.
         threads: Torch threads on the CPU.
+        clock: ``wall``, or ``thread``: this thread's CPU time (CPU, one thread), which leaves out the time other
+            processes hold the core on a loaded machine.
     """
     check_device(device)
+    timer = clock_for(clock, threads, device)
     with torch_threads(threads):
         dtype = torch.bfloat16 if precision == "bf16" else None
         adapter = load(family, tiny=True, device=device, dtype=dtype, options={"hidden_size": SIZES[size].hidden_size,
@@ -84,7 +89,8 @@ def bench_answer(
         numbers = {}
         with torch.no_grad():
             for name, side in sides.items():
-                numbers[f"{name} s"], _ = median_seconds(lambda side=side: _synchronized(side, device), repeats)
+                side()  # warm-up
+                numbers[f"{name} s"] = statistics.median(elapsed(side, device, timer) for _ in range(repeats))
                 with FlopCounterMode(display=False) as counter:
                     side()
                 numbers[f"{name} flops"] = counter.get_total_flops()
@@ -117,16 +123,11 @@ def _raw_cached(model, inputs: dict[str, torch.Tensor], ids: torch.Tensor, mask:
     return (logits.float().log_softmax(dim=-1).gather(-1, ids[..., None])[..., 0] * mask).sum(dim=1)
 
 
-def _synchronized(side, device: str) -> None:
-    side()
-    synchronize(device)
-
-
 def _print_table(numbers, family, size, length, options, batch_size, repeats, device, threads) -> None:
     scored = options * batch_size
     where = machine(threads) if device == "cpu" else f"GPU: {torch.cuda.get_device_name(device)}"
     print(f"{where}; {family} at {size} width, {batch_size} prompts of {length} tokens x {options} options; "
-          f"median of {repeats}")  # fmt: skip
+          f"median of {repeats} after a warm-up")  # fmt: skip
     print(f"{'side':<22}{'seconds':>10}{'options/s':>11}{'GFLOP':>9}{'time / raw':>12}{'FLOP naive / this':>19}")
     for name in ("vlbias score_options", "raw cached forward", "naive loop", "generate 1 token"):
         seconds, flops = numbers[f"{name} s"], numbers[f"{name} flops"]
