@@ -3,12 +3,13 @@
 * ``vlbias score_options``: :meth:`~vlbias.models.families.chat_vlm.ChatVLMAdapter.score_options` from images and
   strings: the processor, one forward of the prompts, their key/value cache repeated for the options, one forward
   of the options;
-* ``raw cached forward``: the same two forwards on inputs the processor prepared beforehand, written out here
-  without the adapter: the adapter's overhead is the first over this;
+* ``raw cached forward``: the same written out by hand with transformers alone, as a user without vlbias would:
+  the processor on the rendered prompts and the images, then the two forwards; the adapter's overhead is the first
+  over this;
 * ``naive loop``: one full forward of prompt + option per (item, option), no cache
   (:meth:`~vlbias.models.families.chat_vlm.ChatVLMAdapter.score_options_directly`);
-* ``generate 1 token``: ``model.generate`` of one token per prompt, what scoring the first answer token through
-  generation costs.
+* ``generate 1 token``: the processor, then ``model.generate`` of one token per prompt, what scoring the first
+  answer token through generation costs.
 
 Weights are random, at the tiny test width or at base width (768 wide, 12 layers, 12 heads: a 1B-class language
 model's width at a tenth of its depth), the prompt padded with words to ``prompt_tokens`` tokens (image tokens
@@ -77,13 +78,19 @@ def bench_answer(
         prompt = _prompt_of(adapter, images[0], prompt_tokens)
         prompts, answers = [prompt] * batch_size, [list(OPTIONS[:options])] * batch_size
         inputs = adapter.prompt_inputs(images, prompts)
+        texts = [adapter.family.render(adapter.processor, prompt) for prompt in prompts]
         ids, mask = adapter._right_padded([ids for item in answers for ids in adapter.option_ids(item)])
+
+        def prepared() -> dict[str, torch.Tensor]:
+            return dict(adapter.processor(images=[[image] for image in images], text=texts, padding=True,
+                                          return_tensors="pt").to(adapter.device))  # fmt: skip
+
         sides = {
             "vlbias score_options": lambda: adapter.score_options(images, prompts, answers),
-            "raw cached forward": lambda: _raw_cached(adapter.model, inputs, ids, mask, adapter._cache_argument),
+            "raw cached forward": lambda: _raw_cached(adapter.model, prepared(), ids, mask, adapter._cache_argument),
             "naive loop": lambda: adapter.score_options_directly(images, prompts, answers),
             "generate 1 token": lambda: adapter.model.generate(
-                **inputs, max_new_tokens=1, do_sample=False, pad_token_id=adapter.tokenizer.pad_token_id
+                **prepared(), max_new_tokens=1, do_sample=False, pad_token_id=adapter.tokenizer.pad_token_id
             ),
         }
         numbers = {}
