@@ -8,6 +8,7 @@ import weakref
 import pytest
 import torch
 
+from vlbias.experiments.bench.answer import bench_answer
 from vlbias.experiments.bench.bca_memory import bench_bca_memory
 from vlbias.experiments.bench.counterbias import bench_counterbias
 from vlbias.experiments.bench.fairvlp import bench_fairvlp
@@ -276,3 +277,14 @@ def test_bench_refusal_prints_a_row_per_command_line_with_its_times(capsys):
     assert {name: len(seconds) for name, seconds in times.items()} == dict.fromkeys(times, 1)
     table = capsys.readouterr().out
     assert f"| `{HELP}` |" in table and table.count("\n| `vlbias") == 3
+
+
+def test_bench_answer_counts_the_shared_prompt_cache_cutting_the_flops_of_four_options(capsys):
+    """At a 256-token prompt, scoring 4 options over the shared prompt cache costs under 1/2.5 of the FLOPs of one
+    full forward per option (counted by FlopCounterMode, so the same on any machine), with the same scores."""
+    bench_answer(prompt_tokens=256, options=4, batch_size=2, repeats=1)
+    table = capsys.readouterr().out
+    cached = next(line for line in table.splitlines() if line.startswith("vlbias score_options"))
+    assert float(cached.split()[-1]) >= 2.5, table
+    difference = float(table.split("max |cached - naive log-probability| = ")[1].split(";")[0])
+    assert difference < 1e-5, table

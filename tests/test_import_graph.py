@@ -156,7 +156,8 @@ def test_only_the_console_script_and_the_experiments_import_the_commands_and_not
     runners = sorted(
         module
         for module, targets in graph.items()
-        if _package(module) not in ("commands", "experiments") and any(_package(target) == "commands" for target in targets)
+        if _package(module) not in ("commands", "experiments")
+        and any(_package(target) == "commands" for target in targets)
     )
     assert runners == ["vlbias.cli"]
 

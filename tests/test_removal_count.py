@@ -8,8 +8,7 @@ import pytest
 from vlbias.errors import ConfigError
 from vlbias.mitigation.dimension_removal import RemovalOptions
 from vlbias.mitigation.mmbias_pruning import MMBiasPruningOptions
-from vlbias.mitigation.removal_count import PruningChoice
-from vlbias.mitigation.removal_count import removal_count
+from vlbias.mitigation.removal_count import PruningChoice, removal_count
 
 CHOICES = [PruningChoice, RemovalOptions, MMBiasPruningOptions]
 

@@ -357,6 +357,7 @@ def _items_bytes(json_path: Path, items: dict) -> bytes:
         f"{actual[:12]}… but the results name {items['sha256'][:12]}… (the two come from different runs)."
     )
 
+
 # -- JSON with non-finite numbers (debias.json, prune.json) ---------------------------------------------------
 #: The top-level field listing the places of the non-finite numbers.
 NON_FINITE = "non_finite"

@@ -17,8 +17,8 @@ from vlbias.models.registry import load
 from vlbias.models.unseen_text import EMPTY, TRUNCATED, UNKNOWN, unseen_texts
 from vlbias.models.vocab import word_tokenizer
 from vlbias.results import read_results
-from vlbias.suites.retrieval_bias_options import RetrievalBiasOptions
 from vlbias.suites.retrieval_bias import RetrievalBiasSuite
+from vlbias.suites.retrieval_bias_options import RetrievalBiasOptions
 from vlbias.suites.run import measure_suite
 from vlbias.suites.weat_encoder import Encoder, Stimulus, word_pattern
 

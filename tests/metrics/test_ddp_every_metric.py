@@ -266,9 +266,22 @@ def _precision(g: torch.Generator) -> list[Batch]:
     return [[("", dict(scores=_rand(g, 3, 10), relevant=_rand(g, 3, 10) > 0.5))] for _ in range(N_BATCHES)]
 
 
+def _bbq(g: torch.Generator) -> list[Batch]:
+    # 6 items a batch, half ambiguous (right answer: unknown), two categories; item indices in batch order
+    batches = []
+    for number in range(N_BATCHES):
+        ambiguous = torch.tensor([True, False] * 3)
+        correct = torch.where(ambiguous, 2, _ints(g, 2, 6))
+        items = dict(chosen=_ints(g, 3, 6), correct=correct, ambiguous=ambiguous, category=_ints(g, 2, 6),
+                     index=torch.arange(6 * number, 6 * number + 6))  # fmt: skip
+        batches.append([("", items)])
+    return batches
+
+
 _TEST = dict(n_permutations=50, n_bootstrap=20, seed=3)  # few random draws, fixed seed
 
 RECIPES: dict[str, Recipe] = {
+    "BBQScores": Recipe(lambda: metrics.BBQScores(["gender", "race"], n_bootstrap=20, confidence=0.9, seed=3), _bbq),
     "BiasScore[LanguageAssociation]": Recipe(
         lambda: metrics.BiasScore(
             metrics.LanguageAssociation(num_entities=3), metrics.LanguageAssociation(num_entities=3)

@@ -425,8 +425,8 @@ def test_compare_mode_fits_every_method_on_the_same_data_and_tabulates_them(tmp_
 def test_a_non_finite_number_in_a_comparison_row_is_written_as_null_and_listed(tmp_path, monkeypatch, two_more_methods):
     """A bootstrap interval that is NaN (and an accuracy interval end planted infinite) in one method's row: the
     whole comparison is written, each such number ``null`` in debias.json and listed in its ``non_finite``."""
-    from vlbias.workflows import debias as debias_module
     from vlbias.results import json_loads
+    from vlbias.workflows import debias as debias_module
 
     measure, scores = debias_module._measure, debias_module._scores
 

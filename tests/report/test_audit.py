@@ -90,7 +90,9 @@ def test_the_report_lists_every_entry_and_shows_every_measured_suite(audited):
 @pytest.mark.parametrize("audited", ["clip"], indirect=True)
 def test_the_numbers_are_those_of_vlbias_measure(audited, tmp_path):
     _, out, entries = audited
-    options = json.dumps({"statistics": vlbias.workflows.audit.QUICK_STATISTICS})  # the quick preset, as audit applies it
+    options = json.dumps(
+        {"statistics": vlbias.workflows.audit.QUICK_STATISTICS}
+    )  # the quick preset, as audit applies it
     main(["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--out", str(tmp_path), *SMALL,
           "--suite_options", options])  # fmt: skip
     measured = read_results(tmp_path / "mmbias.json")
@@ -149,7 +151,9 @@ def test_data_sets_are_found_by_their_readers_files(tmp_path):
     (tmp_path / "fairface" / "fairface_label_val.csv").write_text("file,age,gender,race,service_test\n")
     (tmp_path / "celeba" / "Anno").mkdir(parents=True)
     (tmp_path / "celeba" / "Anno" / "list_attr_celeba.txt").write_text("0\n")
-    found = {suite: [name for name, _ in find_datasets(suite, tmp_path)] for suite in vlbias.workflows.audit.DATA_MARKERS}
+    found = {
+        suite: [name for name, _ in find_datasets(suite, tmp_path)] for suite in vlbias.workflows.audit.DATA_MARKERS
+    }
     assert found == {"mmbias": ["mm"], "weat": ["specs"], "counterbias": ["vl"], "entity_association": ["entities"],
                      "vlstereoset": [], "retrieval_bias": ["coco", "flickr"], "gallery_skew": ["celeba", "fairface"],
                      "zero_shot_fairness": ["celeba", "fairface"]}  # fmt: skip

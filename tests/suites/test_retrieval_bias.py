@@ -21,8 +21,8 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.results import read_items, read_results
 from vlbias.suites.options import check_suite_options
-from vlbias.suites.retrieval_bias_options import RetrievalBiasOptions
 from vlbias.suites.retrieval_bias import Gallery, RetrievalBiasSuite
+from vlbias.suites.retrieval_bias_options import RetrievalBiasOptions
 from vlbias.suites.run import measure_suite
 
 EPS = 1e-4  # the suite's default smoothing of the skews

@@ -49,7 +49,6 @@ from vlbias.experiments.biasworld_runs import callback_suite_options, experiment
 from vlbias.experiments.fairvlp_measures import accuracies, image_records
 from vlbias.experiments.fairvlp_summary import MEASURES, VARIANTS, named, print_summary
 from vlbias.experiments.tables import read_rows, run_table
-from vlbias.runtime.environment import environment
 from vlbias.modules.fairvlp import (
     COUNTERFACTUAL_TARGETS,
     METHODS,
@@ -59,6 +58,7 @@ from vlbias.modules.fairvlp import (
     uses_images,
     uses_kl,
 )
+from vlbias.runtime.environment import environment
 from vlbias.suites.options import check_suite_options
 from vlbias.suites.run import build_suite, run_suite
 

@@ -182,4 +182,3 @@ class _SigtermNotice:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-

@@ -1,5 +1,6 @@
 """Bias metrics as ``torchmetrics.Metric`` classes; their formulas are in ``vlbias.metrics.functional``."""
 
+from vlbias.metrics.bbq import BBQScores
 from vlbias.metrics.counterbias import CounterBiasScore, CounterBiasUncertainty
 from vlbias.metrics.entity_association import (
     BiasScore,
@@ -19,6 +20,7 @@ from vlbias.metrics.weat import ITMEffectSize, ITMTest, WEATEffectSize, WEATTest
 from vlbias.metrics.zero_shot import CosineZeroShotRanking, ZeroShotRanking
 
 __all__ = [
+    "BBQScores",
     "BiasScore",
     "CosineZeroShotRanking",
     "CounterBiasScore",

@@ -49,6 +49,7 @@ class Capability(str, enum.Enum):
     MATCH = "match"  # an image-text matching logit for (image, text) pairs
     FILL_MASK = "fill_mask"  # MLM logits given image + text with [MASK]
     TOKEN_STATES = "token_states"  # per-token hidden states of the text stream
+    ANSWER = "answer"  # a chat model's answer to an image and a prompt: option log-probabilities, generation
 
 
 def registered_capabilities(name: str) -> frozenset[Capability]:

@@ -30,6 +30,14 @@ _ADAPTERS = LazyTable(
         "pruned": "vlbias.models.families.pruned:PrunedEmbeddings",
         "debiased": "vlbias.mitigation.debiased_embeddings:DebiasedEmbeddings",
         "prompt_array": "vlbias.models.families.prompt_array:PromptArrayCLIP",
+        "llava": "vlbias.models.families.chat_vlm:LlavaAdapter",
+        "qwen2_vl": "vlbias.models.families.chat_vlm:Qwen2VLAdapter",
+        "qwen2_5_vl": "vlbias.models.families.chat_vlm:Qwen25VLAdapter",
+        "paligemma": "vlbias.models.families.chat_vlm:PaliGemmaAdapter",
+        "gemma3": "vlbias.models.families.chat_vlm:Gemma3Adapter",
+        "idefics3": "vlbias.models.families.chat_vlm:Idefics3Adapter",
+        "smolvlm": "vlbias.models.families.chat_vlm:SmolVLMAdapter",
+        "internvl": "vlbias.models.families.chat_vlm:InternVLAdapter",
     },
 )
 
@@ -51,6 +59,14 @@ _CAPABILITIES: dict[str, tuple[str, ...]] = {
     "pruned": ("embed",),
     "debiased": ("embed",),
     "prompt_array": ("embed",),
+    "llava": ("answer",),
+    "qwen2_vl": ("answer",),
+    "qwen2_5_vl": ("answer",),
+    "paligemma": ("answer",),
+    "gemma3": ("answer",),
+    "idefics3": ("answer",),
+    "smolvlm": ("answer",),
+    "internvl": ("answer",),
 }
 
 

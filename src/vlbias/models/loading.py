@@ -139,15 +139,22 @@ def check_keys(model_name: str, source: str | Path, missing: Iterable[str], unex
     raise InputError(f"Checkpoint {str(source)!r} does not match model {model_name!r}: {'; '.join(parts)}.")
 
 
-def from_pretrained_strict(model_class: type[nn.Module], source: str | Path, model_name: str) -> nn.Module:
+def from_pretrained_strict(
+    model_class: type[nn.Module],
+    source: str | Path,
+    model_name: str,
+    model_types: Collection[str] = (),
+    **options: object,
+) -> nn.Module:
     """``model_class.from_pretrained(source)`` that first checks ``source`` (:func:`check_checkpoint`, family:
-    ``model_class.config_class.model_type``), refuses a checkpoint with missing or unexpected keys, and turns
+    ``model_types``, by default ``model_class.config_class.model_type``; an ``Auto`` class names them; ``options``
+    go to ``from_pretrained``: dtype, attention kernel, device map), refuses a checkpoint with missing or unexpected keys, and turns
     "cannot find it" (no weights in a directory, hub unreachable) into an :class:`InputError` naming the
     checkpoint."""
-    check_checkpoint(source, model_name, {model_class.config_class.model_type})
+    check_checkpoint(source, model_name, model_types or {model_class.config_class.model_type})
     try:  # the hub client's "thrown while requesting" warning says what the error below says
         with quieted(logging.ERROR, "huggingface_hub"):
-            model, info = model_class.from_pretrained(str(source), output_loading_info=True)
+            model, info = model_class.from_pretrained(str(source), output_loading_info=True, **options)
     except OSError as err:
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError(

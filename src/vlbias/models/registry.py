@@ -56,6 +56,8 @@ def load(
         adapter = cls.tiny(**others, sizes=dataclasses.replace(cls.tiny_sizes, **sizes))
     else:
         adapter = cls.from_pretrained(checkpoint, **(options or {}))
+    if getattr(adapter, "placed_by_device_map", False):
+        return adapter.eval()  # placed by accelerate over the devices its ``device_map`` names: left where it is
     device = default_device() if device is None else device
     adapter = adapter.to(device=device, dtype=dtype) if dtype is not None else adapter.to(device)
     return adapter.eval()

@@ -39,9 +39,24 @@ import torch
 
 from vlbias.data.biasworld import ACTIVITIES, BiasWorld, activity_phrases
 from vlbias.errors import ConfigError, InputError
+from vlbias.mitigation.debiased_embeddings import DebiasedEmbeddings
+from vlbias.mitigation.debiaser import Debiaser, FitData, RemovedSpanError
+from vlbias.mitigation.fit_data import biasworld_fit_data, fields_given, file_fit_data
+from vlbias.mitigation.outputs import same_selection, selection
+from vlbias.mitigation.registry import debiaser_class
+from vlbias.mitigation.tradeoff import ACCURACY
+from vlbias.models.base import Capability, ModelAdapter, require_capability
+from vlbias.models.catalog import adapter_class
+from vlbias.models.embedding import text_encoder, unit_image_embeddings
+from vlbias.options import check_options
+from vlbias.report.pareto import headline_bias
+from vlbias.results import Results
 from vlbias.runtime.environment import environment
+from vlbias.runtime.threads import torch_threads
+from vlbias.suites.base import Suite
+from vlbias.suites.options import check_suite_options
+from vlbias.suites.run import build_suite, run_suite
 from vlbias.workflows.caption_corpus import BIASWORLD_CAPTIONS, CaptionCorpus, biasworld_captions, file_captions
-from vlbias.workflows.loaded_model import check_model_choice, load_model, refuse_empty, run_config
 from vlbias.workflows.comparison import (
     NO_METHOD,
     Interval,
@@ -57,22 +72,7 @@ from vlbias.workflows.debias_outputs import (
     write_debiased_model,
     write_measurements,
 )
-from vlbias.mitigation.debiased_embeddings import DebiasedEmbeddings
-from vlbias.mitigation.debiaser import Debiaser, FitData, RemovedSpanError
-from vlbias.mitigation.fit_data import biasworld_fit_data, fields_given, file_fit_data
-from vlbias.mitigation.outputs import same_selection, selection
-from vlbias.mitigation.registry import debiaser_class
-from vlbias.mitigation.tradeoff import ACCURACY
-from vlbias.models.base import Capability, ModelAdapter, require_capability
-from vlbias.models.catalog import adapter_class
-from vlbias.models.embedding import text_encoder, unit_image_embeddings
-from vlbias.options import check_options
-from vlbias.report.pareto import headline_bias
-from vlbias.results import Results
-from vlbias.runtime.threads import torch_threads
-from vlbias.suites.base import Suite
-from vlbias.suites.options import check_suite_options
-from vlbias.suites.run import build_suite, run_suite
+from vlbias.workflows.loaded_model import check_model_choice, load_model, refuse_empty, run_config
 from vlbias.workflows.options import DebiasOptions
 
 logger = logging.getLogger(__name__)

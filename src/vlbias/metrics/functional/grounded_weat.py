@@ -53,8 +53,8 @@ from vlbias.metrics.functional.bootstrap import (
 from vlbias.metrics.functional.checks import check_bootstrap, check_int, check_interval_method, check_scores
 from vlbias.metrics.functional.chunks import chunk_rows
 from vlbias.metrics.functional.permutation import SIGN_FLIP_EXACT_LIMIT, sign_flip_p_value
-from vlbias.options import DEFAULT_STATISTICS
 from vlbias.metrics.functional.weat import _effect_size
+from vlbias.options import DEFAULT_STATISTICS
 
 
 def _paired(name: str, own: Tensor, other: Tensor) -> tuple[Tensor, Tensor]:

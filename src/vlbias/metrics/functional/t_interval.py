@@ -66,11 +66,11 @@ def student_t_cdf(t: float, df: float) -> float:
 def student_t_quantile(probability: float, df: float) -> float:
     """The ``probability`` quantile of Student's t with ``df`` degrees of freedom.
 
-    By symmetry the quantile is :math:`\pm t` with :math:`t \ge 0`, found from whichever probability is exact in
-    floating point: the tail :math:`q = \min(p, 1 - p) = \tfrac12 I_{\nu/(\nu + t^2)}(\tfrac{\nu}{2}, \tfrac12)`
-    in the tails (:math:`q \le 1/4`), the central :math:`|2p - 1| = I_{t^2/(\nu + t^2)}(\tfrac12, \tfrac{\nu}{2})`
+    By symmetry the quantile is :math:`\\pm t` with :math:`t \\ge 0`, found from whichever probability is exact in
+    floating point: the tail :math:`q = \\min(p, 1 - p) = \tfrac12 I_{\nu/(\nu + t^2)}(\tfrac{\nu}{2}, \tfrac12)`
+    in the tails (:math:`q \\le 1/4`), the central :math:`|2p - 1| = I_{t^2/(\nu + t^2)}(\tfrac12, \tfrac{\nu}{2})`
     near the centre, each solved by bisection to the last bits of :math:`t`. One and two degrees of freedom have
-    closed forms: :math:`t = \cot(\pi q)` (Cauchy) and :math:`t = |1 - 2q| / \sqrt{2 q (1 - q)}`.
+    closed forms: :math:`t = \\cot(\\pi q)` (Cauchy) and :math:`t = |1 - 2q| / \\sqrt{2 q (1 - q)}`.
 
     Example:
         >>> round(student_t_quantile(0.975, 4), 6)  # the 95 % interval of 5 folds

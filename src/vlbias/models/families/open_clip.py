@@ -27,7 +27,6 @@ from vlbias.data.images import load_image
 from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability, ImageInput, ModelAdapter, registered_capabilities
 from vlbias.models.families.open_clip_tokens import OpenCLIPTokenizer
-from vlbias.runtime.log_levels import quieted
 from vlbias.models.linear_export import checked_linear_maps, folded_columns, folded_linear
 from vlbias.models.loading import check_checkpoint
 from vlbias.models.preprocess import checked_image_batch
