@@ -18,6 +18,7 @@ from vlbias.errors import ConfigError, InputError
 from vlbias.metrics._list_states import TypedListStates
 from vlbias.metrics.functional.bbq import bbq_intervals, bbq_scores, check_bbq_items
 from vlbias.metrics.functional.checks import check_bootstrap
+from vlbias.options import DEFAULT_STATISTICS
 
 
 class BBQScores(TypedListStates, Metric):
@@ -63,7 +64,12 @@ class BBQScores(TypedListStates, Metric):
     )
 
     def __init__(
-        self, categories: Sequence[str], *, n_bootstrap: int, confidence: float, seed: int = 0, **kwargs: Any
+        self,
+        categories: Sequence[str],
+        n_bootstrap: int = DEFAULT_STATISTICS.n_bootstrap,
+        confidence: float = DEFAULT_STATISTICS.confidence,
+        seed: int = 0,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if not categories or len(set(categories)) != len(categories):
