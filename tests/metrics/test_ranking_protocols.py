@@ -16,7 +16,7 @@ from vlbias.metrics import RankingBias
 from vlbias.metrics.functional import max_skew_at_k, min_skew_at_k, ndkl, ranking_bias
 from vlbias.metrics.functional.ranking_bias import SkewConventions
 from vlbias.metrics.ranking_protocols import BENDVLM, DEBIASCLIP, GEYIK, PROTOCOLS, SFID, ranking_protocol
-from vlbias.suites.options import RankingProtocolName
+from vlbias.options import RankingProtocolName
 
 TOLERANCE = 1e-12
 A = 3  # attribute values 0, 1, 2; value 1 is in no gallery image below
