@@ -60,10 +60,14 @@ def test_every_registered_adapter_implements_what_it_declares(name):
     assert model.name == name and model.capabilities <= set(Capability)
     texts = [f"a {model.tokenizer.mask_token} is cooking.", "someone."]
     tokens = model.prepare_texts(texts)
-    pixels = None if model.text_only else model.prepare_images(torch.rand(2, 3, 64, 64))
+    answers = Capability.ANSWER in model.capabilities  # reads images through its processor: test_chat_vlm.py
+    pixels = None if model.text_only or answers else model.prepare_images(torch.rand(2, 3, 64, 64))
     with torch.no_grad():
         for capability in Capability:
-            if capability in model.capabilities:
+            if capability is Capability.ANSWER and answers:
+                with pytest.raises(CapabilityError, match="answers through score_options"):
+                    model.run_capability(capability, pixels, tokens)
+            elif capability in model.capabilities:
                 model.run_capability(capability, pixels, tokens)
                 model.direct_call(capability, pixels, tokens)
             else:

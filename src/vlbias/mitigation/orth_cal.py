@@ -22,7 +22,7 @@ so is the default :math:`\lambda = 1000`. :math:`I + \lambda M` is symmetric pos
 (:meth:`OrthCal.linear_map` gives it, for export).
 
 Example:
-    >>> prompts = {"a": torch.tensor([[0.0, 0.0, 1.0]], dtype=torch.float64)}
+    >>> prompts = {value: torch.tensor([[0.0, 0.0, scale]], dtype=torch.float64) for value, scale in (("a", 1), ("b", 2))}
     >>> pairs = torch.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], dtype=torch.float64)
     >>> OrthCal(OrthCalOptions(lam=1.0)).fit(FitData(attribute_prompts=prompts, prompt_pairs=pairs)).linear_map("text")
     tensor([[0.6667, 0.3333, 0.0000],

@@ -259,8 +259,15 @@ class ModelAdapter(nn.Module):
 
         Returns ``(image_embeddings, text_embeddings)`` for EMBED, otherwise the one tensor
         that the capability's method returns. Tests and ``scripts/bench_models.py`` compare
-        this with :meth:`direct_call`.
+        this with :meth:`direct_call`. ANSWER reads images and prompts through the model's own processor, not
+        prepared pixels and tokens: a chat model answers through its own methods
+        (:class:`~vlbias.models.families.chat_vlm.ChatVLMAdapter`), and this refuses it.
         """
+        if capability is Capability.ANSWER:
+            raise self._lacks(capability) if capability not in self.capabilities else CapabilityError(
+                f"Model {self.name!r} answers through score_options, first_token_probs and generate, which take "
+                "images and prompts; run_capability takes prepared pixels and tokens."
+            )
         if capability is Capability.EMBED:
             return self.embed_images(pixel_values), self.embed_texts(tokens)
         if capability is Capability.MATCH:

@@ -8,7 +8,7 @@ chat family offline, with the processor and chat template built around it (:mod:
 Example:
     >>> tokenizer = byte_level_tokenizer(["<pad>", "<image>"], pad_token="<pad>")
     >>> tokenizer("<image>hi")["input_ids"], len(tokenizer)
-    ([1, 106, 107], 258)
+    ([1, 73, 74], 258)
 """
 
 from __future__ import annotations
