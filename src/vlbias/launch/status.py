@@ -88,7 +88,7 @@ def _events(path: Path) -> tuple[list[dict], str]:
     number."""
     if not path.is_file():
         return [], ""
-    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]  # bad bytes: a bad line
     events = []
     for number, line in enumerate(lines, start=1):
         try:
