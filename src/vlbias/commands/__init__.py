@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from vlbias.errors import VlbiasError
+from vlbias.torch_pair import torchvision_mismatch
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def run(name: str, argv: Sequence[str]) -> None:
         print(f"vlbias: error: cannot write or read {str(err.filename)!r}: {err.strerror}.", file=sys.stderr)
         sys.exit(2)
     except Exception as err:
-        cause = _vlbias_cause(err)
+        cause = _vlbias_cause(err) or torchvision_mismatch(err)
         if cause is None:
             raise
         print(f"vlbias: error: {cause}", file=sys.stderr)
