@@ -172,6 +172,6 @@ def test_metrics_of_different_ranges_get_axes_of_their_own(monkeypatch):
     results = Results(suite="retrieval_bias", model="clip", checkpoint=None, config={}, seed=0, n_items=12, metrics=metrics)  # fmt: skip
     assert list(_group_bars(results, "run: retrieval_bias")) == ["run: retrieval_bias per group (@10)"]
     (figure,) = drawn
-    panels = {axes.get_ylabel().split(":")[0]: axes.get_ylim() for axes in figure.axes}
+    panels = {axes.get_title(): axes.get_ylim() for axes in figure.axes}
     assert set(panels) == {"bias", "min_skew", "max_skew"}
     assert panels["min_skew"][0] < -5.5 and panels["bias"][0] > -1 and panels["max_skew"][1] < 1

@@ -124,9 +124,13 @@ def grouped_bars(
     n_groups = values.shape[0]
     per_panel = max(4.0, 0.4 * n_groups * max(len(panel) for panel in panels) + 2.0)
     figure = _figure(min(11.0 * len(panels), per_panel * len(panels)), 3.6)
-    for axes, series in zip(figure.subplots(1, len(panels), squeeze=False)[0], panels, strict=True):
+    figure.set_layout_engine("constrained")  # panels' labels kept apart
+    for i, (axes, series) in enumerate(zip(figure.subplots(1, len(panels), squeeze=False)[0], panels, strict=True)):
         _bars(axes, values[series], low[series], high[series])
-        axes.set_ylabel(ylabel if len(panels) == 1 else f"{', '.join(map(str, series))}: {ylabel}", fontsize=8)
+        if len(panels) > 1:
+            axes.set_title(", ".join(map(str, series)), fontsize=8)
+        if i == 0:
+            axes.set_ylabel(ylabel, fontsize=8)
     figure.suptitle(title, fontsize=9)
     return _png(figure)
 
@@ -142,12 +146,8 @@ def _bars(axes, values: pd.DataFrame, low: pd.DataFrame, high: pd.DataFrame) -> 
         shown = errors if np.isfinite(errors).any() else None  # NaN where a bar has no interval: nothing drawn
         axes.bar(x + (i - (n_series - 1) / 2) * width, heights, width, yerr=shown, capsize=3, label=str(series))
     axes.axhline(0, color="grey", linewidth=0.8)
-    axes.set_xticks(
-        x,
-        [str(group) for group in values.index],
-        rotation=30 if n_groups > 4 else 0,
-        ha="right" if n_groups > 4 else "center",
-        fontsize=8,
-    )
+    labels = [str(group) for group in values.index]
+    slanted = n_groups > 4 or n_groups * max(map(len, labels)) > 36 * n_series  # long names would overlap
+    axes.set_xticks(x, labels, rotation=30 if slanted else 0, ha="right" if slanted else "center", fontsize=8)
     if n_series > 1:
         axes.legend(fontsize=7)
