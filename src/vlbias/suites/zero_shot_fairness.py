@@ -417,8 +417,11 @@ class _ZeroShotFairnessMeasurement(Measurement):
                 output.skipped.append({"item": name, "reason": reason, "scope": "groupings"})
                 continue
             for category in self.categories or [""]:
-                self._write(output, name, category, self.fairness[name, category].compute(), list(ids))
-        self._flag_degenerate(output)
+                metric = self.fairness[name, category]
+                result = metric.compute()
+                self._write(output, name, category, result, list(ids))
+                if "n_predicted_classes" not in output.metrics:
+                    self._flag_degenerate(output, metric, result)
         output.metrics |= {f"n_skipped/{kind}": float(counts[kind]) for kind in SKIP_KINDS}
         output.metrics["n_truncated"] = float(counts[TRUNCATED])
         output.metrics["n_images"] = float(len(gathered.rows))
@@ -426,20 +429,18 @@ class _ZeroShotFairnessMeasurement(Measurement):
         output.n_items = len(gathered.rows)
         return output
 
-    def _flag_degenerate(self, output: SuiteOutput) -> None:
-        """``n_predicted_classes``, and the flag ``degenerate_classifier`` on every metric where it is 1: a classifier
-        that puts every image in one class (a tiny or broken model does) has accuracy at chance and every gap 0
-        because nothing varies, not because the groups are served alike."""
-        if not self.fairness:
-            return
-        confusion = next(iter(self.fairness.values())).confusion  # every grouping sees the same images
-        predicted = (confusion.sum(dim=(0, 1)) > 0).nonzero().flatten().tolist()
-        output.metrics["n_predicted_classes"] = float(len(predicted))
-        if len(predicted) == 1:
+    def _flag_degenerate(self, output: SuiteOutput, metric: GroupFairness, result: dict[str, Tensor]) -> None:
+        """``n_predicted_classes`` from one grouping's ``result`` (every grouping sees the same images), and where it
+        is 1 the flag ``degenerate_classifier`` on every metric: a classifier that puts every image in one class (a
+        tiny or broken model can) has accuracy at chance and every gap 0 because nothing varies, not because the
+        groups are served alike."""
+        output.metrics["n_predicted_classes"] = float(result["predicted_classes"])
+        if int(result["predicted_classes"]) == 1:
+            chosen = self.classes[int(metric.confusion.sum(dim=(0, 1)).argmax())]
             reason = (
-                f"degenerate classifier: every image was put in class {self.classes[predicted[0]]!r}, so accuracy is "
-                "the share of that class and every gap and difference is 0 because nothing varies, not because the "
-                "groups are served alike"
+                f"degenerate classifier: every image was put in class {chosen!r}, so accuracy is the share of that "
+                "class and every gap and difference is 0 because nothing varies, not because the groups are served "
+                "alike"
             )
             output.flags.append({"flag": "degenerate_classifier", "metric": "", "reason": reason})
 
