@@ -7,7 +7,8 @@ and ``scripts/`` and, where it exists, the public data folder ``../shared`` besi
 ``../shared/data``, itself or through a config it names, is skipped without it, as the tests that read it are). A
 bash block holds ``vlbias`` commands only, one per line (``\\`` continues a line, ``#`` starts a comment); each runs
 in this process through :func:`vlbias.cli.main`, smaller than written (:data:`SMALLER`: one epoch of a few batches,
-BiasWorld with two images per group and activity) so that a page takes seconds, and must exit 0. A python block runs
+BiasWorld with two images per group and activity, unless the command trains on a caption file it names) so that a
+page takes seconds, and must exit 0. A python block runs
 in a subprocess with the workspace as its working directory.
 
 **The front page.** README.md is at most 200 lines; neither it nor the guides name a commit or an issue; its two
@@ -40,9 +41,9 @@ _TRAINING = [
     "--trainer.limit_val_batches", "2",
     "--trainer.enable_progress_bar", "false",
     "--trainer.log_every_n_steps", "1",
-    "--data.init_args.n_train", "64",
-    "--data.init_args.eval_per_combination", "2",
 ]  # fmt: skip
+#: BiasWorld's size in a training command that trains on BiasWorld (not on a caption file it names).
+_WORLD_DATA = ["--data.init_args.n_train", "64", "--data.init_args.eval_per_combination", "2"]
 _SMALL_WORLD = ["--biasworld.eval_per_combination", "2"]
 #: What each command gets appended in the test (later options win): the same run, smaller.
 SMALLER = {
@@ -89,6 +90,8 @@ def _workspace(tmp_path: Path) -> Path:
 def _run_vlbias(words: list[str], page: Path) -> None:
     assert words[0] == "vlbias", f"{page.relative_to(ROOT)}: a tested bash block runs vlbias commands only: {words}"
     argv = words[1:] + SMALLER.get(words[1], [])
+    if words[1] in ("fit", "validate", "test", "predict") and "--data.init_args.annotations" not in words:
+        argv += _WORLD_DATA
     try:
         code = main(argv)
     except SystemExit as exit_:

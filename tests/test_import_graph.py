@@ -17,7 +17,7 @@ ALLOWED = {
     "options": {"errors"},
     "lazy_table": {"errors"},
     "atomic": {"errors"},
-    "metrics": {"errors", "options"},
+    "metrics": {"errors", "options", "runtime"},
     "objectives": {"errors"},
     "data": {"errors", "options", "atomic", "lazy_table", "resources"},
     # the adapters and their shared machinery: never what uses them (mitigation, suites, modules, the commands...);

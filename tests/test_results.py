@@ -104,6 +104,7 @@ def test_unwritable_output_directory(tmp_path):
         (lambda d: d.update(seed=True), "field 'seed' should be int but is bool"),
         (lambda d: d.update(intervals={"x": [1]}), r"interval 'x' should be \[lo, hi\]"),
         (lambda d: d.update(skipped=[{"item": "a"}]), "each skipped entry needs 'item' and 'reason'"),
+        (lambda d: d.update(flags=[{"flag": "a"}]), "each flags entry needs 'flag', 'metric' and 'reason'"),
         (lambda d: d.update(schema_version=99), f"schema_version 99 is not {SCHEMA_VERSION}"),
         (lambda d: d.pop("items"), r"missing field\(s\) \['items'\]"),
         (lambda d: d.update(items={"file": "../elsewhere.parquet", "sha256": "0"}), "field 'items' should be"),
@@ -116,6 +117,14 @@ def test_bad_results_files_are_explained(tmp_path, edit, match):
     path.write_text(json.dumps(payload))
     with pytest.raises(SchemaError, match=match):
         read_results(path)
+
+
+def test_a_results_file_from_before_flags_reads_without_any(tmp_path):
+    path = write_results(tmp_path, make_results())
+    payload = json.loads(path.read_text())
+    del payload["flags"]
+    path.write_text(json.dumps(payload))
+    assert read_results(path).flags == []
 
 
 def test_an_item_table_from_another_run_is_refused_by_name(tmp_path):

@@ -28,7 +28,10 @@ JSON fields:
     git_commit (str | None), config (dict: the resolved configuration), seed (int),
     n_items (int: items measured), metrics ({name: float | None}), intervals ({name: [lo, hi]}),
     p_values ({name: float}), skipped ([{item, reason}]: items not measured and why),
-    created (ISO 8601 UTC), items ({file, sha256}: the item table this JSON belongs to).
+    flags ([{flag, metric, reason}]: numbers that cannot mean what they say, e.g. ``degenerate_classifier``;
+    ``metric`` is a metric name, a prefix ending in ``/`` or ``""`` for every metric, see :func:`flags_of`;
+    optional when read, files written before it have none), created (ISO 8601 UTC), items ({file, sha256}: the
+    item table this JSON belongs to).
 """
 
 from __future__ import annotations
@@ -95,6 +98,7 @@ class Results:
     intervals: dict[str, list[float]] = field(default_factory=dict)
     p_values: dict[str, float] = field(default_factory=dict)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    flags: list[dict[str, str]] = field(default_factory=list)
     vlbias_version: str = vlbias.__version__
     git_commit: str | None = None
     created: str = ""
@@ -118,6 +122,16 @@ class Results:
             f"Suite {self.suite!r} measured nothing on data {str(data)!r} ({self.n_items} items measured, "
             f"{len(self.metrics)} metrics, {len(self.skipped)} skipped: {listed})"
         )
+
+
+def flags_of(results: Results, metric: str) -> list[dict[str, str]]:
+    """The flags of ``results`` that cover ``metric``: those naming it, a prefix of it ending in ``/``, or ``""``
+    (every metric)."""
+    return [
+        flag
+        for flag in results.flags
+        if flag["metric"] in ("", metric) or flag["metric"].endswith("/") and metric.startswith(flag["metric"])
+    ]
 
 
 def _git_commit() -> str | None:
@@ -268,6 +282,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "intervals": (dict,),
     "p_values": (dict,),
     "skipped": (list,),
+    "flags": (list,),
     "vlbias_version": (str,),
     "git_commit": (str, type(None)),
     "created": (str,),
@@ -305,6 +320,7 @@ def _read_payload(path: Path) -> dict:
         raise SchemaError(f"Results file {str(path)!r} is not valid JSON: {err}.") from err
     if not isinstance(payload, dict):
         raise SchemaError(f"Results file {str(path)!r}: expected a JSON object but got {type(payload).__name__}.")
+    payload.setdefault("flags", [])  # files written before flags existed
     expected = {f.name for f in fields(Results)} | {"items"}
     missing, unknown = sorted(expected - payload.keys()), sorted(payload.keys() - expected)
     if missing or unknown:
@@ -326,6 +342,11 @@ def _read_payload(path: Path) -> dict:
         if not (isinstance(entry, dict) and {"item", "reason"} <= entry.keys()):
             raise SchemaError(
                 f"Results file {str(path)!r}: each skipped entry needs 'item' and 'reason', got {entry!r}."
+            )
+    for entry in payload["flags"]:
+        if not (isinstance(entry, dict) and {"flag", "metric", "reason"} <= entry.keys()):
+            raise SchemaError(
+                f"Results file {str(path)!r}: each flags entry needs 'flag', 'metric' and 'reason', got {entry!r}."
             )
     items = payload["items"]
     file, digest = items.get("file"), items.get("sha256")

@@ -107,8 +107,10 @@ def test_a_num_proc_read_equals_the_serial_one(tmp_path):
         ('{"dataset": "coco", "imgs": []}', "has no `images` key"),
         ("images: []", "is not a Karpathy split JSON"),
         ('[{"image": "a.png", "caption": "x"}, {"image": ', "not valid annotations JSON"),
+        ('{"images": []}', r'lists no image: `images`, {"images": \[...\]} is empty; expected at least one entry'),
+        ("[]", "lists no image: the array is empty"),
     ],
-    ids=["missing-file", "bad-json", "no-images-key", "not-json", "bad-annotations"],
+    ids=["missing-file", "bad-json", "no-images-key", "not-json", "bad-annotations", "no-images", "empty-array"],
 )
 def test_files_that_are_no_corpus_raise_naming_the_file(tmp_path, content, match):
     path = tmp_path / "dataset.json"

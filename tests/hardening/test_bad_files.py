@@ -511,3 +511,13 @@ def test_csv_line_numbers_count_quoted_line_breaks_and_blank_lines(tmp_path):
         read_vl_bias(folder)
     (folder / "annotations.csv").write_text(VL_BIAS_HEADER + '\n"a\nb.jpg",shopping,,female\n\nc.jpg,cooking,,m\n')
     assert [item.row for item in read_vl_bias(folder)] == [3, 6]
+
+
+def test_a_prompt_file_with_a_byte_that_is_not_utf8_is_refused_by_file_line_and_offset(tmp_path):
+    from vlbias.mitigation.fit_data import read_prompt_file
+
+    path = tmp_path / "prompts.yaml"
+    path.write_bytes(b"concept_prompts:\n  - a photo of a caf\xe9 owner\n")
+    message = re.escape(f"Prompt file {str(path)!r}: line 2, column 21, field concept_prompts[0]: byte 0xe9 is not UTF-8 (byte offset 37); save the file as UTF-8")  # fmt: skip
+    with pytest.raises(InputError, match=f"^{message}$"):
+        read_prompt_file(path)

@@ -82,15 +82,14 @@ def test_an_audit_runs_as_a_job_with_its_outputs_in_the_job_directory(tmp_path):
     assert status == 0
     entries = json.loads((job_dir / "audit" / "audit.json").read_text())["entries"]
     assert [(e["suite"], e["dataset"], e["status"]) for e in entries] == [
-        ("mmbias", "biasworld", "measured"),
-        ("mmbias", "-", "data absent"),  # no --data_root: the public data set is listed as not found
+        ("mmbias", "biasworld", "measured"),  # no --data_root: nothing else is listed as absent
     ]
     assert (job_dir / "audit" / "report" / "index.html").is_file()
     events = [json.loads(line) for line in (job_dir / "attempts.jsonl").read_text().splitlines()]
     assert [(e["event"], e.get("outcome")) for e in events] == [("start", None), ("end", "finished")]
 
 
-def test_status_reads_a_cut_last_record_and_refuses_a_broken_submission_by_name(tmp_path, run_cli, monkeypatch):
+def test_status_names_a_cut_last_record_and_refuses_a_broken_submission_by_name(tmp_path, run_cli, monkeypatch):
     from vlbias.launch import status as status_module
     from vlbias.launch.status import run_status
 
@@ -102,7 +101,10 @@ def test_status_reads_a_cut_last_record_and_refuses_a_broken_submission_by_name(
     start = {"event": "start", "job": "7", "restart": 0, "resume_from": None}
     (job_dir / "attempts.jsonl").write_text(json.dumps(start) + '\n{"event": "end", "outc')  # killed mid-write
     (status,) = run_status(tmp_path)
-    assert (status.attempts, status.outcome) == (1, "running")
+    assert (status.attempts, status.outcome) == (1, "unreadable")
+    code, out, err = run_cli(["slurm", "status", str(tmp_path)])  # said, by file and line, and not exit 0
+    assert "job 7: unreadable; 1 attempt(s)" in out and "attempts.jsonl line 2 is cut short" in out, out
+    assert code == 2 and "1 task(s) have an unreadable attempts record" in err and "line 2" in err, err
     (job_dir / "attempts.jsonl").write_text('{"event": "st\n' + json.dumps(start) + "\n")
     code, out, err = run_cli(["slurm", "status", str(tmp_path)])
     assert code == 2 and out == "" and "attempts.jsonl line 1 is not a JSON record" in err, err

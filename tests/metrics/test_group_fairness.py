@@ -25,7 +25,7 @@ from vlbias.metrics.functional import (
     intersectional_groups,
     worst_group_accuracy,
 )
-from vlbias.metrics.functional.group_fairness import STATISTICS
+from vlbias.metrics.functional.group_fairness import COUNTS, STATISTICS
 
 TOL = 1e-12
 
@@ -119,7 +119,7 @@ def test_hand_computed_table():
         "equalized_odds_difference_max": 1 / 2,
         "harmful_label_rate": [1 / 5, 1 / 4],
     }
-    assert list(out) == [*STATISTICS, "group_size"]
+    assert list(out) == [*STATISTICS, "group_size", *COUNTS]
     for name, value in expected.items():
         np.testing.assert_allclose(out[name].numpy(), np.array(value), rtol=0, atol=TOL, err_msg=name)
     assert out["group_size"].tolist() == [5, 4]
@@ -268,3 +268,46 @@ def test_bca_with_a_one_image_group_and_an_undefined_statistic():
     out = group_fairness_intervals(preds, target, groups, 2, n_bootstrap=200)
     assert out["demographic_parity_difference"].isfinite().all()
     assert out["equal_opportunity_gap"][0].isnan().all()  # group 1 has no image of class 0: no TPR, no gap
+
+
+# ----------------------------------------------------------------------------- undefined rates
+def _group_without_positives() -> tuple[Tensor, Tensor, Tensor]:
+    """Groups 0 and 1 hold two images of each class; group 2 only two of class 0 (no TPR of class 1, no FPR of
+    class 0). TPR of class 1: 1, 1/2, undefined; FPR of class 1: 1/2, 0, 1/2."""
+    target = torch.tensor([0, 0, 1, 1, 0, 0, 1, 1, 0, 0])
+    preds = torch.tensor([0, 1, 1, 1, 0, 0, 0, 1, 0, 1])
+    groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1, 2, 2])
+    return preds, target, groups
+
+
+def test_a_group_without_positives_is_left_out_and_counted_by_hand():
+    out = group_fairness(*_group_without_positives(), num_classes=2)
+    assert out["equal_opportunity_gap"][1].item() == 0.5  # max(1, 1/2) - min(1, 1/2): group 2 left out
+    assert out["equalized_odds_difference"][1].item() == 0.5  # max(TPR spread 1/2, FPR spread 1/2)
+    assert out["groups_without_positives"].item() == 1 and out["groups_without_negatives"].item() == 1
+    assert out["predicted_classes"].item() == 2
+
+
+def test_undefined_rates_zero_is_fairlearns_convention():
+    preds, target, groups = _group_without_positives()
+    out = group_fairness(preds, target, groups, num_classes=2, undefined_rates="zero")
+    binary = dict(y_true=target.numpy(), y_pred=preds.numpy(), sensitive_features=groups.numpy())
+    assert out["equal_opportunity_gap"][1].item() == fairlearn_metrics.equal_opportunity_difference(**binary) == 1.0
+    assert out["equalized_odds_difference"][1].item() == fairlearn_metrics.equalized_odds_difference(**binary)
+    assert out["groups_without_positives"].item() == 1  # counted whichever the convention
+    left_out = 0
+    for seed in range(4):  # random cases where small groups miss classes
+        preds, target, groups = _random(seed, 10, 3, 3)
+        out = group_fairness(preds, target, groups, 3, 3, undefined_rates="zero")
+        left_out += out["groups_without_positives"].item()
+        for c in range(3):
+            binary = dict(y_true=(target == c).numpy().astype(int), y_pred=(preds == c).numpy().astype(int),
+                          sensitive_features=groups.numpy())  # fmt: skip
+            assert abs(out["equal_opportunity_gap"][c].item() - fairlearn_metrics.equal_opportunity_difference(**binary)) <= TOL  # fmt: skip
+            assert abs(out["equalized_odds_difference"][c].item() - fairlearn_metrics.equalized_odds_difference(**binary)) <= TOL  # fmt: skip
+    assert left_out > 0  # the random cases hold groups without a class
+    metric = GroupFairness(2, 3, n_bootstrap=50, undefined_rates="zero")
+    metric.update(*_group_without_positives())
+    assert metric.compute()["equal_opportunity_gap"][1].item() == 1.0
+    with pytest.raises(ConfigError, match="`undefined_rates` to be one of leave_out, zero but got 'nan'"):
+        group_fairness(*_group_without_positives(), num_classes=2, undefined_rates="nan")

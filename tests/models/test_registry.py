@@ -39,7 +39,7 @@ def test_models_with_a_capability():
 
 
 def test_load_needs_exactly_one_of_checkpoint_and_tiny():
-    with pytest.raises(ConfigError, match="either `checkpoint` or `tiny=True`, not both"):
+    with pytest.raises(ConfigError, match=r"either `checkpoint` \('openai/clip-vit-base-patch32'\) or `tiny=True`, not both \(a config that names a checkpoint trains a tiny model with --model.init_args.model '\{tiny: true, checkpoint: null\}'\)"):  # fmt: skip
         load("clip", checkpoint="openai/clip-vit-base-patch32", tiny=True)
     with pytest.raises(ConfigError, match="'clip' needs a `checkpoint`"):
         load("clip")

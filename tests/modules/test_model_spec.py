@@ -17,6 +17,7 @@ from vlbias.modules import ContrastivePretraining, FairVLP, FairVLPMethod, Model
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "configs" / "experiment" / "quickstart.yaml"
+CPU = ROOT / "configs" / "trainer" / "cpu.yaml"
 SMALL = ["--data.init_args.n_train", "8", "--data.init_args.eval_per_combination", "1"]
 TINY = {"image_size": 32, "patch_size": 8}
 
@@ -52,6 +53,18 @@ def test_a_field_is_set_to_null_with_the_group_as_a_mapping(tmp_path):
         "--model.init_args.model", "{tiny: true, checkpoint: null}", "--seed", "5",
     )  # fmt: skip
     assert cli.model.spec == ModelSpec("clip", tiny=True, seed=5)
+
+
+def test_a_tiny_model_from_a_config_that_names_a_checkpoint(tmp_path):
+    """The retrieval configs name ALBEF's checkpoint: a newcomer's tiny trial sets it to null, in the mapping form
+    or with the flag (which jsonargparse reads as the string "None")."""
+    retrieval = ROOT / "configs" / "experiment" / "retrieval_coco.yaml"
+    for null in (["--model.init_args.model", "{name: albef, checkpoint: null, tiny: true}"],
+                 ["--model.init_args.model.tiny", "true", "--model.init_args.model.checkpoint", "null"]):  # fmt: skip
+        (tmp_path / "dataset_coco.json").write_text('{"images": []}')  # read when the run sets up, not here
+        data = ["--data.init_args.annotations", str(tmp_path / "dataset_coco.json"), "--data.init_args.image_root", str(tmp_path)]  # fmt: skip
+        cli = make_cli(["--config", str(retrieval), "--config", str(CPU), *null, *data], run=False)
+        assert (cli.model.spec.name, cli.model.spec.checkpoint, cli.model.spec.tiny) == ("albef", None, True)
 
 
 def test_the_run_seed_is_the_model_seed_and_a_spec_seed_apart_from_it_is_refused():

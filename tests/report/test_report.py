@@ -155,3 +155,23 @@ def test_the_report_folder_is_replaced_as_a_unit(runs, tmp_path, run_cli):
     assert code == 2 and out_text == "" and err.count("\n") == 1, err
     assert "holds what vlbias report does not write (notes.txt)" in err
     assert (out / "notes.txt").read_text() == "mine"  # a user's file is never deleted
+
+
+def test_metrics_of_different_ranges_get_axes_of_their_own(monkeypatch):
+    """Retrieval bias per group: min_skew near -5 and bias in [-1, 1] are never read off one y axis."""
+    from vlbias.report import plots
+    from vlbias.report.results_section import _group_bars
+
+    drawn = []
+    real_figure = plots._figure
+    monkeypatch.setattr(plots, "_figure", lambda *args: drawn.append(real_figure(*args)) or drawn[-1])
+    metrics = {}
+    for group, sign in (("man_stereotyped", 1), ("woman_stereotyped", -1)):
+        metrics |= {f"group/{group}/bias@10": 0.4 * sign, f"group/{group}/min_skew@10": -5.0 + sign,
+                    f"group/{group}/max_skew@10": 0.3, f"group/{group}/n_queries": 6.0}  # fmt: skip
+    results = Results(suite="retrieval_bias", model="clip", checkpoint=None, config={}, seed=0, n_items=12, metrics=metrics)  # fmt: skip
+    assert list(_group_bars(results, "run: retrieval_bias")) == ["run: retrieval_bias per group (@10)"]
+    (figure,) = drawn
+    panels = {axes.get_title(): axes.get_ylim() for axes in figure.axes}
+    assert set(panels) == {"bias", "min_skew", "max_skew"}
+    assert panels["min_skew"][0] < -5.5 and panels["bias"][0] > -1 and panels["max_skew"][1] < 1

@@ -280,3 +280,38 @@ def test_bad_options_and_data_are_one_line_each(adapter, tmp_path):
     prompts = {"cooking": ["a person cooking."], "sewing": ["a person sewing."]}  # no prompt for four activities
     with pytest.raises(ConfigError, match="`prompts` for every class of the images but \\['cleaning', 'coding'"):
         _run(adapter, BiasWorld(n_train=8, eval_per_combination=1), {"prompts": prompts})
+
+
+# ----------------------------------------------------------------------------- a degenerate classifier
+def test_one_class_for_every_image_is_flagged_in_results_report_and_console(tmp_path, monkeypatch, capsys):
+    """A classifier that puts every image in one class (a tiny model can) has every gap exactly 0: the results,
+    the report's headline and the console say it is degenerate, never a plain fair 0."""
+    import vlbias.suites.zero_shot_fairness as suite_module
+    from vlbias.report.headline import headline
+    from vlbias.report.render import Text
+
+    monkeypatch.setattr(suite_module, "zero_shot_predictions", lambda images, *_: torch.zeros(len(images), dtype=torch.long))  # fmt: skip
+    main(["measure", "--suite", "zero_shot_fairness", "--model", "clip", "--tiny", "--out", str(tmp_path),
+          "--biasworld.eval_per_combination", "1", "--suite_options", json.dumps(STATISTICS)])  # fmt: skip
+    results = read_results(tmp_path / "zero_shot_fairness.json")
+    assert results.metrics["n_predicted_classes"] == 1 and results.metrics["gender/worst_group_gap"] == 0
+    (flag,) = results.flags
+    assert flag["flag"] == "degenerate_classifier" and flag["metric"] == ""
+    assert f"every image was put in class {list(results.config['suite_config']['classes'])[0]!r}" in flag["reason"]
+    blocks = headline(results, pd.DataFrame())
+    assert isinstance(blocks[0], Text) and blocks[0].label == "Flagged degenerate_classifier:"
+    table = next(block for block in blocks if hasattr(block, "rows"))
+    gap = next(row for row in table.rows if row[0] == "gender/worst_group_gap")
+    assert gap[1] == "0 (flagged: degenerate_classifier)"
+    console = capsys.readouterr().out
+    assert "zero_shot_fairness/gender/worst_group_gap = +0.000 [" in console
+    assert "(flagged: degenerate_classifier)" in console.split("gender/worst_group_gap")[1].splitlines()[0]
+    assert "FLAGGED degenerate_classifier (every metric): degenerate classifier: every image" in console
+    assert "n_images = +12.000\n" in console  # a count is not flagged
+
+
+def test_a_classifier_of_several_classes_is_not_flagged_and_counts_groups_left_out(adapter):
+    results, _ = _run(adapter, BiasWorld(n_train=8, eval_per_combination=3), {})
+    assert results.flags == [] and results.metrics["n_predicted_classes"] > 1
+    assert results.metrics["gender/n_groups_without_positives"] == 0  # every group holds every activity
+    assert results.config["suite_config"]["undefined_rates"] == "leave_out"

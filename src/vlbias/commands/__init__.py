@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from vlbias.errors import VlbiasError
+from vlbias.runtime.torch_pair import torchvision_mismatch
 
 #: How a Slurm job runs a command: LightningCLI (one process per device) or one process.
 JobKind = Literal["lightning", "one_process"]
@@ -102,7 +103,7 @@ def run(name: str, argv: Sequence[str]) -> None:
         print(f"vlbias: error: cannot write or read {str(err.filename)!r}: {err.strerror}.", file=sys.stderr)
         sys.exit(2)
     except Exception as err:
-        cause = _vlbias_cause(err)
+        cause = _vlbias_cause(err) or torchvision_mismatch(err)
         if cause is None:
             raise
         print(f"vlbias: error: {cause}", file=sys.stderr)

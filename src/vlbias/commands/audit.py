@@ -21,10 +21,15 @@ def parser() -> ArgumentParser:
 
 def main(argv: Sequence[str]) -> None:
     options = parse_options(OPTIONS, parser(), argv)
+    from vlbias.results import read_results
     from vlbias.workflows.audit import audit
 
     path = audit(options)
+    print(f"{'suite':<20} {'data set':<16} {'status':<15} results file or reason")
     for entry in json.loads(path.read_text())["entries"]:
         outcome = entry["results"] or entry["reason"]
+        if entry["results"]:
+            flags = read_results(path.parent / entry["results"]).flags
+            outcome += "".join(f" (FLAGGED {flag['flag']})" for flag in flags)
         print(f"{entry['suite']:<20} {entry['dataset']:<16} {entry['status']:<15} {outcome}")
     print(f"wrote {path} and {path.parent / 'report' / 'index.html'}")

@@ -36,7 +36,7 @@ def _suites_help() -> str:
 
 def main(argv: Sequence[str]) -> None:
     options = parse_options(OPTIONS, parser(), argv)  # --help answers here, before torch is imported
-    from vlbias.results import read_results
+    from vlbias.results import flags_of, is_count, read_results
     from vlbias.workflows.measure import measure
 
     path = measure(options)
@@ -48,7 +48,11 @@ def main(argv: Sequence[str]) -> None:
             extra += f" [{number(low)}, {number(high)}]"
         if metric in results.p_values:
             extra += f" p={number(results.p_values[metric], '.4f')}"
+        marks = "" if is_count(metric) else ", ".join(dict.fromkeys(f["flag"] for f in flags_of(results, metric)))
+        extra += f" (flagged: {marks})" if marks else ""
         print(f"{results.suite}/{metric} = {number(value)}{extra}")
+    for flag in results.flags:
+        print(f"FLAGGED {flag['flag']} ({flag['metric'] or 'every metric'}): {flag['reason']}")
     print(f"{results.n_items} items measured, {len(results.skipped)} skipped (reasons in {path.name})")
     print(f"wrote {path}")
 

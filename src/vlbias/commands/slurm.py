@@ -19,7 +19,7 @@ from jsonargparse import ActionConfigFile, ArgumentParser
 
 from vlbias.commands import slurm_commands
 from vlbias.commands.parsing import bare_flags, new_parser, parse
-from vlbias.errors import ConfigError
+from vlbias.errors import ConfigError, InputError
 from vlbias.launch.job_spec import JobSpec
 from vlbias.options import Seed
 
@@ -114,8 +114,12 @@ def main(argv: Sequence[str]) -> None:
     if action == "status":
         from vlbias.launch.status import run_status
 
-        for task in run_status(Path(parse(status_parser(), rest)["run_dir"])):
+        tasks = run_status(Path(parse(status_parser(), rest)["run_dir"]))
+        for task in tasks:
             print(task.summary)
+        broken = [task.broken for task in tasks if task.broken]
+        if broken:  # a status read from part of the records: said, and the exit status is not 0
+            raise InputError(f"{len(broken)} task(s) have an unreadable attempts record: {broken[0]}")
         return
     if action not in ("submit", "sweep"):
         names = "submit, sweep, status"

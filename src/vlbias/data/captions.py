@@ -173,6 +173,14 @@ def load_entries(
             ) from err
         _refuse_non_text_captions(path, kind)  # Arrow's message quotes a valid caption, not the one at fault
         raise InputError(f"Caption file {str(path)!r} is not valid {kind} JSON: {err.__cause__ or err}") from err
+    except ValueError as err:  # datasets: 'Instruction "train" corresponds to no data!'
+        if "corresponds to no data" not in str(err):
+            raise
+        listed = '`images`, {"images": [...]}' if kind == "karpathy" else "the array"
+        raise InputError(
+            f"Caption file {str(path)!r} lists no image: {listed} is empty; expected at least one entry with its "
+            "image and captions."
+        ) from None
     pairs_file = kind == "annotations" and raw.features.get("caption") == datasets.Value("string")
     normalise = partial(_karpathy_entries, path=str(path))
     if kind == "annotations":

@@ -1,9 +1,9 @@
 """The one way the data readers read text files (SEAT/Grounded JSONL, MMBias JSON, VL-Bias CSV and index JSON,
-VLStereoSet CSV, entity-association YAML), so that every reader:
+VLStereoSet CSV, entity-association YAML, debiasing prompt files), so that every reader:
 
 * accepts a UTF-8 byte-order mark (a spreadsheet's "CSV UTF-8" starts with one): files are read as ``utf-8-sig``;
 * refuses bytes that are not UTF-8 with an :class:`~vlbias.errors.InputError` naming the file, the line, the
-  column, the byte and, where the file still parses, the field that holds it (a JSON/YAML key path such as
+  column, the byte and its offset in the file and, where the file still parses, the field that holds it (a JSON/YAML key path such as
   ``targ1.captions['3']``, or a CSV column name);
 * refuses a CSV field longer than :data:`MAX_CSV_FIELD` characters naming the file, line and column (Python's
   ``csv`` would raise ``field larger than field limit`` without saying which);
@@ -19,7 +19,7 @@ Example:
     >>> read_text(path, "SEAT spec", locate=json_field)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    vlbias.errors.InputError: SEAT spec '...spec.jsonl': line 2, column 26, field targ1.captions['3']: byte 0xe9 is not UTF-8; save the file as UTF-8
+    vlbias.errors.InputError: SEAT spec '...spec.jsonl': line 2, column 26, field targ1.captions['3']: byte 0xe9 is not UTF-8 (byte offset 35); save the file as UTF-8
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def read_text(path: str | Path, what: str, locate: Callable[[str], str | None] |
         field = locate(data.decode(ENCODING, errors="replace")) if locate is not None else None
         raise InputError(
             f"{where}: line {line}, column {column}{f', field {field}' if field else ''}: "
-            f"byte 0x{data[err.start]:02x} is not UTF-8; save the file as UTF-8"
+            f"byte 0x{data[err.start]:02x} is not UTF-8 (byte offset {err.start}); save the file as UTF-8"
         ) from None
 
 

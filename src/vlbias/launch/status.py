@@ -20,7 +20,8 @@ class TaskStatus:
     """One task of a run: its folder, Slurm job id, Slurm's state and restart count (None once Slurm has
     forgotten the job), the attempts started, how many of them were restarts (requeues) and how many of
     those resumed from an HPC checkpoint, and the last attempt's outcome (``finished``, ``requeued``,
-    ``stopped``, ``failed``; ``running`` when it has not ended; None: never ran)."""
+    ``stopped``, ``failed``; ``running`` when it has not ended; ``unreadable`` when the records' last line is cut
+    short; None: never ran), and ``broken``, the cut line named by file and number ("" when every line reads)."""
 
     task: str
     job: str
@@ -30,6 +31,7 @@ class TaskStatus:
     requeues: int
     resumed: int
     outcome: str | None
+    broken: str = ""
 
     @property
     def summary(self) -> str:
@@ -37,9 +39,10 @@ class TaskStatus:
         outcome = {None: "never started", "stopped": "stopped by SIGTERM without a checkpoint: NOT finished"}.get(
             self.outcome, self.outcome
         )
+        note = f"; UNREADABLE: {self.broken}" if self.broken else ""
         return (
             f"{self.task}: job {self.job}: {outcome}; {self.attempts} attempt(s), requeued {self.requeues} time(s), "
-            f"resumed from a checkpoint {self.resumed} time(s) [slurm: {slurm}]"
+            f"resumed from a checkpoint {self.resumed} time(s) [slurm: {slurm}]{note}"
         )
 
 
@@ -62,7 +65,7 @@ def run_status(run_dir: Path) -> list[TaskStatus]:
 
 
 def _task_status(folder: Path, name: str, job: str) -> TaskStatus:
-    events = _events(folder / f"job-{job}" / ATTEMPTS_FILE)
+    events, broken = _events(folder / f"job-{job}" / ATTEMPTS_FILE)
     starts = [event for event in events if event["event"] == "start"]
     ends = [event for event in events if event["event"] == "end"]
     if not starts:
@@ -71,29 +74,33 @@ def _task_status(folder: Path, name: str, job: str) -> TaskStatus:
         outcome = "running"
     else:
         outcome = ends[-1]["outcome"]
+    if broken:
+        outcome = "unreadable"
     state, restarts = _slurm_state(job)
     resumed = sum(event.get("resume_from") is not None for event in starts)
-    return TaskStatus(name, job, state, restarts, len(starts), max(len(starts) - 1, 0), resumed, outcome)
+    return TaskStatus(name, job, state, restarts, len(starts), max(len(starts) - 1, 0), resumed, outcome, broken)
 
 
-def _events(path: Path) -> list[dict]:
-    """The job's records, one JSON line each. A last line cut short (the job was killed while writing it) is left
-    out; an unreadable line before it is refused by number."""
+def _events(path: Path) -> tuple[list[dict], str]:
+    """The job's records, one JSON line each, and what is wrong with its last line: one cut short (the job was
+    killed while writing it, or the file was truncated) is left out of the records and named by file and number,
+    so the status says it cannot tell how the last attempt ended; an unreadable line before it is refused by
+    number."""
     if not path.is_file():
-        return []
-    lines = [line for line in path.read_text().splitlines() if line.strip()]
+        return [], ""
+    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]  # bad bytes: a bad line
     events = []
     for number, line in enumerate(lines, start=1):
         try:
             event = json.loads(line)
         except json.JSONDecodeError:
             if number == len(lines):
-                break
+                return events, f"{path} line {number} is cut short ({line[:80]!r}): the last record is missing"
             raise InputError(f"{path} line {number} is not a JSON record: {line[:80]!r}") from None
         if not isinstance(event, dict) or "event" not in event:
             raise InputError(f"{path} line {number} is not an attempt record: {line[:80]!r}")
         events.append(event)
-    return events
+    return events, ""
 
 
 #: Seconds ``scontrol`` may take: a controller that is down makes it retry for about 18 s before it gives up.

@@ -1,5 +1,6 @@
 """Bias metrics as ``torchmetrics.Metric`` classes; their formulas are in ``vlbias.metrics.functional``."""
 
+import vlbias.metrics._torchvision  # noqa: F401  (before torchmetrics, which imports torchvision)
 from vlbias.metrics.bbq import BBQScores
 from vlbias.metrics.counterbias import CounterBiasScore, CounterBiasUncertainty
 from vlbias.metrics.entity_association import (

@@ -19,11 +19,14 @@ from torchmetrics import Metric
 from vlbias.metrics.functional.bootstrap import IntervalMethod
 from vlbias.metrics.functional.checks import check_bootstrap, check_interval_method
 from vlbias.metrics.functional.group_fairness import (
+    UndefinedRates,
     _cell_ids,
     _check_groups_filled,
     _check_harmful_classes,
     _check_sizes,
+    _check_undefined_rates,
     _fairness_from_confusion,
+    undefined_rate_counts,
 )
 from vlbias.metrics.functional.group_fairness_intervals import _intervals_from_confusion
 from vlbias.options import DEFAULT_STATISTICS
@@ -45,7 +48,8 @@ class GroupFairness(Metric):
     (``accuracy``, ``group_accuracy``, ``worst_group_accuracy``, ``worst_group_gap``, ``equal_opportunity_gap``
     with ``_mean`` and ``_max``, ... , ``group_size``), and for each statistic but ``group_size`` its interval
     ``<name>_interval`` (``[low, high]`` in a last dimension of 2; from
-    :func:`~vlbias.metrics.functional.group_fairness_intervals.group_fairness_intervals`). Every group must have
+    :func:`~vlbias.metrics.functional.group_fairness_intervals.group_fairness_intervals`), with the counts of
+    :func:`~vlbias.metrics.functional.group_fairness.undefined_rate_counts`. Every group must have
     been seen by then. Call ``update`` and then ``compute``: ``forward``'s per-batch value would need every group in
     each batch and bootstrap each batch.
 
@@ -59,6 +63,8 @@ class GroupFairness(Metric):
         seed: seed of the bootstrap's generator (drawn in ``compute``, after the sync: every rank gets the same
             intervals).
         interval_method: ``"bca"`` or ``"percentile"``.
+        undefined_rates: ``"leave_out"`` (default) or ``"zero"`` (fairlearn's convention): what a TPR or FPR no
+            image of a group defines is (:mod:`vlbias.metrics.functional.group_fairness`).
         kwargs: passed to :class:`torchmetrics.Metric`.
 
     Example:
@@ -87,6 +93,7 @@ class GroupFairness(Metric):
         confidence: float = DEFAULT_STATISTICS.confidence,
         seed: int = 0,
         interval_method: IntervalMethod = DEFAULT_STATISTICS.interval_method,
+        undefined_rates: UndefinedRates = "leave_out",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -94,6 +101,8 @@ class GroupFairness(Metric):
         self.harmful_classes = None if harmful_classes is None else _check_harmful_classes(harmful_classes, num_classes)
         check_bootstrap(n_bootstrap, confidence)
         check_interval_method(interval_method, "interval_method")
+        _check_undefined_rates(undefined_rates)
+        self.undefined_rates = undefined_rates
         self.num_classes, self.num_groups = num_classes, num_groups
         self.n_bootstrap, self.confidence, self.seed = n_bootstrap, confidence, seed
         self.interval_method = interval_method
@@ -112,10 +121,16 @@ class GroupFairness(Metric):
         """Every statistic and its interval over the images seen since the last ``reset``."""
         confusion = self.confusion.cpu()
         _check_groups_filled(confusion)
-        out = _fairness_from_confusion(confusion, self.harmful_classes)
+        out = _fairness_from_confusion(confusion, self.harmful_classes, self.undefined_rates)
         intervals = _intervals_from_confusion(
-            confusion, self.harmful_classes, self.n_bootstrap, self.confidence, self.seed, self.interval_method
+            confusion,
+            self.harmful_classes,
+            self.n_bootstrap,
+            self.confidence,
+            self.seed,
+            self.interval_method,
+            self.undefined_rates,
         )
         out.update({f"{name}_interval": interval for name, interval in intervals.items()})
         out["group_size"] = confusion.sum(dim=(-1, -2))
-        return out
+        return out | undefined_rate_counts(confusion)

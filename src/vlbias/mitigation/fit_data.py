@@ -57,6 +57,7 @@ from vlbias.data.biasworld import (
     activity_phrases,
     group_phrases,
 )
+from vlbias.data.text_files import read_text, yaml_field
 from vlbias.errors import InputError
 from vlbias.mitigation.debiaser import FitData
 from vlbias.models.base import ModelAdapter
@@ -175,8 +176,9 @@ def read_prompt_file(path: str | Path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"Debiasing data {str(path)!r} is neither 'biasworld' nor a prompt file (YAML or JSON)")
+    text = read_text(path, "Prompt file", locate=yaml_field)  # bytes that are not UTF-8: named by line and offset
     try:
-        content = yaml.safe_load(path.read_text())
+        content = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise InputError(f"Prompt file {str(path)!r} is not valid YAML or JSON: {str(err).splitlines()[0]}") from err
     if not isinstance(content, dict) or not content:

@@ -264,9 +264,13 @@ class ModelAdapter(nn.Module):
         (:class:`~vlbias.models.families.chat_vlm.ChatVLMAdapter`), and this refuses it.
         """
         if capability is Capability.ANSWER:
-            raise self._lacks(capability) if capability not in self.capabilities else CapabilityError(
-                f"Model {self.name!r} answers through score_options, first_token_probs and generate, which take "
-                "images and prompts; run_capability takes prepared pixels and tokens."
+            raise (
+                self._lacks(capability)
+                if capability not in self.capabilities
+                else CapabilityError(
+                    f"Model {self.name!r} answers through score_options, first_token_probs and generate, which take "
+                    "images and prompts; run_capability takes prepared pixels and tokens."
+                )
             )
         if capability is Capability.EMBED:
             return self.embed_images(pixel_values), self.embed_texts(tokens)

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import torch
 from torch import Tensor
-from torchvision.transforms.v2 import functional as TF
 
 from vlbias.data.images import ImageInput, load_image
 from vlbias.errors import InputError
+from vlbias.runtime.torch_pair import import_torchvision
+
+TF = import_torchvision("torchvision.transforms.v2.functional")  # another torch's torchvision: one line
 
 PREPROCESSOR_FILE = "preprocessor_config.json"
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)

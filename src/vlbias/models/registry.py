@@ -47,7 +47,10 @@ def load(
         ['embed']
     """
     if tiny and checkpoint is not None:
-        raise ConfigError("Give either `checkpoint` or `tiny=True`, not both.")
+        raise ConfigError(
+            f"Give either `checkpoint` ({checkpoint!r}) or `tiny=True`, not both (a config that names a checkpoint "
+            "trains a tiny model with --model.init_args.model '{tiny: true, checkpoint: null}')."
+        )
     if not tiny and checkpoint is None:
         raise ConfigError(f"Model {name!r} needs a `checkpoint` (hub id or local path), or `tiny=True`.")
     cls = adapter_class(name)

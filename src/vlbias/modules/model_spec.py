@@ -23,8 +23,9 @@ class ModelSpec:
             model: {name: clip, tiny: true}
 
     and on the command line ``--model.init_args.model.tiny true``. A field is set to null with the group as a
-    mapping, ``--model.init_args.model '{tiny: true, checkpoint: null}'``: jsonargparse (4.53) reads the flag
-    ``--model.init_args.model.checkpoint null`` as the string ``"None"``.
+    mapping, ``--model.init_args.model '{tiny: true, checkpoint: null}'`` (what trains a tiny model from a config
+    that names a checkpoint, such as ``retrieval_coco.yaml``); jsonargparse (4.53) reads the flag
+    ``--model.init_args.model.checkpoint null`` as the string ``"None"``, which is taken as null too.
 
     Args:
         name: registered adapter name (``vlbias models`` lists them).
@@ -50,6 +51,8 @@ class ModelSpec:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        if self.checkpoint in ("None", "null"):  # jsonargparse's reading of `--...model.checkpoint null`
+            object.__setattr__(self, "checkpoint", None)
         if self.tiny_vocabulary is not None and not self.tiny:
             raise ConfigError("`tiny_vocabulary` is the vocabulary of a tiny model; it needs `tiny: true`.")
         if self.tiny_sizes and not self.tiny:

@@ -32,7 +32,10 @@ R@1/5/10, as fractions, by :class:`~vlbias.metrics.retrieval.RetrievalRecall` (p
 Gallery sizes: every K of ``ks`` and (MATCH adapters) ``k_test`` must fit the smaller gallery of the evaluated
 split (its images or its captions). They are checked once per stage against the whole split: in :meth:`setup`,
 from the datamodule's dataloader, before the run trains or evaluates anything (without a datamodule, when the
-split's first evaluation starts), and a K that does not fit is refused naming both sizes. A pass that sees part
+split's first evaluation starts), and a K that does not fit is refused naming both sizes. Refused, not clipped,
+as ALBEF's own evaluation does (its ``sims.topk(k=config['k_test'])`` fails on a gallery smaller than ``k_test``):
+a clipped ``k_test`` would re-rank every candidate and report R@K of another protocol under the configured name;
+a small corpus (the synthetic COCO of the retrieval guide) sets ``model.init_args.k_test`` to fit. A pass that sees part
 of the split (Lightning's sanity check, ``fast_dev_run``, ``limit_val_batches``) evaluates what it saw: the K above
 its smaller gallery are left out of that pass (and ``r_mean`` is the mean of those computed) and ``k_test``
 re-ranks every candidate, with a line saying so.

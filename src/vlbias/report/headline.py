@@ -1,5 +1,5 @@
 """The headline of a results file, before its full table: what the suite measures, its key numbers with their
-intervals and adjusted p-values, the sets each association test compares, which sign is bias toward whom, and,
+intervals and adjusted p-values (each flag of the results first, and a flagged number marked), the sets each association test compares, which sign is bias toward whom, and,
 for a tiny random-weight model, how to read a "significant" number. What the suite measures and its sign
 convention are its module docstring's (:mod:`vlbias.report.glossary`); the key numbers are the metrics matching
 :data:`KEY_METRICS`, shown as the results hold them."""
@@ -12,7 +12,7 @@ import pandas as pd
 
 from vlbias.report.glossary import suite_text
 from vlbias.report.render import Block, Table, Text
-from vlbias.report.tables import P_SUFFIXES, association_sets, measures, number, present
+from vlbias.report.tables import P_SUFFIXES, association_sets, measures, number, present, value
 from vlbias.results import Results
 
 #: suite -> patterns (full matches) of its key metrics, in the order the headline lists them. A suite not listed
@@ -70,7 +70,7 @@ def key_table(results: Results, names: list[str]) -> Table:
     for name in names:
         interval = results.intervals.get(name)
         shown = "" if interval is None else f"[{number(interval[0])}, {number(interval[1])}]"
-        rows.append([name, number(results.metrics[name]), shown, *(present(results.p_values.get(name + s)) for s in P_SUFFIXES)])  # fmt: skip
+        rows.append([name, value(results, name), shown, *(present(results.p_values.get(name + s)) for s in P_SUFFIXES)])  # fmt: skip
     kept = [i for i in range(len(headers)) if i < 3 or any(row[i] for row in rows)]
     return Table([headers[i] for i in kept], [[row[i] for i in kept] for row in rows])
 
@@ -79,6 +79,9 @@ def headline(results: Results, items: pd.DataFrame) -> list[Block]:
     """The headline blocks of one results file (module docstring)."""
     text = suite_text(results.suite)
     blocks: list[Block] = []
+    for flag in results.flags:  # before any number: these numbers cannot mean what they say
+        covered = f"metric {flag['metric']}" if flag["metric"] else "every number below"
+        blocks.append(Text(f"{flag['reason']} ({covered}).", f"Flagged {flag['flag']}:"))
     if text.measures:
         blocks.append(Text(text.measures, "What it measures:"))
     keys = key_metrics(results)

@@ -108,13 +108,37 @@ def forest(rows: list[tuple[str, float, float | None, float | None, str]], xlabe
     return _png(figure)
 
 
-def grouped_bars(values: pd.DataFrame, low: pd.DataFrame, high: pd.DataFrame, ylabel: str, title: str) -> bytes:
+def grouped_bars(
+    values: pd.DataFrame,
+    low: pd.DataFrame,
+    high: pd.DataFrame,
+    ylabel: str,
+    title: str,
+    scales: list[list[str]] | None = None,
+) -> bytes:
     """Bars of ``values`` (index: the groups, on the x axis; columns: the series, one colour each), with the
-    ``low``–``high`` interval as error bars where both are finite; a horizontal line at 0."""
+    ``low``–``high`` interval as error bars where both are finite; a horizontal line at 0. ``scales`` lists the
+    series that share a y axis: each list is a panel of its own, side by side, so that metrics of different
+    ranges (a skew near -5 beside a bias in [-1, 1]) are not read off one axis; ``None``: every series on one."""
+    panels = scales or [list(values.columns)]
+    n_groups = values.shape[0]
+    per_panel = max(4.0, 0.4 * n_groups * max(len(panel) for panel in panels) + 2.0)
+    figure = _figure(min(11.0 * len(panels), per_panel * len(panels)), 3.6)
+    figure.set_layout_engine("constrained")  # panels' labels kept apart
+    for i, (axes, series) in enumerate(zip(figure.subplots(1, len(panels), squeeze=False)[0], panels, strict=True)):
+        _bars(axes, values[series], low[series], high[series])
+        if len(panels) > 1:
+            axes.set_title(", ".join(map(str, series)), fontsize=8)
+        if i == 0:
+            axes.set_ylabel(ylabel, fontsize=8)
+    figure.suptitle(title, fontsize=9)
+    return _png(figure)
+
+
+def _bars(axes, values: pd.DataFrame, low: pd.DataFrame, high: pd.DataFrame) -> None:
+    """One panel of :func:`grouped_bars`."""
     n_groups, n_series = values.shape
     width = 0.8 / n_series
-    figure = _figure(min(11.0, max(4.0, 0.4 * n_groups * n_series + 2.0)), 3.6)
-    axes = figure.subplots()
     x = np.arange(n_groups)
     for i, series in enumerate(values.columns):
         heights = values[series].to_numpy(dtype=float)
@@ -122,15 +146,8 @@ def grouped_bars(values: pd.DataFrame, low: pd.DataFrame, high: pd.DataFrame, yl
         shown = errors if np.isfinite(errors).any() else None  # NaN where a bar has no interval: nothing drawn
         axes.bar(x + (i - (n_series - 1) / 2) * width, heights, width, yerr=shown, capsize=3, label=str(series))
     axes.axhline(0, color="grey", linewidth=0.8)
-    axes.set_xticks(
-        x,
-        [str(group) for group in values.index],
-        rotation=30 if n_groups > 4 else 0,
-        ha="right" if n_groups > 4 else "center",
-        fontsize=8,
-    )
-    axes.set_ylabel(ylabel, fontsize=8)
-    axes.set_title(title, fontsize=9)
+    labels = [str(group) for group in values.index]
+    slanted = n_groups > 4 or n_groups * max(map(len, labels)) > 36 * n_series  # long names would overlap
+    axes.set_xticks(x, labels, rotation=30 if slanted else 0, ha="right" if slanted else "center", fontsize=8)
     if n_series > 1:
         axes.legend(fontsize=7)
-    return _png(figure)

@@ -28,9 +28,11 @@ from vlbias.report.tables import (
 from vlbias.results import Results
 
 #: suite -> patterns (full matches) of the metrics drawn as grouped bars: ``group`` is a bar's place on the x axis,
-#: ``series`` its colour, ``panel`` (optional) one figure each. Drawn where at least two groups have a value.
+#: ``series`` its colour, ``panel`` (optional) one figure each, ``scale`` (optional) one y axis each within the
+#: figure: series that are different metrics with different ranges (retrieval's ``min_skew`` near -5, ``bias`` in
+#: [-1, 1]) get axes of their own. Drawn where at least two groups have a value.
 GROUP_BARS: dict[str, tuple[str, ...]] = {
-    "retrieval_bias": (r"group/(?P<group>[^/]+)/(?P<series>[a-z_]+)(?P<panel>@\d+)",),
+    "retrieval_bias": (r"group/(?P<group>[^/]+)/(?P<series>(?P<scale>[a-z_]+))(?P<panel>@\d+)",),
     "gallery_skew": (r"group/(?P<group>[^/]+)/(?P<series>[a-z_]+)/max_skew(?P<panel>@\d+)",),  # per concept
     "vlstereoset": (r"(?P<series>vlrs|vlbs|ivlas)/(?P<group>[^/]+)",),
     "mmbias": (r"zero_shot/(?P<group>[^/]+)/(?P<series>pleasant_share)",),
@@ -96,6 +98,7 @@ def _group_bars(results: Results, title: str) -> dict[str, bytes]:
             parts = match.groupdict()
             low, high = results.intervals.get(name, (float("nan"), float("nan")))
             point = {"group": parts["group"], "series": parts["series"], "value": results.metrics[name]}
+            point["scale"] = parts.get("scale") or ""
             found.setdefault(parts.get("panel") or "", []).append(point | {"low": low, "high": high})
     drawn = {}
     for panel, points in found.items():
@@ -105,5 +108,6 @@ def _group_bars(results: Results, title: str) -> dict[str, bytes]:
         order = {"index": list(dict.fromkeys(frame["group"])), "columns": list(dict.fromkeys(frame["series"]))}
         tables = [frame.pivot(index="group", columns="series", values=v).reindex(**order) for v in ("value", "low", "high")]  # fmt: skip
         name = f"{title} per group" + (f" ({panel})" if panel else "")
-        drawn[name] = plots.grouped_bars(*tables, "value (error bar: its interval)", name)
+        scales = [list(dict.fromkeys(rows["series"])) for _, rows in frame.groupby("scale", sort=False)]
+        drawn[name] = plots.grouped_bars(*tables, "value (error bar: its interval)", name, scales)
     return drawn

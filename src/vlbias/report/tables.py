@@ -9,7 +9,7 @@ from collections import Counter
 
 import pandas as pd
 
-from vlbias.results import Results, is_count
+from vlbias.results import Results, flags_of, is_count
 
 METRIC_HEADERS = ["metric", "value", "CI low", "CI high", "p", "p (Holm)", "p (BH)"]
 COUNT_HEADERS = ["count", "value"]
@@ -29,6 +29,13 @@ def present(value: float | None) -> str:
     return "" if value is None else number(value)
 
 
+def value(results: Results, metric: str) -> str:
+    """``metric``'s :func:`number`, marked ``(flagged: <flag>)`` where a flag of the results covers it (a number that
+    cannot mean what it says, e.g. a degenerate classifier's gap of 0)."""
+    marks = ", ".join(dict.fromkeys(flag["flag"] for flag in flags_of(results, metric)))
+    return number(results.metrics[metric]) + (f" (flagged: {marks})" if marks else "")
+
+
 def measures(results: Results) -> list[str]:
     """The metric names of ``results`` that measure something (not counts), in the results' order."""
     return [metric for metric in results.metrics if not is_count(metric)]
@@ -38,7 +45,7 @@ def metric_row(results: Results, metric: str) -> list[str]:
     """``metric``: value, interval and raw / Holm / Benjamini–Hochberg p-values; ``""`` where it has none."""
     low, high = results.intervals.get(metric, (None, None))
     p_values = [results.p_values.get(metric + suffix) for suffix in P_SUFFIXES]
-    return [metric, number(results.metrics[metric]), present(low), present(high), *map(present, p_values)]
+    return [metric, value(results, metric), present(low), present(high), *map(present, p_values)]
 
 
 def metric_rows(results: Results) -> list[list[str]]:

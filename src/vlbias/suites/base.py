@@ -32,6 +32,7 @@ class SuiteOutput:
     p_values: dict[str, float] = field(default_factory=dict)
     items: list[dict] = field(default_factory=list)  # one row per item (test, image, caption)
     skipped: list[dict[str, str]] = field(default_factory=list)  # {"item": ..., "reason": ...}
+    flags: list[dict[str, str]] = field(default_factory=list)  # {"flag", "metric", "reason"}: vlbias.results
     n_items: int = 0
     stimuli_per_rank: list[int] = field(default_factory=list)  # how many stimuli each rank probed (the runner's)
 

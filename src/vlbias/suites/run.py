@@ -183,5 +183,6 @@ def run_suite(
         intervals=output.intervals,
         p_values=output.p_values,
         skipped=output.skipped,
+        flags=output.flags,
     )
     return results, output.items

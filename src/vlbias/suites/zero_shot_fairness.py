@@ -60,6 +60,12 @@ Glossary:
       orangutan; Radford et al., 2021, Table 6).
     * ``crime_rate``: the share of a group's images put in a crime-related class (thief, criminal, suspicious
       person).
+    * ``n_groups_without_positives``, ``n_groups_without_negatives``: per grouping, the (group, class) pairs where
+      the group has no image of the class (no true-positive rate), or only images of it (no false-positive rate),
+      summed over the classes: left out of those classes' equal-opportunity and equalized-odds spreads, or counted
+      as rate 0 with ``undefined_rates="zero"`` (fairlearn's convention).
+    * ``n_predicted_classes``: how many classes some image was put in; 1 flags the result
+      ``degenerate_classifier`` (accuracy at chance, every gap 0 because nothing varies).
     * ``n_images``: images classified, in all or in a group.
     * ``n_skipped``: what was left out, by kind: rows, prompts, classes, images, groups, groupings.
     * ``n_truncated``: prompts read truncated to the model's maximum length.
@@ -244,6 +250,7 @@ class ZeroShotFairnessSuite(Suite):
             "groupings": {g.name: [Grouping.label(group) for group in g.groups] for g in self.groupings},
             "n_images": len(self.images),
             "batch_size": self.options.batch_size,
+            "undefined_rates": self.options.undefined_rates,
             "statistics": self.options.recorded_statistics(),
         }
 
@@ -299,6 +306,7 @@ class _ZeroShotFairnessMeasurement(Measurement):
             "confidence": statistics.confidence,
             "interval_method": statistics.interval_method,
             "seed": seed,
+            "undefined_rates": suite.options.undefined_rates,
             "sync_on_compute": False,
         }
         harmful = {
@@ -403,13 +411,32 @@ class _ZeroShotFairnessMeasurement(Measurement):
                 output.skipped.append({"item": name, "reason": reason, "scope": "groupings"})
                 continue
             for category in self.categories or [""]:
-                self._write(output, name, category, self.fairness[name, category].compute(), list(ids))
+                metric = self.fairness[name, category]
+                result = metric.compute()
+                self._write(output, name, category, result, list(ids))
+                if "n_predicted_classes" not in output.metrics:
+                    self._flag_degenerate(output, metric, result)
         output.metrics |= {f"n_skipped/{kind}": float(counts[kind]) for kind in SKIP_KINDS}
         output.metrics["n_truncated"] = float(counts[TRUNCATED])
         output.metrics["n_images"] = float(len(gathered.rows))
         output.items = gathered.rows
         output.n_items = len(gathered.rows)
         return output
+
+    def _flag_degenerate(self, output: SuiteOutput, metric: GroupFairness, result: dict[str, Tensor]) -> None:
+        """``n_predicted_classes`` from one grouping's ``result`` (every grouping sees the same images), and where it
+        is 1 the flag ``degenerate_classifier`` on every metric: a classifier that puts every image in one class (a
+        tiny or broken model can) has accuracy at chance and every gap 0 because nothing varies, not because the
+        groups are served alike."""
+        output.metrics["n_predicted_classes"] = float(result["predicted_classes"])
+        if int(result["predicted_classes"]) == 1:
+            chosen = self.classes[int(metric.confusion.sum(dim=(0, 1)).argmax())]
+            reason = (
+                f"degenerate classifier: every image was put in class {chosen!r}, so accuracy is the share of that "
+                "class and every gap and difference is 0 because nothing varies, not because the groups are served "
+                "alike"
+            )
+            output.flags.append({"flag": "degenerate_classifier", "metric": "", "reason": reason})
 
     def _write(
         self, output: SuiteOutput, name: str, category: str, result: dict[str, Tensor], groups: list[tuple[str, ...]]
@@ -437,6 +464,8 @@ class _ZeroShotFairnessMeasurement(Measurement):
             output.metrics[f"{name}/group/{label}/n_images"] = float(result["group_size"][g])
         for statistic in STATISTICS:
             put(f"{name}/{statistic}", result[statistic], result[f"{statistic}_interval"])
+        for count in ("groups_without_positives", "groups_without_negatives"):
+            output.metrics[f"{name}/n_{count}"] = float(result[count])
         for statistic in OVER_CLASSES:
             for over in ("mean", "max"):
                 key = f"{statistic}_{over}"

@@ -63,6 +63,9 @@ class ZeroShotFairnessOptions(SuiteOptions):
         groupings: attributes whose values are the groups compared, an intersection written race&gender (default:
             the data's other attributes, and race&gender on FairFace).
         batch_size: images per forward pass.
+        undefined_rates: what a group's true- or false-positive rate of a class is where the group has no image of
+            the class (or only images of it): leave_out (default) leaves the group out of that class's
+            equal-opportunity and equalized-odds spreads; zero counts the rate as 0, fairlearn's convention.
         statistics: stratified bootstrap intervals (within each group) of every statistic.
     """
 
@@ -80,6 +83,7 @@ class ZeroShotFairnessOptions(SuiteOptions):
     prompts: dict[str, list[str]] | None = None
     groupings: list[str] | None = None
     batch_size: PositiveInt = 64
+    undefined_rates: Literal["leave_out", "zero"] = "leave_out"
     statistics: StatisticsOptions = StatisticsOptions(interval_method="bca")
 
     def __post_init__(self) -> None:

@@ -27,10 +27,12 @@ annotation JSON (``*_test.json``, e.g. ``coco_karpathy_test.json``), its images 
 task on CelebA) unless ``suite_options`` name one. A data set is named after its folder (and its file, when a folder
 holds several).
 
-**Status** of each (suite, data set): ``measured``; ``not applicable`` (the model lacks the capability, or
-the suite reads no BiasWorld stimuli); ``data absent`` (no folder holds the suite's files, or its reader
-refused them with an :class:`~vlbias.errors.InputError`, e.g. VLStereoSet without its image folder); ``failed``
-(the run raised: the error's first line).
+**Status** of each (suite, data set): ``measured``; ``not applicable`` (the model lacks the capability);
+``data absent`` (no folder holds the suite's files, or its reader refused them with an
+:class:`~vlbias.errors.InputError`, e.g. VLStereoSet without its image folder); ``failed`` (the run raised: the
+error's first line). A suite is listed once per data source that applies to it: BiasWorld where it reads BiasWorld
+stimuli, each data set found, and one ``data absent`` line where a data root was given and holds none of its data
+sets, or where the suite measured nothing else (no data root given and no BiasWorld stimuli, or they failed).
 
 **Quick by default** (:data:`QUICK_STATISTICS`, :data:`QUICK_OPTIONS`): 1,000 permutations and 200 bootstrap
 resamples in every suite (the statistics each suite uses) and CounterBias attacks of 3 PGD steps, and with ``tiny``
@@ -272,19 +274,20 @@ def _audit_suite(
     entries = []
     if _reads_biasworld(suite):
         entries.append(_measure_one(suite, "biasworld", world, adapter, options, out, seed, config))
-    else:
-        entries.append(Entry(suite, "biasworld", NOT_APPLICABLE, f"suite {suite!r} reads no BiasWorld stimuli"))
     found = find_datasets(suite, root)
     for name, folder in found:
         entries.append(_measure_one(suite, name, folder, adapter, options, out, seed, config))
-    if not found:
-        if suite not in DATA_MARKERS:
-            where = f"vlbias audit knows no public data format of suite {suite!r}"
-        elif root is None:
-            where = "no data root given"
-        else:
-            where = f"no folder of {str(root)!r} holds {DATA_MARKERS[suite][0]}"
-        entries.append(Entry(suite, "-", DATA_ABSENT, where, options=probe))
+    if found or root is None and any(entry.status == MEASURED for entry in entries):
+        return entries  # a suite measured on BiasWorld, with no data root asked for, lacks nothing
+    if suite not in DATA_MARKERS:
+        where = f"vlbias audit knows no public data format of suite {suite!r}"
+    elif root is None:
+        where = "no data root given"
+    else:
+        where = f"no folder of {str(root)!r} holds {DATA_MARKERS[suite][0]}"
+    if not _reads_biasworld(suite):
+        where = f"{where}, and the suite reads no BiasWorld stimuli"
+    entries.append(Entry(suite, "-", DATA_ABSENT, where, options=probe))
     return entries
 
 

@@ -21,11 +21,16 @@ and the spread of a rate over the groups, :math:`\Delta_g x_g = \max_g x_g - \mi
 ``method='between_groups'``). Conventions:
 
 * **Undefined rates.** :math:`\mathrm{TPR}_{gc}` needs an image of class :math:`c` in group :math:`g`, and
-  :math:`\mathrm{FPR}_{gc}` one of another class; where there is none the rate is NaN and the group is left out of
-  that class's spread, which is NaN when fewer than two groups define the rate. A class whose gap is NaN (e.g. the
-  CLIP protocol's non-human classes, never a true label, have no TPR) is left out of the mean and max over classes.
-  fairlearn instead sets such a rate to 0 (``sklearn.metrics.confusion_matrix(normalize="true")``), which would
-  report a gap that no image shows; where every rate is defined the two agree (``tests/metrics``, to 1e-12).
+  :math:`\mathrm{FPR}_{gc}` one of another class. By default (``undefined_rates="leave_out"``) where there is none
+  the rate is NaN and the group is left out of that class's spread, which is NaN when fewer than two groups define
+  the rate; a class whose gap is NaN (e.g. the CLIP protocol's non-human classes, never a true label, have no TPR)
+  is left out of the mean and max over classes. How many groups were left out is counted
+  (:func:`undefined_rate_counts`: ``groups_without_positives`` and ``groups_without_negatives``, summed over the
+  classes some group defines the rate of). fairlearn instead sets such a rate to 0
+  (``sklearn.metrics.confusion_matrix(normalize="true")``), which reports a gap no image shows (a group without
+  images of class :math:`c` "recognises none of them"): ``undefined_rates="zero"`` follows fairlearn, every
+  undefined rate 0, so a class no image belongs to has an equal-opportunity gap of 0 and enters the mean and max.
+  Where every rate is defined the two agree (``tests/metrics``, to 1e-12).
 * **Multiclass.** The parity and odds differences are fairlearn's binary definitions applied to each class one
   versus the rest, reported per class and as their mean and maximum over classes. With :math:`C = 2` the parity and
   odds differences of both classes equal fairlearn's value with ``pos_label=1`` (class 0's selection rates, TPR
@@ -44,12 +49,17 @@ Bootstrap intervals are in :mod:`vlbias.metrics.functional.group_fairness_interv
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import torch
 from torch import Tensor
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics.functional.checks import check_int, shape_or_type
+
+#: What a rate without images to define it is (module docstring): left out of the spread, or 0 as in fairlearn.
+UndefinedRates = Literal["leave_out", "zero"]
+UNDEFINED_RATES: tuple[str, ...] = ("leave_out", "zero")
 
 #: The statistics of :func:`group_fairness` in the order they are returned (``harmful_label_rate`` only with
 #: harmful classes).
@@ -70,6 +80,8 @@ STATISTICS = (
     "equalized_odds_difference_max",
     "harmful_label_rate",
 )
+#: The counts of :func:`undefined_rate_counts`, returned after ``group_size`` (no interval).
+COUNTS = ("groups_without_positives", "groups_without_negatives", "predicted_classes")
 
 
 # ----------------------------------------------------------------------------- checks
@@ -110,6 +122,12 @@ def _check_harmful_classes(harmful_classes: Sequence[int], num_classes: int) -> 
             f"[0, {num_classes}) but got {harmful_classes!r}"
         )
     return tuple(sorted(classes))
+
+
+def _check_undefined_rates(undefined_rates: object) -> None:
+    if undefined_rates not in UNDEFINED_RATES:
+        choices = ", ".join(UNDEFINED_RATES)
+        raise ConfigError(f"Expected argument `undefined_rates` to be one of {choices} but got {undefined_rates!r}")
 
 
 def _check_sizes(num_classes: object, num_groups: object) -> None:
@@ -223,9 +241,41 @@ def _over_classes(gaps: Tensor) -> tuple[Tensor, Tensor]:
     return mean, torch.where(defined.any(dim=-1), high, float("nan"))
 
 
-def _fairness_from_confusion(confusion: Tensor, harmful_classes: tuple[int, ...] | None) -> dict[str, Tensor]:
+def undefined_rate_counts(confusion: Tensor) -> dict[str, Tensor]:
+    """What the statistics of ``(G, C, C)`` counts rest on, as int64 scalars: ``groups_without_positives``, the
+    (group, class) pairs where the group has no image of the class (no TPR: left out of the class's
+    equal-opportunity and equalized-odds spreads, or 0 with ``undefined_rates="zero"``), and
+    ``groups_without_negatives``, those where every image of the group is of the class (no FPR: left out of the
+    equalized-odds spread, or 0), each over the classes that at least one group defines the rate of; and
+    ``predicted_classes``, how many classes some image was put in (1: the classifier is degenerate, every gap 0
+    because nothing varies).
+
+    Example:
+        >>> counts = undefined_rate_counts(group_confusion(torch.tensor([0, 0, 1]), torch.tensor([0, 1, 1]),
+        ...                                                torch.tensor([0, 0, 1]), 2))
+        >>> counts["groups_without_positives"], counts["groups_without_negatives"], counts["predicted_classes"]
+        (tensor(1), tensor(1), tensor(2))
+    """
+    positives = confusion.sum(dim=-1)  # (G, C)
+    negatives = confusion.sum(dim=(-1, -2)).unsqueeze(-1) - positives
+
+    def left_out(images: Tensor) -> Tensor:
+        defined = images > 0
+        return ((~defined) & defined.any(dim=0)).sum()
+
+    return {
+        "groups_without_positives": left_out(positives),
+        "groups_without_negatives": left_out(negatives),
+        "predicted_classes": (confusion.sum(dim=(0, 1)) > 0).sum(),
+    }
+
+
+def _fairness_from_confusion(
+    confusion: Tensor, harmful_classes: tuple[int, ...] | None, undefined_rates: UndefinedRates = "leave_out"
+) -> dict[str, Tensor]:
     """Every statistic of :data:`STATISTICS` from confusion counts ``(..., G, C, C)`` (leading dimensions: bootstrap
-    replicates or jackknife rows), float64; keys in the order of :data:`STATISTICS`."""
+    replicates or jackknife rows), float64; keys in the order of :data:`STATISTICS`; undefined TPR and FPR left
+    out of the spreads or set to 0 (``undefined_rates``, module docstring)."""
     counts = confusion.to(torch.float64)
     sizes = counts.sum(dim=(-1, -2))  # (..., G)
     hits = counts.diagonal(dim1=-2, dim2=-1)  # (..., G, C): N_gcc
@@ -235,6 +285,8 @@ def _fairness_from_confusion(confusion: Tensor, harmful_classes: tuple[int, ...]
     group_accuracy = hits.sum(dim=-1) / sizes
     tpr = hits / positives  # NaN where a group has no image of class c
     fpr = (selected - hits) / negatives  # NaN where all of a group's images are of class c
+    if undefined_rates == "zero":  # fairlearn's convention
+        tpr, fpr = tpr.nan_to_num(0.0), fpr.nan_to_num(0.0)
     out = {"accuracy": hits.sum(dim=(-1, -2)) / sizes.sum(dim=-1), "group_accuracy": group_accuracy}
     out["mean_group_accuracy"] = group_accuracy.mean(dim=-1)
     out["worst_group_accuracy"] = group_accuracy.amin(dim=-1)
@@ -262,19 +314,22 @@ def group_fairness(
     num_classes: int,
     num_groups: int | None = None,
     harmful_classes: Sequence[int] | None = None,
+    undefined_rates: UndefinedRates = "leave_out",
 ) -> dict[str, Tensor]:
     r"""Every group-fairness statistic of the module docstring at once, from :func:`group_confusion`.
 
     Args:
         preds, target, groups, num_classes, num_groups: see :func:`group_confusion`.
         harmful_classes: the class ids of :func:`harmful_label_rate`; ``None`` leaves that rate out.
+        undefined_rates: ``"leave_out"`` (default) leaves a group without images to define a TPR or FPR out of the
+            spread; ``"zero"`` counts its rate as 0, as fairlearn does (module docstring).
 
     Returns:
         float64 tensors: ``accuracy``, ``mean_group_accuracy``, ``worst_group_accuracy``, ``worst_group_gap``
         (scalars); ``group_accuracy`` ``(G,)``; ``equal_opportunity_gap``, ``demographic_parity_difference``,
         ``equalized_odds_difference`` ``(C,)`` per class, each with its ``_mean`` and ``_max`` over classes
         (scalars); ``harmful_label_rate`` ``(G,)`` when ``harmful_classes`` is given; and int64 ``group_size``
-        ``(G,)``.
+        ``(G,)``, and the int64 scalars of :func:`undefined_rate_counts`.
 
     Example:
         >>> preds, target = torch.tensor([0, 1, 1, 1, 0, 0]), torch.tensor([0, 1, 0, 1, 1, 0])
@@ -286,9 +341,10 @@ def group_fairness(
     """
     confusion = group_confusion(preds, target, groups, num_classes, num_groups)
     harmful = None if harmful_classes is None else _check_harmful_classes(harmful_classes, num_classes)
-    out = _fairness_from_confusion(confusion, harmful)
+    _check_undefined_rates(undefined_rates)
+    out = _fairness_from_confusion(confusion, harmful, undefined_rates)
     out["group_size"] = confusion.sum(dim=(-1, -2))
-    return out
+    return out | undefined_rate_counts(confusion)
 
 
 def group_accuracy(
@@ -326,14 +382,20 @@ def worst_group_accuracy(
 
 
 def equal_opportunity_gap(
-    preds: Tensor, target: Tensor, groups: Tensor, num_classes: int, num_groups: int | None = None
+    preds: Tensor,
+    target: Tensor,
+    groups: Tensor,
+    num_classes: int,
+    num_groups: int | None = None,
+    undefined_rates: UndefinedRates = "leave_out",
 ) -> Tensor:
     r"""Equal-opportunity gap per class (Hardt et al., 2016, Def. 2), one class versus the rest:
     :math:`\Delta_g \mathrm{TPR}_{gc} = \max_g P(\hat y = c \mid y = c, a = g) - \min_g P(\hat y = c \mid y = c,
     a = g)`; with :math:`C = 2` class 1's is fairlearn's ``equal_opportunity_difference`` (class 0's is the spread
     of the true-negative rates). In [0, 1], 0 when every group's images of class :math:`c` are recognised equally
-    often; NaN where fewer than two groups hold an image of class :math:`c`. :func:`group_fairness` also gives its
-    mean and max over the defined classes.
+    often; NaN where fewer than two groups hold an image of class :math:`c` (``undefined_rates="zero"``: a group
+    without one has TPR 0, as in fairlearn). :func:`group_fairness` also gives its mean and max over the defined
+    classes.
 
     Returns:
         float64 ``(C,)``.
@@ -343,9 +405,9 @@ def equal_opportunity_gap(
         >>> equal_opportunity_gap(preds, target, torch.tensor([0, 0, 0, 1, 1, 1]), 2)  # TPR_0: 1, 0; TPR_1: 1/2, 1
         tensor([1.0000, 0.5000], dtype=torch.float64)
     """
-    return _fairness_from_confusion(group_confusion(preds, target, groups, num_classes, num_groups), None)[
-        "equal_opportunity_gap"
-    ]
+    _check_undefined_rates(undefined_rates)
+    confusion = group_confusion(preds, target, groups, num_classes, num_groups)
+    return _fairness_from_confusion(confusion, None, undefined_rates)["equal_opportunity_gap"]
 
 
 def demographic_parity_difference(
@@ -370,13 +432,18 @@ def demographic_parity_difference(
 
 
 def equalized_odds_difference(
-    preds: Tensor, target: Tensor, groups: Tensor, num_classes: int, num_groups: int | None = None
+    preds: Tensor,
+    target: Tensor,
+    groups: Tensor,
+    num_classes: int,
+    num_groups: int | None = None,
+    undefined_rates: UndefinedRates = "leave_out",
 ) -> Tensor:
     r"""Equalized-odds difference per class (Hardt et al., 2016, Def. 1), one class versus the rest, as fairlearn's
     ``equalized_odds_difference`` (``method='between_groups'``, ``agg='worst_case'``) of :math:`[\hat y = c]`
     against :math:`[y = c]`: :math:`\max(\Delta_g \mathrm{TPR}_{gc}, \Delta_g \mathrm{FPR}_{gc})`, in [0, 1]. Where
     only one of the two spreads is defined (a class no image truly belongs to has no TPR) it is that one; NaN where
-    neither is.
+    neither is (``undefined_rates="zero"``: undefined rates are 0, as in fairlearn).
 
     Returns:
         float64 ``(C,)``.
@@ -386,9 +453,9 @@ def equalized_odds_difference(
         >>> equalized_odds_difference(preds, target, torch.tensor([0, 0, 0, 1, 1, 1]), 2)
         tensor([1., 1.], dtype=torch.float64)
     """
-    return _fairness_from_confusion(group_confusion(preds, target, groups, num_classes, num_groups), None)[
-        "equalized_odds_difference"
-    ]
+    _check_undefined_rates(undefined_rates)
+    confusion = group_confusion(preds, target, groups, num_classes, num_groups)
+    return _fairness_from_confusion(confusion, None, undefined_rates)["equalized_odds_difference"]
 
 
 def harmful_label_rate(

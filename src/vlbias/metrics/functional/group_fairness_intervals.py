@@ -32,22 +32,27 @@ from vlbias.metrics.functional.bootstrap import (
 from vlbias.metrics.functional.checks import check_bootstrap, check_interval_method
 from vlbias.metrics.functional.chunks import chunk_rows
 from vlbias.metrics.functional.group_fairness import (
+    UndefinedRates,
     _check_harmful_classes,
+    _check_undefined_rates,
     _fairness_from_confusion,
     group_confusion,
 )
 from vlbias.options import DEFAULT_STATISTICS
 
 
-def _flattened(confusion: Tensor, harmful: tuple[int, ...] | None) -> Tensor:
+def _flattened(confusion: Tensor, harmful: tuple[int, ...] | None, undefined_rates: UndefinedRates) -> Tensor:
     """``(R, K)``: every statistic of ``(R, G, C, C)`` counts side by side (in the order of the dict)."""
-    return torch.cat(
-        [value.reshape(len(confusion), -1) for value in _fairness_from_confusion(confusion, harmful).values()], 1
-    )
+    statistics = _fairness_from_confusion(confusion, harmful, undefined_rates)
+    return torch.cat([value.reshape(len(confusion), -1) for value in statistics.values()], 1)
 
 
 def _replicates(
-    confusion: Tensor, harmful: tuple[int, ...] | None, n_bootstrap: int, generator: torch.Generator
+    confusion: Tensor,
+    harmful: tuple[int, ...] | None,
+    undefined_rates: UndefinedRates,
+    n_bootstrap: int,
+    generator: torch.Generator,
 ) -> Tensor:
     """``(n_bootstrap, K)`` statistics of stratified resamples, drawn in chunks of replicates (each chunk: every
     group's indices in turn); chunk sizes depend only on the counts' sizes."""
@@ -62,11 +67,12 @@ def _replicates(
         for g, items in enumerate(per_group):
             drawn = items[torch.randint(items.numel(), (rows, items.numel()), generator=generator)]  # (rows, n_g)
             resampled[:, g].scatter_add_(1, drawn, torch.ones_like(drawn))
-        replicates.append(_flattened(resampled.reshape(rows, num_groups, num_classes, num_classes), harmful))
+        resampled = resampled.reshape(rows, num_groups, num_classes, num_classes)
+        replicates.append(_flattened(resampled, harmful, undefined_rates))
     return torch.cat(replicates)
 
 
-def _jackknife(confusion: Tensor, harmful: tuple[int, ...] | None) -> list[Tensor]:
+def _jackknife(confusion: Tensor, harmful: tuple[int, ...] | None, undefined_rates: UndefinedRates) -> list[Tensor]:
     """Per group of more than one image, ``(n_g, K)``: the statistics with each of its images left out in turn
     (images in cell order, each cell's value repeated for its images)."""
     num_groups, num_classes = confusion.shape[0], confusion.shape[1]
@@ -78,7 +84,7 @@ def _jackknife(confusion: Tensor, harmful: tuple[int, ...] | None) -> list[Tenso
         filled = counts.nonzero().flatten()  # (k,) non-empty cells of group g
         left_out = confusion.expand(len(filled), -1, -1, -1).clone()  # (k, G, C, C)
         left_out[torch.arange(len(filled)), g, filled // num_classes, filled % num_classes] -= 1
-        jackknife.append(torch.repeat_interleave(_flattened(left_out, harmful), counts[filled], dim=0))
+        jackknife.append(torch.repeat_interleave(_flattened(left_out, harmful, undefined_rates), counts[filled], dim=0))
     return jackknife
 
 
@@ -89,15 +95,17 @@ def _intervals_from_confusion(
     confidence: float,
     seed: int,
     method: IntervalMethod,
+    undefined_rates: UndefinedRates = "leave_out",
 ) -> dict[str, Tensor]:
     """The intervals of :func:`group_fairness_intervals` from checked ``(G, C, C)`` counts."""
-    observed = _fairness_from_confusion(confusion.unsqueeze(0), harmful)
-    replicates = _replicates(confusion, harmful, n_bootstrap, torch.Generator().manual_seed(seed))
+    observed = _fairness_from_confusion(confusion.unsqueeze(0), harmful, undefined_rates)
+    generator = torch.Generator().manual_seed(seed)
+    replicates = _replicates(confusion, harmful, undefined_rates, n_bootstrap, generator)
     if method == "percentile":
         bounds = percentile_interval(replicates, confidence)  # (K, 2)
     else:
         flat_observed = torch.cat([value.reshape(-1) for value in observed.values()])
-        jackknife = _jackknife(confusion, harmful)
+        jackknife = _jackknife(confusion, harmful, undefined_rates)
         bounds = torch.stack(
             [
                 bca_interval(replicates[:, k], confidence, flat_observed[k], [values[:, k] for values in jackknife])
@@ -123,6 +131,7 @@ def group_fairness_intervals(
     confidence: float = DEFAULT_STATISTICS.confidence,
     seed: int = 0,
     method: IntervalMethod = DEFAULT_STATISTICS.interval_method,
+    undefined_rates: UndefinedRates = "leave_out",
 ) -> dict[str, Tensor]:
     r"""Stratified bootstrap intervals (module docstring) of every statistic of
     :func:`~vlbias.metrics.functional.group_fairness.group_fairness` but ``group_size``.
@@ -134,6 +143,7 @@ def group_fairness_intervals(
         confidence: coverage in (0, 1).
         seed: seed of the private ``torch.Generator``.
         method: ``"bca"`` or ``"percentile"``.
+        undefined_rates: see :func:`~vlbias.metrics.functional.group_fairness.group_fairness`.
 
     Returns:
         float64 ``[low, high]`` per statistic: shape ``(2,)`` for a scalar, ``(G, 2)`` or ``(C, 2)`` for a
@@ -150,4 +160,5 @@ def group_fairness_intervals(
     harmful = None if harmful_classes is None else _check_harmful_classes(harmful_classes, num_classes)
     check_bootstrap(n_bootstrap, confidence)
     check_interval_method(method)
-    return _intervals_from_confusion(confusion, harmful, n_bootstrap, confidence, seed, method)
+    _check_undefined_rates(undefined_rates)
+    return _intervals_from_confusion(confusion, harmful, n_bootstrap, confidence, seed, method, undefined_rates)
