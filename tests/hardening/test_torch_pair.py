@@ -54,7 +54,7 @@ def test_the_command_line_says_it_in_one_line_wherever_torchvision_was_first_imp
     def measure(options):
         raise RuntimeError(BROKEN)  # as torchmetrics' or transformers' import of torchvision would
 
-    monkeypatch.setattr("vlbias.measure.measure", measure)
+    monkeypatch.setattr("vlbias.workflows.measure.measure", measure)
     versions = {"torch": "2.5.1+cpu", "torchvision": "0.21.0+cu124"}
     monkeypatch.setattr(vlbias.runtime.torch_pair, "_version", lambda package: versions[package])
     code, out, err = run_cli(["measure", "--suite", "mmbias", "--model", "clip", "--tiny", "--out", "ignored"])
