@@ -14,10 +14,10 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from vlbias.errors import ConfigError, InputError
+from vlbias.errors import InputError
 from vlbias.metrics._list_states import TypedListStates
 from vlbias.metrics.functional.bbq import bbq_intervals, bbq_scores, check_bbq_items
-from vlbias.metrics.functional.checks import check_bootstrap
+from vlbias.metrics.functional.checks import check_bootstrap, check_names
 from vlbias.options import DEFAULT_STATISTICS
 
 
@@ -72,8 +72,7 @@ class BBQScores(TypedListStates, Metric):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if not categories or len(set(categories)) != len(categories):
-            raise ConfigError(f"Expected argument `categories` to be distinct names but got {list(categories)!r}.")
+        check_names("categories", categories)
         check_bootstrap(n_bootstrap, confidence)
         self.categories = tuple(categories)
         self.n_bootstrap, self.confidence, self.seed = n_bootstrap, confidence, seed

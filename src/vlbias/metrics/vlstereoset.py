@@ -22,7 +22,7 @@ from torchmetrics import Metric
 
 from vlbias.errors import ConfigError, InputError
 from vlbias.metrics._list_states import TypedListStates
-from vlbias.metrics.functional.checks import check_bootstrap
+from vlbias.metrics.functional.checks import check_bootstrap, check_names
 from vlbias.metrics.functional.vlstereoset import (
     SCORES,
     _vlstereoset_compute,
@@ -78,8 +78,7 @@ class VLStereoSetScores(TypedListStates, Metric):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if not categories or len(set(categories)) != len(categories):
-            raise ConfigError(f"Expected argument `categories` to be distinct names but got {list(categories)!r}.")
+        check_names("categories", categories)
         check_bootstrap(n_bootstrap, confidence)
         self.categories = tuple(categories)
         self.n_bootstrap, self.confidence, self.seed = n_bootstrap, confidence, seed

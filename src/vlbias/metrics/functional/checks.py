@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -67,6 +68,13 @@ def check_confidence(confidence: object) -> None:
     """Raise a :class:`~vlbias.errors.ConfigError` unless the coverage ``confidence`` is a real number in (0, 1)."""
     if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) or not 0 < confidence < 1:
         raise ConfigError(f"Expected argument `confidence` to be in (0, 1) but got {confidence!r}")
+
+
+def check_names(name: str, names: Sequence[str]) -> None:
+    """Raise a :class:`~vlbias.errors.ConfigError` naming argument ``name`` unless ``names`` are distinct and at
+    least one (a metric's categories)."""
+    if not names or len(set(names)) != len(names):
+        raise ConfigError(f"Expected argument `{name}` to be distinct names but got {list(names)!r}.")
 
 
 def check_bootstrap(n_bootstrap: object, confidence: object) -> None:

@@ -65,6 +65,7 @@ class ChatFamily:
     """One chat-VLM family's own parts.
 
     Args:
+        description: The models and a checkpoint, and what the family does its own way (its adapter's docstring).
         model_types: The ``config.json`` ``model_type`` values the family loads (a folder of another is refused).
         special_tokens: The tiny tokenizer's special tokens (pad, bos, eos first; then image and chat markers).
         roles: The tiny tokenizer's keyword arguments naming them.
@@ -79,6 +80,7 @@ class ChatFamily:
             multimodal RoPE); ``None``: the model counts on from the cache, as it counted the prompt.
     """
 
+    description: str
     model_types: tuple[str, ...]
     special_tokens: tuple[str, ...]
     roles: Mapping[str, object]
@@ -154,6 +156,7 @@ def _llava(tokenizer, sizes: TinyChatSizes, ids: Mapping[str, int]) -> tuple[obj
 
 
 LLAVA = ChatFamily(
+    description="LLaVA-1.5 (``llava-hf/llava-1.5-7b-hf``).",
     model_types=("llava",),
     special_tokens=("<pad>", "<s>", "</s>", "<image>"),
     roles={
@@ -239,8 +242,9 @@ def _qwen_answer_positions(model, full_mask: Tensor, length: int) -> Tensor:
     return (full_mask.long().cumsum(dim=1) - 1)[:, length:] + deltas
 
 
-def _qwen_family(model_type: str, config_class: str, vision: Mapping[str, object]) -> ChatFamily:
+def _qwen_family(description: str, model_type: str, config_class: str, vision: Mapping[str, object]) -> ChatFamily:
     return ChatFamily(
+        description=description,
         model_types=(model_type,),
         special_tokens=QWEN_TOKENS,
         roles=QWEN_ROLES,
@@ -252,9 +256,13 @@ def _qwen_family(model_type: str, config_class: str, vision: Mapping[str, object
 
 
 QWEN2_VL = _qwen_family(
-    "qwen2_vl", "Qwen2VLConfig", {"embed_dim": 32, "hidden_size": 32, "mlp_ratio": 2, "spatial_merge_size": 2}
+    "Qwen2-VL (``Qwen/Qwen2-VL-2B-Instruct``).",
+    "qwen2_vl",
+    "Qwen2VLConfig",
+    {"embed_dim": 32, "hidden_size": 32, "mlp_ratio": 2, "spatial_merge_size": 2},
 )
 QWEN2_5_VL = _qwen_family(
+    "Qwen2.5-VL (``Qwen/Qwen2.5-VL-3B-Instruct``).",
     "qwen2_5_vl",
     "Qwen2_5_VLConfig",
     {"hidden_size": 32, "intermediate_size": 37, "out_hidden_size": 32, "spatial_merge_size": 2, "window_size": 56},
@@ -282,6 +290,11 @@ def _paligemma(tokenizer, sizes: TinyChatSizes, ids: Mapping[str, int]) -> tuple
 
 
 PALIGEMMA = ChatFamily(
+    description=(
+        "PaliGemma and PaliGemma 2 (``google/paligemma2-3b-mix-224``): a plain prompt, no chat template (the "
+        "processor puts the image tokens and ``<bos>`` first and ``\\n`` after the prompt); the prefix (image and "
+        "prompt) attends both ways, the answer causally (``token_type_ids`` 1)."
+    ),
     model_types=("paligemma",),
     special_tokens=("<pad>", "<bos>", "<eos>", "<image>"),
     roles={
@@ -329,6 +342,10 @@ def _gemma3(tokenizer, sizes: TinyChatSizes, ids: Mapping[str, int]) -> tuple[ob
 
 
 GEMMA3 = ChatFamily(
+    description=(
+        "Gemma 3 (``google/gemma-3-4b-it``): the image's tokens attend to each other both ways (``token_type_ids`` "
+        "1 on them, 0 on text and answers)."
+    ),
     model_types=("gemma3",),
     special_tokens=(
         "<pad>",
@@ -395,8 +412,9 @@ def _idefics3(smolvlm: bool) -> Callable[..., tuple[object, object]]:
     return build
 
 
-def _idefics3_family(model_type: str, smolvlm: bool) -> ChatFamily:
+def _idefics3_family(description: str, model_type: str, smolvlm: bool) -> ChatFamily:
     return ChatFamily(
+        description=description,
         model_types=(model_type,),
         special_tokens=(
             "<|endoftext|>",
@@ -412,8 +430,8 @@ def _idefics3_family(model_type: str, smolvlm: bool) -> ChatFamily:
     )
 
 
-IDEFICS3 = _idefics3_family("idefics3", smolvlm=False)
-SMOLVLM = _idefics3_family("smolvlm", smolvlm=True)
+IDEFICS3 = _idefics3_family("Idefics3 (``HuggingFaceM4/Idefics3-8B-Llama3``).", "idefics3", smolvlm=False)
+SMOLVLM = _idefics3_family("SmolVLM and SmolVLM2 (``HuggingFaceTB/SmolVLM2-2.2B-Instruct``).", "smolvlm", smolvlm=True)
 
 
 # -- InternVL (2.5 and 3, the transformers-native checkpoints) ---------------------------------------
@@ -449,6 +467,7 @@ def _internvl(tokenizer, sizes: TinyChatSizes, ids: Mapping[str, int]) -> tuple[
 
 
 INTERNVL = ChatFamily(
+    description="InternVL 2.5 and 3 in transformers' own format (``OpenGVLab/InternVL3-1B-hf``).",
     model_types=("internvl",),
     special_tokens=("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<img>", "</img>", "<IMG_CONTEXT>", "<video>"),
     roles={

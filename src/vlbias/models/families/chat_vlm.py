@@ -340,68 +340,18 @@ def _cache_argument(model: PreTrainedModel) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
-class LlavaAdapter(ChatVLMAdapter):
-    """LLaVA-1.5 (``llava-hf/llava-1.5-7b-hf``)."""
-
-    name = "llava"
-    capabilities = registered_capabilities(name)
-    family = LLAVA
-
-
-class Qwen2VLAdapter(ChatVLMAdapter):
-    """Qwen2-VL (``Qwen/Qwen2-VL-2B-Instruct``)."""
-
-    name = "qwen2_vl"
-    capabilities = registered_capabilities(name)
-    family = QWEN2_VL
+def chat_adapter(class_name: str, name: str, family: ChatFamily) -> type[ChatVLMAdapter]:
+    """The adapter class of a registered chat family: its catalog ``name``, the capabilities the catalog declares for
+    it (:func:`~vlbias.models.base.registered_capabilities`), its ``family`` and the family's description."""
+    members = {"name": name, "capabilities": registered_capabilities(name), "family": family}
+    return type(class_name, (ChatVLMAdapter,), {**members, "__doc__": family.description, "__module__": __name__})
 
 
-class Qwen25VLAdapter(ChatVLMAdapter):
-    """Qwen2.5-VL (``Qwen/Qwen2.5-VL-3B-Instruct``)."""
-
-    name = "qwen2_5_vl"
-    capabilities = registered_capabilities(name)
-    family = QWEN2_5_VL
-
-
-class PaliGemmaAdapter(ChatVLMAdapter):
-    """PaliGemma and PaliGemma 2 (``google/paligemma2-3b-mix-224``): a plain prompt, no chat template (the
-    processor puts the image tokens and ``<bos>`` first and ``\\n`` after the prompt); the prefix (image and prompt)
-    attends both ways, the answer causally (``token_type_ids`` 1)."""
-
-    name = "paligemma"
-    capabilities = registered_capabilities(name)
-    family = PALIGEMMA
-
-
-class Gemma3Adapter(ChatVLMAdapter):
-    """Gemma 3 (``google/gemma-3-4b-it``): the image's tokens attend to each other both ways (``token_type_ids``
-    1 on them, 0 on text and answers)."""
-
-    name = "gemma3"
-    capabilities = registered_capabilities(name)
-    family = GEMMA3
-
-
-class Idefics3Adapter(ChatVLMAdapter):
-    """Idefics3 (``HuggingFaceM4/Idefics3-8B-Llama3``)."""
-
-    name = "idefics3"
-    capabilities = registered_capabilities(name)
-    family = IDEFICS3
-
-
-class SmolVLMAdapter(ChatVLMAdapter):
-    """SmolVLM and SmolVLM2 (``HuggingFaceTB/SmolVLM2-2.2B-Instruct``)."""
-
-    name = "smolvlm"
-    capabilities = registered_capabilities(name)
-    family = SMOLVLM
-
-
-class InternVLAdapter(ChatVLMAdapter):
-    """InternVL 2.5 and 3 in transformers' own format (``OpenGVLab/InternVL3-1B-hf``)."""
-
-    name = "internvl"
-    capabilities = registered_capabilities(name)
-    family = INTERNVL
+LlavaAdapter = chat_adapter("LlavaAdapter", "llava", LLAVA)
+Qwen2VLAdapter = chat_adapter("Qwen2VLAdapter", "qwen2_vl", QWEN2_VL)
+Qwen25VLAdapter = chat_adapter("Qwen25VLAdapter", "qwen2_5_vl", QWEN2_5_VL)
+PaliGemmaAdapter = chat_adapter("PaliGemmaAdapter", "paligemma", PALIGEMMA)
+Gemma3Adapter = chat_adapter("Gemma3Adapter", "gemma3", GEMMA3)
+Idefics3Adapter = chat_adapter("Idefics3Adapter", "idefics3", IDEFICS3)
+SmolVLMAdapter = chat_adapter("SmolVLMAdapter", "smolvlm", SMOLVLM)
+InternVLAdapter = chat_adapter("InternVLAdapter", "internvl", INTERNVL)
