@@ -11,7 +11,7 @@ import torch
 from PIL import Image
 from transformers import AutoModelForImageTextToText, AutoProcessor
 
-from vlbias.errors import InputError
+from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability
 from vlbias.models.catalog import adapter_class, list_models, models_with
 from vlbias.models.registry import load
@@ -52,13 +52,30 @@ def test_scores_have_the_shapes_and_parts_they_claim(model):
     torch.testing.assert_close(scores.mean_log_prob, scores.log_prob / scores.n_tokens, rtol=0, atol=0)
 
 
-def test_the_cached_prompt_scores_equal_one_unpadded_forward_per_option(model):
-    """Exactness: the prompt encoded once (left-padded among prompts of other lengths and images of other sizes),
-    its cache repeated for options of 1 to 20 tokens, equals prompt + option in one unpadded forward each."""
-    cached = model.score_options(images(), PROMPTS, OPTIONS)
+def test_the_cached_prompt_scores_equal_one_unpadded_forward_per_option_padded_on_either_side(model):
+    """Exactness: the prompt encoded once (padded, left or right, among prompts of other lengths and images of other
+    sizes), its cache repeated for options of 1 to 20 tokens, equals prompt + option in one unpadded forward each;
+    and the two paddings give the same scores."""
     direct = model.score_options_directly(images(), PROMPTS, OPTIONS)
-    torch.testing.assert_close(cached.log_prob, direct.log_prob, rtol=0, atol=1e-5)
-    assert cached.n_tokens.tolist() == direct.n_tokens.tolist()
+    scores = {}
+    if model.family.left_padding_only:  # Gemma 3's sliding windows
+        with pytest.raises(ConfigError, match=f"Model '{model.name}' pads prompts on the left only: its sliding"):
+            load(model.name, tiny=True, device="cpu", options={"padding_side": "right"})
+        torch.testing.assert_close(model.score_options(images(), PROMPTS, OPTIONS).log_prob, direct.log_prob,
+                                   rtol=0, atol=1e-5)  # fmt: skip
+        return
+    for side in ("left", "right"):
+        model.padding_side = side
+        scores[side] = model.score_options(images(), PROMPTS, OPTIONS)
+        torch.testing.assert_close(scores[side].log_prob, direct.log_prob, rtol=0, atol=1e-5)
+        assert scores[side].n_tokens.tolist() == direct.n_tokens.tolist()
+        assert model.prompt_inputs(images(), PROMPTS)["attention_mask"][:, -1 if side == "left" else 0].all()
+    model.padding_side = "left"
+    torch.testing.assert_close(scores["left"].log_prob, scores["right"].log_prob, rtol=0, atol=1e-5)
+    right = load(model.name, tiny=True, device="cpu", options={"padding_side": "right"})
+    letters = ["A", "B", "C"]
+    torch.testing.assert_close(right.first_token_probs(images(), PROMPTS, letters),
+                               model.first_token_probs(images(), PROMPTS, letters), rtol=1e-4, atol=1e-7)  # fmt: skip
 
 
 def test_an_item_scores_the_same_alone_as_in_a_batch(model):

@@ -60,6 +60,18 @@ def _vision_config(sizes: TinyChatSizes, **more: object) -> dict:
     }
 
 
+def counted_positions(mask: Tensor) -> Tensor:
+    """``(N, P)``: each column's count of real tokens before it in its row (a pad takes its neighbour's), so a
+    sequence's positions are ``0, 1, ...`` over its real tokens wherever its pads are.
+
+    Example:
+        >>> counted_positions(torch.tensor([[0, 0, 1, 1], [1, 1, 1, 0]]))
+        tensor([[0, 0, 0, 1],
+                [0, 1, 2, 2]])
+    """
+    return (mask.long().cumsum(dim=1) - 1).clamp(min=0)
+
+
 @dataclass(frozen=True)
 class ChatFamily:
     """One chat-VLM family's own parts.
@@ -76,8 +88,12 @@ class ChatFamily:
         answer_token_types: Per-token inputs that the answer's tokens carry, with their value (PaliGemma's
             ``token_type_ids`` are 1 on the suffix it predicts; Qwen's ``mm_token_type_ids`` 0 on text).
         answer_positions: ``(model, full_mask, length) -> position_ids`` of answer tokens read after a cached
-            prompt of ``length`` tokens, for a family whose prompt positions are not ``0..length-1`` (Qwen's
-            multimodal RoPE); ``None``: the model counts on from the cache, as it counted the prompt.
+            prompt of ``length`` columns (:func:`counted_positions` by default: each token's count of real tokens
+            before it; Qwen's adds its multimodal RoPE's offset).
+        model_positions_prompts: The model places a prompt's tokens itself from its attention mask (Qwen's
+            multimodal RoPE); otherwise :meth:`prompt_positions` counts them.
+        left_padding_only: Why the family's prompts must be padded on the left (``None``: either side gives the
+            same scores).
     """
 
     description: str
@@ -87,7 +103,11 @@ class ChatFamily:
     chat_template: str | None
     build: Callable[..., tuple[object, object]]
     answer_token_types: Mapping[str, int] = field(default_factory=dict)
-    answer_positions: Callable[..., Tensor] | None = None
+    answer_positions: Callable[..., Tensor] = field(
+        default=lambda _model, mask, length: counted_positions(mask)[:, length:]
+    )
+    model_positions_prompts: bool = False
+    left_padding_only: str | None = None
 
     def render(self, processor, prompt: str) -> str:
         """The text the processor reads for one image and ``prompt``: the chat template of one user turn (the image
@@ -102,9 +122,13 @@ class ChatFamily:
         """The per-token inputs (and positions, :attr:`answer_positions`) of answer tokens ``ids`` ``(R, L)``
         read after a cached prompt; ``full_mask`` ``(R, P + L)`` is the prompt's attention mask and theirs."""
         inputs = {key: torch.full_like(ids, value) for key, value in self.answer_token_types.items()}
-        if self.answer_positions is not None:
-            inputs["position_ids"] = self.answer_positions(model, full_mask, full_mask.shape[1] - ids.shape[1])
+        inputs["position_ids"] = self.answer_positions(model, full_mask, full_mask.shape[1] - ids.shape[1])
         return inputs
+
+    def prompt_positions(self, mask: Tensor) -> dict[str, Tensor]:
+        """The ``position_ids`` of prompts with attention ``mask`` ``(N, P)`` (:func:`counted_positions`, so that
+        a prompt's positions do not depend on its pads, left or right), or none where the model places them."""
+        return {} if self.model_positions_prompts else {"position_ids": counted_positions(mask)}
 
     def joined_inputs(self, inputs: Mapping[str, Tensor], option: Tensor) -> dict[str, Tensor]:
         """The per-token inputs of one prompt's ``inputs`` followed by answer tokens ``option`` ``(1, L)``."""
@@ -239,7 +263,7 @@ def _qwen_answer_positions(model, full_mask: Tensor, length: int) -> Tensor:
     prompt repeat its row."""
     deltas = model.model.rope_deltas  # (N, 1)
     deltas = deltas.repeat_interleave(full_mask.shape[0] // deltas.shape[0], dim=0)
-    return (full_mask.long().cumsum(dim=1) - 1)[:, length:] + deltas
+    return counted_positions(full_mask)[:, length:] + deltas
 
 
 def _qwen_family(description: str, model_type: str, config_class: str, vision: Mapping[str, object]) -> ChatFamily:
@@ -252,6 +276,7 @@ def _qwen_family(description: str, model_type: str, config_class: str, vision: M
         build=_qwen_vl(config_class, vision),
         answer_token_types={"mm_token_type_ids": 0},
         answer_positions=_qwen_answer_positions,
+        model_positions_prompts=True,
     )
 
 
@@ -369,6 +394,10 @@ GEMMA3 = ChatFamily(
     },
     chat_template=GEMMA3_TEMPLATE,
     build=_gemma3,
+    left_padding_only=(
+        "its sliding-window layers attend to the last columns of the cache, pads among them, so an answer after a "
+        "right-padded prompt would see fewer of the prompt's tokens"
+    ),
     answer_token_types={"token_type_ids": 0},
 )
 

@@ -35,7 +35,7 @@ from torch import Tensor
 from transformers import AutoModelForImageTextToText, AutoProcessor, PreTrainedModel
 
 from vlbias.data.images import ImageInput, load_image
-from vlbias.errors import InputError
+from vlbias.errors import ConfigError, InputError
 from vlbias.models.base import Capability, ModelAdapter, registered_capabilities
 from vlbias.models.families.chat_tiny import (
     GEMMA3,
@@ -50,6 +50,8 @@ from vlbias.models.families.chat_tiny import (
     TinyChatSizes,
 )
 from vlbias.models.loading import from_pretrained_strict
+
+PaddingSide = Literal["left", "right"]
 
 
 @dataclass(frozen=True)
@@ -92,13 +94,17 @@ class ChatVLMAdapter(ModelAdapter):
     placed_by_device_map: bool = False
     tiny_sizes = TinyChatSizes()
 
-    def __init__(self, model: PreTrainedModel, processor, answer_prefix: str = "") -> None:
+    def __init__(
+        self, model: PreTrainedModel, processor, answer_prefix: str = "", padding_side: PaddingSide = "left"
+    ) -> None:
         super().__init__()
         self.model = model
         self.processor = processor
         self.answer_prefix = answer_prefix
+        if padding_side == "right" and self.family.left_padding_only:
+            raise ConfigError(f"Model {self.name!r} pads prompts on the left only: {self.family.left_padding_only}.")
+        self.padding_side = padding_side
         self.tokenizer = processor.tokenizer
-        self.tokenizer.padding_side = "left"  # prompts end where the answer starts
         text_config = getattr(model.config, "text_config", model.config)
         self.max_text_length = text_config.max_position_embeddings
         self._cache_argument = _cache_argument(model)
@@ -109,14 +115,21 @@ class ChatVLMAdapter(ModelAdapter):
             )
 
     # -- inputs ----------------------------------------------------------------------
-    def prompt_inputs(self, images: Sequence[ImageInput], prompts: Sequence[str]) -> dict[str, Tensor]:
+    def prompt_inputs(
+        self, images: Sequence[ImageInput], prompts: Sequence[str], side: PaddingSide | None = None
+    ) -> dict[str, Tensor]:
         """The processor's inputs for one image and one user prompt per item, rendered by the family (the chat
-        template with the generation prompt), left-padded, on this adapter's device."""
+        template with the generation prompt), padded on ``side`` (:attr:`padding_side` by default), on this
+        adapter's device."""
         if len(images) != len(prompts):
             raise InputError(f"Expected one prompt per image but got {len(images)} images and {len(prompts)} prompts.")
         texts = [self.family.render(self.processor, prompt) for prompt in prompts]
         inputs = self.processor(
-            images=[[load_image(image)] for image in images], text=texts, padding=True, return_tensors="pt"
+            images=[[load_image(image)] for image in images],
+            text=texts,
+            padding=True,
+            padding_side=side or self.padding_side,
+            return_tensors="pt",
         )
         # PaliGemma's processor adds ``labels`` (all ignored): nothing here asks the model for a loss
         return {key: value.to(self.device) for key, value in inputs.items() if key != "labels"}
@@ -162,7 +175,7 @@ class ChatVLMAdapter(ModelAdapter):
         per_item = [self.option_ids(item) for item in options]
         inputs = self.prompt_inputs(images, prompts)
         self._check_length(inputs, prompts, [max(len(ids) for ids in item) for item in per_item])
-        prefill = self.model(**inputs, use_cache=True)
+        prefill = self._prefill(inputs)
         cache = _cache_of(prefill)
         cache.batch_repeat_interleave(n_options)  # (N·O, ...): item i's cache for each of its options
         ids, mask = self._right_padded([ids for item in per_item for ids in item])
@@ -177,7 +190,8 @@ class ChatVLMAdapter(ModelAdapter):
             **{self._cache_argument: cache},
             **self.family.option_inputs(self.model, ids, full_mask),
         )
-        first = prefill.logits[:, -1:].repeat_interleave(n_options, dim=0)  # predicts each option's first token
+        first = _last_logits(prefill.logits, inputs["attention_mask"])[:, None]  # predicts each option's first token
+        first = first.repeat_interleave(n_options, dim=0)
         logits = torch.cat([first, out.logits[:, :-1]], dim=1)  # (N·O, L, V): logits[:, l] predicts ids[:, l]
         token_log_probs = logits.float().log_softmax(dim=-1).gather(-1, ids[..., None])[..., 0] * mask
         n_tokens = mask.sum(dim=1)
@@ -225,7 +239,7 @@ class ChatVLMAdapter(ModelAdapter):
             )
         inputs = self.prompt_inputs(images, prompts)
         self._check_length(inputs, prompts, [1] * len(prompts))
-        logits = self.model(**inputs).logits[:, -1].float()
+        logits = _last_logits(self._prefill(inputs).logits, inputs["attention_mask"]).float()
         return logits.softmax(dim=-1)[:, firsts]
 
     @torch.no_grad()
@@ -239,8 +253,9 @@ class ChatVLMAdapter(ModelAdapter):
         seed: int = 0,
     ) -> list[Generation]:
         """Answer each prompt: greedy (``do_sample=False``) or sampled at ``temperature`` from a generator seeded
-        with ``seed`` (the global RNG is restored afterwards), at most ``max_new_tokens`` tokens."""
-        inputs = self.prompt_inputs(images, prompts)
+        with ``seed`` (the global RNG is restored afterwards), at most ``max_new_tokens`` tokens. Prompts are
+        left-padded whatever :attr:`padding_side` says: ``generate`` appends to the last column."""
+        inputs = self.prompt_inputs(images, prompts, side="left")
         self._check_length(inputs, prompts, [max_new_tokens] * len(prompts))
         sampling = {"do_sample": True, "temperature": temperature} if do_sample else {"do_sample": False}
         with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
@@ -265,6 +280,11 @@ class ChatVLMAdapter(ModelAdapter):
         length = next((i + 1 for i, token in enumerate(ids) if token in ends), len(ids))
         kept = ids[:length]
         return Generation(self.tokenizer.decode(kept, skip_special_tokens=True), kept, log_probs[:length].tolist())
+
+    def _prefill(self, inputs: dict[str, Tensor]) -> object:
+        """The forward of prompts ``inputs`` that caches their keys and values, at the positions the family counts
+        (:meth:`~vlbias.models.families.chat_tiny.ChatFamily.prompt_positions`: pads skipped, on either side)."""
+        return self.model(**inputs, **self.family.prompt_positions(inputs["attention_mask"]), use_cache=True)
 
     def _right_padded(self, rows: list[list[int]]) -> tuple[Tensor, Tensor]:
         """``(R, L)`` ids padded on the right with the pad token, and their mask."""
@@ -291,6 +311,7 @@ class ChatVLMAdapter(ModelAdapter):
         cls,
         name_or_path: str | Path,
         answer_prefix: str = "",
+        padding_side: PaddingSide = "left",
         dtype: Literal["float32", "bfloat16", "float16"] | None = None,
         attn_implementation: Literal["eager", "sdpa", "flash_attention_2"] | None = None,
         device_map: str | None = None,
@@ -302,6 +323,7 @@ class ChatVLMAdapter(ModelAdapter):
         Args:
             name_or_path: Hub id or local folder.
             answer_prefix: Text put before every answer option (see the module's docstring).
+            padding_side: Where a batch's shorter prompts are padded when scoring (the same scores either way).
             dtype: The weights' dtype (``None``: as saved, transformers' default).
             attn_implementation: transformers' attention kernel (``None``: SDPA where the model has it).
             device_map: ``"auto"`` places a model too large for one GPU over the GPUs and the CPU with
@@ -315,19 +337,32 @@ class ChatVLMAdapter(ModelAdapter):
             cls.family.model_types,
             **{key: value for key, value in options.items() if value is not None},
         )
-        adapter = cls(model, AutoProcessor.from_pretrained(str(name_or_path)), answer_prefix)
+        adapter = cls(model, AutoProcessor.from_pretrained(str(name_or_path)), answer_prefix, padding_side)
         adapter.placed_by_device_map = device_map is not None
         return adapter
 
     @classmethod
-    def tiny(cls, seed: int = 0, sizes: TinyChatSizes | None = None, answer_prefix: str = "") -> ChatVLMAdapter:
+    def tiny(
+        cls,
+        seed: int = 0,
+        sizes: TinyChatSizes | None = None,
+        answer_prefix: str = "",
+        padding_side: PaddingSide = "left",
+    ) -> ChatVLMAdapter:
         """A tiny random model of this family at transformers' test dimensions, with a byte-level tokenizer, the
         family's processor and a chat template (:mod:`vlbias.models.families.chat_tiny`), all built offline."""
         processor, config = cls.family.tiny(sizes or cls.tiny_sizes)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = AutoModelForImageTextToText.from_config(config)
-        return cls(model.eval(), processor, answer_prefix)
+        return cls(model.eval(), processor, answer_prefix, padding_side)
+
+
+def _last_logits(logits: Tensor, mask: Tensor) -> Tensor:
+    """``(N, V)``: each row's logits at its last real token, wherever its pads are (``mask`` ``(N, P)``)."""
+    positions = torch.arange(mask.shape[1], device=mask.device)
+    last = (mask.long() * positions).argmax(dim=1)
+    return logits[torch.arange(len(logits), device=logits.device), last]
 
 
 def _cache_of(output) -> object:
