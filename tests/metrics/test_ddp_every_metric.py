@@ -278,6 +278,17 @@ def _bbq(g: torch.Generator) -> list[Batch]:
     return batches
 
 
+def _position(g: torch.Generator) -> list[Batch]:
+    # 5 items a batch of 2 or 3 options: a chosen position per shown rotation, -1 past the item's options
+    batches = []
+    for _ in range(N_BATCHES):
+        n_options = 2 + _ints(g, 2, 5)
+        positions = (_rand(g, 5, 3) * n_options[:, None]).long()
+        positions[:, 2] = torch.where(n_options == 3, positions[:, 2], -1)
+        batches.append([("", dict(positions=positions, n_options=n_options))])
+    return batches
+
+
 _TEST = dict(n_permutations=50, n_bootstrap=20, seed=3)  # few random draws, fixed seed
 
 RECIPES: dict[str, Recipe] = {
@@ -310,6 +321,7 @@ RECIPES: dict[str, Recipe] = {
     "LanguageBiasInterval": Recipe(
         lambda: metrics.LanguageBiasInterval(num_entities=3, n_bootstrap=20, seed=3), _language_bias_interval
     ),
+    "PositionPreference": Recipe(lambda: metrics.PositionPreference(max_options=3), _position),
     "PretrainingAssociation": Recipe(lambda: metrics.PretrainingAssociation(num_entities=3), _pretraining_association),
     "PrecisionAtK": Recipe(lambda: metrics.PrecisionAtK(k=4, n_bootstrap=20, seed=3), _precision),
     "RankingBias": Recipe(lambda: metrics.RankingBias(k=4, num_attributes=3, n_bootstrap=20, seed=3), _ranking_bias),

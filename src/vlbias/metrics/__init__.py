@@ -12,6 +12,7 @@ from vlbias.metrics.entity_association import (
     VisualBiasInterval,
 )
 from vlbias.metrics.grounded_weat import GroundedCongruenceTest
+from vlbias.metrics.position import PositionPreference
 from vlbias.metrics.group_fairness import GroupFairness
 from vlbias.metrics.precision import PrecisionAtK
 from vlbias.metrics.ranking_bias import RankingBias
@@ -32,6 +33,7 @@ __all__ = [
     "ITMTest",
     "LanguageAssociation",
     "LanguageBiasInterval",
+    "PositionPreference",
     "PretrainingAssociation",
     "PrecisionAtK",
     "RankingBias",

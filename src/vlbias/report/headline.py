@@ -25,6 +25,7 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "gallery_skew": (r"[a-z_]+/(?:max_skew|kl)@\d+", r"folds/[a-z_]+/max_skew@\d+", r"precision@\d+"),
     "counterbias": (r"[^/]+/B@.+/avg", r"[^/]+/[^/]+/B@V-L", "attack_success_rate"),
     "entity_association": (r"B_L/[^/]+", r"B_V/[^/]+", r"B_PT/[^/]+", r"B_L_no_image/[^/]+"),
+    "bias_qa": (r"(?:accuracy|bias)_(?:ambiguous|disambiguated)", "position/max_deviation", "position/change_rate"),
     "zero_shot_fairness": (
         "accuracy",
         r"[^/]+/worst_group_gap",

@@ -416,6 +416,7 @@ _DECLARED_HERE: dict[str, type[SuiteOptions]] = {d.SUITE: d for d in (
 #: suite name -> its options declared in a module of their own (imported when asked for, as it imports this one);
 #: one line per suite.
 _DECLARED_APART = LazyTable("suite", {
+    "bias_qa": "vlbias.suites.bias_qa_options:BiasQAOptions",
     "gallery_skew": "vlbias.suites.gallery_skew_options:GallerySkewOptions",
     "retrieval_bias": "vlbias.suites.retrieval_bias_options:RetrievalBiasOptions",
     "zero_shot_fairness": "vlbias.suites.zero_shot_fairness_options:ZeroShotFairnessOptions",

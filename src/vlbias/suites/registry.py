@@ -22,6 +22,7 @@ _SUITES = LazyTable(
         "retrieval_bias": "vlbias.suites.retrieval_bias:RetrievalBiasSuite",
         "zero_shot_fairness": "vlbias.suites.zero_shot_fairness:ZeroShotFairnessSuite",
         "gallery_skew": "vlbias.suites.gallery_skew:GallerySkewSuite",
+        "bias_qa": "vlbias.suites.bias_qa:BiasQASuite",
     },
 )
 
@@ -36,6 +37,7 @@ _SUMMARIES = {
     "retrieval_bias": "ranking bias of what an EMBED model retrieves for gender-neutral queries",
     "zero_shot_fairness": "group fairness of CLIP-style zero-shot classification",
     "gallery_skew": "skew of what text queries retrieve from an attribute-labelled image gallery",
+    "bias_qa": "BBQ bias scores of a chat model's answers to multiple-choice questions about images",
 }
 
 

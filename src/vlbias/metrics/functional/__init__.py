@@ -46,6 +46,7 @@ from vlbias.metrics.functional.group_fairness import (
 )
 from vlbias.metrics.functional.group_fairness_intervals import group_fairness_intervals
 from vlbias.metrics.functional.multiple_testing import benjamini_hochberg, holm_bonferroni
+from vlbias.metrics.functional.position import position_counts, position_preference, position_shares
 from vlbias.metrics.functional.ranking_bias import (
     bias_at_k,
     desired_shares,
@@ -129,6 +130,9 @@ __all__ = [
     "ndkl",
     "p_value_from_associations",
     "pleasant_share",
+    "position_counts",
+    "position_preference",
+    "position_shares",
     "pretraining_association",
     "ranking_bias",
     "ranking_from_mean_scores",
