@@ -6,6 +6,7 @@ set or group, skips of every kind); one spawn runs them all."""
 import pytest
 
 from tests.suites.sharded import assert_same_output, outputs_per_rank, single_process
+from tests.suites.test_bias_qa import sharded_case as bias_qa_case
 from tests.suites.test_counterbias import sharded_case as counterbias_case
 from tests.suites.test_entity_association import sharded_case as entity_association_case
 from tests.suites.test_gallery_skew import sharded_case as gallery_skew_case
@@ -26,6 +27,7 @@ CASES = [
     retrieval_bias_case,
     zero_shot_fairness_case,
     gallery_skew_case,
+    bias_qa_case,
 ]
 
 

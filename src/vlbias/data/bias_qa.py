@@ -17,7 +17,7 @@
 A line that breaks these rules (not JSON, a missing, unknown or ill-typed field, a broken rule) stops the read with
 one :class:`~vlbias.errors.InputError` naming the file, the line and the field; blank lines are left out. An item
 whose image file is missing or does not decode (:func:`~vlbias.data.images.image_problem`) is not an error: it is
-returned among the skipped items, with the reason.
+returned among the skipped items, with the reason (naming the image as the file does).
 
 Example:
     >>> import json, tempfile, pathlib
@@ -88,7 +88,8 @@ def read_bias_qa(path: str | Path) -> tuple[list[BiasQAItem], list[dict[str, str
         seen[item.id] = number
         problem = image_problem(item.image)
         if problem is not None:
-            skipped.append({"item": item.id, "reason": f"image {str(item.image)!r}: {problem}"})
+            shown = item.image.relative_to(path.parent) if item.image.is_relative_to(path.parent) else item.image
+            skipped.append({"item": item.id, "reason": f"image {str(shown)!r}: {problem}"})
             continue
         items.append(item)
     if not seen:
@@ -120,7 +121,9 @@ def _item(path: Path, number: int, line: str) -> BiasQAItem:
     def text(field: str, allow_empty: bool = False) -> str:
         value = record.get(field, "")
         if not isinstance(value, str) or not (allow_empty or value.strip()):
-            raise _bad(path, number, field, f"expected {'a' if allow_empty else 'a non-empty'} string but got {value!r}")
+            raise _bad(
+                path, number, field, f"expected {'a' if allow_empty else 'a non-empty'} string but got {value!r}"
+            )
         return value
 
     options, kinds = record["options"], record["kinds"]

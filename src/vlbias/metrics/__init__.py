@@ -12,8 +12,8 @@ from vlbias.metrics.entity_association import (
     VisualBiasInterval,
 )
 from vlbias.metrics.grounded_weat import GroundedCongruenceTest
-from vlbias.metrics.position import PositionPreference
 from vlbias.metrics.group_fairness import GroupFairness
+from vlbias.metrics.position import PositionPreference
 from vlbias.metrics.precision import PrecisionAtK
 from vlbias.metrics.ranking_bias import RankingBias
 from vlbias.metrics.retrieval import RetrievalRecall

@@ -123,7 +123,9 @@ class BiasQASuite(Suite):
             raise InputError(f"No question of {data_config.get('data')} has a readable image: {(skipped or [])[:3]}")
         wide = next((item for item in items if len(item.options) > len(LETTERS)), None)
         if wide is not None:
-            raise InputError(f"Question {wide.id!r} has {len(wide.options)} options; at most {len(LETTERS)} are lettered.")
+            raise InputError(
+                f"Question {wide.id!r} has {len(wide.options)} options; at most {len(LETTERS)} are lettered."
+            )
         self.items, self.data_config, self.options = items, data_config, options
         self.skipped = list(skipped or [])
 

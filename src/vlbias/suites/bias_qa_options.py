@@ -73,8 +73,8 @@ class BiasQAOptions(SuiteOptions):
         return LETTER_TEMPLATE if self.scoring == "first_token" else TEXT_TEMPLATE
 
     def prompt(self, context: str, question: str, options: Sequence[str]) -> str:
-        """The prompt of a question whose ``options`` are shown in this order (blank lines of an empty context left
-        out).
+        """The prompt of a question whose ``options`` are shown in this order; blank lines are left out (so an empty
+        context leaves none).
 
         Example:
             >>> print(BiasQAOptions().prompt("", "Who is it?", ["the man", "the woman"]))

@@ -48,7 +48,9 @@ def position_counts(positions: Tensor, n_options: Tensor, max_options: int) -> d
         raise InputError(f"Expected argument `n_options` in [2, {max_options}] but got {n_options.unique().tolist()}.")
     rotation = torch.arange(max_options)[None]
     shown = rotation < n_options[:, None]  # (N, max_options): rotation r of item i was shown
-    if bool(((positions < 0) | (positions >= n_options[:, None]))[shown].any()) or bool((positions != -1)[~shown].any()):
+    if bool(((positions < 0) | (positions >= n_options[:, None]))[shown].any()) or bool(
+        (positions != -1)[~shown].any()
+    ):
         raise InputError(
             "Expected argument `positions` in [0, n_options) for each shown rotation and -1 past the item's "
             f"n_options, but got {positions.tolist()[:5]}."
