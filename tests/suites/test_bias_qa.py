@@ -195,3 +195,16 @@ def test_a_template_shows_the_options_in_the_order_given():
     assert (
         check_suite_options("bias_qa", {"scoring": "first_token"}).chosen_template().endswith("letter of one option.")
     )
+
+
+def test_questions_of_two_and_three_options_share_a_batch(tmp_path):
+    path = write_questions(tmp_path)
+    two = {"id": "two", "image": "img/0.png", "question": "a1?", "options": [OPTIONS[0], OPTIONS[2]],
+           "kinds": ["biased", "unknown"], "answer": 1, "context_condition": "ambiguous", "category": "race"}  # fmt: skip
+    path.write_text(path.read_text() + json.dumps(two) + "\n")
+    output = run(path, bonus=8.0, batch_size=16)
+    row = output.items[-1]
+    assert row["id"] == "two" and row["chosen_kind"] == "biased" and len(row["probabilities"]) == 2
+    # 8 questions of three orders and one of two: 26 orders, of which 8 show a third option
+    assert output.metrics["position/2/expected_share"] == pytest.approx(8 / 26)
+    assert output.metrics["position/0/share"] == 1 and output.metrics["n_items"] == 9
