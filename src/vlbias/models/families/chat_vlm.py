@@ -175,7 +175,7 @@ class ChatVLMAdapter(ModelAdapter):
         per_item = [self.option_ids(item) for item in options]
         inputs = self.prompt_inputs(images, prompts)
         self._check_length(inputs, prompts, [max(len(ids) for ids in item) for item in per_item])
-        prefill = self._prefill(inputs)
+        prefill, last = self._prefill(inputs)
         cache = _cache_of(prefill)
         cache.batch_repeat_interleave(n_options)  # (N·O, ...): item i's cache for each of its options
         ids, mask = self._right_padded([ids for item in per_item for ids in item])
@@ -190,8 +190,7 @@ class ChatVLMAdapter(ModelAdapter):
             **{self._cache_argument: cache},
             **self.family.option_inputs(self.model, ids, full_mask),
         )
-        first = _last_logits(prefill.logits, inputs["attention_mask"])[:, None]  # predicts each option's first token
-        first = first.repeat_interleave(n_options, dim=0)
+        first = last[:, None].repeat_interleave(n_options, dim=0)  # predicts each option's first token
         logits = torch.cat([first, out.logits[:, :-1]], dim=1)  # (N·O, L, V): logits[:, l] predicts ids[:, l]
         token_log_probs = logits.float().log_softmax(dim=-1).gather(-1, ids[..., None])[..., 0] * mask
         n_tokens = mask.sum(dim=1)
@@ -239,7 +238,7 @@ class ChatVLMAdapter(ModelAdapter):
             )
         inputs = self.prompt_inputs(images, prompts)
         self._check_length(inputs, prompts, [1] * len(prompts))
-        logits = _last_logits(self._prefill(inputs).logits, inputs["attention_mask"]).float()
+        logits = self._prefill(inputs)[1].float()
         return logits.softmax(dim=-1)[:, firsts]
 
     @torch.no_grad()
@@ -281,10 +280,18 @@ class ChatVLMAdapter(ModelAdapter):
         kept = ids[:length]
         return Generation(self.tokenizer.decode(kept, skip_special_tokens=True), kept, log_probs[:length].tolist())
 
-    def _prefill(self, inputs: dict[str, Tensor]) -> object:
+    def _prefill(self, inputs: dict[str, Tensor]) -> tuple[object, Tensor]:
         """The forward of prompts ``inputs`` that caches their keys and values, at the positions the family counts
-        (:meth:`~vlbias.models.families.chat_tiny.ChatFamily.prompt_positions`: pads skipped, on either side)."""
-        return self.model(**inputs, **self.family.prompt_positions(inputs["attention_mask"]), use_cache=True)
+        (:meth:`~vlbias.models.families.chat_tiny.ChatFamily.prompt_positions`: pads skipped, on either side), and
+        ``(N, V)`` each prompt's logits at its last real token. The language model's head runs at those columns only
+        (``logits_to_keep``): the logits of every prompt token, ``(N, P, V)``, would take gigabytes at a real
+        vocabulary."""
+        mask = inputs["attention_mask"]
+        last = (mask.long() * torch.arange(mask.shape[1], device=mask.device)).argmax(dim=1)  # (N,)
+        kept, row = torch.unique(last, return_inverse=True)
+        positions = self.family.prompt_positions(mask)
+        out = self.model(**inputs, **positions, use_cache=True, logits_to_keep=kept)
+        return out, out.logits[torch.arange(len(last), device=mask.device), row]
 
     def _right_padded(self, rows: list[list[int]]) -> tuple[Tensor, Tensor]:
         """``(R, L)`` ids padded on the right with the pad token, and their mask."""
@@ -356,13 +363,6 @@ class ChatVLMAdapter(ModelAdapter):
             torch.manual_seed(seed)
             model = AutoModelForImageTextToText.from_config(config)
         return cls(model.eval(), processor, answer_prefix, padding_side)
-
-
-def _last_logits(logits: Tensor, mask: Tensor) -> Tensor:
-    """``(N, V)``: each row's logits at its last real token, wherever its pads are (``mask`` ``(N, P)``)."""
-    positions = torch.arange(mask.shape[1], device=mask.device)
-    last = (mask.long() * positions).argmax(dim=1)
-    return logits[torch.arange(len(logits), device=logits.device), last]
 
 
 def _cache_of(output) -> object:
