@@ -159,12 +159,15 @@ def test_data_sets_are_found_by_their_readers_files(tmp_path):
     (tmp_path / "fairface" / "fairface_label_val.csv").write_text("file,age,gender,race,service_test\n")
     (tmp_path / "celeba" / "Anno").mkdir(parents=True)
     (tmp_path / "celeba" / "Anno" / "list_attr_celeba.txt").write_text("0\n")
+    (tmp_path / "questions").mkdir()  # a bias_qa question file is a .jsonl too, but no SEAT spec
+    (tmp_path / "questions" / "sbbench.jsonl").write_text('{"id": "q", "options": ["a", "b"], "kinds": []}\n')
     found = {
         suite: [name for name, _ in find_datasets(suite, tmp_path)] for suite in vlbias.workflows.audit.DATA_MARKERS
     }
     assert found == {"mmbias": ["mm"], "weat": ["specs"], "counterbias": ["vl"], "entity_association": ["entities"],
                      "vlstereoset": [], "retrieval_bias": ["coco", "flickr"], "gallery_skew": ["celeba", "fairface"],
-                     "zero_shot_fairness": ["celeba", "fairface"]}  # fmt: skip
+                     "zero_shot_fairness": ["celeba", "fairface"], "bias_qa": ["questions"]}  # fmt: skip
+    assert find_datasets("bias_qa", tmp_path) == [("questions", tmp_path / "questions" / "sbbench.jsonl")]
     assert find_datasets("retrieval_bias", tmp_path) == [
         ("coco", tmp_path / "coco" / "dataset_coco.json"),
         ("flickr", tmp_path / "flickr" / "flickr30k_test.json"),

@@ -71,6 +71,19 @@ class BiasQAItem:
         return CONDITIONS[0] if self.ambiguous else CONDITIONS[1]
 
 
+def is_bias_qa_file(path: str | Path) -> bool:
+    """Whether ``path`` looks like a question file of this format (a SEAT/Grounded-WEAT spec is a ``.jsonl`` too): its
+    first non-empty line is a JSON object with ``options`` and ``kinds``. Reads that line only; anything unreadable is
+    not one (:func:`read_bias_qa` names what is wrong when the file is read as questions)."""
+    try:
+        with open(path, encoding="utf-8") as lines:
+            first = next((line for line in lines if line.strip()), "")
+        record = json.loads(first)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(record, dict) and {"options", "kinds"} <= record.keys()
+
+
 def read_bias_qa(path: str | Path) -> tuple[list[BiasQAItem], list[dict[str, str]]]:
     """The items of the JSONL file ``path`` (module docstring) in file order, and those skipped for their image as
     ``{"item": id, "reason": ...}``."""

@@ -24,8 +24,9 @@ annotation JSON (``*_test.json``, e.g. ``coco_karpathy_test.json``), its images 
 ``suite_options`` give ``image_root``; a face-attribute folder in its release layout
 (:func:`~vlbias.data.face_datasets.detect_face_dataset`) for ``gallery_skew`` (FairFace, CelebA or UTKFace) and for
 ``zero_shot_fairness`` (FairFace or CelebA), whose task is then the data set's first (race on FairFace, the attribute
-task on CelebA) unless ``suite_options`` name one. A data set is named after its folder (and its file, when a folder
-holds several).
+task on CelebA) unless ``suite_options`` name one; a ``bias_qa`` question file (``*.jsonl`` whose lines hold
+``options`` and ``kinds``, :mod:`vlbias.data.bias_qa`), each file a data set. A data set is named after its folder
+(and its file, when a folder holds several).
 
 **Status** of each (suite, data set): ``measured``; ``not applicable`` (the model lacks the capability);
 ``data absent`` (no folder holds the suite's files, or its reader refused them with an
@@ -53,6 +54,7 @@ from pathlib import Path
 
 import vlbias
 from vlbias.atomic import OutputFolder
+from vlbias.data.bias_qa import is_bias_qa_file
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.entity_association import read_spec
 from vlbias.data.face_datasets import EXPECTED as FACE_DATA
@@ -97,8 +99,14 @@ def _holds(name: str) -> Callable[[Path, Path], list[Path]]:
 
 
 def _specs(folder: Path, root: Path) -> list[Path]:
-    held = any(folder.glob("*.jsonl")) or folder != root and any(folder.rglob("*.jsonl"))
-    return [folder] if held else []
+    """A folder of SEAT/Grounded-WEAT ``*.jsonl`` specs (question files of ``bias_qa`` are not specs)."""
+    specs = (path for path in (folder.glob("*.jsonl") if folder == root else folder.rglob("*.jsonl")))
+    return [folder] if any(not is_bias_qa_file(path) for path in specs) else []
+
+
+def _question_files(folder: Path, root: Path) -> list[Path]:
+    """``bias_qa`` question files in ``folder`` (:func:`~vlbias.data.bias_qa.is_bias_qa_file`): each is a data set."""
+    return [path for path in sorted(folder.glob("*.jsonl")) if is_bias_qa_file(path)]
 
 
 def _entity_folders(folder: Path, root: Path) -> list[Path]:
@@ -133,6 +141,7 @@ DATA_MARKERS: dict[str, tuple[str, Callable[[Path, Path], list[Path]]]] = {
         _classified_face_folders,
     ),
     "gallery_skew": (FACE_DATA, _face_folders),
+    "bias_qa": ("a *.jsonl file of questions (vlbias.data.bias_qa)", _question_files),
 }
 
 
