@@ -8,6 +8,7 @@ import pytest
 from tests.suites.sharded import assert_same_output, outputs_per_rank, single_process
 from tests.suites.test_bias_qa import sharded_case as bias_qa_case
 from tests.suites.test_counterbias import sharded_case as counterbias_case
+from tests.suites.test_counterfactual_answers import sharded_case as counterfactual_answers_case
 from tests.suites.test_entity_association import sharded_case as entity_association_case
 from tests.suites.test_gallery_skew import sharded_case as gallery_skew_case
 from tests.suites.test_mmbias import sharded_case as mmbias_case
@@ -28,6 +29,7 @@ CASES = [
     zero_shot_fairness_case,
     gallery_skew_case,
     bias_qa_case,
+    counterfactual_answers_case,
 ]
 
 

@@ -3,6 +3,7 @@
 import vlbias.metrics._torchvision  # noqa: F401  (before torchmetrics, which imports torchvision)
 from vlbias.metrics.bbq import BBQScores
 from vlbias.metrics.counterbias import CounterBiasScore, CounterBiasUncertainty
+from vlbias.metrics.counterfactual import CounterfactualAnswers
 from vlbias.metrics.entity_association import (
     BiasScore,
     LanguageAssociation,
@@ -27,6 +28,7 @@ __all__ = [
     "CosineZeroShotRanking",
     "CounterBiasScore",
     "CounterBiasUncertainty",
+    "CounterfactualAnswers",
     "GroundedCongruenceTest",
     "GroupFairness",
     "ITMEffectSize",

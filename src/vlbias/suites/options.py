@@ -417,6 +417,7 @@ _DECLARED_HERE: dict[str, type[SuiteOptions]] = {d.SUITE: d for d in (
 #: one line per suite.
 _DECLARED_APART = LazyTable("suite", {
     "bias_qa": "vlbias.suites.bias_qa_options:BiasQAOptions",
+    "counterfactual_answers": "vlbias.suites.counterfactual_answers_options:CounterfactualAnswersOptions",
     "gallery_skew": "vlbias.suites.gallery_skew_options:GallerySkewOptions",
     "retrieval_bias": "vlbias.suites.retrieval_bias_options:RetrievalBiasOptions",
     "zero_shot_fairness": "vlbias.suites.zero_shot_fairness_options:ZeroShotFairnessOptions",

@@ -23,6 +23,7 @@ _SUITES = LazyTable(
         "zero_shot_fairness": "vlbias.suites.zero_shot_fairness:ZeroShotFairnessSuite",
         "gallery_skew": "vlbias.suites.gallery_skew:GallerySkewSuite",
         "bias_qa": "vlbias.suites.bias_qa:BiasQASuite",
+        "counterfactual_answers": "vlbias.suites.counterfactual_answers:CounterfactualAnswersSuite",
     },
 )
 
@@ -38,6 +39,7 @@ _SUMMARIES = {
     "zero_shot_fairness": "group fairness of CLIP-style zero-shot classification",
     "gallery_skew": "skew of what text queries retrieve from an attribute-labelled image gallery",
     "bias_qa": "BBQ bias scores of a chat model's answers to multiple-choice questions about images",
+    "counterfactual_answers": "how a chat model's answer to one question changes across images of different people",
 }
 
 

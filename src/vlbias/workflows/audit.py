@@ -25,7 +25,9 @@ annotation JSON (``*_test.json``, e.g. ``coco_karpathy_test.json``), its images 
 (:func:`~vlbias.data.face_datasets.detect_face_dataset`) for ``gallery_skew`` (FairFace, CelebA or UTKFace) and for
 ``zero_shot_fairness`` (FairFace or CelebA), whose task is then the data set's first (race on FairFace, the attribute
 task on CelebA) unless ``suite_options`` name one; a ``bias_qa`` question file (``*.jsonl`` whose lines hold
-``options`` and ``kinds``, :mod:`vlbias.data.bias_qa`), each file a data set. A data set is named after its folder
+``options`` and ``kinds``, :mod:`vlbias.data.bias_qa`) and a ``counterfactual_answers`` question-set file
+(``*.jsonl`` whose lines hold ``set`` and ``options``, :mod:`vlbias.data.counterfactual_questions`), each file a data
+set. A data set is named after its folder
 (and its file, when a folder holds several).
 
 **Status** of each (suite, data set): ``measured``; ``not applicable`` (the model lacks the capability);
@@ -55,6 +57,7 @@ from pathlib import Path
 import vlbias
 from vlbias.atomic import OutputFolder
 from vlbias.data.bias_qa import is_bias_qa_file
+from vlbias.data.counterfactual_questions import is_counterfactual_questions_file
 from vlbias.data.biasworld import BiasWorld
 from vlbias.data.entity_association import read_spec
 from vlbias.data.face_datasets import EXPECTED as FACE_DATA
@@ -99,14 +102,22 @@ def _holds(name: str) -> Callable[[Path, Path], list[Path]]:
 
 
 def _specs(folder: Path, root: Path) -> list[Path]:
-    """A folder of SEAT/Grounded-WEAT ``*.jsonl`` specs (question files of ``bias_qa`` are not specs)."""
+    """A folder of SEAT/Grounded-WEAT ``*.jsonl`` specs (question files of ``bias_qa`` and
+    ``counterfactual_answers`` are not specs)."""
     specs = (path for path in (folder.glob("*.jsonl") if folder == root else folder.rglob("*.jsonl")))
-    return [folder] if any(not is_bias_qa_file(path) for path in specs) else []
+    questions = (is_bias_qa_file, is_counterfactual_questions_file)
+    return [folder] if any(not any(check(path) for check in questions) for path in specs) else []
 
 
 def _question_files(folder: Path, root: Path) -> list[Path]:
     """``bias_qa`` question files in ``folder`` (:func:`~vlbias.data.bias_qa.is_bias_qa_file`): each is a data set."""
     return [path for path in sorted(folder.glob("*.jsonl")) if is_bias_qa_file(path)]
+
+
+def _counterfactual_files(folder: Path, root: Path) -> list[Path]:
+    """``counterfactual_answers`` question-set files in ``folder``
+    (:func:`~vlbias.data.counterfactual_questions.is_counterfactual_questions_file`): each is a data set."""
+    return [path for path in sorted(folder.glob("*.jsonl")) if is_counterfactual_questions_file(path)]
 
 
 def _entity_folders(folder: Path, root: Path) -> list[Path]:
@@ -142,6 +153,10 @@ DATA_MARKERS: dict[str, tuple[str, Callable[[Path, Path], list[Path]]]] = {
     ),
     "gallery_skew": (FACE_DATA, _face_folders),
     "bias_qa": ("a *.jsonl file of questions (vlbias.data.bias_qa)", _question_files),
+    "counterfactual_answers": (
+        "a *.jsonl file of question sets (vlbias.data.counterfactual_questions)",
+        _counterfactual_files,
+    ),
 }
 
 

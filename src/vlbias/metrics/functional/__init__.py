@@ -44,6 +44,7 @@ from vlbias.metrics.functional.group_fairness import (
     intersectional_groups,
     worst_group_accuracy,
 )
+from vlbias.metrics.functional.counterfactual import counterfactual_answers, js_divergence, set_measures
 from vlbias.metrics.functional.group_fairness_intervals import group_fairness_intervals
 from vlbias.metrics.functional.multiple_testing import benjamini_hochberg, holm_bonferroni
 from vlbias.metrics.functional.position import position_counts, position_preference, position_shares
@@ -100,6 +101,7 @@ __all__ = [
     "counterbias_bootstrap",
     "counterbias_intervals",
     "counterbias_p_values",
+    "counterfactual_answers",
     "dataset_bias",
     "demographic_parity_difference",
     "desired_shares",
@@ -117,6 +119,7 @@ __all__ = [
     "interval_from_associations",
     "itm_association",
     "itm_effect_size",
+    "js_divergence",
     "ivlas",
     "language_association",
     "language_bias",
@@ -139,6 +142,7 @@ __all__ = [
     "reference_scores",
     "retrieval_ranks",
     "retrieval_recall",
+    "set_measures",
     "shift_scores",
     "shift_summary",
     "statistic_from_associations",
