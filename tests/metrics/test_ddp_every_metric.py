@@ -289,6 +289,22 @@ def _position(g: torch.Generator) -> list[Batch]:
     return batches
 
 
+def _counterfactual(g: torch.Generator) -> list[Batch]:
+    # a set of 4 images a batch (sets 0..3; in "split" each rank holds two): options 0-2 of a vocabulary of 4, set 2
+    # offers options 1-3 in 3 of 3 columns and names no "unclear" option; gender (2 values) x race (2 values)
+    batches = []
+    for number in range(N_BATCHES):
+        probabilities = _rand(g, 4, 3) + 0.1
+        probabilities = probabilities / probabilities.sum(dim=1, keepdim=True)
+        options = torch.tensor([[1, 2, 3]] * 4 if number == 2 else [[0, 1, 2]] * 4)
+        unknown = torch.full((4,), -1 if number == 2 else 2)
+        attributes = torch.tensor([[0, 0], [0, 1], [1, 0], [1, 1]])
+        rows = dict(probabilities=probabilities, set_index=torch.full((4,), number), unknown_option=unknown,
+                    options=options, attributes=attributes)  # fmt: skip
+        batches.append([("", rows)])
+    return batches
+
+
 _TEST = dict(n_permutations=50, n_bootstrap=20, seed=3)  # few random draws, fixed seed
 
 RECIPES: dict[str, Recipe] = {
@@ -307,6 +323,12 @@ RECIPES: dict[str, Recipe] = {
     "CounterBiasScore": Recipe(lambda: metrics.CounterBiasScore(n_targets=3), _counterbias_score),
     "CounterBiasUncertainty": Recipe(
         lambda: metrics.CounterBiasUncertainty(n_targets=3, n_templates=2, **_TEST), _counterbias_uncertainty
+    ),
+    "CounterfactualAnswers": Recipe(
+        lambda: metrics.CounterfactualAnswers(
+            ["a", "b", "c", "d"], {"gender": ["man", "woman"], "race": ["black", "white"]}, max_options=3, **_TEST
+        ),
+        _counterfactual,
     ),
     "GroundedCongruenceTest": Recipe(
         lambda: metrics.GroundedCongruenceTest(exact_limit=16, **_TEST), _grounded_congruence

@@ -161,13 +161,17 @@ def test_data_sets_are_found_by_their_readers_files(tmp_path):
     (tmp_path / "celeba" / "Anno" / "list_attr_celeba.txt").write_text("0\n")
     (tmp_path / "questions").mkdir()  # a bias_qa question file is a .jsonl too, but no SEAT spec
     (tmp_path / "questions" / "sbbench.jsonl").write_text('{"id": "q", "options": ["a", "b"], "kinds": []}\n')
+    (tmp_path / "pairs").mkdir()  # a counterfactual_answers question-set file: neither a SEAT spec nor bias_qa's
+    (tmp_path / "pairs" / "pairs.jsonl").write_text('{"set": "s", "image": "a.png", "options": ["a", "b"]}\n')
     found = {
         suite: [name for name, _ in find_datasets(suite, tmp_path)] for suite in vlbias.workflows.audit.DATA_MARKERS
     }
     assert found == {"mmbias": ["mm"], "weat": ["specs"], "counterbias": ["vl"], "entity_association": ["entities"],
                      "vlstereoset": [], "retrieval_bias": ["coco", "flickr"], "gallery_skew": ["celeba", "fairface"],
-                     "zero_shot_fairness": ["celeba", "fairface"], "bias_qa": ["questions"]}  # fmt: skip
+                     "zero_shot_fairness": ["celeba", "fairface"], "bias_qa": ["questions"],
+                     "counterfactual_answers": ["pairs"]}  # fmt: skip
     assert find_datasets("bias_qa", tmp_path) == [("questions", tmp_path / "questions" / "sbbench.jsonl")]
+    assert find_datasets("counterfactual_answers", tmp_path) == [("pairs", tmp_path / "pairs" / "pairs.jsonl")]
     assert find_datasets("retrieval_bias", tmp_path) == [
         ("coco", tmp_path / "coco" / "dataset_coco.json"),
         ("flickr", tmp_path / "flickr" / "flickr30k_test.json"),

@@ -157,7 +157,9 @@ def _record(path: Path, number: int, line: str) -> dict:
         raise _bad(path, number, "options", f"expected distinct options but got {options!r}")
     unknown_option = record.get("unknown_option")
     if unknown_option is not None and (
-        not isinstance(unknown_option, int) or isinstance(unknown_option, bool) or not 0 <= unknown_option < len(options)
+        not isinstance(unknown_option, int)
+        or isinstance(unknown_option, bool)
+        or not 0 <= unknown_option < len(options)
     ):
         raise _bad(path, number, "unknown_option", f"expected an option index in [0, {len(options)}) but got "
                    f"{unknown_option!r}")  # fmt: skip

@@ -106,7 +106,9 @@ class CounterfactualAnswersSuite(Suite):
         """The sets of a JSONL file (:mod:`vlbias.data.counterfactual_questions`)."""
         path = Path(path)
         if path.is_dir():
-            raise ConfigError(f"Data path {str(path)!r} is a folder; expected the counterfactual questions' JSONL file.")
+            raise ConfigError(
+                f"Data path {str(path)!r} is a folder; expected the counterfactual questions' JSONL file."
+            )
         sets, skipped = read_counterfactual_questions(path)
         return cls(sets, {"data": str(path)}, options, skipped)
 

@@ -57,8 +57,8 @@ from pathlib import Path
 import vlbias
 from vlbias.atomic import OutputFolder
 from vlbias.data.bias_qa import is_bias_qa_file
-from vlbias.data.counterfactual_questions import is_counterfactual_questions_file
 from vlbias.data.biasworld import BiasWorld
+from vlbias.data.counterfactual_questions import is_counterfactual_questions_file
 from vlbias.data.entity_association import read_spec
 from vlbias.data.face_datasets import EXPECTED as FACE_DATA
 from vlbias.data.face_datasets import detect_face_dataset

@@ -19,6 +19,7 @@ from vlbias.metrics.functional.counterbias_uncertainty import (
     counterbias_intervals,
     counterbias_p_values,
 )
+from vlbias.metrics.functional.counterfactual import counterfactual_answers, js_divergence, set_measures
 from vlbias.metrics.functional.entity_association import (
     bias_score,
     language_association,
@@ -44,7 +45,6 @@ from vlbias.metrics.functional.group_fairness import (
     intersectional_groups,
     worst_group_accuracy,
 )
-from vlbias.metrics.functional.counterfactual import counterfactual_answers, js_divergence, set_measures
 from vlbias.metrics.functional.group_fairness_intervals import group_fairness_intervals
 from vlbias.metrics.functional.multiple_testing import benjamini_hochberg, holm_bonferroni
 from vlbias.metrics.functional.position import position_counts, position_preference, position_shares
