@@ -99,10 +99,10 @@ def read_bias_qa(path: str | Path) -> tuple[list[BiasQAItem], list[dict[str, str
         if item.id in seen:
             raise _bad(path, number, "id", f"{item.id!r} is the id of line {seen[item.id]} too; ids must be unique")
         seen[item.id] = number
-        problem = image_problem(item.image)
+        shown = str(item.image.relative_to(path.parent) if item.image.is_relative_to(path.parent) else item.image)
+        problem = image_problem(item.image, shown)
         if problem is not None:
-            shown = item.image.relative_to(path.parent) if item.image.is_relative_to(path.parent) else item.image
-            skipped.append({"item": item.id, "reason": f"image {str(shown)!r}: {problem}"})
+            skipped.append({"item": item.id, "reason": f"image {shown!r}: {problem}"})
             continue
         items.append(item)
     if not seen:

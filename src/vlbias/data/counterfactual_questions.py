@@ -112,7 +112,7 @@ def read_counterfactual_questions(path: str | Path) -> tuple[list[Counterfactual
         for number, record in members:
             image = Path(record["image"])
             image = image if image.is_absolute() else path.parent / image
-            problem = image_problem(image)
+            problem = image_problem(image, record["image"])
             if problem is not None:
                 skipped.append({"item": f"{name}/{record['group']}", "reason": f"image {record['image']!r}: {problem}"})
                 continue

@@ -107,8 +107,9 @@ def load_image(image: ImageInput) -> Image.Image:
     return rgb
 
 
-def image_problem(path: str | Path) -> str | None:
-    """Why the image file ``path`` cannot be read by :func:`load_image`, or ``None`` when it can.
+def image_problem(path: str | Path, shown: str | None = None) -> str | None:
+    """Why the image file ``path`` cannot be read by :func:`load_image`, or ``None`` when it can; the path in the
+    reason written as ``shown`` when given (the name a data file gives it, the same on every machine and rank).
 
     Data readers call this on every file they list, so that a bad file is skipped with this reason
     before any model runs.
@@ -116,7 +117,7 @@ def image_problem(path: str | Path) -> str | None:
     try:
         _read(Path(path))
     except ImageProblem as err:
-        return err.reason
+        return err.reason if shown is None else err.reason.replace(str(path), shown)
     return None
 
 
