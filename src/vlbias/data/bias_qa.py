@@ -33,12 +33,11 @@ Example:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from vlbias.data.images import image_problem
-from vlbias.data.text_files import json_field, read_text
+from vlbias.data.text_files import bad_field, first_json_line, json_field, json_record, read_text
 from vlbias.errors import InputError
 
 WHAT = "Bias QA file"
@@ -75,12 +74,7 @@ def is_bias_qa_file(path: str | Path) -> bool:
     """Whether ``path`` looks like a question file of this format (a SEAT/Grounded-WEAT spec is a ``.jsonl`` too): its
     first non-empty line is a JSON object with ``options`` and ``kinds``. Reads that line only; anything unreadable is
     not one (:func:`read_bias_qa` names what is wrong when the file is read as questions)."""
-    try:
-        with open(path, encoding="utf-8") as lines:
-            first = next((line for line in lines if line.strip()), "")
-        record = json.loads(first)
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
+    record = first_json_line(path)
     return isinstance(record, dict) and {"options", "kinds"} <= record.keys()
 
 
@@ -111,25 +105,12 @@ def read_bias_qa(path: str | Path) -> tuple[list[BiasQAItem], list[dict[str, str
 
 
 def _bad(path: Path, line: int, field: str, message: str) -> InputError:
-    return InputError(f"{WHAT} {str(path)!r}: line {line}, field `{field}`: {message}")
+    return bad_field(path, WHAT, line, field, message)
 
 
 def _item(path: Path, number: int, line: str) -> BiasQAItem:
     """The item of one line, checked (module docstring)."""
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as err:
-        raise InputError(
-            f"{WHAT} {str(path)!r}: line {number}: not a JSON object (column {err.colno}: {err.msg})"
-        ) from None
-    if not isinstance(record, dict):
-        raise InputError(f"{WHAT} {str(path)!r}: line {number}: expected a JSON object but got {type(record).__name__}")
-    unknown = [key for key in record if key not in FIELDS]
-    if unknown:
-        raise _bad(path, number, unknown[0], f"unknown field; expected the fields {', '.join(FIELDS)}")
-    missing = [key for key in REQUIRED if key not in record]
-    if missing:
-        raise _bad(path, number, missing[0], "missing")
+    record = json_record(path, WHAT, number, line, FIELDS, REQUIRED)
 
     def text(field: str, allow_empty: bool = False) -> str:
         value = record.get(field, "")

@@ -31,12 +31,11 @@ Example:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from vlbias.data.images import image_problem
-from vlbias.data.text_files import json_field, read_text
+from vlbias.data.text_files import bad_field, first_json_line, json_field, json_record, read_text
 from vlbias.errors import InputError
 
 WHAT = "Counterfactual question file"
@@ -68,12 +67,7 @@ class CounterfactualSet:
 def is_counterfactual_questions_file(path: str | Path) -> bool:
     """Whether ``path`` looks like a file of this format: its first non-empty line is a JSON object with ``set`` and
     ``options`` and without ``kinds`` (a :mod:`vlbias.data.bias_qa` question's). Reads that line only."""
-    try:
-        with open(path, encoding="utf-8") as lines:
-            first = next((line for line in lines if line.strip()), "")
-        record = json.loads(first)
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
+    record = first_json_line(path)
     return isinstance(record, dict) and {"set", "options"} <= record.keys() and "kinds" not in record
 
 
@@ -127,25 +121,12 @@ def read_counterfactual_questions(path: str | Path) -> tuple[list[Counterfactual
 
 
 def _bad(path: Path, line: int, field: str, message: str) -> InputError:
-    return InputError(f"{WHAT} {str(path)!r}: line {line}, field `{field}`: {message}")
+    return bad_field(path, WHAT, line, field, message)
 
 
 def _record(path: Path, number: int, line: str) -> dict:
     """The checked fields of one line (module docstring), ``attributes`` filled in."""
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as err:
-        raise InputError(
-            f"{WHAT} {str(path)!r}: line {number}: not a JSON object (column {err.colno}: {err.msg})"
-        ) from None
-    if not isinstance(record, dict):
-        raise InputError(f"{WHAT} {str(path)!r}: line {number}: expected a JSON object but got {type(record).__name__}")
-    unknown = [key for key in record if key not in FIELDS]
-    if unknown:
-        raise _bad(path, number, unknown[0], f"unknown field; expected the fields {', '.join(FIELDS)}")
-    missing = [key for key in REQUIRED if key not in record]
-    if missing:
-        raise _bad(path, number, missing[0], "missing")
+    record = json_record(path, WHAT, number, line, FIELDS, REQUIRED)
     for field in ("set", "image", "group", "question"):
         value = record[field]
         if not isinstance(value, str) or not value.strip():

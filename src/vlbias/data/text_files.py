@@ -28,7 +28,7 @@ import csv
 import io
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +117,45 @@ def read_csv(path: str | Path, what: str) -> list[CsvRecord]:
         except csv.Error as err:
             raise InputError(f"{what} {str(path)!r}: line {reader.line_num}: not valid CSV ({err})") from None
     return records
+
+
+def json_record(
+    path: str | Path, what: str, line: int, text: str, fields: Sequence[str], required: Sequence[str]
+) -> dict:
+    """Line ``line`` (1-based) of the JSONL file ``path`` (a ``what``) as a JSON object holding only ``fields`` and
+    every one of ``required``; anything else is an :class:`~vlbias.errors.InputError` naming the file, the line and
+    the field (:func:`bad_field`)."""
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(
+            f"{what} {str(path)!r}: line {line}: not a JSON object (column {err.colno}: {err.msg})"
+        ) from None
+    if not isinstance(record, dict):
+        raise InputError(f"{what} {str(path)!r}: line {line}: expected a JSON object but got {type(record).__name__}")
+    unknown = [key for key in record if key not in fields]
+    if unknown:
+        raise bad_field(path, what, line, unknown[0], f"unknown field; expected the fields {', '.join(fields)}")
+    missing = [key for key in required if key not in record]
+    if missing:
+        raise bad_field(path, what, line, missing[0], "missing")
+    return record
+
+
+def first_json_line(path: str | Path) -> object:
+    """The JSON value of the first non-empty line of ``path``, or ``None`` where it cannot be read or parsed: what a
+    marker check peeks at to tell a JSONL format by its lines' fields (reading the whole file is the reader's job,
+    which names what is wrong)."""
+    try:
+        with open(path, encoding="utf-8") as lines:
+            return json.loads(next((line for line in lines if line.strip()), ""))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def bad_field(path: str | Path, what: str, line: int, field: str, message: str) -> InputError:
+    """The error of field ``field`` on line ``line`` of the file ``path`` (a ``what``)."""
+    return InputError(f"{what} {str(path)!r}: line {line}, field `{field}`: {message}")
 
 
 def json_field(text: str) -> str | None:

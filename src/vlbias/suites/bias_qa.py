@@ -72,7 +72,9 @@ from vlbias.metrics.position import PositionPreference
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
-from vlbias.suites.bias_qa_options import LETTERS, BiasQAOptions
+from vlbias.suites.bias_qa_options import BiasQAOptions
+from vlbias.suites.chat_answers import answer_distributions
+from vlbias.suites.chat_question_options import LETTERS
 
 if TYPE_CHECKING:
     from torchmetrics import Metric
@@ -203,12 +205,7 @@ class _BiasQAMeasurement(Measurement):
                 images.append(image)
                 prompts.append(options.prompt(item.context, item.question, order))
                 shown.append(order)
-        if options.scoring == "first_token":
-            letters = list(LETTERS[: len(items[0].options)])
-            probabilities = self.adapter.first_token_probs(images, prompts, letters).double().cpu()
-            return probabilities / probabilities.sum(dim=1, keepdim=True)
-        scores = self.adapter.score_options(images, prompts, shown)
-        return getattr(scores, options.scoring).double().cpu().softmax(dim=1)
+        return answer_distributions(self.adapter, images, prompts, shown, options.scoring)
 
     def update(self, batch: Batch, outputs: list[Tensor]) -> None:
         answered: list[tuple[int, BiasQAItem, int]] = []

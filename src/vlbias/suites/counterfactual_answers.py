@@ -58,7 +58,8 @@ from vlbias.metrics.functional.counterfactual import MEAN_NAMES
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
-from vlbias.suites.bias_qa_options import LETTERS
+from vlbias.suites.chat_answers import answer_distributions
+from vlbias.suites.chat_question_options import LETTERS
 from vlbias.suites.counterfactual_answers_options import CounterfactualAnswersOptions
 
 if TYPE_CHECKING:
@@ -174,12 +175,7 @@ class _CounterfactualMeasurement(Measurement):
                 images.append(load_image(image.image))
                 prompts.append(prompt)
                 shown.append(list(question_set.options))
-        if options.scoring == "first_token":
-            letters = list(LETTERS[: len(sets[0].options)])
-            probabilities = self.adapter.first_token_probs(images, prompts, letters).double().cpu()
-            return probabilities / probabilities.sum(dim=1, keepdim=True)
-        scores = self.adapter.score_options(images, prompts, shown)
-        return getattr(scores, options.scoring).double().cpu().softmax(dim=1)
+        return answer_distributions(self.adapter, images, prompts, shown, options.scoring)
 
     def update(self, batch: Batch, outputs: list[Tensor]) -> None:
         rows: dict[str, list[Tensor]] = defaultdict(list)
