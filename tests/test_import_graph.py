@@ -124,30 +124,23 @@ def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+def _imports_of(package: str) -> list[tuple[str, str]]:
+    """``(module, target)`` of every import by a module of ``package``, sorted."""
+    graph = _graph()
+    return sorted(
+        (module, target) for module, targets in graph.items() if _package(module) == package for target in targets
+    )
+
+
 @pytest.mark.parametrize("package", sorted(ALLOWED))
 def test_lower_layers_import_only_what_is_below_them(package):
-    graph = _graph()
-    upward = sorted(
-        f"{module} -> {target}"
-        for module, targets in graph.items()
-        if _package(module) == package
-        for target in targets
-        if _package(target) not in ALLOWED[package] | {package}
-    )
-    assert upward == []
+    allowed = ALLOWED[package] | {package}
+    assert [f"{m} -> {t}" for m, t in _imports_of(package) if _package(t) not in allowed] == []
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_no_package_imports_a_layer_above_it(package):
-    graph = _graph()
-    upward = sorted(
-        f"{module} -> {target}"
-        for module, targets in graph.items()
-        if _package(module) == package
-        for target in targets
-        if _package(target) in FORBIDDEN[package]
-    )
-    assert upward == []
+    assert [f"{m} -> {t}" for m, t in _imports_of(package) if _package(t) in FORBIDDEN[package]] == []
 
 
 def test_only_the_console_script_and_the_experiments_import_the_commands_and_nothing_imports_the_console_script():

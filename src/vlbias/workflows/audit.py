@@ -104,7 +104,7 @@ def _holds(name: str) -> Callable[[Path, Path], list[Path]]:
 def _specs(folder: Path, root: Path) -> list[Path]:
     """A folder of SEAT/Grounded-WEAT ``*.jsonl`` specs (question files of ``bias_qa`` and
     ``counterfactual_answers`` are not specs)."""
-    specs = (path for path in (folder.glob("*.jsonl") if folder == root else folder.rglob("*.jsonl")))
+    specs = folder.glob("*.jsonl") if folder == root else folder.rglob("*.jsonl")
     questions = (is_bias_qa_file, is_counterfactual_questions_file)
     return [folder] if any(not any(check(path) for check in questions) for path in specs) else []
 
