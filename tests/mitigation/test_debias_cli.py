@@ -426,9 +426,9 @@ def test_a_non_finite_number_in_a_comparison_row_is_written_as_null_and_listed(t
     """A bootstrap interval that is NaN (and an accuracy interval end planted infinite) in one method's row: the
     whole comparison is written, each such number ``null`` in debias.json and listed in its ``non_finite``."""
     from vlbias.results import json_loads
-    from vlbias.workflows import debias as debias_module
+    from vlbias.workflows import debias_fold
 
-    measure, scores = debias_module._measure, debias_module._scores
+    measure, scores = debias_fold.measure_suites, debias_fold.fold_scores
 
     def planted_measure(suites, adapter, options, config, seed):
         measured = measure(suites, adapter, options, config, seed)
@@ -442,8 +442,8 @@ def test_a_non_finite_number_in_a_comparison_row_is_written_as_null_and_listed(t
             out["zero_shot_accuracy"] = (out["zero_shot_accuracy"][0], out["zero_shot_accuracy"][1], math.inf)
         return out
 
-    monkeypatch.setattr(debias_module, "_measure", planted_measure)
-    monkeypatch.setattr(debias_module, "_scores", planted_scores)
+    monkeypatch.setattr(debias_fold, "measure_suites", planted_measure)
+    monkeypatch.setattr(debias_fold, "fold_scores", planted_scores)
     options = DebiasOptions(
         method=["mean_gap"],
         model="clip",

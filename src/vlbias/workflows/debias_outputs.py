@@ -20,6 +20,7 @@ debias`` is refused, not replaced.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -27,7 +28,12 @@ from vlbias.atomic import OutputFolder
 from vlbias.mitigation.debiaser import Debiaser
 from vlbias.models.base import ModelAdapter
 from vlbias.models.linear_export import EXPORTING_FAMILIES
+from vlbias.report.pareto import headline_bias
 from vlbias.results import Results, json_dumps, write_results
+from vlbias.runtime.environment import environment
+from vlbias.workflows.comparison import NO_METHOD, fold_means, plot_comparison
+from vlbias.workflows.debias_fold import Fold
+from vlbias.workflows.options import DebiasOptions
 
 SUMMARY_FILE = "debias.json"
 DEBIAS_FOLDER = OutputFolder(
@@ -86,3 +92,77 @@ def write_debias_folder(out: str | Path, summary: Mapping[str, object], write: C
         (folder / SUMMARY_FILE).write_text(json_dumps(summary))
 
     return DEBIAS_FOLDER.replace(out, whole) / SUMMARY_FILE
+
+
+def write_parts(folder: Path, options: DebiasOptions, adapter: ModelAdapter, folds: list[Fold], summary: dict) -> None:
+    """Write the run's parts into ``folder`` (the module docstring lists them)."""
+    if not options.compare:
+        (method,) = folds[0].fitted
+        write_debiased_model(folder, adapter, folds[0].fitted[method])
+        write_measurements(folder / "before", folds[0].measured[NO_METHOD])
+        write_measurements(folder / "after", folds[0].measured[method])
+        return
+    for k, fold in enumerate(folds):
+        for method, results in fold.measured.items():
+            place = folder / "methods" / method / (f"fold{k}" if len(folds) > 1 else "")
+            write_measurements(place, results)
+            if method in fold.fitted:
+                fold.fitted[method].save(place / "debiaser")
+    rows = summary["comparison"]
+    (folder / "compare.csv").write_text(_table(rows))
+    (folder / "compare.png").write_bytes(plot_comparison(rows, headline_bias(rows[0])))
+    if len(folds) > 1:
+        (folder / "compare_folds.csv").write_text(_table(summary["folds"]))
+
+
+def debias_summary(
+    options: DebiasOptions, adapter: ModelAdapter, folds: list[Fold], refusals: Mapping[str, str | None]
+) -> dict:
+    """``debias.json``'s content: ``comparison`` holds the rows of ``compare.csv`` (one fold's, or the means over
+    the folds, :func:`~vlbias.workflows.comparison.fold_means`), ``folds`` each fold's rows."""
+    import vlbias
+
+    per_fold = [{"fold": k, **row} for k, fold in enumerate(folds) for row in fold.rows()]
+    rows = folds[0].rows() if len(folds) == 1 else fold_means([fold.rows() for fold in folds], options.seed)
+    rows += [{"method": method, "not_fitted": reason} for method, reason in refusals.items() if reason is not None]
+    return {
+        "methods": {method: _method_summary(method, debiaser) for method, debiaser in folds[0].fitted.items()},
+        "not_fitted": {method: reason for method, reason in refusals.items() if reason is not None},
+        "trained_models": options.trained_models,
+        "model": options.model,
+        "checkpoint": options.checkpoint,
+        "tiny": options.tiny,
+        "data": dict(folds[0].fit_data.description or {}),
+        "suite_data": options.suite_data,
+        "suites": options.suites,
+        "suite_options": options.suite_options,
+        "captions": options.captions,
+        "caption_images": options.caption_images,
+        "seed": options.seed,
+        "biasworld": dataclasses.asdict(options.biasworld),
+        "n_folds": len(folds),
+        "fold_worlds": [fold.world["seed"] for fold in folds],
+        "vlbias_version": vlbias.__version__,
+        "environment": environment(adapter.device),
+        "comparison": rows,
+        "folds": per_fold,
+    }
+
+
+def _method_summary(method: str, debiaser: Debiaser) -> dict[str, object]:
+    """A fitted method's entry in ``debias.json``: its options, needs, what it modifies, its state's shapes and
+    whether each modified side is a linear map."""
+    return {
+        "method": method,
+        "options": dataclasses.asdict(debiaser.options),
+        "needs": list(debiaser.NEEDS),
+        "modifies": sorted(debiaser.MODIFIES),
+        "state": {name: list(t.shape) for name, t in debiaser.fitted_state().items()},
+        "linear": {m: debiaser.linear_map(m) is not None for m in sorted(debiaser.MODIFIES)},
+    }
+
+
+def _table(rows: list[dict]) -> str:
+    import pandas as pd
+
+    return pd.DataFrame(rows).to_csv(index=False)
