@@ -30,12 +30,12 @@ from torch import Tensor
 from vlbias.errors import InputError
 from vlbias.mitigation.debiaser import Debiaser, FitData, load_debiaser
 from vlbias.mitigation.orth_proj import OrthProj
-from vlbias.models.base import Capability, ModelAdapter, registered_capabilities
+from vlbias.models.base import ModelAdapter, registered_capabilities
 from vlbias.models.embedding import text_encoder
 from vlbias.models.families.clip import CLIPAdapter
 from vlbias.models.linear_export import checked_linear_maps
 from vlbias.models.tiny_sizes import TinySizes
-from vlbias.models.wrapped import WrappedAdapter
+from vlbias.models.wrapped import TransformedEmbeddings
 
 #: The file beside ``inner/`` and ``debiaser/`` that names the inner model and the embedding dimensions.
 DEBIASED_FILE = "debiased_embeddings.json"
@@ -48,7 +48,7 @@ REMEMBERED_TEXTS = 10_000
 TINY_PROMPTS = {"man": ["a photo of a man"], "woman": ["a photo of a woman"]}
 
 
-class DebiasedEmbeddings(WrappedAdapter):
+class DebiasedEmbeddings(TransformedEmbeddings):
     """An EMBED adapter whose embeddings are ``debiaser``'s transforms of ``inner``'s (module docstring).
 
     Preprocessing, tokenizer and device are the inner adapter's. ``save_pretrained(directory)`` writes the inner
@@ -105,20 +105,11 @@ class DebiasedEmbeddings(WrappedAdapter):
             texts.append(next(iter(known)))
         return texts
 
-    def embed_images(self, pixel_values: Tensor) -> Tensor:
-        return self.debiaser.transform_images(self.inner.embed_images(pixel_values))
+    def transform_images(self, embeddings: Tensor) -> Tensor:
+        return self.debiaser.transform_images(embeddings)
 
-    def embed_texts(self, tokens: dict[str, Tensor]) -> Tensor:
-        return self.debiaser.transform_texts(self.inner.embed_texts(tokens), self._texts_of(tokens))
-
-    def direct_call(
-        self, capability: Capability, pixel_values: Tensor, tokens: dict[str, Tensor]
-    ) -> tuple[Tensor, Tensor]:
-        """The inner adapter's ``direct_call`` (its library model called directly), debiased."""
-        if capability not in self.capabilities:
-            raise self._lacks(capability)
-        images, texts = self.inner.direct_call(capability, pixel_values, tokens)
-        return self.debiaser.transform_images(images), self.debiaser.transform_texts(texts, self._texts_of(tokens))
+    def transform_texts(self, embeddings: Tensor, tokens: dict[str, Tensor]) -> Tensor:
+        return self.debiaser.transform_texts(embeddings, self._texts_of(tokens))
 
     @property
     def no_linear_export(self) -> str | None:

@@ -8,7 +8,9 @@ They save alike: ``save_pretrained(directory)`` writes the inner adapter, in its
 of fields (:attr:`WrappedAdapter.FIELDS_FILE`: ``inner``, the inner model's registered name, then the family's own
 fields); :meth:`WrappedAdapter.from_pretrained` checks that the files are there, reads the fields, and rebuilds the
 model from them, the inner adapter read back through the catalog (:meth:`WrappedAdapter.load_inner`). Each family
-declares only its fields, what it saves beside the inner model, and how it is rebuilt.
+declares only its fields, what it saves beside the inner model, and how it is rebuilt. A wrapper whose embeddings
+are a function of the inner adapter's (pruned, debiased) is a :class:`TransformedEmbeddings`: it states that
+function once, for images and for texts.
 """
 
 from __future__ import annotations
@@ -100,3 +102,35 @@ class WrappedAdapter(ModelAdapter, abc.ABC):
     def load_inner(directory: Path, fields: dict) -> ModelAdapter:
         """The inner adapter saved in ``directory/inner``, read by the family ``fields["inner"]`` names."""
         return adapter_class(fields["inner"]).from_pretrained(directory / INNER_DIR)
+
+
+class TransformedEmbeddings(WrappedAdapter):
+    """A wrapper whose image and text embeddings are the inner adapter's, changed by :meth:`transform_images` and
+    :meth:`transform_texts` (the tokens given for the texts' sake): ``embed_images``, ``embed_texts`` and
+    ``direct_call`` (the inner library model called directly) all apply them."""
+
+    @abc.abstractmethod
+    def transform_images(self, embeddings: Tensor) -> Tensor:
+        """``(B, D)`` inner image embeddings -> this model's."""
+
+    @abc.abstractmethod
+    def transform_texts(self, embeddings: Tensor, tokens: dict[str, Tensor]) -> Tensor:
+        """``(B, D)`` inner text embeddings of ``tokens`` -> this model's."""
+
+    def prepare_texts(self, texts: Sequence[str]) -> dict[str, Tensor]:
+        return self.inner.prepare_texts(texts)
+
+    def embed_images(self, pixel_values: Tensor) -> Tensor:
+        return self.transform_images(self.inner.embed_images(pixel_values))
+
+    def embed_texts(self, tokens: dict[str, Tensor]) -> Tensor:
+        return self.transform_texts(self.inner.embed_texts(tokens), tokens)
+
+    def direct_call(
+        self, capability: Capability, pixel_values: Tensor, tokens: dict[str, Tensor]
+    ) -> tuple[Tensor, Tensor]:
+        """The inner adapter's ``direct_call`` (its library model called directly), transformed."""
+        if capability not in self.capabilities:
+            raise self._lacks(capability)
+        images, texts = self.inner.direct_call(capability, pixel_values, tokens)
+        return self.transform_images(images), self.transform_texts(texts, tokens)

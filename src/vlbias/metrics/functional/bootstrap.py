@@ -88,6 +88,12 @@ def percentile_interval(
     return ends.movedim(0, -1)
 
 
+def mirrored_strict_interval(replicates: Tensor, confidence: float) -> Tensor:
+    """The percentile interval the VLStereoSet and entity-association scores have always had:
+    :func:`percentile_interval` with the upper level mirrored and NaN when a replicate is NaN."""
+    return percentile_interval(replicates, confidence, mirrored_upper=True, omit_nan=False)
+
+
 def bca_interval(replicates: Tensor, confidence: float, observed: Tensor, jackknife: list[Tensor]) -> Tensor:
     """BCa interval ``[low, high]`` (float64; module docstring) of the ``(B,)`` bootstrap ``replicates`` (NaN ones
     left out) of a statistic whose value on the data is ``observed`` and whose jackknife values, one tensor per

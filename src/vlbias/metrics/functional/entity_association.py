@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from vlbias.errors import InputError
-from vlbias.metrics.functional.bootstrap import percentile_interval, resampled_means
+from vlbias.metrics.functional.bootstrap import mirrored_strict_interval, resampled_means
 from vlbias.metrics.functional.checks import check_bootstrap
 from vlbias.options import DEFAULT_STATISTICS
 
@@ -114,12 +114,6 @@ def bias_score(s_first: Tensor, s_second: Tensor) -> Tensor:
     return s_first - s_second
 
 
-def _percentile_interval(replicates: Tensor, confidence: float) -> Tensor:
-    """The percentile interval these scores have always had: upper level mirrored, and NaN when a replicate is NaN
-    (see :func:`~vlbias.metrics.functional.bootstrap.percentile_interval`)."""
-    return percentile_interval(replicates, confidence, mirrored_upper=True, omit_nan=False)
-
-
 def language_bias_interval(
     log_p_first: Tensor,
     log_p_second: Tensor,
@@ -144,7 +138,7 @@ def language_bias_interval(
     check_bootstrap(n_bootstrap, confidence)
     differences = (log_p_first - log_p_second).double()
     means = resampled_means(differences, n_bootstrap, torch.Generator().manual_seed(seed))
-    return _percentile_interval(means, confidence).to(log_p_first.dtype)
+    return mirrored_strict_interval(means, confidence).to(log_p_first.dtype)
 
 
 def visual_bias_interval(
@@ -175,7 +169,7 @@ def visual_bias_interval(
         rows = torch.randint(len(values), (n_bootstrap, len(values)), generator=generator)
         return torch.logsumexp(values.double()[rows], dim=-1) - math.log(len(values))
 
-    return _percentile_interval(resampled(log_p_first) - resampled(log_p_second), confidence).to(log_p_first.dtype)
+    return mirrored_strict_interval(resampled(log_p_first) - resampled(log_p_second), confidence).to(log_p_first.dtype)
 
 
 # -- per-entity accumulation shared with :mod:`vlbias.metrics.entity_association` ---------------

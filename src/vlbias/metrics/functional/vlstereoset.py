@@ -47,7 +47,7 @@ import torch
 from torch import Tensor
 
 from vlbias.errors import ConfigError, InputError
-from vlbias.metrics.functional.bootstrap import percentile_interval, resampled_means
+from vlbias.metrics.functional.bootstrap import mirrored_strict_interval, resampled_means
 from vlbias.metrics.functional.checks import check_bootstrap, shape_or_type
 from vlbias.options import DEFAULT_STATISTICS
 
@@ -138,12 +138,6 @@ def _order_free(selection: Tensor, anti: Tensor) -> tuple[Tensor, Tensor]:
     return selection[order], anti[order]
 
 
-def _percentiles(replicates: Tensor, confidence: float) -> Tensor:
-    """The percentile interval these scores have always had: upper level mirrored, and NaN when a replicate is NaN
-    (see :func:`~vlbias.metrics.functional.bootstrap.percentile_interval`)."""
-    return percentile_interval(replicates, confidence, mirrored_upper=True, omit_nan=False)
-
-
 def vlstereoset_intervals(
     selection: Tensor,
     anti: Tensor,
@@ -169,7 +163,7 @@ def vlstereoset_intervals(
         [torch.ones(int(anti.sum()), dtype=torch.bool), torch.zeros(int((~anti).sum()), dtype=torch.bool)]
     )
     scores = _scores_from_selection(torch.cat(resampled, dim=1), flags)  # each (n_bootstrap,)
-    return {name: _percentiles(values, confidence) for name, values in scores.items()}
+    return {name: mirrored_strict_interval(values, confidence) for name, values in scores.items()}
 
 
 def shift_scores(numerator: Tensor, denominator: Tensor, temperature: float = 1.0) -> Tensor:
@@ -212,7 +206,7 @@ def shift_summary(
     return {
         "mean": values.mean(),
         "fraction_positive": (values > 0).double().mean(),
-        "interval": _percentiles(means, confidence),
+        "interval": mirrored_strict_interval(means, confidence),
     }
 
 

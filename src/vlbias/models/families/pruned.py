@@ -25,10 +25,10 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from vlbias.errors import InputError
-from vlbias.models.base import Capability, ModelAdapter, registered_capabilities
+from vlbias.models.base import ModelAdapter, registered_capabilities
 from vlbias.models.families.clip import CLIPAdapter
 from vlbias.models.tiny_sizes import TinySizes
-from vlbias.models.wrapped import WrappedAdapter
+from vlbias.models.wrapped import TransformedEmbeddings
 
 #: The file beside the inner adapter's directory that names the inner model and the kept dimensions.
 PRUNED_FILE = "pruned_embeddings.json"
@@ -73,7 +73,7 @@ def _embedding_dim(adapter: ModelAdapter) -> int:
         return adapter.embed_texts(adapter.prepare_texts(["a"])).shape[1]
 
 
-class PrunedEmbeddings(WrappedAdapter):
+class PrunedEmbeddings(TransformedEmbeddings):
     """An EMBED adapter whose image and text embeddings keep only ``kept_dims``, re-normalised.
 
     Preprocessing, tokenizer and device are the inner adapter's. ``save_pretrained(directory)`` writes the
@@ -91,27 +91,15 @@ class PrunedEmbeddings(WrappedAdapter):
         self.embedding_dim = _embedding_dim(inner)
         self.register_buffer("kept_dims", checked_kept_dims(kept_dims, self.embedding_dim), persistent=False)
 
-    def prepare_texts(self, texts: Sequence[str]) -> dict[str, Tensor]:
-        return self.inner.prepare_texts(texts)
-
     def prune(self, embeddings: Tensor) -> Tensor:
         """``(B, D)`` embeddings -> ``(B, len(kept_dims))``: the kept coordinates, re-normalised."""
         return F.normalize(embeddings.index_select(1, self.kept_dims), dim=-1)
 
-    def embed_images(self, pixel_values: Tensor) -> Tensor:
-        return self.prune(self.inner.embed_images(pixel_values))
+    def transform_images(self, embeddings: Tensor) -> Tensor:
+        return self.prune(embeddings)
 
-    def embed_texts(self, tokens: dict[str, Tensor]) -> Tensor:
-        return self.prune(self.inner.embed_texts(tokens))
-
-    def direct_call(
-        self, capability: Capability, pixel_values: Tensor, tokens: dict[str, Tensor]
-    ) -> tuple[Tensor, Tensor]:
-        """The inner adapter's ``direct_call`` (its library model called directly), pruned."""
-        if capability not in self.capabilities:
-            raise self._lacks(capability)
-        images, texts = self.inner.direct_call(capability, pixel_values, tokens)
-        return self.prune(images), self.prune(texts)
+    def transform_texts(self, embeddings: Tensor, tokens: dict[str, Tensor]) -> Tensor:
+        return self.prune(embeddings)
 
     def saved_fields(self) -> dict[str, object]:
         return {"embedding_dim": self.embedding_dim, "kept_dims": self.kept_dims.tolist()}
