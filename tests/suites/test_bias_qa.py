@@ -20,6 +20,7 @@ from vlbias.cli import main
 from vlbias.errors import ConfigError
 from vlbias.models.base import Capability
 from vlbias.models.families.chat_vlm import OptionScores
+from vlbias.report.build import build_report
 from vlbias.report.glossary import undefined
 from vlbias.results import read_results
 from vlbias.suites.options import check_suite_options
@@ -170,6 +171,8 @@ def test_measure_runs_end_to_end_on_a_tiny_chat_model(tmp_path):
                                    "probabilities"]  # fmt: skip
     assert all(sum(row) == pytest.approx(1) for row in items["probabilities"])
     assert set(items["chosen"]) <= set(OPTIONS)
+    text = build_report([out], tmp_path / "report").markdown.read_text()  # a figure per category, and the positions
+    assert "![out: bias_qa per group (category)](" in text and "![out: bias_qa per group (position)](" in text
 
 
 def test_bad_options_data_and_models_are_one_line_each(tmp_path, capsys):

@@ -20,6 +20,7 @@ from vlbias.cli import main
 from vlbias.errors import ConfigError
 from vlbias.models.base import Capability
 from vlbias.models.families.chat_vlm import OptionScores
+from vlbias.report.build import build_report
 from vlbias.report.glossary import undefined
 from vlbias.results import read_results
 from vlbias.suites.options import check_suite_options
@@ -142,6 +143,8 @@ def test_measure_runs_end_to_end_on_a_tiny_chat_model(tmp_path):
     items = pd.read_parquet(out / "counterfactual_answers.items.parquet")
     assert list(items.columns) == ["set", "group", "attributes", "probabilities", "chosen"]
     assert all(sum(row) == pytest.approx(1) for row in items["probabilities"])
+    text = build_report([out], tmp_path / "report").markdown.read_text()  # each attribute's gaps, per option
+    assert "![out: counterfactual_answers per group (gender)](" in text
 
 
 def test_bad_options_and_data_are_one_line_each(tmp_path):

@@ -39,6 +39,11 @@ GROUP_BARS: dict[str, tuple[str, ...]] = {
     "counterbias": (r"(?P<panel>[^/]+)/(?P<group>[^/]+)/(?P<series>B@(?:V-L|V|L))",),
     "entity_association": (r"(?P<series>B_[A-Za-z_]+)/(?P<group>[^/]+)",),
     "zero_shot_fairness": (r"(?P<panel>[^/]+)/group/(?P<group>[^/]+)/(?P<series>accuracy|non_human_rate|crime_rate)",),
+    "bias_qa": (
+        r"(?P<panel>category)/(?P<group>[^/]+)/(?P<series>bias_(?:ambiguous|disambiguated))",
+        r"(?P<panel>position)/(?P<group>\d+)/(?P<series>share|expected_share)",
+    ),
+    "counterfactual_answers": (r"gap/(?P<panel>[^/]+)/(?P<series>[^/]+)/(?P<group>[^/]+)",),  # per attribute
 }
 EFFECT_SIZE = "/effect_size"
 
