@@ -33,8 +33,8 @@ the same and only the image is swapped, the distributions are over whole answers
 factual image may have several counterfactuals, each pair counting once in the mean (a question with three
 counterfactual images weighs three times one with one). The symmetric and Jensen-Shannon divergences and the
 one-sided gradients are vlbias's options, not the paper's. Eq. 15's cross-entropies (here the next-token loss on the
-answers) and Eq. 16's weighting, :math:`(1-\alpha)\mathcal{L}_{mlm} + \alpha \mathcal{L}_{KL}` (a λ on the
-divergence in the consistency-tuning module), are the training module's, not this function's.
+answers) and Eq. 16's weighting, :math:`(1-\alpha)\mathcal{L}_{mlm} + \alpha \mathcal{L}_{KL}`, belong to the
+training loop that calls this function.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def _checked_pairs(factual: Tensor, counterfactual: Tensor, factual_rows: Tensor
                 f"factual and {counterfactual.shape[0]} counterfactual rows."
             )
         factual_rows = torch.arange(factual.shape[0], device=factual.device)
-    elif factual_rows.shape != (counterfactual.shape[0],) or factual_rows.dtype.is_floating_point:
+    elif factual_rows.shape != (counterfactual.shape[0],) or factual_rows.dtype not in (torch.int64, torch.int32):
         raise InputError(
             f"Expected `factual_rows` of shape ({counterfactual.shape[0]},), one integer per counterfactual row, but "
             f"got shape {tuple(factual_rows.shape)} of {factual_rows.dtype}."
