@@ -30,6 +30,8 @@ from vlbias.errors import ConfigError
 Seed = restricted_number_type("Seed", int, [(">=", 0), ("<=", 2**32 - 1)])
 #: A number in (0, 1]: a difference of probabilities, a step or bound in [0, 1] pixel space.
 PositiveUnitInterval = restricted_number_type("PositiveUnitInterval", float, [(">", 0.0), ("<=", 1.0)])
+#: A dropout probability, in [0, 1).
+DropoutRate = restricted_number_type("DropoutRate", float, [(">=", 0.0), ("<", 1.0)])
 #: Bootstrap interval methods (:mod:`vlbias.metrics.functional.bootstrap`: percentile and BCa).
 IntervalMethod = Literal["percentile", "bca"]
 #: The names of the ranking protocols, the keys of :data:`vlbias.metrics.ranking_protocols.PROTOCOLS` (which checks,

@@ -55,7 +55,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Literal, NamedTuple
 
 import torch
-from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, PositiveInt, restricted_number_type
+from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, PositiveInt
 from torch import Tensor, nn
 
 from vlbias.counterfactual.image import AttackConfig, normalise, unit_pixels
@@ -67,10 +67,7 @@ from vlbias.models.base import Capability
 from vlbias.modules.masked_lm import MaskedLMPretraining
 from vlbias.modules.model_spec import TINY_ALBEF, ModelSpec
 from vlbias.objectives import IGNORE_INDEX, fairvlp_loss, hard_negative_itm, itc_loss
-from vlbias.options import check_options, check_value
-
-#: A dropout probability, in [0, 1).
-DropoutRate = restricted_number_type("DropoutRate", float, [(">=", 0.0), ("<", 1.0)])
+from vlbias.options import DropoutRate, check_options, check_value
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,10 @@ template. Capability ANSWER:
   or words (their first tokens), as Girrbach et al. (ICLR 2025) score a chat model's answer.
 * :meth:`ChatVLMAdapter.generate`: greedy or seeded sampling, returning the text and each token's log-probability.
 
+The scoring runs without gradients; :meth:`ChatVLMAdapter.option_log_probs` and
+:meth:`ChatVLMAdapter.next_token_logits` are the same computations with them, for training (the
+counterfactual-consistency loss, :mod:`vlbias.objectives.answer_consistency`).
+
 An option is scored as the text that follows the chat template's generation prompt, tokenized without special
 tokens: ``answer_prefix`` (``""`` by default) is put before every option (``" "`` for a template that ends in
 ``"ASSISTANT:"`` and answers after a space).
@@ -164,7 +168,16 @@ class ChatVLMAdapter(ModelAdapter):
         self, images: Sequence[ImageInput], prompts: Sequence[str], options: Sequence[Sequence[str]]
     ) -> OptionScores:
         """Score every option of every item: ``options[i]`` are item ``i``'s candidate answers, the same number
-        for every item. One batch: the caller batches (the suites shard items over ranks and batches)."""
+        for every item. One batch: the caller batches (the suites shard items over ranks and batches). Without
+        gradients: :meth:`option_log_probs` is the same with them."""
+        return self.option_log_probs(images, prompts, options)
+
+    def option_log_probs(
+        self, images: Sequence[ImageInput], prompts: Sequence[str], options: Sequence[Sequence[str]]
+    ) -> OptionScores:
+        """:meth:`score_options` with gradients, for training (the counterfactual-consistency loss,
+        :mod:`vlbias.objectives.answer_consistency`): the same cached forward, in the model's mode (train or eval)
+        and in its dtype (float32 at least)."""
         counts = {len(item) for item in options}
         if len(options) != len(prompts) or len(counts) != 1 or 0 in counts:
             raise InputError(
@@ -192,7 +205,7 @@ class ChatVLMAdapter(ModelAdapter):
         )
         first = last[:, None].repeat_interleave(n_options, dim=0)  # predicts each option's first token
         logits = torch.cat([first, out.logits[:, :-1]], dim=1)  # (N·O, L, V): logits[:, l] predicts ids[:, l]
-        token_log_probs = logits.float().log_softmax(dim=-1).gather(-1, ids[..., None])[..., 0] * mask
+        token_log_probs = _at_least_float32(logits).log_softmax(dim=-1).gather(-1, ids[..., None])[..., 0] * mask
         n_tokens = mask.sum(dim=1)
         total = token_log_probs.sum(dim=1)
         shape = (len(prompts), n_options)
@@ -236,10 +249,14 @@ class ChatVLMAdapter(ModelAdapter):
                 f"Answer candidates {shared} begin with the same token for {self.name}'s tokenizer; expected "
                 "candidates whose first tokens differ (answer letters such as 'A', 'B', 'C')."
             )
+        return self.next_token_logits(images, prompts).softmax(dim=-1)[:, firsts]
+
+    def next_token_logits(self, images: Sequence[ImageInput], prompts: Sequence[str]) -> Tensor:
+        """``(N, V)``: the logits of the answer's first token after each prompt, with gradients (in the model's
+        dtype, float32 at least); :meth:`first_token_probs` reads them without."""
         inputs = self.prompt_inputs(images, prompts)
         self._check_length(inputs, prompts, [1] * len(prompts))
-        logits = self._prefill(inputs)[1].float()
-        return logits.softmax(dim=-1)[:, firsts]
+        return _at_least_float32(self._prefill(inputs)[1])
 
     @torch.no_grad()
     def generate(
@@ -363,6 +380,11 @@ class ChatVLMAdapter(ModelAdapter):
             torch.manual_seed(seed)
             model = AutoModelForImageTextToText.from_config(config)
         return cls(model.eval(), processor, answer_prefix, padding_side)
+
+
+def _at_least_float32(logits: Tensor) -> Tensor:
+    """``logits`` in float32, or in float64 where the model computes in float64 (the gradient checks do)."""
+    return logits.to(torch.promote_types(logits.dtype, torch.float32))
 
 
 def _cache_of(output) -> object:
