@@ -70,7 +70,9 @@ def test_each_method_is_measured_by_bias_qa_unchanged(model, tmp_path, method):
     assert set(after.metrics) == set(before.metrics)
     probabilities = torch.tensor([row["probabilities"] for row in after.items], dtype=torch.float64)
     torch.testing.assert_close(probabilities.sum(dim=1), torch.ones(4, dtype=torch.float64))
-    assert not torch.allclose(probabilities, torch.tensor([row["probabilities"] for row in before.items], dtype=torch.float64))
+    assert not torch.allclose(
+        probabilities, torch.tensor([row["probabilities"] for row in before.items], dtype=torch.float64)
+    )
 
 
 @pytest.mark.parametrize("method", METHODS)

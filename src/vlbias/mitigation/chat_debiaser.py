@@ -129,6 +129,7 @@ class ChatDebiaser(abc.ABC):
 
     def check_generation(self) -> None:
         """Refuse free generation when the method cannot act on it (a calibration over a fixed set of answers)."""
+        return None
 
 
 class DebiasedChatVLM(ModelAdapter):
