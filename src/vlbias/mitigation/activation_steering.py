@@ -109,14 +109,18 @@ def hidden_size(adapter: ChatVLMAdapter) -> int:
 
 
 def project_out(hidden: Tensor, direction: Tensor) -> Tensor:
-    """``hidden`` ``(..., D)`` less its component along the unit ``direction`` ``(D,)``: :math:`h - (h \\cdot u)u`.
+    """``hidden`` ``(..., D)`` less its component along the unit ``direction`` ``(D,)``: :math:`h - (h \\cdot u)u`,
+    computed in float32 at least (outside autocast: the suites measure a CUDA model under bf16 autocast, whose
+    rounding of :math:`h \\cdot u` would leave a part of the direction), returned in ``hidden``'s dtype.
 
     Example:
         >>> project_out(torch.tensor([[3.0, 4.0]]), torch.tensor([1.0, 0.0]))
         tensor([[0., 4.]])
     """
-    u = direction.to(hidden)
-    return hidden - (hidden @ u)[..., None] * u
+    dtype = torch.promote_types(hidden.dtype, torch.float32)
+    with torch.autocast(hidden.device.type, enabled=False):
+        h, u = hidden.to(dtype), direction.to(device=hidden.device, dtype=dtype)
+        return (h - (h @ u)[..., None] * u).to(hidden.dtype)
 
 
 @contextlib.contextmanager
