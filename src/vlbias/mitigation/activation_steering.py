@@ -50,7 +50,7 @@ from jsonargparse.typing import NonNegativeInt
 from torch import Tensor, nn
 
 from vlbias.atomic import OutputFolder
-from vlbias.data.counterfactual_questions import CounterfactualSet
+from vlbias.data.counterfactual_questions import CounterfactualImage, CounterfactualSet
 from vlbias.data.images import load_image
 from vlbias.errors import ConfigError, InputError
 from vlbias.mitigation.chat_debiaser import ChatDebiaser, DebiasedChatVLM, chat_model
@@ -148,8 +148,8 @@ def projection_hook(layer: nn.Module, direction: Tensor, positions: Positions) -
 
 class ActivationSteering(ChatDebiaser):
     """Project an attribute direction out of one decoder layer's output (module docstring). Fitted state:
-    :attr:`direction` ``(D,)``, :attr:`layer`, :attr:`model` (the family it was fitted on, its model type, hidden
-    size and number of layers) and :attr:`fitted_on` (sets, pairs, attribute values)."""
+    :attr:`direction` ``(D,)``, :attr:`layer`, :attr:`fitted_model` (the family it was fitted on, its model type,
+    hidden size and number of layers) and :attr:`fitted_on` (sets, pairs, attribute values)."""
 
     name = "activation_steering"
     ACTS_ON = "hidden_states"
@@ -160,7 +160,7 @@ class ActivationSteering(ChatDebiaser):
         super().__init__(options)
         self.direction: Tensor | None = None
         self.layer: int | None = None
-        self.model: dict[str, object] = {}
+        self.fitted_model: dict[str, object] = {}
         self.fitted_on: dict[str, object] = {}
 
     def _fit(self, adapter: ChatVLMAdapter, sets: Sequence[CounterfactualSet]) -> None:
@@ -178,7 +178,7 @@ class ActivationSteering(ChatDebiaser):
                 "the person shown, read at a layer that sees them"
             )
         self.direction = (direction / direction.norm()).float().cpu()
-        self.model = model_description(adapter)
+        self.fitted_model = model_description(adapter)
         self.fitted_on = {"n_sets": len(sets), "n_pairs": int(differences.shape[0]), "values": values,
                           "attribute": self.options.attribute or "group"}  # fmt: skip
 
@@ -208,7 +208,7 @@ class ActivationSteering(ChatDebiaser):
             )
         return torch.stack(differences), values
 
-    def _value(self, question_set: CounterfactualSet, image) -> str:
+    def _value(self, question_set: CounterfactualSet, image: CounterfactualImage) -> str:
         if self.options.attribute is None:
             return image.group
         attributes = dict(image.attributes)
@@ -248,11 +248,11 @@ class ActivationSteering(ChatDebiaser):
         adapter = chat_model(adapter, self.name)
         if self.direction is None:
             raise ConfigError("Chat debiaser 'activation_steering' is not fitted: call fit() or load_steering() first")
-        found = model_description(adapter)
+        found, fitted = model_description(adapter), self.fitted_model
         for key in ("family", "hidden_size"):
-            if found[key] != self.model[key]:
+            if found[key] != fitted[key]:
                 raise ConfigError(
-                    f"The steering direction was fitted on {self.model['family']} ({key} {self.model[key]}) but model "
+                    f"The steering direction was fitted on {fitted['family']} ({key} {fitted[key]}) but model "
                     f"{adapter.name} has {key} {found[key]}; expected the model it was fitted on"
                 )
         checked_layer(adapter, self.layer)
@@ -267,7 +267,7 @@ class ActivationSteering(ChatDebiaser):
         return projection_hook(decoder_layers(adapter)[self.layer], self.direction, self.options.positions)
 
     def record(self) -> dict[str, object]:
-        return {**super().record(), "layer": self.layer, "model": self.model, "fitted_on": self.fitted_on}
+        return {**super().record(), "layer": self.layer, "model": self.fitted_model, "fitted_on": self.fitted_on}
 
     # -- export ---------------------------------------------------------------------------
     def save(self, folder: str | Path) -> Path:
@@ -276,7 +276,7 @@ class ActivationSteering(ChatDebiaser):
 
         if self.direction is None:
             raise ConfigError("Chat debiaser 'activation_steering' is not fitted: nothing to save")
-        config = {"method": self.name, **self.model, "layer": self.layer, "positions": self.options.positions,
+        config = {"method": self.name, **self.fitted_model, "layer": self.layer, "positions": self.options.positions,
                   "options": asdict(self.options), "fitted_on": self.fitted_on}  # fmt: skip
 
         def write(target: Path) -> None:
@@ -318,5 +318,5 @@ def load_steering(folder: str | Path, adapter: ModelAdapter) -> DebiasedChatVLM:
             "hidden_size)"
         )
     steering = ActivationSteering(options)
-    steering.direction, steering.layer, steering.model, steering.fitted_on = direction, layer, model, fitted_on
+    steering.direction, steering.layer, steering.fitted_model, steering.fitted_on = direction, layer, model, fitted_on
     return steering.wrap(adapter)

@@ -20,7 +20,9 @@ what the suites put above the question: the question is the line just above the 
 :meth:`~vlbias.suites.chat_question_options.ChatQuestionOptions.format_prompt` writes them), the lines above it are
 the context (``bias_qa``'s ``{context}``), and the question, options and instructions below are kept. A prompt
 without lines above its question (``counterfactual_answers``; a ``bias_qa`` item without context) keeps its text:
-the image is then the whole content. A question is its content-free prompt and its options in the order shown, so a
+the image is then the whole content. (A suite ``template`` that puts a line between the question and the options, or
+the context below the question, is read by the same rule: its content-free prompt would keep the wrong lines.) A
+question is its content-free prompt and its options in the order shown, so a
 ``bias_qa`` item's rotations are calibrated each on its own (the calibration removes a preference for a position
 too, as Zhao et al.'s removes a recency bias).
 
