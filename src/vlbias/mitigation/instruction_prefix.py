@@ -1,6 +1,6 @@
 """Instruction prefix: an instruction not to rely on the social attributes of the people asked about, put before the
-user's text (Si et al., ICLR 2023, "Prompting GPT-3 to be reliable", Sec. 3, which asks a model answering BBQ to
-treat groups equally and to choose the unknown option when the information does not settle the answer).
+user's text (Si et al., ICLR 2023, "Prompting GPT-3 to be reliable", whose social-bias prompts ask a model answering
+BBQ to treat groups equally and to choose the unknown option when the information does not settle the answer).
 
 The chat model reads ``prefix + "\\n" + prompt`` as its user turn: the family's chat template puts the image first,
 then this text, so the instruction opens the user's words (:meth:`ChatFamily.render
