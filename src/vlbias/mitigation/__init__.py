@@ -11,14 +11,23 @@ pruning (Janghorbani & de Melo, 2023, Algorithm 1; :mod:`~vlbias.mitigation.mmbi
 :class:`vlbias.mitigation.debiased_embeddings.DebiasedEmbeddings`; a linear one exports in its family's own format
 (:meth:`vlbias.models.base.ModelAdapter.export_linear`). MMBias's MI-guided dimension pruning itself
 (:mod:`~vlbias.mitigation.pruning`, ``vlbias prune``) and the prompt projection (:mod:`~vlbias.mitigation.projection`)
-are here too. The names below are imported when first asked for, so importing a torch-free module of this
-package (the registry, :mod:`~vlbias.mitigation.removal_count`) imports no torch.
+are here too. Chat VLMs have training-free debiasers on an interface of their own
+(:mod:`~vlbias.mitigation.chat_debiaser`, registered in :mod:`~vlbias.mitigation.chat_registry`): an instruction
+prefix (:mod:`~vlbias.mitigation.instruction_prefix`), activation steering
+(:mod:`~vlbias.mitigation.activation_steering`) and contextual calibration (Zhao et al., 2021;
+:mod:`~vlbias.mitigation.contextual_calibration`). The names below are imported when first asked for, so importing a
+torch-free module of this package (the registries, :mod:`~vlbias.mitigation.removal_count`) imports no torch.
 """
 
 import importlib
 
 #: name -> the module that defines it.
 _WHERE = {
+    "ChatDebiaser": "chat_debiaser",
+    "fit_chat_debiaser": "chat_debiaser",
+    "chat_debiaser_class": "chat_registry",
+    "list_chat_debiasers": "chat_registry",
+    "load_steering": "activation_steering",
     "Debiaser": "debiaser",
     "FitData": "debiaser",
     "load_debiaser": "debiaser",
