@@ -33,18 +33,24 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import ClassVar, Literal, Self
 
 from torch import Tensor
 
+from vlbias.atomic import atomic_write
 from vlbias.data.counterfactual_questions import CounterfactualSet
 from vlbias.data.images import ImageInput
 from vlbias.errors import CapabilityError, ConfigError, InputError
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.families.chat_vlm import ChatVLMAdapter, Generation, OptionScores
 from vlbias.options import check_options
+
+#: The file :meth:`ChatDebiaser.save` writes: what the method is, with every option.
+RECORD_FILE = "chat_debiaser.json"
 
 ActsOn = Literal["prompt", "hidden_states", "answer_probabilities"]
 
@@ -90,6 +96,16 @@ class ChatDebiaser(abc.ABC):
         """What a results file records of the method: its name, what it acts on, and every option with its value
         (defaults included: the instruction prefix's text is recorded whether given or not)."""
         return {"method": self.name, "acts_on": self.ACTS_ON, "options": asdict(self.options)}
+
+    def save(self, folder: str | Path) -> Path:
+        """Write what the method is (:meth:`record`: its name, what it acts on, every option) to
+        ``folder/chat_debiaser.json``, atomically; returns the folder. A method with a fitted state writes it too
+        (activation steering's export)."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(self.record(), indent=2, allow_nan=False).encode()
+        atomic_write(folder / RECORD_FILE, lambda handle: handle.write(text))
+        return folder
 
     def wrap(self, adapter: ModelAdapter) -> DebiasedChatVLM:
         """The debiased model: ``adapter`` answering through this method."""

@@ -48,7 +48,12 @@ logger = logging.getLogger(__name__)
 
 def debias(options: DebiasOptions) -> dict:
     """Fit and measure ``options.method`` (one, a list, or ``'all'``) and write ``options.out`` (module docstring);
-    returns the content of ``debias.json``."""
+    returns the content of ``debias.json``. A chat VLM's debiasers run as :func:`~vlbias.workflows.chat_debias.
+    chat_debias` does."""
+    if options.chat:
+        from vlbias.workflows.chat_debias import chat_debias
+
+        return chat_debias(options)
     with torch_threads(options.threads) as threads:
         plan = plan_debias(options)
         print(f"fitting {', '.join(plan.debiasers)} on {options.data}; writing {plan.out}", flush=True)  # all checked

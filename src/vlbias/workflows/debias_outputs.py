@@ -109,10 +109,10 @@ def write_parts(folder: Path, options: DebiasOptions, adapter: ModelAdapter, fol
             if method in fold.fitted:
                 fold.fitted[method].save(place / "debiaser")
     rows = summary["comparison"]
-    (folder / "compare.csv").write_text(_table(rows))
+    (folder / "compare.csv").write_text(table_csv(rows))
     (folder / "compare.png").write_bytes(plot_comparison(rows, headline_bias(rows[0])))
     if len(folds) > 1:
-        (folder / "compare_folds.csv").write_text(_table(summary["folds"]))
+        (folder / "compare_folds.csv").write_text(table_csv(summary["folds"]))
 
 
 def debias_summary(
@@ -162,7 +162,8 @@ def _method_summary(method: str, debiaser: Debiaser) -> dict[str, object]:
     }
 
 
-def _table(rows: list[dict]) -> str:
+def table_csv(rows: list[dict]) -> str:
+    """``rows`` as CSV text, one column per key (a key missing in a row left empty)."""
     import pandas as pd
 
     return pd.DataFrame(rows).to_csv(index=False)

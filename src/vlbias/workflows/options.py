@@ -159,6 +159,9 @@ class PruneOptions(PruningChoice, ModelChoice):
 @dataclass(frozen=True, kw_only=True)
 class DebiasOptions(DeviceChoice, ModelChoice):
     """Fit post-hoc debiasers on one EMBED model; measure bias, zero-shot accuracy and retrieval R@K before and after.
+    On a chat VLM, its training-free debiasers (instruction_prefix, activation_steering, contextual_calibration):
+    --data a counterfactual question file (what steering is fitted on), --suites bias_qa and/or
+    counterfactual_answers on --suite_data (a question file or a folder of them).
 
     One method writes <out>/debias.json, <out>/debiaser (the fitted state) and each suite's results before
     (<out>/before) and after (<out>/after). Several methods (a list, or 'all') is the compare mode: every method
@@ -166,7 +169,8 @@ class DebiasOptions(DeviceChoice, ModelChoice):
     zero-shot accuracy) and <out>/methods/<method>/<suite>.json.
 
     Args:
-        method: Debiaser name, a list of names, or 'all' (every registered one) for the compare mode.
+        method: Debiaser name, a list of names, or 'all' (every registered one; a chat model's: every chat debiaser)
+            for the compare mode.
         trained_models: Compare mode: models debiased by training, each a row beside the methods, measured on the
             same folds the same way, e.g. '{prompt_array: {model: prompt_array, checkpoint: runs/x/model}}'.
         method_options: The method's options, e.g. '{rtol: 1e-6}'; in the compare mode per method,
@@ -202,12 +206,25 @@ class DebiasOptions(DeviceChoice, ModelChoice):
     folds: PositiveInt = 1
 
     @property
+    def chat(self) -> bool:
+        """Whether the model is a chat VLM (capability ANSWER), whose debiasers are the chat ones."""
+        from vlbias.models.catalog import model_capabilities  # torch-free
+
+        return "answer" in model_capabilities(self.model)
+
+    @property
+    def registered_methods(self) -> list[str]:
+        """The methods this model can be debiased by: the chat debiasers for a chat VLM, else the embedding ones."""
+        from vlbias.mitigation.chat_registry import list_chat_debiasers  # both registries import no method
+        from vlbias.mitigation.registry import list_debiasers
+
+        return list_chat_debiasers() if self.chat else list_debiasers()
+
+    @property
     def methods(self) -> list[str]:
         """The methods asked for: ``[method]``, the list, or every registered one for ``'all'``."""
-        from vlbias.mitigation.registry import list_debiasers  # torch-free: the registry imports no method
-
         if self.method == "all":
-            return list_debiasers()
+            return self.registered_methods
         return [self.method] if isinstance(self.method, str) else list(self.method)
 
     @property
@@ -217,10 +234,8 @@ class DebiasOptions(DeviceChoice, ModelChoice):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from vlbias.mitigation.registry import list_debiasers
-
         for method in self.methods:
-            refuse_unknown("debiaser", method, list_debiasers())
+            refuse_unknown("chat debiaser" if self.chat else "debiaser", method, self.registered_methods)
         refuse_unknown_suites(self.suites)
         if not self.methods:
             raise ConfigError("Expected at least one method in `method` but got an empty list.")
@@ -228,6 +243,8 @@ class DebiasOptions(DeviceChoice, ModelChoice):
             raise ConfigError(f"Expected distinct methods in `method` but got {self.methods}.")
         if not self.suites:
             raise ConfigError("Expected at least one suite in `suites` but got an empty list.")
+        if self.chat:
+            self._check_chat_choices()
         if self.folds > 1 and not (self.compare and self.data == "biasworld" and self.suite_data == "biasworld"):
             raise ConfigError(
                 f"`folds` ({self.folds}) are BiasWorld worlds of the compare mode: give a list of methods or 'all', "
@@ -240,3 +257,16 @@ class DebiasOptions(DeviceChoice, ModelChoice):
             )
         if self.caption_images is not None and self.captions in (None, "biasworld"):
             raise ConfigError("`caption_images` is the folder of a caption file's images: give the file as `captions`.")
+
+    def _check_chat_choices(self) -> None:
+        """A chat model's run: fitted on a counterfactual question file, measured on question files, one world."""
+        given = {"trained_models": self.trained_models, "captions": self.captions, "folds": self.folds > 1}
+        for name, value in given.items():
+            if value:
+                raise ConfigError(f"`{name}` is not for a chat model's debiasers ({self.model!r}): leave it out.")
+        for name in ("data", "suite_data"):
+            if getattr(self, name) == "biasworld":
+                raise ConfigError(
+                    f"A chat model's debiasers need question files: give `{name}` (a counterfactual question file for "
+                    "`data`, a question file or a folder of them for `suite_data`)."
+                )
