@@ -151,7 +151,7 @@ def test_bad_options_and_data_are_one_line_each(tmp_path):
         check_suite_options("counterfactual_answers", {"statistics": {"interval_method": "bca"}})
     with pytest.raises(ConfigError, match="cannot read its stimuli from BiasWorld"):
         build_suite(check_suite_options("counterfactual_answers", {}), "biasworld")
-    with pytest.raises(ConfigError, match="is a folder; expected the counterfactual questions' JSONL file"):
+    with pytest.raises(ConfigError, match="is not a counterfactual question-set data set; expected a JSONL question-set file, a PAIRS folder"):
         build_suite(check_suite_options("counterfactual_answers", {}), tmp_path)
     options = check_suite_options("counterfactual_answers", {"scoring": "first_token"})
     assert options.prompt("Q?", ["x", "y"]) == "Q?\nA. x\nB. y\nAnswer with the letter of one option."

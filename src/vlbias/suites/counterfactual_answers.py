@@ -50,9 +50,10 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from vlbias.data.counterfactual_questions import CounterfactualSet, read_counterfactual_questions
+from vlbias.data.chat_question_layouts import read_question_sets
+from vlbias.data.counterfactual_questions import CounterfactualSet
 from vlbias.data.images import load_image
-from vlbias.errors import ConfigError, InputError
+from vlbias.errors import InputError
 from vlbias.metrics.counterfactual import CounterfactualAnswers
 from vlbias.metrics.functional.counterfactual import MEAN_NAMES
 from vlbias.models.base import Capability, ModelAdapter
@@ -104,14 +105,10 @@ class CounterfactualAnswersSuite(Suite):
 
     @classmethod
     def from_path(cls, path: Path, options: CounterfactualAnswersOptions) -> CounterfactualAnswersSuite:
-        """The sets of a JSONL file (:mod:`vlbias.data.counterfactual_questions`)."""
-        path = Path(path)
-        if path.is_dir():
-            raise ConfigError(
-                f"Data path {str(path)!r} is a folder; expected the counterfactual questions' JSONL file."
-            )
-        sets, skipped = read_counterfactual_questions(path)
-        return cls(sets, {"data": str(path)}, options, skipped)
+        """The sets at ``path``, read by its layout (:mod:`vlbias.data.chat_question_layouts`: a JSONL file, PAIRS'
+        folder, GenderBias-VL's pair files)."""
+        sets, skipped, layout = read_question_sets(path)
+        return cls(sets, {"data": str(path), "layout": layout}, options, skipped)
 
     def stimuli(self) -> list[CounterfactualSet]:
         return self.sets
