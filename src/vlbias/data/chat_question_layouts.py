@@ -58,7 +58,9 @@ def bias_qa_layout(path: str | Path) -> tuple[str, Callable[[Path], tuple[list[B
     return None
 
 
-def question_sets_layout(path: str | Path) -> tuple[str, Callable[[Path], tuple[list[CounterfactualSet], Skipped]]] | None:
+def question_sets_layout(
+    path: str | Path,
+) -> tuple[str, Callable[[Path], tuple[list[CounterfactualSet], Skipped]]] | None:
     """``(layout name, reader)`` of the ``counterfactual_answers`` data at ``path`` (module docstring), or None."""
     path = Path(path)
     if path.is_file() and path.suffix == ".jsonl":

@@ -120,10 +120,15 @@ def _records(path: Path) -> dict[object, tuple[int, dict]]:
             if not isinstance(record[field], str) or not record[field].strip():
                 raise _bad(path, index, field, f"expected a non-empty string but got {record[field]!r}")
         choices = record["gt_choices"]
-        if not isinstance(choices, list) or len(choices) < 2 or len(set(choices)) < len(choices) or not all(
-            isinstance(choice, str) and choice.strip() for choice in choices
+        if (
+            not isinstance(choices, list)
+            or len(choices) < 2
+            or len(set(choices)) < len(choices)
+            or not all(isinstance(choice, str) and choice.strip() for choice in choices)
         ):
-            raise _bad(path, index, "gt_choices", f"expected two or more distinct non-empty strings but got {choices!r}")
+            raise _bad(
+                path, index, "gt_choices", f"expected two or more distinct non-empty strings but got {choices!r}"
+            )
         choice = record["gt_choice"]
         if isinstance(choice, bool) or not isinstance(choice, int) or not 0 <= choice < len(choices):
             raise _bad(path, index, "gt_choice", f"expected an option index in [0, {len(choices)}) but got {choice!r}")

@@ -86,7 +86,9 @@ def read_sb_bench(path: str | Path) -> tuple[list[BiasQAItem], list[dict[str, st
             where = f"{WHAT} {str(shard)!r}: row {row}"
             item, reason = _item(shard, row, record, where)
             if item.id in seen:
-                raise InputError(f"{where}, column `id`: {item.id!r} is the id of {seen[item.id]} too; ids must be unique")
+                raise InputError(
+                    f"{where}, column `id`: {item.id!r} is the id of {seen[item.id]} too; ids must be unique"
+                )
             seen[item.id] = f"row {row} of {shard.name}"
             if reason is None and isinstance(item.image, EncodedImage):
                 problem = image_problem(item.image)
