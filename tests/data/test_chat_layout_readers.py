@@ -107,9 +107,12 @@ def test_vlbiasbench_skips_by_id_and_refuses_in_one_line(tmp_path):
     bad = write_vlbiasbench(tmp_path / "b", {"base/Age": [vlbiasbench_record(condition="neg", label=5)]})
     with pytest.raises(InputError, match=r"Age.json': record 0, field `label`: expected an option index in \[0, 3\)"):
         read_vlbiasbench(bad)
-    unknown = write_vlbiasbench(tmp_path / "c", {"base/Caste": [vlbiasbench_record()]})
-    with pytest.raises(InputError, match=r"Caste.json': unknown category 'Caste'; expected a file named after one of"):
-        read_vlbiasbench(unknown)
+    unknown = write_vlbiasbench(
+        tmp_path / "c", {"base/Caste": [vlbiasbench_record()], "base/Age": [vlbiasbench_record()]}
+    )
+    items, skipped = read_vlbiasbench(unknown)  # a file of an unknown category is skipped whole, by its name
+    assert [item.id for item in items] == ["base/Age/0"] and [entry["item"] for entry in skipped] == ["base/Caste.json"]
+    assert skipped[0]["reason"].startswith("unknown category 'Caste'; expected a file named after one of Age,")
     with pytest.raises(InputError, match="record 0, field `condition`: expected one of ambig, disambig"):
         read_vlbiasbench(write_vlbiasbench(tmp_path / "d", {"base/Age": [vlbiasbench_record(condition="vague")]}))
 

@@ -25,10 +25,12 @@ the biased answer from ``category`` and the question's polarity (:func:`~vlbias.
 ``question_polarity`` (``neg`` / ``nonneg``) where a record has it, else a ``neg`` / ``non_neg`` condition.
 
 Refused with one :class:`~vlbias.errors.InputError` naming the file, the record and the field: a file that is not a
-JSON list of objects, a file of an unknown category (:data:`CATEGORIES`), a missing or ill-typed field, an unknown
-condition, a ``label`` outside 0-2. Skipped with the reason (by id): a missing or undecodable image, options without
-BBQ's unknown answer, and a question whose biased answer cannot be told (no ``category``, no polarity, or no
-single option naming it).
+JSON list of objects, a missing or ill-typed field, an unknown condition, a ``label`` outside 0-2 or not fitting the
+condition. Skipped with the reason: a file of an unknown category (not one of :data:`CATEGORIES`; named
+``<format>/<file>``, its questions unread), and by id a missing or undecodable image, options without BBQ's unknown
+answer, and a question whose biased answer cannot be told (no ``category``, no polarity, or no single option naming
+it). The official loader gives no polarity: records without ``question_polarity`` or a ``neg`` / ``non_neg``
+condition (all ambiguous ones, if the release has neither) are skipped with that reason rather than guessed.
 """
 
 from __future__ import annotations
@@ -79,10 +81,9 @@ def read_vlbiasbench(path: str | Path) -> tuple[list[BiasQAItem], list[dict[str,
     skipped: list[dict[str, str]] = []
     for file in files:
         if file.stem not in CATEGORIES:
-            raise InputError(
-                f"{WHAT} {str(file)!r}: unknown category {file.stem!r}; expected a file named after one of "
-                f"{', '.join(CATEGORIES)}"
-            )
+            reason = f"unknown category {file.stem!r}; expected a file named after one of {', '.join(CATEGORIES)}"
+            skipped.append({"item": f"{file.parent.name}/{file.name}", "reason": reason})
+            continue
         records = read_json(file, WHAT)
         if not isinstance(records, list) or not all(isinstance(record, dict) for record in records):
             raise InputError(f"{WHAT} {str(file)!r}: expected a JSON list of objects")
