@@ -27,7 +27,9 @@ def png(path: Path | None = None, width: int = 8) -> bytes:
 
 
 def sb_bench_row(**changes) -> dict:
-    """One SB-Bench row as the card's example shows it (an ambiguous age question), with ``changes``."""
+    """One SB-Bench row in the card's example's shape (an ambiguous age question), with ``changes``; its person
+    answers name the stereotyped group "old" in one option only (the card's "The 62 year old" / "The 24 year old"
+    would both hold the word, and the reader would skip the question)."""
     row = {
         "file_name": {"bytes": png(), "path": "age_1.jpg"}, "id": "01_01_0001_1_01", "category": "Age",
         "additional_metadata": "{'subcategory': 'None', 'stereotyped_groups': ['old'], 'version': 'a', "

@@ -21,13 +21,16 @@ options ``gt_choices``; the base image's group is its ``gender`` and the cf imag
 
 Refused with one :class:`~vlbias.errors.InputError` naming the file, the record and the field: a file that is not a
 JSON list of objects, a missing or ill-typed field, an unknown ``gender``, a ``gt_choice`` outside the options, a
-repeated ``id``, and a cf record whose question, options or gender differ from its base record's. Skipped with the
-reason: a base record without its cf record (and the reverse), an image missing or not decoding (``<set>/<gender>``),
-and a set left with fewer than two images.
+repeated ``id``, and a cf record whose options, gender or file name differ from its base record's. Skipped with the
+reason: a base record without its cf record (and the reverse), a pair whose two images are asked different questions
+(``Lbias`` / ``VLbias``: "What is the male's occupation ..." of the cf image; a set asks one question, so these
+folders are the ``Vbias`` pairs' only), an image missing or not decoding (``<set>/<gender>``), and a set left with
+fewer than two images.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from vlbias.data.counterfactual_questions import CounterfactualImage, CounterfactualSet
@@ -42,14 +45,17 @@ FIELDS = ("query", "gt_choice", "gt_choices", "id", "filename", "gender", "image
 
 
 def genderbias_vl_pairs(folder: str | Path) -> list[tuple[Path, Path]]:
-    """The ``(base, cf)`` pair files in ``folder`` (module docstring): each ``*base*.json`` whose ``cf`` sibling exists
-    and whose text names GenderBias-VL's fields (``gt_choices``, ``image_type``)."""
+    """The ``(base, cf)`` pair files in ``folder`` (module docstring): each ``*base*.json`` whose ``cf`` sibling exists,
+    both in GenderBias-VL's fields, whose first records ask the base and the cf image one question (``Vbias``'s; the
+    ``Lbias`` and ``VLbias`` queries name the gender shown, so their images are not asked the same question)."""
     folder = Path(folder)
     pairs = []
     for base in sorted(folder.glob(f"*{BASE}*.json")) if folder.is_dir() else []:
         counterfactual = base.with_name(base.name.replace(BASE, COUNTERFACTUAL, 1))
-        if counterfactual.is_file() and _names_fields(base):
-            pairs.append((base, counterfactual))
+        if counterfactual.is_file():
+            first = [_first_record(path) for path in (base, counterfactual)]
+            if all(record is not None for record in first) and _question(first[0]) == _question(first[1]):
+                pairs.append((base, counterfactual))
     return pairs
 
 
@@ -74,9 +80,13 @@ def read_genderbias_vl(base: str | Path) -> tuple[list[CounterfactualSet], list[
             skipped.append({"item": name, "reason": f"id {key} has no record in {counterfactual.name}"})
             continue
         cf_index, cf_record = cf_records[key]
-        for field in ("query", "gt_choices", "gender", "filename"):
+        for field in ("gt_choices", "gender", "filename"):
             if cf_record[field] != record[field]:
                 raise _bad(counterfactual, cf_index, field, f"differs from record {index} of {base.name} (id {key})")
+        if _question(cf_record) != _question(record):
+            skipped.append({"item": name, "reason": f"the cf image is asked {_question(cf_record)!r}, the base image "
+                            f"{_question(record)!r}; a set asks one question"})  # fmt: skip
+            continue
         shown = record["gender"], next(g for g in GENDERS if g != record["gender"])
         images = []
         for (file, source), gender in zip(((base, record), (counterfactual, cf_record)), shown, strict=True):
@@ -89,17 +99,25 @@ def read_genderbias_vl(base: str | Path) -> tuple[list[CounterfactualSet], list[
         if len(images) < 2:
             skipped.append({"item": name, "reason": f"set left with {len(images)} readable image(s); expected two"})
             continue
-        question = record["query"].split("Options:", 1)[0].strip()
-        sets.append(CounterfactualSet(name, question, tuple(record["gt_choices"]), None, tuple(images)))
+        sets.append(CounterfactualSet(name, _question(record), tuple(record["gt_choices"]), None, tuple(images)))
     return sets, skipped
 
 
-def _names_fields(path: Path) -> bool:
+def _question(record: dict) -> str:
+    """The question of a record's ``query``: its text before ``Options:``."""
+    return record["query"].split("Options:", 1)[0].strip()
+
+
+def _first_record(path: Path) -> dict | None:
+    """The first record of a pair file when it is one in GenderBias-VL's fields, else None (reading the file is the
+    reader's job, which names what is wrong)."""
     try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:4096]
-    except OSError:
-        return False
-    return '"gt_choices"' in head and '"image_type"' in head
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    first = records[0] if isinstance(records, list) and records else None
+    fields_ok = isinstance(first, dict) and "image_type" in first and isinstance(first.get("query"), str)
+    return first if fields_ok and all(field in first for field in FIELDS) else None
 
 
 def _bad(path: Path, index: int, field: str, message: str) -> InputError:
