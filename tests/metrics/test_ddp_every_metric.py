@@ -305,6 +305,22 @@ def _counterfactual(g: torch.Generator) -> list[Batch]:
     return batches
 
 
+def _counterfactual_protocols(g: torch.Generator) -> list[Batch]:
+    # a set of 4 images a batch: options yes, no, unclear (sets 0, 1, 3: question 0, 1, 0) or yes, no, maybe (set 2:
+    # question 1, no "unclear" option); gender (2 values) x race (2 values)
+    batches = []
+    for number in range(N_BATCHES):
+        probabilities = _rand(g, 4, 3) + 0.1
+        probabilities = probabilities / probabilities.sum(dim=1, keepdim=True)
+        options = torch.tensor([[0, 1, 3]] * 4 if number == 2 else [[0, 1, 2]] * 4)
+        rows = dict(probabilities=probabilities, set_index=torch.full((4,), number),
+                    unknown_option=torch.full((4,), -1 if number == 2 else 2), options=options,
+                    attributes=torch.tensor([[0, 0], [0, 1], [1, 0], [1, 1]]),
+                    question=torch.full((4,), number % 2))  # fmt: skip
+        batches.append([("", rows)])
+    return batches
+
+
 _TEST = dict(n_permutations=50, n_bootstrap=20, seed=3)  # few random draws, fixed seed
 
 RECIPES: dict[str, Recipe] = {
@@ -329,6 +345,16 @@ RECIPES: dict[str, Recipe] = {
             ["a", "b", "c", "d"], {"gender": ["man", "woman"], "race": ["black", "white"]}, max_options=3, **_TEST
         ),
         _counterfactual,
+    ),
+    "CounterfactualProtocols": Recipe(
+        lambda: metrics.CounterfactualProtocols(
+            ["yes", "no", "unclear", "maybe"],
+            {"gender": ["man", "woman"], "race": ["black", "white"]},
+            ["Is this person kind?", "Is this person rich?"],
+            max_options=3,
+            **_TEST,
+        ),
+        _counterfactual_protocols,
     ),
     "GroundedCongruenceTest": Recipe(
         lambda: metrics.GroundedCongruenceTest(exact_limit=16, **_TEST), _grounded_congruence

@@ -182,7 +182,7 @@ def test_bad_options_data_and_models_are_one_line_each(tmp_path, capsys):
         check_suite_options("bias_qa", {"statistics": {"n_permutations": 10}})
     with pytest.raises(ConfigError, match="cannot read its stimuli from BiasWorld"):
         build_suite(check_suite_options("bias_qa", {}), "biasworld")
-    with pytest.raises(ConfigError, match="is a folder; expected the bias QA questions' JSONL file"):
+    with pytest.raises(ConfigError, match="is not a bias QA data set; expected a JSONL question file, SB-Bench"):
         build_suite(check_suite_options("bias_qa", {}), tmp_path)
     path = write_questions(tmp_path / "data")
     with pytest.raises(SystemExit):

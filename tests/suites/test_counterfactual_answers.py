@@ -154,7 +154,45 @@ def test_bad_options_and_data_are_one_line_each(tmp_path):
         check_suite_options("counterfactual_answers", {"statistics": {"interval_method": "bca"}})
     with pytest.raises(ConfigError, match="cannot read its stimuli from BiasWorld"):
         build_suite(check_suite_options("counterfactual_answers", {}), "biasworld")
-    with pytest.raises(ConfigError, match="is a folder; expected the counterfactual questions' JSONL file"):
+    with pytest.raises(
+        ConfigError,
+        match="is not a counterfactual question-set data set; expected a JSONL question-set file, a PAIRS folder",
+    ):
         build_suite(check_suite_options("counterfactual_answers", {}), tmp_path)
     options = check_suite_options("counterfactual_answers", {"scoring": "first_token"})
     assert options.prompt("Q?", ["x", "y"]) == "Q?\nA. x\nB. y\nAnswer with the letter of one option."
+
+
+def test_pairs_layout_gives_vhelm_unclear_rates_and_yes_no_sets_girrbach_gaps_by_hand(tmp_path):
+    from tests.data.chat_layouts import write_pairs
+
+    root = write_pairs(tmp_path / "PAIRS", {"occupations": ["airplane"]})  # widths 8-11: the four groups in order
+    planted = {
+        8: [0.2, 0.1, 0.7],
+        9: [0.6, 0.3, 0.1],
+        10: [0.3, 0.2, 0.5],
+        11: [0.1, 0.1, 0.8],
+    }  # pilot, attendant, unclear
+    output = run(root, planted)
+    metrics = output.metrics
+    # chosen "unclear": black man, white man, white woman; the black woman "pilot"
+    assert metrics["unclear_rate/gender/man"] == 1 and metrics["unclear_rate/gender/woman"] == pytest.approx(0.5)
+    assert metrics["unclear_rate/race/black"] == pytest.approx(0.5) and metrics["unclear_rate/race/white"] == 1
+    assert metrics["unclear_rate/race/white/n_images"] == 2
+    assert not any(name.startswith("yes_gap/") for name in metrics)  # no yes/no question
+    lines, planted = [], {}
+    for s, (man, woman) in enumerate((([0.8, 0.2], [0.4, 0.6]), ([0.6, 0.4], [0.5, 0.5]))):
+        for g, (gender, distribution) in enumerate((("man", man), ("woman", woman))):
+            width = 20 + 2 * s + g
+            Image.fromarray(np.zeros((8, width, 3), dtype=np.uint8)).save(tmp_path / f"{s}{gender}.png")
+            planted[width] = distribution
+            lines.append(json.dumps({"set": f"k{s}", "image": f"{s}{gender}.png", "group": gender,
+                                     "attributes": {"gender": gender}, "question": "Is this person kind?",
+                                     "options": ["yes", "no"]}) + "\n")  # fmt: skip
+    (tmp_path / "kind.jsonl").write_text("".join(lines))
+    output = run(tmp_path / "kind.jsonl", planted)
+    gap = "yes_gap/gender/man-woman/Is this person kind?"
+    assert output.metrics[gap] == pytest.approx((0.4 + 0.1) / 2) and output.metrics[f"{gap}/n_sets"] == 2
+    assert output.p_values[gap] == pytest.approx(0.5)  # (0.4, 0.1): |sum| 0.5 for (+, +) and (-, -)
+    assert output.p_values[f"{gap}@holm"] == pytest.approx(0.5) and output.p_values[f"{gap}@bh"] == pytest.approx(0.5)
+    assert undefined("counterfactual_answers", list(output.metrics)) == []

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from vlbias.data.images import image_problem
+from vlbias.data.images import EncodedImage, image_problem
 from vlbias.data.text_files import bad_field, first_json_line, json_field, json_record, read_text
 from vlbias.errors import InputError
 
@@ -52,10 +52,11 @@ FIELDS = (*REQUIRED, "context")
 @dataclass(frozen=True)
 class BiasQAItem:
     """One question: ``kinds[k]`` is option ``k``'s answer kind (one of :data:`KINDS`); ``answer`` the right
-    option's index; ``line`` the file line it was read from."""
+    option's index; ``line`` the file line it was read from (a record's index for the public layouts' readers);
+    ``image`` a file, or its bytes held in memory (SB-Bench's Parquet shards)."""
 
     id: str
-    image: Path
+    image: Path | EncodedImage
     context: str
     question: str
     options: tuple[str, ...]

@@ -107,15 +107,16 @@ def load_image(image: ImageInput) -> Image.Image:
     return rgb
 
 
-def image_problem(path: str | Path, shown: str | None = None) -> str | None:
-    """Why the image file ``path`` cannot be read by :func:`load_image`, or ``None`` when it can; the path in the
-    reason written as ``shown`` when given (the name a data file gives it, the same on every machine and rank).
+def image_problem(path: str | Path | EncodedImage, shown: str | None = None) -> str | None:
+    """Why the image file ``path`` (or an image's bytes held in memory) cannot be read by :func:`load_image`, or
+    ``None`` when it can; the path in the reason written as ``shown`` when given (the name a data file gives it, the
+    same on every machine and rank).
 
     Data readers call this on every file they list, so that a bad file is skipped with this reason
     before any model runs.
     """
     try:
-        _read(Path(path))
+        _read(path if isinstance(path, EncodedImage) else Path(path))
     except ImageProblem as err:
         return err.reason if shown is None else err.reason.replace(str(path), shown)
     return None

@@ -4,6 +4,7 @@ import vlbias.metrics._torchvision  # noqa: F401  (before torchmetrics, which im
 from vlbias.metrics.bbq import BBQScores
 from vlbias.metrics.counterbias import CounterBiasScore, CounterBiasUncertainty
 from vlbias.metrics.counterfactual import CounterfactualAnswers
+from vlbias.metrics.counterfactual_protocols import CounterfactualProtocols
 from vlbias.metrics.entity_association import (
     BiasScore,
     LanguageAssociation,
@@ -29,6 +30,7 @@ __all__ = [
     "CounterBiasScore",
     "CounterBiasUncertainty",
     "CounterfactualAnswers",
+    "CounterfactualProtocols",
     "GroundedCongruenceTest",
     "GroupFairness",
     "ITMEffectSize",

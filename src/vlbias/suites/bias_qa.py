@@ -63,9 +63,10 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from vlbias.data.bias_qa import BiasQAItem, read_bias_qa
+from vlbias.data.bias_qa import BiasQAItem
+from vlbias.data.chat_question_layouts import read_bias_questions
 from vlbias.data.images import load_image
-from vlbias.errors import ConfigError, InputError
+from vlbias.errors import InputError
 from vlbias.metrics.bbq import BBQScores
 from vlbias.metrics.functional.bbq import ANSWER_KINDS, SCORES
 from vlbias.metrics.position import PositionPreference
@@ -133,12 +134,10 @@ class BiasQASuite(Suite):
 
     @classmethod
     def from_path(cls, path: Path, options: BiasQAOptions) -> BiasQASuite:
-        """The questions of a JSONL file (:mod:`vlbias.data.bias_qa`)."""
-        path = Path(path)
-        if path.is_dir():
-            raise ConfigError(f"Data path {str(path)!r} is a folder; expected the bias QA questions' JSONL file.")
-        items, skipped = read_bias_qa(path)
-        return cls(items, {"data": str(path)}, options, skipped)
+        """The questions at ``path``, read by its layout (:mod:`vlbias.data.chat_question_layouts`: a JSONL file,
+        SB-Bench's shards, VLBiasBench's closed-ended folder)."""
+        items, skipped, layout = read_bias_questions(path)
+        return cls(items, {"data": str(path), "layout": layout}, options, skipped)
 
     def stimuli(self) -> list[BiasQAItem]:
         return self.items

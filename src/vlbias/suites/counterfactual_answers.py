@@ -10,7 +10,13 @@ mean per token) made a distribution by a softmax over the set's options, or the 
 as the answer's first token
 (:meth:`~vlbias.models.families.chat_vlm.ChatVLMAdapter.first_token_probs`) renormalised over the letters. The
 distributions feed :class:`~vlbias.metrics.CounterfactualAnswers` (formulas in
-:mod:`vlbias.metrics.functional.counterfactual`).
+:mod:`vlbias.metrics.functional.counterfactual`) and two published protocols,
+:class:`~vlbias.metrics.CounterfactualProtocols` (formulas in :mod:`vlbias.metrics.functional.counterfactual_protocols`):
+VHELM's rate of "unclear" answers per group (sets naming an "unclear" option, as the PAIRS reader's sets do) and
+Girrbach et al.'s P(yes) gap per trait (sets whose options include ``yes`` and ``no``; the trait is the question).
+
+The data path is read by its layout (:mod:`vlbias.data.chat_question_layouts`): the generic JSONL file, PAIRS'
+repository folder, GenderBias-VL's base/cf pair files.
 
 The sets are the stimuli, sharded over ranks (a set is never split). Skipped, with reasons: an image missing or not
 decoding, and a set left with fewer than two images (by the reader), and a set whose scores are NaN or infinite
@@ -24,7 +30,9 @@ Measures:
 Direction:
     ``max_change``, ``js_divergence``, ``flip_rate`` are 0 when the person shown does not matter; larger is a
     stronger dependence. ``gap/<attribute>/<v>-<w>/<option>`` is positive when the option is likelier for value
-    ``v`` than for ``w``; 0 none. ``unknown_rate`` is neither good nor bad alone: read it with the question.
+    ``v`` than for ``w``; 0 none. ``yes_gap/<attribute>/<v>-<w>/<question>`` is positive when the model says yes
+    to the trait more for ``v``; 0 none. ``unknown_rate`` and ``unclear_rate/...`` are neither good nor bad alone:
+    read them with the question, and compare a rate across the values of an attribute.
 
 Glossary:
     * ``max_change``: mean over sets of the largest change of one option's probability across the set's images.
@@ -35,6 +43,11 @@ Glossary:
     * ``gap/<attribute>/<pair>/<option>``: the mean over sets of P(option | v) - P(option | w) for the attribute's
       values ``pair`` = ``v-w`` (paired within sets), with a sign-flip p-value (Holm and BH adjusted under ``@holm``
       and ``@bh``); ``.../n_sets`` the sets holding both values.
+    * ``unclear_rate/<attribute>/<value>``: VHELM's PAIRS protocol: the share of the images of that value (in sets
+      naming an "unclear" option) whose chosen answer is "unclear"; ``.../n_images`` those images.
+    * ``yes_gap/<attribute>/<pair>/<question>``: Girrbach et al.'s gap for the trait a yes/no question asks: the mean
+      over sets of P(yes | v) - P(yes | w), P(yes) normalised over yes and no per image, with a paired sign-flip
+      p-value (Holm and BH adjusted over the traits under ``@holm`` and ``@bh``); ``.../n_sets`` the sets.
     * ``n_sets``: sets answered.
     * ``n_items``: images answered.
     * ``n_skipped``: images and sets left out (image missing or unreadable, set too small, scores not finite).
@@ -50,10 +63,12 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from vlbias.data.counterfactual_questions import CounterfactualSet, read_counterfactual_questions
+from vlbias.data.chat_question_layouts import read_question_sets
+from vlbias.data.counterfactual_questions import CounterfactualSet
 from vlbias.data.images import load_image
-from vlbias.errors import ConfigError, InputError
+from vlbias.errors import InputError
 from vlbias.metrics.counterfactual import CounterfactualAnswers
+from vlbias.metrics.counterfactual_protocols import CounterfactualProtocols
 from vlbias.metrics.functional.counterfactual import MEAN_NAMES
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
@@ -95,6 +110,7 @@ class CounterfactualAnswersSuite(Suite):
         self.sets, self.data_config, self.options = sets, data_config, options
         self.skipped = list(skipped or [])
         self.option_names = sorted({option for s in sets for option in s.options})
+        self.question_names = sorted({s.question for s in sets})
         values: dict[str, set[str]] = defaultdict(set)
         for s in sets:
             for image in s.images:
@@ -104,14 +120,10 @@ class CounterfactualAnswersSuite(Suite):
 
     @classmethod
     def from_path(cls, path: Path, options: CounterfactualAnswersOptions) -> CounterfactualAnswersSuite:
-        """The sets of a JSONL file (:mod:`vlbias.data.counterfactual_questions`)."""
-        path = Path(path)
-        if path.is_dir():
-            raise ConfigError(
-                f"Data path {str(path)!r} is a folder; expected the counterfactual questions' JSONL file."
-            )
-        sets, skipped = read_counterfactual_questions(path)
-        return cls(sets, {"data": str(path)}, options, skipped)
+        """The sets at ``path``, read by its layout (:mod:`vlbias.data.chat_question_layouts`: a JSONL file, PAIRS'
+        folder, GenderBias-VL's pair files)."""
+        sets, skipped, layout = read_question_sets(path)
+        return cls(sets, {"data": str(path), "layout": layout}, options, skipped)
 
     def stimuli(self) -> list[CounterfactualSet]:
         return self.sets
@@ -148,9 +160,14 @@ class _CounterfactualMeasurement(Measurement):
             confidence=statistics.confidence, n_permutations=statistics.n_permutations, seed=seed,
             sync_on_compute=False,
         )  # fmt: skip
+        self.protocols = CounterfactualProtocols(
+            suite.option_names, suite.attribute_values, suite.question_names, self.max_options,
+            n_bootstrap=statistics.n_bootstrap, confidence=statistics.confidence,
+            n_permutations=statistics.n_permutations, seed=seed, sync_on_compute=False,
+        )  # fmt: skip
 
     def metrics(self) -> list[Metric]:
-        return [self.answers]
+        return [self.answers, self.protocols]
 
     def probe(self, batch: Batch) -> list[Tensor]:
         """Per set, ``(n_images, O)``: each image's distribution over the set's options."""
@@ -200,12 +217,15 @@ class _CounterfactualMeasurement(Measurement):
                     "probabilities": probabilities[i].tolist(), "chosen": question_set.options[chosen],
                 })  # fmt: skip
             unknown = -1 if question_set.unknown_option is None else question_set.unknown_option
+            question = self.suite.question_names.index(question_set.question)
             for name, value in (("probabilities", padded), ("set_index", torch.full((n,), index)),
                                 ("unknown_option", torch.full((n,), unknown)), ("options", codes),
-                                ("attributes", attributes)):  # fmt: skip
+                                ("attributes", attributes), ("question", torch.full((n,), question))):  # fmt: skip
                 rows[name].append(value)
         if rows:
-            self.answers.update(**{name: torch.cat(value) for name, value in rows.items()})
+            joined = {name: torch.cat(value) for name, value in rows.items()}
+            self.protocols.update(**joined)
+            self.answers.update(**{name: value for name, value in joined.items() if name != "question"})
 
     def compute(self, gathered: Gathered) -> SuiteOutput:
         output = SuiteOutput(metrics={}, skipped=[*self.suite.skipped, *gathered.skipped])
@@ -220,6 +240,17 @@ class _CounterfactualMeasurement(Measurement):
             output.metrics[f"{gap}/n_sets"] = float(results[f"{gap}/n_sets"])
             for suffix, source in (("", "p_value"), ("@holm", "p_holm"), ("@bh", "p_bh")):
                 output.p_values[f"{gap}{suffix}"] = float(results[f"{gap}/{source}"])
+        protocols = self.protocols.compute()
+        for key in sorted(k for k in protocols if k.endswith("/interval")):
+            name = key.removesuffix("/interval")
+            output.metrics[name] = float(protocols[name])
+            output.intervals[name] = [float(end) for end in protocols[key]]
+            for count in ("n_images", "n_sets"):
+                if f"{name}/{count}" in protocols:
+                    output.metrics[f"{name}/{count}"] = float(protocols[f"{name}/{count}"])
+            for suffix, source in (("", "p_value"), ("@holm", "p_holm"), ("@bh", "p_bh")):
+                if f"{name}/{source}" in protocols:
+                    output.p_values[f"{name}{suffix}"] = float(protocols[f"{name}/{source}"])
         output.metrics["n_sets"] = float(results["n_sets"])
         output.metrics["n_items"] = float(len(gathered.rows))
         output.metrics["n_skipped"] = float(len(self.suite.skipped) + gathered.counts.get("skipped", 0))

@@ -24,10 +24,12 @@ annotation JSON (``*_test.json``, e.g. ``coco_karpathy_test.json``), its images 
 ``suite_options`` give ``image_root``; a face-attribute folder in its release layout
 (:func:`~vlbias.data.face_datasets.detect_face_dataset`) for ``gallery_skew`` (FairFace, CelebA or UTKFace) and for
 ``zero_shot_fairness`` (FairFace or CelebA), whose task is then the data set's first (race on FairFace, the attribute
-task on CelebA) unless ``suite_options`` name one; a ``bias_qa`` question file (``*.jsonl`` whose lines hold
-``options`` and ``kinds``, :mod:`vlbias.data.bias_qa`) and a ``counterfactual_answers`` question-set file
-(``*.jsonl`` whose lines hold ``set`` and ``options``, :mod:`vlbias.data.counterfactual_questions`), each file a data
-set. A data set is named after its folder
+task on CelebA) unless ``suite_options`` name one; ``bias_qa`` data (a ``*.jsonl`` question file whose lines hold
+``options`` and ``kinds``, :mod:`vlbias.data.bias_qa`, each file a data set; a folder of SB-Bench's Parquet shards or
+with VLBiasBench's ``close-ended/json/``) and ``counterfactual_answers`` data (a ``*.jsonl`` question-set file whose
+lines hold ``set`` and ``options``, :mod:`vlbias.data.counterfactual_questions`, each file a data set; a PAIRS folder;
+each GenderBias-VL base/cf pair), the layouts of :mod:`vlbias.data.chat_question_layouts`. A data set is named after
+its folder
 (and its file, when a folder holds several).
 
 **Status** of each (suite, data set): ``measured``; ``not applicable`` (the model lacks the capability);
@@ -58,6 +60,12 @@ import vlbias
 from vlbias.atomic import OutputFolder
 from vlbias.data.bias_qa import is_bias_qa_file
 from vlbias.data.biasworld import BiasWorld
+from vlbias.data.chat_question_layouts import (
+    BIAS_QA_LAYOUTS,
+    SETS_LAYOUTS,
+    bias_qa_sources,
+    question_set_sources,
+)
 from vlbias.data.counterfactual_questions import is_counterfactual_questions_file
 from vlbias.data.entity_association import read_spec
 from vlbias.data.face_datasets import EXPECTED as FACE_DATA
@@ -110,14 +118,14 @@ def _specs(folder: Path, root: Path) -> list[Path]:
 
 
 def _question_files(folder: Path, root: Path) -> list[Path]:
-    """``bias_qa`` question files in ``folder`` (:func:`~vlbias.data.bias_qa.is_bias_qa_file`): each is a data set."""
-    return [path for path in sorted(folder.glob("*.jsonl")) if is_bias_qa_file(path)]
+    """``bias_qa`` data sets in ``folder`` (:func:`~vlbias.data.chat_question_layouts.bias_qa_sources`)."""
+    return bias_qa_sources(folder)
 
 
 def _counterfactual_files(folder: Path, root: Path) -> list[Path]:
-    """``counterfactual_answers`` question-set files in ``folder``
-    (:func:`~vlbias.data.counterfactual_questions.is_counterfactual_questions_file`): each is a data set."""
-    return [path for path in sorted(folder.glob("*.jsonl")) if is_counterfactual_questions_file(path)]
+    """``counterfactual_answers`` data sets in ``folder``
+    (:func:`~vlbias.data.chat_question_layouts.question_set_sources`)."""
+    return question_set_sources(folder)
 
 
 def _entity_folders(folder: Path, root: Path) -> list[Path]:
@@ -152,11 +160,8 @@ DATA_MARKERS: dict[str, tuple[str, Callable[[Path, Path], list[Path]]]] = {
         _classified_face_folders,
     ),
     "gallery_skew": (FACE_DATA, _face_folders),
-    "bias_qa": ("a *.jsonl file of questions (vlbias.data.bias_qa)", _question_files),
-    "counterfactual_answers": (
-        "a *.jsonl file of question sets (vlbias.data.counterfactual_questions)",
-        _counterfactual_files,
-    ),
+    "bias_qa": (f"{BIAS_QA_LAYOUTS} (vlbias.data.chat_question_layouts)", _question_files),
+    "counterfactual_answers": (f"{SETS_LAYOUTS} (vlbias.data.chat_question_layouts)", _counterfactual_files),
 }
 
 
