@@ -165,6 +165,13 @@ class ChatVLMAdapter(ModelAdapter):
     ) -> OptionScores:
         """Score every option of every item: ``options[i]`` are item ``i``'s candidate answers, the same number
         for every item. One batch: the caller batches (the suites shard items over ranks and batches)."""
+        return self.option_log_probs(images, prompts, options)
+
+    def option_log_probs(
+        self, images: Sequence[ImageInput], prompts: Sequence[str], options: Sequence[Sequence[str]]
+    ) -> OptionScores:
+        """:meth:`score_options` with gradients, for training: the next-token loss on an answer is its
+        ``-log_prob`` (:class:`~vlbias.modules.chat_answer_tuning.ChatAnswerTuning`)."""
         counts = {len(item) for item in options}
         if len(options) != len(prompts) or len(counts) != 1 or 0 in counts:
             raise InputError(
