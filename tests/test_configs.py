@@ -126,8 +126,8 @@ def test_every_training_experiment_keeps_its_optimizer(experiment, tmp_path):
 
 
 #: Training experiments written after the model spec, whose optimizers their own tests check (two optimizers:
-#: tests/modules/test_prompt_array.py).
-NEWER_EXPERIMENTS = {"debiasclip_biasworld"}
+#: tests/modules/test_prompt_array.py; tests/modules/test_chat_answer_tuning.py).
+NEWER_EXPERIMENTS = {"debiasclip_biasworld", "biasworld_qa_answers"}
 
 
 def test_every_training_experiment_has_its_optimizer_listed():

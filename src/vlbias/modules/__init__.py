@@ -1,5 +1,6 @@
 """LightningModules."""
 
+from vlbias.modules.chat_answer_tuning import ChatAnswerTuning
 from vlbias.modules.contrastive import ContrastivePretraining, contrastive_loss
 from vlbias.modules.fairvlp import FairVLP, FairVLPMethod
 from vlbias.modules.masked_lm import MaskedLMPretraining, mask_tokens
@@ -8,6 +9,7 @@ from vlbias.modules.prompt_array import PromptArrayDebiasing
 from vlbias.modules.retrieval import RetrievalFinetuning
 
 __all__ = [
+    "ChatAnswerTuning",
     "ContrastivePretraining",
     "FairVLP",
     "FairVLPMethod",

@@ -1,8 +1,9 @@
 """Training losses as plain functions, no Lightning: masked LM, image-text contrast, image-text matching with
-hard negatives, FairVLP's counterfactual KL objective, its answer-consistency counterpart for chat VLMs and DebiasCLIP's
-prompt-array objectives."""
+hard negatives, the next-token loss on chat answers, FairVLP's counterfactual KL objective, its answer-consistency
+counterpart for chat VLMs and DebiasCLIP's prompt-array objectives."""
 
 from vlbias.objectives.answer_consistency import answer_consistency_loss
+from vlbias.objectives.answer_likelihood import answer_nll
 from vlbias.objectives.contrastive import itc_loss
 from vlbias.objectives.fairvlp import FairVLPLoss, counterfactual_kl, fairvlp_loss
 from vlbias.objectives.itm import hard_negative_itm, itm_loss, sample_negatives
@@ -15,6 +16,7 @@ __all__ = [
     "PromptArrayLoss",
     "adversary_loss",
     "answer_consistency_loss",
+    "answer_nll",
     "counterfactual_kl",
     "fairvlp_loss",
     "hard_negative_itm",

@@ -175,7 +175,8 @@ class ChatVLMAdapter(ModelAdapter):
     def option_log_probs(
         self, images: Sequence[ImageInput], prompts: Sequence[str], options: Sequence[Sequence[str]]
     ) -> OptionScores:
-        """:meth:`score_options` with gradients, for training (the counterfactual-consistency loss,
+        """:meth:`score_options` with gradients, for training (the next-token loss on an answer is its ``-log_prob``,
+        :class:`~vlbias.modules.chat_answer_tuning.ChatAnswerTuning`; the counterfactual-consistency loss,
         :mod:`vlbias.objectives.answer_consistency`): the same cached forward, in the model's mode (train or eval)
         and in its dtype (float32 at least)."""
         counts = {len(item) for item in options}
