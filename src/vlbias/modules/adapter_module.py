@@ -133,6 +133,10 @@ class AdapterModule(LightningModule):
         scheduler = {"scheduler": self.make_scheduler(optimizer), "interval": "epoch", "monitor": SCHEDULER_MONITOR}
         return {"optimizer": optimizer, "lr_scheduler": scheduler}
 
+    def export(self, folder: Path) -> None:
+        """Write the trained model to ``folder`` (the adapter's ``save_pretrained``)."""
+        self.adapter.save_pretrained(folder)
+
     def on_fit_end(self) -> None:
         """Rank 0 exports the adapter with ``save_pretrained`` to ``<log_dir>/model`` (not in ``fast_dev_run``),
         with its model card (:func:`vlbias.report.model_card.training_card`: bias and ``val/`` accuracies of the
@@ -146,7 +150,7 @@ class AdapterModule(LightningModule):
         with self.full_parameters(rank_zero_only=True):
             if not self.trainer.is_global_zero:
                 return
-            self.adapter.save_pretrained(Path(log_dir) / "model")
+            self.export(Path(log_dir) / "model")
         datamodule = getattr(self.trainer, "datamodule", None)
         data = {} if datamodule is None else {"datamodule": type(datamodule).__name__, **datamodule.hparams}
         spec = asdict(self.spec)

@@ -83,12 +83,21 @@ class ChatAnswerTuning(AdapterModule):
     def _step(self, batch: dict[str, object], stage: str) -> Tensor:
         scores = self.option_log_probs(batch)
         answer = torch.as_tensor(batch[self.hparams.answer_key], device=scores.log_prob.device)
-        loss = answer_nll(scores.log_prob, scores.n_tokens, answer)
+        answer_loss = answer_nll(scores.log_prob, scores.n_tokens, answer)
+        added = self.added_loss(batch, scores, stage)
+        loss = answer_loss if added is None else answer_loss + added
         size = len(answer)
         self.log(f"{stage}/loss", loss, prog_bar=True, batch_size=size)
+        if added is not None:
+            self.log(f"{stage}/answer_loss", answer_loss, batch_size=size)
         accuracy = (scores.log_prob.argmax(dim=1) == answer).float().mean()
         self.log(f"{stage}/accuracy", accuracy, prog_bar=stage == "val", batch_size=size)
         return loss
+
+    def added_loss(self, batch: dict[str, object], scores: OptionScores, stage: str) -> Tensor | None:
+        """A term added to the answers' loss, from the batch and its options' ``scores`` (``None``: none). A
+        subclass's objective (:class:`~vlbias.modules.counterfactual_consistency.CounterfactualConsistencyTuning`)."""
+        return None
 
     def training_step(self, batch: dict[str, object], batch_idx: int) -> Tensor:
         return self._step(batch, "train")

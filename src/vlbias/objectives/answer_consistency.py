@@ -76,8 +76,7 @@ def answer_consistency_loss(
         >>> answer_consistency_loss(scores, scores).item()
         0.0
     """
-    _check_choice("divergence", divergence, Divergence)
-    _check_choice("gradient", gradient, GradientSide)
+    check_consistency_choices(divergence, gradient)
     factual_rows = _checked_pairs(factual, counterfactual, factual_rows)
     log_p = _log_distribution(factual).index_select(0, factual_rows)  # (M, K)
     log_q = _log_distribution(counterfactual)  # (M, K)
@@ -105,9 +104,11 @@ def _kl(log_p: Tensor, log_q: Tensor) -> Tensor:
     return (log_p.exp() * (log_p - log_q)).sum(dim=-1)
 
 
-def _check_choice(name: str, value: object, choices: object) -> None:
-    if value not in get_args(choices):
-        raise ConfigError(f"Expected `{name}` to be one of {list(get_args(choices))} but got {value!r}.")
+def check_consistency_choices(divergence: str, gradient: str) -> None:
+    """Refuse a ``divergence`` or ``gradient`` that is not one of :data:`Divergence` / :data:`GradientSide`."""
+    for name, value, choices in (("divergence", divergence, Divergence), ("gradient", gradient, GradientSide)):
+        if value not in get_args(choices):
+            raise ConfigError(f"Expected `{name}` to be one of {list(get_args(choices))} but got {value!r}.")
 
 
 def _checked_pairs(factual: Tensor, counterfactual: Tensor, factual_rows: Tensor | None) -> Tensor:
