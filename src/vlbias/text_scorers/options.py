@@ -60,7 +60,11 @@ class ClassifierOptions:
 
 
 #: scorer name -> its options declaration.
-SCORER_OPTIONS: dict[str, type] = {"word_lists": WordListOptions, "vader": VaderOptions, "classifier": ClassifierOptions}
+SCORER_OPTIONS: dict[str, type] = {
+    "word_lists": WordListOptions,
+    "vader": VaderOptions,
+    "classifier": ClassifierOptions,
+}
 #: scorer name -> its class, imported when built (:func:`vlbias.text_scorers.base.build_scorer`).
 SCORERS = LazyTable("text scorer", {
     "word_lists": "vlbias.text_scorers.word_lists:WordListScorer",

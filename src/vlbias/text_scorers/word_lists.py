@@ -86,7 +86,9 @@ def _checked(content: object, source: str) -> dict[str, tuple[frozenset[str], fr
         high, low = set(), set()
         for facet, poles in facets.items():
             if not isinstance(poles, dict) or set(poles) != set(DIRECTIONS):
-                raise InputError(f"{where}, facet {facet!r}: expected `high` and `low` word lists but got {poles!r:.80}.")
+                raise InputError(
+                    f"{where}, facet {facet!r}: expected `high` and `low` word lists but got {poles!r:.80}."
+                )
             for direction, into in zip(DIRECTIONS, (high, low), strict=True):
                 for word in poles[direction] or []:
                     if not isinstance(word, str) or words(word) != [word]:
