@@ -338,6 +338,7 @@ def _measure_one(
         )
         refuse_empty(results, where)
         path = write_results(out / "results" / f"{suite}-{dataset}", results, items)
+        built.write_beside(path, items)
     except CapabilityError as err:
         return Entry(suite, dataset, NOT_APPLICABLE, _one_line(err), shown)
     except InputError as err:
