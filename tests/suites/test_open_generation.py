@@ -206,3 +206,17 @@ def test_bad_input_is_one_line_each(tmp_path):
         build_suite(check_suite_options("open_generation", {}), path)
     with pytest.raises(ConfigError, match="is a folder; expected the generation prompts' JSONL file"):
         build_suite(check_suite_options("open_generation", {}), tmp_path)
+
+
+def test_audit_finds_the_sets_and_the_report_shows_the_suite(tmp_path):
+    path, _ = write_sets(tmp_path / "data" / "describe")
+    out = tmp_path / "audit"
+    main(["audit", "--model", "qwen2_vl", "--tiny", "--data_root", str(tmp_path / "data"), "--out", str(out),
+          "--suites", "[open_generation]", "--threads", "1"])  # fmt: skip
+    (entry,) = json.loads((out / "audit.json").read_text())["entries"]
+    assert entry["suite"] == "open_generation" and entry["dataset"] == "describe" and entry["status"] == "measured"
+    assert (out / entry["results"]).with_suffix(".generations.jsonl").is_file()
+    report = (out / "report" / "report.md").read_text()
+    assert "### open_generation-describe: open_generation (open_generation.json)" in report
+    assert "| warmth/gender/gap |" in report  # in the headline
+    assert "per group (gender)" in report  # the figure of each grouping's means

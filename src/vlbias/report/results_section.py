@@ -39,6 +39,7 @@ GROUP_BARS: dict[str, tuple[str, ...]] = {
     "counterbias": (r"(?P<panel>[^/]+)/(?P<group>[^/]+)/(?P<series>B@(?:V-L|V|L))",),
     "entity_association": (r"(?P<series>B_[A-Za-z_]+)/(?P<group>[^/]+)",),
     "zero_shot_fairness": (r"(?P<panel>[^/]+)/group/(?P<group>[^/]+)/(?P<series>accuracy|non_human_rate|crime_rate)",),
+    "open_generation": (r"(?P<series>(?P<scale>[^/]+))/(?P<panel>[^/]+)/mean/(?P<group>[^/]+)",),  # per grouping
 }
 EFFECT_SIZE = "/effect_size"
 

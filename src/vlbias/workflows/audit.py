@@ -25,9 +25,10 @@ annotation JSON (``*_test.json``, e.g. ``coco_karpathy_test.json``), its images 
 (:func:`~vlbias.data.face_datasets.detect_face_dataset`) for ``gallery_skew`` (FairFace, CelebA or UTKFace) and for
 ``zero_shot_fairness`` (FairFace or CelebA), whose task is then the data set's first (race on FairFace, the attribute
 task on CelebA) unless ``suite_options`` name one; a ``bias_qa`` question file (``*.jsonl`` whose lines hold
-``options`` and ``kinds``, :mod:`vlbias.data.bias_qa`) and a ``counterfactual_answers`` question-set file
-(``*.jsonl`` whose lines hold ``set`` and ``options``, :mod:`vlbias.data.counterfactual_questions`), each file a data
-set. A data set is named after its folder
+``options`` and ``kinds``, :mod:`vlbias.data.bias_qa`), a ``counterfactual_answers`` question-set file
+(``*.jsonl`` whose lines hold ``set`` and ``options``, :mod:`vlbias.data.counterfactual_questions`) and an
+``open_generation`` prompt file (the same format, ``options`` optional: each question-set file is one too), each file
+a data set. A data set is named after its folder
 (and its file, when a folder holds several).
 
 **Status** of each (suite, data set): ``measured``; ``not applicable`` (the model lacks the capability);
@@ -58,7 +59,7 @@ import vlbias
 from vlbias.atomic import OutputFolder
 from vlbias.data.bias_qa import is_bias_qa_file
 from vlbias.data.biasworld import BiasWorld
-from vlbias.data.counterfactual_questions import is_counterfactual_questions_file
+from vlbias.data.counterfactual_questions import is_counterfactual_questions_file, is_generation_prompts_file
 from vlbias.data.entity_association import read_spec
 from vlbias.data.face_datasets import EXPECTED as FACE_DATA
 from vlbias.data.face_datasets import detect_face_dataset
@@ -103,9 +104,9 @@ def _holds(name: str) -> Callable[[Path, Path], list[Path]]:
 
 def _specs(folder: Path, root: Path) -> list[Path]:
     """A folder of SEAT/Grounded-WEAT ``*.jsonl`` specs (question files of ``bias_qa`` and
-    ``counterfactual_answers`` are not specs)."""
+    ``counterfactual_answers`` and generation prompts of ``open_generation`` are not specs)."""
     specs = folder.glob("*.jsonl") if folder == root else folder.rglob("*.jsonl")
-    questions = (is_bias_qa_file, is_counterfactual_questions_file)
+    questions = (is_bias_qa_file, is_counterfactual_questions_file, is_generation_prompts_file)
     return [folder] if any(not any(check(path) for check in questions) for path in specs) else []
 
 
@@ -118,6 +119,12 @@ def _counterfactual_files(folder: Path, root: Path) -> list[Path]:
     """``counterfactual_answers`` question-set files in ``folder``
     (:func:`~vlbias.data.counterfactual_questions.is_counterfactual_questions_file`): each is a data set."""
     return [path for path in sorted(folder.glob("*.jsonl")) if is_counterfactual_questions_file(path)]
+
+
+def _generation_files(folder: Path, root: Path) -> list[Path]:
+    """``open_generation`` prompt files in ``folder`` (:func:`~vlbias.data.counterfactual_questions.
+    is_generation_prompts_file`: counterfactual question-set files among them): each is a data set."""
+    return [path for path in sorted(folder.glob("*.jsonl")) if is_generation_prompts_file(path)]
 
 
 def _entity_folders(folder: Path, root: Path) -> list[Path]:
@@ -156,6 +163,10 @@ DATA_MARKERS: dict[str, tuple[str, Callable[[Path, Path], list[Path]]]] = {
     "counterfactual_answers": (
         "a *.jsonl file of question sets (vlbias.data.counterfactual_questions)",
         _counterfactual_files,
+    ),
+    "open_generation": (
+        "a *.jsonl file of image sets with a prompt (vlbias.data.counterfactual_questions, options optional)",
+        _generation_files,
     ),
 }
 
