@@ -110,6 +110,13 @@ class OpenGenerationSuite(Suite):
                                          "images by their `group` field: rename the attribute.")  # fmt: skip
                     values[attribute].add(value)
         self.grouping_values = {GROUP: sorted(values.pop(GROUP))} | {a: sorted(values[a]) for a in sorted(values)}
+        chosen = options.chosen_scorers()
+        self.scorers: dict[str, TextScorer] = {name: build_scorer(name, scorer) for name, scorer in chosen.items()}
+        self.score_names = [name for scorer in self.scorers.values() for name in scorer.score_names]
+        repeated = sorted({name for name in self.score_names if self.score_names.count(name) > 1})
+        if repeated:
+            raise ConfigError(f"Text scorers {list(chosen)} give the same score names {repeated}; expected distinct "
+                              "ones (a classifier's label names its score).")  # fmt: skip
 
     @classmethod
     def from_path(cls, path: Path, options: OpenGenerationOptions) -> OpenGenerationSuite:
@@ -143,7 +150,10 @@ class OpenGenerationSuite(Suite):
             "groupings": self.grouping_values,
             "template": self.options.template,
             "generation": self.options.generation(),
-            "scorers": {name: asdict(options) for name, options in self.options.chosen_scorers().items()},
+            "scorers": {
+                name: {**asdict(options), **self.scorers[name].config}
+                for name, options in self.options.chosen_scorers().items()
+            },
             "batch_size": self.options.batch_size,
             "statistics": self.options.recorded_statistics(),
         }
@@ -156,14 +166,8 @@ class _GenerationMeasurement(Measurement):
     def __init__(self, suite: OpenGenerationSuite, adapter: ModelAdapter, seed: int) -> None:
         super().__init__()
         self.suite, self.adapter = suite, adapter
-        self.scorers: list[TextScorer] = [
-            build_scorer(name, options, adapter.device) for name, options in suite.options.chosen_scorers().items()
-        ]
-        self.score_names = [name for scorer in self.scorers for name in scorer.score_names]
-        repeated = sorted({name for name in self.score_names if self.score_names.count(name) > 1})
-        if repeated:
-            raise ConfigError(f"Text scorers {list(suite.options.chosen_scorers())} give the same score names "
-                              f"{repeated}; expected distinct ones (a classifier's label names its score).")  # fmt: skip
+        self.scorers = [scorer.to(adapter.device) for scorer in suite.scorers.values()]
+        self.score_names = suite.score_names
         statistics = suite.options.statistics
         self.scores = GroupScores(
             self.score_names, suite.grouping_values, n_bootstrap=statistics.n_bootstrap,

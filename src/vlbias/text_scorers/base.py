@@ -24,11 +24,15 @@ class TextScorer(abc.ABC):
 
     @property
     def config(self) -> dict[str, object]:
-        """What determines this scorer's numbers (recorded in results): its options and sources."""
+        """What determines this scorer's numbers besides its options (recorded in results): its sources."""
         return {}
 
+    def to(self, device: torch.device | str) -> TextScorer:
+        """This scorer with its model (if any) on ``device``."""
+        return self
 
-def build_scorer(name: str, options: object, device: torch.device | str = "cpu") -> TextScorer:
+
+def build_scorer(name: str, options: object) -> TextScorer:
     """The scorer registered as ``name`` (:data:`~vlbias.text_scorers.options.SCORERS`) with its checked
-    ``options``, its model (if any) on ``device``."""
-    return SCORERS.get(name)(options, device)
+    ``options``, its model (if any) loaded on the CPU (:meth:`TextScorer.to` moves it)."""
+    return SCORERS.get(name)(options)

@@ -23,7 +23,7 @@ from vlbias.text_scorers.options import ClassifierOptions
 class ClassifierScorer(TextScorer):
     """One score, named after ``options.label``: that label's probability (module docstring)."""
 
-    def __init__(self, options: ClassifierOptions, device: torch.device | str = "cpu") -> None:
+    def __init__(self, options: ClassifierOptions) -> None:
         self.options = options
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(options.model)
@@ -42,8 +42,12 @@ class ClassifierScorer(TextScorer):
             )
         self.index = labels[options.label]
         self.multi_label = model.config.problem_type == "multi_label_classification"
-        self.model = model.eval().to(device)
+        self.model = model.eval()
         self.score_names = (options.label,)
+
+    def to(self, device: torch.device | str) -> ClassifierScorer:
+        self.model.to(device)
+        return self
 
     @torch.no_grad()
     def score(self, texts: Sequence[str]) -> Tensor:
@@ -60,5 +64,4 @@ class ClassifierScorer(TextScorer):
 
     @property
     def config(self) -> dict[str, object]:
-        return {"model": self.options.model, "label": self.options.label, "max_length": self.options.max_length,
-                "multi_label": self.multi_label}  # fmt: skip
+        return {"multi_label": self.multi_label, "labels": sorted(map(str, self.model.config.id2label.values()))}

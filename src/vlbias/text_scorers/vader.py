@@ -26,7 +26,7 @@ class VaderScorer(TextScorer):
 
     score_names = ("sentiment",)
 
-    def __init__(self, options: VaderOptions, device: torch.device | str = "cpu") -> None:
+    def __init__(self, options: VaderOptions) -> None:
         self.analyzer = SentimentIntensityAnalyzer()
 
     def score(self, texts: Sequence[str]) -> Tensor:

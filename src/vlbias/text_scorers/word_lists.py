@@ -50,7 +50,7 @@ def words(text: str) -> list[str]:
 class WordListScorer(TextScorer):
     """One score per dimension of the lists (module docstring): ``(high - low) / words``."""
 
-    def __init__(self, options: WordListOptions, device: torch.device | str = "cpu") -> None:
+    def __init__(self, options: WordListOptions) -> None:
         content, self.source = read_lexicon(options.path, DEFAULT_LISTS, "Word lists")
         self.lists = _checked(content, self.source)  # dimension -> (high words, low words)
         self.score_names = tuple(self.lists)
