@@ -179,6 +179,7 @@ def test_measure_runs_end_to_end_on_a_tiny_chat_model(tmp_path):
     lines = [json.loads(line) for line in (out / "open_generation.generations.jsonl").read_text().splitlines()]
     assert [line["text"] for line in lines] == list(items["text"]) and len(lines) == 6
     assert {"set", "group", "attributes", "prompt", "text", "warmth", "competence", "sentiment"} <= set(lines[0])
+    assert lines[1]["attributes"] == {"gender": "woman"} and lines[1]["prompt"] == "Describe this person."
 
 
 def test_bad_input_is_one_line_each(tmp_path):

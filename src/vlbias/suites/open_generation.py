@@ -137,7 +137,8 @@ class OpenGenerationSuite(Suite):
         """``<suite>.generations.jsonl`` next to the results ``results_path``: one line per image of the item table
         (its set, group, attributes, prompt, description and scores; an unscored one ``null``), written atomically."""
         path = Path(results_path).with_suffix(GENERATIONS_SUFFIX)
-        lines = "".join(json.dumps(json_ready(row), allow_nan=False) + "\n" for row in items)
+        rows = ({**row, "attributes": json.loads(row["attributes"])} for row in items)  # an object, not its text
+        lines = "".join(json.dumps(json_ready(row), allow_nan=False) + "\n" for row in rows)
         atomic_write(path, lambda handle: handle.write(lines.encode()))
         return path
 
