@@ -182,6 +182,11 @@ def test_measure_runs_end_to_end_on_a_tiny_chat_model(tmp_path):
     assert lines[1]["attributes"] == {"gender": "woman"} and lines[1]["prompt"] == "Describe this person."
 
 
+def path_text(path: Path) -> str:
+    """The set file's lines, its images made absolute (the text moves to another folder)."""
+    return path.read_text().replace('"img/', f'"{path.parent}/img/')
+
+
 def test_bad_input_is_one_line_each(tmp_path):
     with pytest.raises(ConfigError, match="Unknown text scorer 'vadr'; expected one of: classifier, vader, word_lists"):
         check_suite_options("open_generation", {"scorers": {"vadr": {}}})
@@ -196,6 +201,14 @@ def test_bad_input_is_one_line_each(tmp_path):
         run(*write_sets(tmp_path / "data"), scorers={"classifier": {"model": str(folder), "label": "hateful"}})
     with pytest.raises(ConfigError, match="Text classifier '.*missing' could not be loaded"):
         run(*write_sets(tmp_path / "data"), scorers={"classifier": {"model": str(tmp_path / "missing"), "label": "x"}})
+    lists = tmp_path / "lists.yaml"  # a word-list dimension named as VADER's score
+    lists.write_text("dimensions:\n  sentiment:\n    mood:\n      high: [happy]\n      low: [sad]\n")
+    with pytest.raises(ConfigError, match=r"give the same score names \['sentiment'\]"):
+        run(*write_sets(tmp_path / "data"), scorers={"vader": {}, "word_lists": {"path": str(lists)}})
+    clash = tmp_path / "clash.jsonl"
+    clash.write_text(path_text(write_sets(tmp_path / "data")[0]).replace('"gender"', '"group"'))
+    with pytest.raises(InputError, match="set 's1' names an attribute 'group'; .* rename the attribute"):
+        build_suite(check_suite_options("open_generation", {}), clash)
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
     with pytest.raises(InputError, match="holds no line; expected one JSON object a line"):

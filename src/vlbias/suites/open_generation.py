@@ -106,8 +106,9 @@ class OpenGenerationSuite(Suite):
                 values[GROUP].add(image.group)
                 for attribute, value in image.attributes:
                     if attribute == GROUP:
-                        raise InputError(f"Set {s.name!r} names an attribute {GROUP!r}; that name is the grouping of "
-                                         "images by their `group` field: rename the attribute.")  # fmt: skip
+                        raise InputError(f"{data_config.get('data')}: set {s.name!r} names an attribute {GROUP!r}; "
+                                         "that name is the grouping of images by their `group` field: rename the "
+                                         "attribute.")  # fmt: skip
                     values[attribute].add(value)
         self.grouping_values = {GROUP: sorted(values.pop(GROUP))} | {a: sorted(values[a]) for a in sorted(values)}
         chosen = options.chosen_scorers()
