@@ -104,6 +104,14 @@ def test_planted_descriptions_scored_by_hand(tmp_path):
     assert math.isnan(output.items[4]["warmth"]) and output.items[4]["text"] == ""
 
 
+def test_a_model_that_says_nothing_is_flagged(tmp_path):
+    path, planted = write_sets(tmp_path)
+    output, _ = run(path, dict.fromkeys(planted, ""))
+    assert output.metrics["n_empty"] == 6 and math.isnan(output.metrics["warmth/mean"])
+    assert [flag["flag"] for flag in output.flags] == ["no_description"]
+    assert not any("/gender/" in name for name in output.metrics)  # no grouping has a scored pair
+
+
 def test_sampling_seeds_each_batch_by_its_first_set(tmp_path):
     _, chat = run(*write_sets(tmp_path), do_sample=True, sampling_seed=7, batch_size=2)
     assert [call["seed"] for call in chat.calls] == [7, 9] and all(call["do_sample"] for call in chat.calls)

@@ -39,7 +39,8 @@ Glossary:
       within-set permutation p-value.
     * ``n_sets``: sets described (``<score>/<grouping>/n_sets``: the sets used for that grouping).
     * ``n_items``: images described.
-    * ``n_empty``: descriptions that are empty (not scored).
+    * ``n_empty``: descriptions that are empty (not scored); when all are, the results carry the flag
+      ``no_description``.
     * ``n_skipped``: images and sets left out (image missing or unreadable, set too small).
 """
 
@@ -243,6 +244,9 @@ class _GenerationMeasurement(Measurement):
             output.metrics[key] = float(results[key])
         output.metrics["n_items"] = float(len(gathered.rows))
         output.metrics["n_empty"] = float(gathered.counts.get("empty", 0))
+        if gathered.rows and output.metrics["n_empty"] == len(gathered.rows):
+            reason = "every description the model generated is empty (its first token ended it): no score is measured"
+            output.flags.append({"flag": "no_description", "metric": "", "reason": reason})
         output.metrics["n_skipped"] = float(len(self.suite.skipped))
         output.items = gathered.rows
         output.n_items = len(gathered.rows)
