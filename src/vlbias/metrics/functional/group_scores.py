@@ -173,7 +173,7 @@ def _permutation_p_values(
     threshold = statistic(labels[None])[0] - tie_tolerance(x)
     arrangements = math.prod(math.factorial(int(size)) for size in sizes)
     if arrangements <= n_permutations:
-        count = sum((statistic(labels[chunk]) >= threshold).sum(dim=0) for chunk in _every_arrangement(sizes, len(x)))
+        count = (statistic(labels[_every_arrangement(sizes)]) >= threshold).sum(dim=0)
         return count.double() / arrangements
     generator, count = torch.Generator().manual_seed(seed), torch.zeros(1 + n_values, dtype=torch.long)
     offsets = torch.repeat_interleave(torch.arange(len(sizes), dtype=torch.float64), sizes)  # a set's rows stay in it
@@ -185,13 +185,13 @@ def _permutation_p_values(
     return torch.tensor([sampled_p_value(int(c), n_permutations) for c in count], dtype=torch.float64)
 
 
-def _every_arrangement(sizes: Tensor, n: int) -> list[Tensor]:
-    """Every within-set arrangement of ``n`` rows in sets of ``sizes`` (consecutive), as one ``(P, n)`` index tensor
-    in a list (the cartesian product of each set's permutations; few, by the caller's limit)."""
+def _every_arrangement(sizes: Tensor) -> Tensor:
+    """``(P, n)``: every within-set arrangement of the rows of consecutive sets of ``sizes`` as row indices (the
+    cartesian product of each set's permutations; few, by the caller's limit)."""
     arranged = torch.zeros(1, 0, dtype=torch.long)
     start = 0
     for size in sizes.tolist():
         own = torch.tensor(list(itertools.permutations(range(start, start + size))), dtype=torch.long)
         arranged = torch.cat([arranged.repeat_interleave(len(own), dim=0), own.repeat(len(arranged), 1)], dim=1)
         start += size
-    return [arranged]
+    return arranged
