@@ -321,6 +321,20 @@ def _counterfactual_protocols(g: torch.Generator) -> list[Batch]:
     return batches
 
 
+def _group_scores(g: torch.Generator) -> list[Batch]:
+    # a set of 4 images a batch (sets 0..3, given in reverse order): two scores, the second unscored (NaN) on one
+    # image of each set; groupings group (4 values) and gender (2 values); in set 3 one image's gender is unknown
+    batches = []
+    for number in range(N_BATCHES):
+        scores = _rand(g, 4, 2)
+        scores[number, 1] = float("nan")
+        codes = torch.tensor([[0, 0], [1, 1], [2, 0], [3, 1]])
+        if number == 3:
+            codes[0, 1] = -1
+        batches.append([("", dict(scores=scores, set_index=torch.full((4,), 3 - number), codes=codes))])
+    return batches
+
+
 _TEST = dict(n_permutations=50, n_bootstrap=20, seed=3)  # few random draws, fixed seed
 
 RECIPES: dict[str, Recipe] = {
@@ -362,6 +376,12 @@ RECIPES: dict[str, Recipe] = {
     "GroupFairness": Recipe(
         lambda: metrics.GroupFairness(num_classes=3, num_groups=2, harmful_classes=(2,), n_bootstrap=20, seed=3),
         _group_fairness,
+    ),
+    "GroupScores": Recipe(
+        lambda: metrics.GroupScores(
+            ["warmth", "sentiment"], {"group": ["a", "b", "c", "d"], "gender": ["m", "w"]}, **_TEST
+        ),  # fmt: skip
+        _group_scores,
     ),
     "ITMEffectSize": Recipe(lambda: metrics.ITMEffectSize(top_k=2), _itm),
     "ITMTest": Recipe(lambda: metrics.ITMTest(top_k=2, exact_limit=100, **_TEST), _itm),  # C(12, 6) > 100: random test

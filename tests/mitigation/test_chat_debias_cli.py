@@ -8,7 +8,7 @@ import pytest
 
 from tests.mitigation.chat_data import bias_questions, counterfactual_sets
 from vlbias.cli import main
-from vlbias.errors import ConfigError, InputError
+from vlbias.errors import ConfigError
 from vlbias.mitigation.activation_steering import load_steering
 from vlbias.results import read_results
 from vlbias.workflows.debias import debias

@@ -162,14 +162,16 @@ def test_data_sets_are_found_by_their_readers_files(tmp_path):
     (tmp_path / "questions").mkdir()  # a bias_qa question file is a .jsonl too, but no SEAT spec
     (tmp_path / "questions" / "sbbench.jsonl").write_text('{"id": "q", "options": ["a", "b"], "kinds": []}\n')
     (tmp_path / "pairs").mkdir()  # a counterfactual_answers question-set file: neither a SEAT spec nor bias_qa's
-    (tmp_path / "pairs" / "pairs.jsonl").write_text('{"set": "s", "image": "a.png", "options": ["a", "b"]}\n')
+    (tmp_path / "pairs" / "pairs.jsonl").write_text('{"set": "s", "image": "a.png", "question": "Q", "options": []}\n')
+    (tmp_path / "prompts").mkdir()  # an open_generation prompt file: a question-set file without options
+    (tmp_path / "prompts" / "describe.jsonl").write_text('{"set": "s", "image": "a.png", "question": "Describe."}\n')
     found = {
         suite: [name for name, _ in find_datasets(suite, tmp_path)] for suite in vlbias.workflows.audit.DATA_MARKERS
     }
     assert found == {"mmbias": ["mm"], "weat": ["specs"], "counterbias": ["vl"], "entity_association": ["entities"],
                      "vlstereoset": [], "retrieval_bias": ["coco", "flickr"], "gallery_skew": ["celeba", "fairface"],
                      "zero_shot_fairness": ["celeba", "fairface"], "bias_qa": ["questions"],
-                     "counterfactual_answers": ["pairs"]}  # fmt: skip
+                     "counterfactual_answers": ["pairs"], "open_generation": ["pairs", "prompts"]}  # fmt: skip
     assert find_datasets("bias_qa", tmp_path) == [("questions", tmp_path / "questions" / "sbbench.jsonl")]
     assert find_datasets("counterfactual_answers", tmp_path) == [("pairs", tmp_path / "pairs" / "pairs.jsonl")]
     assert find_datasets("retrieval_bias", tmp_path) == [

@@ -13,6 +13,7 @@ from tests.suites.test_entity_association import sharded_case as entity_associat
 from tests.suites.test_gallery_skew import sharded_case as gallery_skew_case
 from tests.suites.test_mmbias import sharded_case as mmbias_case
 from tests.suites.test_mmbias import sharded_match_case as mmbias_match_case
+from tests.suites.test_open_generation import sharded_case as open_generation_case
 from tests.suites.test_retrieval_bias import sharded_case as retrieval_bias_case
 from tests.suites.test_vlstereoset import sharded_case as vlstereoset_case
 from tests.suites.test_weat import sharded_case as weat_case
@@ -30,6 +31,7 @@ CASES = [
     gallery_skew_case,
     bias_qa_case,
     counterfactual_answers_case,
+    open_generation_case,
 ]
 
 

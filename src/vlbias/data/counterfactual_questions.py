@@ -13,6 +13,10 @@ GenderBias-VL's pairs). One JSON object a line (JSONL), one image a line::
 * ``question`` and ``options`` (two or more distinct non-empty strings): the same on every line of a set;
 * ``unknown_option`` (optional): the index of the "unclear" / "cannot tell" option, the same on every line of a set.
 
+Open generation (suite :mod:`vlbias.suites.open_generation`) reads the same file, each set's ``question`` the prompt
+of a description (e.g. "Describe this person."): there ``options`` is optional (``options_required=False``; given,
+it is checked as here and not shown), so a file of generation prompts is this format without ``options``.
+
 A set needs two groups or more. A line or a set that breaks these rules stops the read with one
 :class:`~vlbias.errors.InputError` naming the file, the line and the field; blank lines are left out. An image that
 is missing or does not decode (:func:`~vlbias.data.images.image_problem`) is skipped with the reason, and so is a set
@@ -40,6 +44,8 @@ from vlbias.errors import InputError
 
 WHAT = "Counterfactual question file"
 REQUIRED = ("set", "image", "group", "question", "options")
+#: The fields of a line of generation prompts (``options`` optional).
+PROMPT_REQUIRED = ("set", "image", "group", "question")
 FIELDS = (*REQUIRED, "attributes", "unknown_option")
 
 
@@ -55,7 +61,8 @@ class CounterfactualImage:
 
 @dataclass(frozen=True)
 class CounterfactualSet:
-    """A question asked of parallel images; ``unknown_option`` the index of the "unclear" option or None."""
+    """A question asked of parallel images; ``options`` empty for a generation prompt given without them;
+    ``unknown_option`` the index of the "unclear" option or None."""
 
     name: str
     question: str
@@ -71,15 +78,26 @@ def is_counterfactual_questions_file(path: str | Path) -> bool:
     return isinstance(record, dict) and {"set", "options"} <= record.keys() and "kinds" not in record
 
 
-def read_counterfactual_questions(path: str | Path) -> tuple[list[CounterfactualSet], list[dict[str, str]]]:
+def is_generation_prompts_file(path: str | Path) -> bool:
+    """Whether ``path`` looks like a file of this format read for open generation (``options`` optional): its first
+    non-empty line is a JSON object with ``set``, ``image`` and ``question`` and without ``kinds``. Reads that line
+    only."""
+    record = first_json_line(path)
+    return isinstance(record, dict) and {"set", "image", "question"} <= record.keys() and "kinds" not in record
+
+
+def read_counterfactual_questions(
+    path: str | Path, options_required: bool = True
+) -> tuple[list[CounterfactualSet], list[dict[str, str]]]:
     """The sets of the JSONL file ``path`` (module docstring) in the order of their first line, each set's images in
-    file order, and what was skipped as ``{"item": ..., "reason": ...}``: an image (``<set>/<group>``) or a set."""
+    file order, and what was skipped as ``{"item": ..., "reason": ...}``: an image (``<set>/<group>``) or a set.
+    ``options_required=False`` reads generation prompts, whose ``options`` may be left out."""
     path = Path(path)
     text = read_text(path, WHAT, locate=json_field)
     lines: dict[str, list[tuple[int, dict]]] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
-            record = _record(path, number, line)
+            record = _record(path, number, line, REQUIRED if options_required else PROMPT_REQUIRED)
             lines.setdefault(record["set"], []).append((number, record))
     if not lines:
         raise InputError(f"{WHAT} {str(path)!r} holds no line; expected one JSON object a line.")
@@ -115,7 +133,7 @@ def read_counterfactual_questions(path: str | Path) -> tuple[list[Counterfactual
         if len(images) < 2:
             skipped.append({"item": name, "reason": f"set left with {len(images)} readable image(s); expected two"})
             continue
-        sets.append(CounterfactualSet(name, first["question"], tuple(first["options"]), first.get("unknown_option"),
+        sets.append(CounterfactualSet(name, first["question"], tuple(first.get("options", ())), first.get("unknown_option"),
                                       tuple(images)))  # fmt: skip
     return sets, skipped
 
@@ -124,13 +142,19 @@ def _bad(path: Path, line: int, field: str, message: str) -> InputError:
     return bad_field(path, WHAT, line, field, message)
 
 
-def _record(path: Path, number: int, line: str) -> dict:
-    """The checked fields of one line (module docstring), ``attributes`` filled in."""
-    record = json_record(path, WHAT, number, line, FIELDS, REQUIRED)
+def _record(path: Path, number: int, line: str, required: tuple[str, ...]) -> dict:
+    """The checked fields of one line (module docstring), ``attributes`` filled in; ``options`` checked when given
+    (and required when ``required`` names it)."""
+    record = json_record(path, WHAT, number, line, FIELDS, required)
     for field in ("set", "image", "group", "question"):
         value = record[field]
         if not isinstance(value, str) or not value.strip():
             raise _bad(path, number, field, f"expected a non-empty string but got {value!r}")
+    if "options" not in record:
+        if "unknown_option" in record:
+            raise _bad(path, number, "unknown_option", "names an option index but the line has no `options`")
+        _check_attributes(path, number, record)
+        return record
     options = record["options"]
     if not isinstance(options, list) or len(options) < 2 or not all(isinstance(o, str) and o.strip() for o in options):
         raise _bad(path, number, "options", f"expected a list of two or more non-empty strings but got {options!r}")
@@ -144,6 +168,12 @@ def _record(path: Path, number: int, line: str) -> dict:
     ):
         raise _bad(path, number, "unknown_option", f"expected an option index in [0, {len(options)}) but got "
                    f"{unknown_option!r}")  # fmt: skip
+    _check_attributes(path, number, record)
+    return record
+
+
+def _check_attributes(path: Path, number: int, record: dict) -> None:
+    """The line's ``attributes`` (``{}`` when left out) checked and filled in."""
     attributes = record.setdefault("attributes", {})
     if not isinstance(attributes, dict) or not all(
         isinstance(key, str) and key.strip() and isinstance(value, str) and value.strip()
@@ -151,4 +181,3 @@ def _record(path: Path, number: int, line: str) -> dict:
     ):
         raise _bad(path, number, "attributes", f"expected an object of attribute names to non-empty strings but got "
                    f"{attributes!r}")  # fmt: skip
-    return record

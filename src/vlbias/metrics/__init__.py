@@ -15,6 +15,7 @@ from vlbias.metrics.entity_association import (
 )
 from vlbias.metrics.grounded_weat import GroundedCongruenceTest
 from vlbias.metrics.group_fairness import GroupFairness
+from vlbias.metrics.group_scores import GroupScores
 from vlbias.metrics.position import PositionPreference
 from vlbias.metrics.precision import PrecisionAtK
 from vlbias.metrics.ranking_bias import RankingBias
@@ -33,6 +34,7 @@ __all__ = [
     "CounterfactualProtocols",
     "GroundedCongruenceTest",
     "GroupFairness",
+    "GroupScores",
     "ITMEffectSize",
     "ITMTest",
     "LanguageAssociation",

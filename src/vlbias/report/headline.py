@@ -27,6 +27,7 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "entity_association": (r"B_L/[^/]+", r"B_V/[^/]+", r"B_PT/[^/]+", r"B_L_no_image/[^/]+"),
     "bias_qa": (r"(?:accuracy|bias)_(?:ambiguous|disambiguated)", "position/max_deviation", "position/change_rate"),
     "counterfactual_answers": ("max_change", "js_divergence", "flip_rate", "unknown_rate", r"gap/[^/]+/[^/]+/[^/]+"),
+    "open_generation": (r"[^/]+/[^/]+/gap", r"[^/]+/mean"),
     "zero_shot_fairness": (
         "accuracy",
         r"[^/]+/worst_group_gap",

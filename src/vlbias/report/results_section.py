@@ -44,6 +44,7 @@ GROUP_BARS: dict[str, tuple[str, ...]] = {
         r"(?P<panel>position)/(?P<group>\d+)/(?P<series>share|expected_share)",
     ),
     "counterfactual_answers": (r"gap/(?P<panel>[^/]+)/(?P<series>[^/]+)/(?P<group>[^/]+)",),  # per attribute
+    "open_generation": (r"(?P<series>(?P<scale>[^/]+))/(?P<panel>[^/]+)/mean/(?P<group>[^/]+)",),  # per grouping
 }
 EFFECT_SIZE = "/effect_size"
 

@@ -95,6 +95,11 @@ class Suite(abc.ABC):
     def config(self) -> dict[str, object]:
         """The options that determine this suite's numbers (recorded in every result)."""
 
+    def write_beside(self, results_path: Path, items: list[dict]) -> Path | None:
+        """Write what this suite keeps next to its results file ``results_path`` besides the item table ``items``
+        (``open_generation``: its generations), atomically; return its path. Most suites keep nothing more."""
+        return None
+
 
 @dataclass
 class Batch:

@@ -419,6 +419,7 @@ _DECLARED_APART = LazyTable("suite", {
     "bias_qa": "vlbias.suites.bias_qa_options:BiasQAOptions",
     "counterfactual_answers": "vlbias.suites.counterfactual_answers_options:CounterfactualAnswersOptions",
     "gallery_skew": "vlbias.suites.gallery_skew_options:GallerySkewOptions",
+    "open_generation": "vlbias.suites.open_generation_options:OpenGenerationOptions",
     "retrieval_bias": "vlbias.suites.retrieval_bias_options:RetrievalBiasOptions",
     "zero_shot_fairness": "vlbias.suites.zero_shot_fairness_options:ZeroShotFairnessOptions",
 })  # fmt: skip

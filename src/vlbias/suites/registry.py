@@ -24,6 +24,7 @@ _SUITES = LazyTable(
         "gallery_skew": "vlbias.suites.gallery_skew:GallerySkewSuite",
         "bias_qa": "vlbias.suites.bias_qa:BiasQASuite",
         "counterfactual_answers": "vlbias.suites.counterfactual_answers:CounterfactualAnswersSuite",
+        "open_generation": "vlbias.suites.open_generation:OpenGenerationSuite",
     },
 )
 
@@ -40,6 +41,7 @@ _SUMMARIES = {
     "gallery_skew": "skew of what text queries retrieve from an attribute-labelled image gallery",
     "bias_qa": "BBQ bias scores of a chat model's answers to multiple-choice questions about images",
     "counterfactual_answers": "how a chat model's answer to one question changes across images of different people",
+    "open_generation": "warmth, competence, sentiment or toxicity of a chat model's descriptions of different people",
 }
 
 

@@ -26,10 +26,11 @@ annotation JSON (``*_test.json``, e.g. ``coco_karpathy_test.json``), its images 
 ``zero_shot_fairness`` (FairFace or CelebA), whose task is then the data set's first (race on FairFace, the attribute
 task on CelebA) unless ``suite_options`` name one; ``bias_qa`` data (a ``*.jsonl`` question file whose lines hold
 ``options`` and ``kinds``, :mod:`vlbias.data.bias_qa`, each file a data set; a folder of SB-Bench's Parquet shards or
-with VLBiasBench's ``close-ended/json/``) and ``counterfactual_answers`` data (a ``*.jsonl`` question-set file whose
+with VLBiasBench's ``close-ended/json/``), ``counterfactual_answers`` data (a ``*.jsonl`` question-set file whose
 lines hold ``set`` and ``options``, :mod:`vlbias.data.counterfactual_questions`, each file a data set; a PAIRS folder;
-each GenderBias-VL base/cf pair), the layouts of :mod:`vlbias.data.chat_question_layouts`. A data set is named after
-its folder
+each GenderBias-VL base/cf pair), the layouts of :mod:`vlbias.data.chat_question_layouts`, and an ``open_generation``
+prompt file (the question-set format, ``options`` optional: each question-set file is one too). A data set is named
+after its folder
 (and its file, when a folder holds several).
 
 **Status** of each (suite, data set): ``measured``; ``not applicable`` (the model lacks the capability);
@@ -66,7 +67,7 @@ from vlbias.data.chat_question_layouts import (
     bias_qa_sources,
     question_set_sources,
 )
-from vlbias.data.counterfactual_questions import is_counterfactual_questions_file
+from vlbias.data.counterfactual_questions import is_counterfactual_questions_file, is_generation_prompts_file
 from vlbias.data.entity_association import read_spec
 from vlbias.data.face_datasets import EXPECTED as FACE_DATA
 from vlbias.data.face_datasets import detect_face_dataset
@@ -111,9 +112,9 @@ def _holds(name: str) -> Callable[[Path, Path], list[Path]]:
 
 def _specs(folder: Path, root: Path) -> list[Path]:
     """A folder of SEAT/Grounded-WEAT ``*.jsonl`` specs (question files of ``bias_qa`` and
-    ``counterfactual_answers`` are not specs)."""
+    ``counterfactual_answers`` and generation prompts of ``open_generation`` are not specs)."""
     specs = folder.glob("*.jsonl") if folder == root else folder.rglob("*.jsonl")
-    questions = (is_bias_qa_file, is_counterfactual_questions_file)
+    questions = (is_bias_qa_file, is_counterfactual_questions_file, is_generation_prompts_file)
     return [folder] if any(not any(check(path) for check in questions) for path in specs) else []
 
 
@@ -126,6 +127,12 @@ def _counterfactual_files(folder: Path, root: Path) -> list[Path]:
     """``counterfactual_answers`` data sets in ``folder``
     (:func:`~vlbias.data.chat_question_layouts.question_set_sources`)."""
     return question_set_sources(folder)
+
+
+def _generation_files(folder: Path, root: Path) -> list[Path]:
+    """``open_generation`` prompt files in ``folder`` (:func:`~vlbias.data.counterfactual_questions.
+    is_generation_prompts_file`: counterfactual question-set files among them): each is a data set."""
+    return [path for path in sorted(folder.glob("*.jsonl")) if is_generation_prompts_file(path)]
 
 
 def _entity_folders(folder: Path, root: Path) -> list[Path]:
@@ -162,6 +169,10 @@ DATA_MARKERS: dict[str, tuple[str, Callable[[Path, Path], list[Path]]]] = {
     "gallery_skew": (FACE_DATA, _face_folders),
     "bias_qa": (f"{BIAS_QA_LAYOUTS} (vlbias.data.chat_question_layouts)", _question_files),
     "counterfactual_answers": (f"{SETS_LAYOUTS} (vlbias.data.chat_question_layouts)", _counterfactual_files),
+    "open_generation": (
+        "a *.jsonl file of image sets with a prompt (vlbias.data.counterfactual_questions, options optional)",
+        _generation_files,
+    ),
 }
 
 
@@ -343,6 +354,7 @@ def _measure_one(
         )
         refuse_empty(results, where)
         path = write_results(out / "results" / f"{suite}-{dataset}", results, items)
+        built.write_beside(path, items)
     except CapabilityError as err:
         return Entry(suite, dataset, NOT_APPLICABLE, _one_line(err), shown)
     except InputError as err:

@@ -52,4 +52,6 @@ def measure(options: MeasureOptions) -> Path:
             built, adapter, model=options.model, checkpoint=options.checkpoint, seed=options.seed, config=config
         )
         refuse_empty(results, options.data)
-        return write_results(out, results, items)
+        path = write_results(out, results, items)
+        built.write_beside(path, items)
+        return path

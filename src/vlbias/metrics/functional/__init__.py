@@ -46,6 +46,7 @@ from vlbias.metrics.functional.group_fairness import (
     worst_group_accuracy,
 )
 from vlbias.metrics.functional.group_fairness_intervals import group_fairness_intervals
+from vlbias.metrics.functional.group_scores import group_scores
 from vlbias.metrics.functional.multiple_testing import benjamini_hochberg, holm_bonferroni
 from vlbias.metrics.functional.position import position_counts, position_preference, position_shares
 from vlbias.metrics.functional.ranking_bias import (
@@ -112,6 +113,7 @@ __all__ = [
     "group_confusion",
     "group_fairness",
     "group_fairness_intervals",
+    "group_scores",
     "harmful_label_rate",
     "holm_bonferroni",
     "instance_bias",

@@ -116,7 +116,7 @@ def bca_interval(replicates: Tensor, confidence: float, observed: Tensor, jackkn
 def resampled_means(values: Tensor, n_bootstrap: int, generator: torch.Generator) -> Tensor:
     """``(n_bootstrap,)`` means of ``values`` ``(n,)`` resampled with replacement (``n`` draws each), drawn in chunks
     of rows (:func:`~vlbias.metrics.functional.chunks.chunk_rows`; the same draws as all rows at once), so memory
-    stays linear in ``n``.
+    stays linear in ``n``. ``values`` ``(n, k)``: its rows are resampled together, ``(n_bootstrap, k)`` mean rows.
 
     One value is no sample to resample: each resample is that value again, and the interval read from them would be
     zero-wide, certainty where there is one observation. Its replicates are NaN (drawn all the same, so ``generator``
@@ -126,8 +126,8 @@ def resampled_means(values: Tensor, n_bootstrap: int, generator: torch.Generator
         >>> resampled_means(torch.tensor([0.182]), 3, torch.Generator().manual_seed(0))
         tensor([nan, nan, nan])
     """
-    n = values.numel()
-    step = chunk_rows(n)
+    n = values.shape[0]
+    step = chunk_rows(values.numel())
     means = torch.cat(
         [
             values[torch.randint(n, (min(step, n_bootstrap - start), n), generator=generator)].mean(dim=1)
