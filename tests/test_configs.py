@@ -108,6 +108,7 @@ OPTIMIZERS = {
     "fairvlp_biasworld": (0.002, 0.01),
     "fairvlp_coco": (1e-4, 0.02),
     "quickstart": (0.003, 0.01),
+    "biasworld_qa_consistency": (0.003, 0.01),
     "retrieval_biasworld": (0.003, 0.01),
     "retrieval_coco": (1e-5, 0.02),
     "retrieval_flickr30k": (1e-5, 0.02),
