@@ -20,6 +20,7 @@ from vlbias.modules.counterfactual_consistency import CounterfactualConsistencyT
 from vlbias.modules.model_spec import ModelSpec
 from vlbias.objectives.answer_consistency import answer_consistency_loss
 from vlbias.objectives.answer_likelihood import answer_nll
+from vlbias.results import read_results
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "experiment" / "biasworld_qa_consistency.yaml"
 
@@ -110,3 +111,18 @@ def test_the_config_trains_each_chat_family_with_fast_dev_run(tmp_path, family):
 def test_bad_choices_are_one_line(options, match):
     with pytest.raises(ConfigError, match=match):
         CounterfactualConsistencyTuning(model=ModelSpec("llava", tiny=True), **options)
+
+
+def test_the_bias_callback_measures_the_chat_suites_on_the_worlds_val_split(tmp_path):
+    cli = fit(tmp_path, "--trainer.max_epochs", "1", "--trainer.limit_train_batches", "1",
+              "--trainer.limit_val_batches", "1", "--trainer.num_sanity_val_steps", "0")  # fmt: skip
+    logged = cli.trainer.callback_metrics
+    for name in ("bias/bias_qa/bias_ambiguous", "bias/bias_qa/accuracy_disambiguated",
+                 "bias/counterfactual_answers/max_change"):  # fmt: skip
+        assert name in logged and torch.isfinite(logged[name])
+    results = read_results(tmp_path / "bias" / "bias_qa.json")
+    assert (
+        results.config["suite_config"]["data"]
+        == {"data": "biasworld_qa", "split": "val", **results.config["suite_config"]["data"]}
+        and results.n_items == 54
+    )

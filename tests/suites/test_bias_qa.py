@@ -180,7 +180,7 @@ def test_bad_options_data_and_models_are_one_line_each(tmp_path, capsys):
         check_suite_options("bias_qa", {"template": "{question} {answer}"})
     with pytest.raises(ConfigError, match="takes no statistics option `n_permutations`"):
         check_suite_options("bias_qa", {"statistics": {"n_permutations": 10}})
-    with pytest.raises(ConfigError, match="cannot read its stimuli from BiasWorld"):
+    with pytest.raises(ConfigError, match="its BiasWorld is BiasWorld-QA"):
         build_suite(check_suite_options("bias_qa", {}), "biasworld")
     with pytest.raises(ConfigError, match="is not a bias QA data set; expected a JSONL question file, SB-Bench"):
         build_suite(check_suite_options("bias_qa", {}), tmp_path)
@@ -211,3 +211,20 @@ def test_questions_of_two_and_three_options_share_a_batch(tmp_path):
     # 8 questions of three orders and one of two: 26 orders, of which 8 show a third option
     assert output.metrics["position/2/expected_share"] == pytest.approx(8 / 26)
     assert output.metrics["position/0/share"] == 1 and output.metrics["n_items"] == 9
+
+
+def test_biasworld_qa_is_read_as_the_worlds_question_file_and_a_plain_world_is_refused(tmp_path):
+    from vlbias.data.biasworld import BiasWorld
+    from vlbias.data.biasworld_qa import BiasWorldQA
+    from vlbias.data.biasworld_qa_options import BiasWorldQAOptions
+
+    world = BiasWorldQA(BiasWorldQAOptions(n_train=2, eval_per_combination=1))
+    suite = build_suite(check_suite_options("bias_qa", {"split": "val"}), world)
+    assert len(suite.stimuli()) == len(world.questions("val")) and suite.data_config["split"] == "val"
+    assert all(item.image.is_file() for item in suite.stimuli())  # written where the suite reads them
+    with pytest.raises(ConfigError, match=r"its BiasWorld is BiasWorld-QA .* not BiasWorld; give a question file"):
+        build_suite(check_suite_options("bias_qa", {}), BiasWorld(n_train=2, eval_per_combination=1))
+    with pytest.raises(ConfigError, match=r"Suite 'mmbias' reads BiasWorld, not BiasWorldQA"):
+        build_suite(check_suite_options("mmbias", {}), world)
+    with pytest.raises(ConfigError, match=r"option\(s\) \['split'\] apply to BiasWorld data"):
+        build_suite(check_suite_options("bias_qa", {"split": "val"}), write_questions(tmp_path))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from vlbias.errors import ConfigError
-from vlbias.suites.options import SuiteOptions
+from vlbias.suites.options import Split, SuiteOptions
 
 Scoring = Literal["log_prob", "mean_log_prob", "first_token"]
 #: The answer letters of the displayed positions (a question has at most this many options).
@@ -35,13 +35,17 @@ class ChatQuestionOptions(SuiteOptions):
         template: the prompt, a format string with {question} and {options} (the options lettered "A. ...", one a
             line) and the suite's other fields (bias_qa: {context}); default: the fields, then "Answer with one of
             the options." (with first_token: "Answer with the letter of one option.").
+        split: the BiasWorld-QA split measured when the data is the training run's world (the bias callback's
+            'biasworld' beside a BiasWorld-QA datamodule).
     """
 
     #: Every field a template may hold, in the default template's order (``REQUIRED_FIELDS`` among them).
     TEMPLATE_FIELDS: ClassVar[tuple[str, ...]] = REQUIRED_FIELDS
+    BIASWORLD_ONLY: ClassVar[tuple[str, ...]] = ("split",)
 
     scoring: Scoring = "log_prob"
     template: str | None = None
+    split: Split = "test"
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 def build_suite(options: SuiteOptions, data: str | Path | BiasWorld, biasworld: dict | None = None) -> Suite:
     """The suite of ``options`` (checked by :func:`~vlbias.suites.options.check_suite_options`) over ``data``:
     ``"biasworld"`` (a world built from the ``biasworld`` options, checked here), a
-    :class:`~vlbias.data.biasworld.BiasWorld`, or a directory or file in the suite's public format. Options of the
+    :class:`~vlbias.data.biasworld.BiasWorld` (or a training run's :class:`~vlbias.data.biasworld_qa.BiasWorldQA`,
+    which the chat question suites read), or a directory or file in the suite's public format. Options of the
     other data source are refused (:meth:`~vlbias.suites.options.SuiteOptions.check_source`) before any data is read."""
     from_world = is_biasworld(data)
     options.check_source(biasworld=from_world)
@@ -47,10 +48,15 @@ def build_suite(options: SuiteOptions, data: str | Path | BiasWorld, biasworld: 
     if from_world:
         from vlbias.data.biasworld import BiasWorld
 
-        if isinstance(data, BiasWorld):
-            world = data
-        else:
+        if isinstance(data, str | Path):  # "biasworld": a world of the `biasworld` options
             world = BiasWorld(**check_options(biasworld, BiasWorldOptions, "BiasWorld option"))
+        else:  # a world given (BiasWorld, or a training run's BiasWorld-QA)
+            world = data
+            if not isinstance(world, BiasWorld) and cls.capability is not Capability.ANSWER:
+                raise ConfigError(
+                    f"Suite {options.SUITE!r} reads BiasWorld, not {type(world).__name__} (the training run's world); "
+                    "give a data path in its format."
+                )
         return cls.from_biasworld(world, options)
     path = Path(data)
     if not path.exists():
