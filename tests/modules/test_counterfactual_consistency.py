@@ -3,6 +3,9 @@ counterfactual answer distributions (each term by the project's own functions, o
 the adapter trains and the export is the merged model, which transformers alone loads with the trained logits; the
 experiment config trains every chat family with fast_dev_run; bad choices are one line each."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -126,3 +129,34 @@ def test_the_bias_callback_measures_the_chat_suites_on_the_worlds_val_split(tmp_
         == {"data": "biasworld_qa", "split": "val", **results.config["suite_config"]["data"]}
         and results.n_items == 54
     )
+
+
+def vlbias_process(*argv: str) -> None:
+    """``vlbias argv`` in a fresh process (DDP launches its other ranks from the command line)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "vlbias.cli", *argv], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.slow  # two trainer launches, one of them two processes: ~1 min on 2 cores
+def test_two_ddp_processes_train_the_lora_weights_one_process_trains(tmp_path):
+    """8 training questions: one process in one batch of 8, two (gloo) in a batch of 4 each, so every step sees the
+    same questions; the answers' loss is divided by the mean over ranks of their answer tokens and the consistency
+    is a mean over equal halves, so the merged exports agree to float rounding."""
+    weights = {}
+    for processes, batch_size in ((1, 8), (2, 4)):
+        save = tmp_path / f"p{processes}"
+        vlbias_process(
+            "fit", "--config", str(CONFIG), "--data.init_args.n_train", "8", "--data.init_args.batch_size",
+            str(batch_size), "--data.init_args.eval_per_combination", "1", "--trainer.max_epochs", "2",
+            "--trainer.limit_val_batches", "0", "--trainer.callbacks", "[]", "--trainer.accelerator", "cpu",
+            "--trainer.devices", str(processes), "--trainer.strategy", "ddp" if processes > 1 else "auto",
+            "--trainer.logger.init_args.save_dir", str(save),
+        )  # fmt: skip
+        (model,) = save.glob("biasworld_qa_consistency/version_*/model")
+        weights[processes] = AutoModelForImageTextToText.from_pretrained(model).state_dict()
+    start = CounterfactualConsistencyTuning(model=ModelSpec("llava", tiny=True)).adapter.model.state_dict()
+    changed = [name for name in start if not torch.equal(start[name], weights[1][name])]
+    assert changed and all("self_attn" in name for name in changed)  # only the merged LoRA layers moved
+    for name in changed:
+        torch.testing.assert_close(weights[2][name], weights[1][name], rtol=0, atol=1e-5)

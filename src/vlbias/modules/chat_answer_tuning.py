@@ -4,6 +4,7 @@ on the answer's tokens, the prompt's tokens given (masked), the prompt rendered 
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import Tensor
 
@@ -11,7 +12,7 @@ from vlbias.models.base import Capability
 from vlbias.models.families.chat_vlm import OptionScores
 from vlbias.modules.adapter_module import AdapterModule
 from vlbias.modules.model_spec import ModelSpec
-from vlbias.objectives.answer_likelihood import answer_nll
+from vlbias.objectives.answer_likelihood import answer_nll, answer_tokens
 from vlbias.suites.bias_qa_options import BiasQAOptions
 
 #: The default model: a tiny random PaliGemma, which learns BiasWorld-QA's pictures in a few hundred steps on a CPU
@@ -83,7 +84,9 @@ class ChatAnswerTuning(AdapterModule):
     def _step(self, batch: dict[str, object], stage: str) -> Tensor:
         scores = self.option_log_probs(batch)
         answer = torch.as_tensor(batch[self.hparams.answer_key], device=scores.log_prob.device)
-        answer_loss = answer_nll(scores.log_prob, scores.n_tokens, answer)
+        answer_loss = answer_nll(
+            scores.log_prob, scores.n_tokens, answer, self._tokens_per_rank(scores.n_tokens, answer)
+        )
         added = self.added_loss(batch, scores, stage)
         loss = answer_loss if added is None else answer_loss + added
         size = len(answer)
@@ -93,6 +96,15 @@ class ChatAnswerTuning(AdapterModule):
         accuracy = (scores.log_prob.argmax(dim=1) == answer).float().mean()
         self.log(f"{stage}/accuracy", accuracy, prog_bar=stage == "val", batch_size=size)
         return loss
+
+    def _tokens_per_rank(self, n_tokens: Tensor, answer: Tensor) -> Tensor | None:
+        """Under data parallelism, the mean over ranks of their batches' answer tokens (every rank calls it at each
+        step), so that DDP's averaged gradient is the whole batch's; ``None`` in one process."""
+        if not (dist.is_available() and dist.is_initialized()):
+            return None
+        tokens = answer_tokens(n_tokens, answer).clone()  # an integer count: summed exactly
+        dist.all_reduce(tokens)
+        return tokens / dist.get_world_size()
 
     def added_loss(self, batch: dict[str, object], scores: OptionScores, stage: str) -> Tensor | None:
         """A term added to the answers' loss, from the batch and its options' ``scores`` (``None``: none). A

@@ -8,6 +8,9 @@ the loss is the cross-entropy per answer token over the batch,
 .. math:: \mathcal{L} = -\frac{\sum_i \log p(a_i \mid x_i, q_i)}{\sum_i L_i},
 
 what a causal language model's loss is with every prompt token's label masked (``-100``) and the answer's kept.
+Under data parallelism each rank holds part of the batch; dividing each rank's sum by the mean over ranks of their
+answer tokens (``tokens_per_rank``) makes DDP's average of the ranks' gradients the gradient of the whole batch's
+loss, whatever the ranks' token counts.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from __future__ import annotations
 from torch import Tensor
 
 
-def answer_nll(log_prob: Tensor, n_tokens: Tensor, answer: Tensor) -> Tensor:
+def answer_nll(log_prob: Tensor, n_tokens: Tensor, answer: Tensor, tokens_per_rank: Tensor | None = None) -> Tensor:
     """The loss of the module docstring: ``log_prob`` and ``n_tokens`` ``(N, O)`` of every option of ``N`` questions,
-    ``answer`` ``(N,)`` the index of each question's answer among them.
+    ``answer`` ``(N,)`` the index of each question's answer among them; divided by ``tokens_per_rank`` when given (the
+    mean over data-parallel ranks of :func:`answer_tokens`), else by this batch's answer tokens.
 
     Example:
         >>> import torch
@@ -25,4 +29,10 @@ def answer_nll(log_prob: Tensor, n_tokens: Tensor, answer: Tensor) -> Tensor:
         tensor(1.7500)
     """
     rows = answer.to(log_prob.device)[:, None]
-    return -log_prob.gather(1, rows).sum() / n_tokens.gather(1, rows.to(n_tokens.device)).sum()
+    divisor = answer_tokens(n_tokens, answer) if tokens_per_rank is None else tokens_per_rank
+    return -log_prob.gather(1, rows).sum() / divisor
+
+
+def answer_tokens(n_tokens: Tensor, answer: Tensor) -> Tensor:
+    """The number of answer tokens of a batch: ``n_tokens`` ``(N, O)`` at each question's ``answer`` ``(N,)``."""
+    return n_tokens.gather(1, answer.to(n_tokens.device)[:, None]).sum()
