@@ -85,6 +85,8 @@ def train_and_measure(
     split: str,
     epochs: int,
     n_train: int,
+    ambiguous_rate: float,
+    identification_rate: float,
     batch_size: int,
     learning_rate: float,
     n_bootstrap: int,
@@ -95,7 +97,14 @@ def train_and_measure(
     torch.set_num_threads(1)
     start = time.perf_counter()
     seed_everything(seed, verbose=False)
-    data = BiasWorldQADataModule(bias_strength=strength, n_train=n_train, seed=seed, batch_size=batch_size)
+    data = BiasWorldQADataModule(
+        bias_strength=strength,
+        n_train=n_train,
+        ambiguous_rate=ambiguous_rate,
+        identification_rate=identification_rate,
+        seed=seed,
+        batch_size=batch_size,
+    )
     model = ChatAnswerTuning(
         model=ModelSpec("paligemma", tiny=True, tiny_sizes=sizes, seed=seed),
         template=template,
@@ -146,14 +155,16 @@ def planted_qa_table(
     strengths: Sequence[ClosedUnitInterval] = (0.5, 0.7, 0.9),
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     split: Literal["val", "test"] = "test",
-    epochs: PositiveInt = 6,
+    epochs: PositiveInt = 30,
     n_train: PositiveInt = 1024,
+    ambiguous_rate: ClosedUnitInterval = 0.5,
+    identification_rate: ClosedUnitInterval = 0.25,
     batch_size: PositiveInt = 16,
     learning_rate: PositiveFloat = 0.003,
     n_bootstrap: PositiveInt = 200,
     image_size: PositiveInt = 28,
     hidden_size: PositiveInt = 32,
-    template: str | None = None,
+    template: str | None = "{question}\n{options}",
     workers: PositiveInt = 2,
     out: Path | None = None,
 ) -> list[dict]:
@@ -168,24 +179,38 @@ def planted_qa_table(
         split: The split measured: val to choose the settings, test for the table.
         epochs: Training epochs.
         n_train: Training questions.
+        ambiguous_rate: Share of the training questions whose picture hides the activity object.
+        identification_rate: Share of the training questions that ask who is in the picture (answered right).
         batch_size: Training questions per step.
         learning_rate: AdamW's learning rate.
         n_bootstrap: Bootstrap draws of the suites' intervals.
         image_size: The tiny model's image side (patches of 14 pixels).
         hidden_size: The tiny model's width.
-        template: The prompt's template in training and in both suites (None: the suites' default).
+        template: The prompt's template in training and in both suites (None: the suites' default, which adds a
+            line asking for one of the options).
         workers: Processes running the runs (one torch thread each).
         out: Write the rows here as JSON after every run.
     """
     BiasQAOptions(template=template)  # a bad template refused before any run
     sizes = {"image_size": image_size, "hidden_size": hidden_size}
     print(
-        f"split {split}, {epochs} epochs of {n_train} questions in batches of {batch_size}, lr {learning_rate}; "
+        f"split {split}, {epochs} epochs of {n_train} questions ({ambiguous_rate:.0%} ambiguous) in batches of {batch_size}, lr {learning_rate}; "
         f"tiny PaliGemma {sizes}, template {template!r}"
     )
     print("| strength | seed | s_AMB | s_DIS | accuracy, disambiguated | counterfactual gap | JS divergence | s |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-    settings = (split, epochs, n_train, batch_size, learning_rate, n_bootstrap, sizes, template)
+    settings = (
+        split,
+        epochs,
+        n_train,
+        ambiguous_rate,
+        identification_rate,
+        batch_size,
+        learning_rate,
+        n_bootstrap,
+        sizes,
+        template,
+    )
     jobs = [(strength, seed, *settings) for strength in strengths for seed in seeds]
     rows = run_table(train_and_measure, jobs, workers, _show, out)
     print("\n| strength | " + " | ".join(heading for _, heading in MEASURES) + " |")
