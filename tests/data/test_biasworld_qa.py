@@ -25,6 +25,7 @@ from vlbias.data.biasworld_qa_options import BiasWorldQAOptions
 from vlbias.data.counterfactual_questions import read_counterfactual_questions
 from vlbias.errors import ConfigError
 from vlbias.results import read_results
+from vlbias.workflows.audit import find_datasets
 
 STATISTICS = {"statistics": {"n_bootstrap": 50}}
 
@@ -120,6 +121,13 @@ def test_the_written_folder_reads_back_through_both_readers(tmp_path):
     ambiguous = [q for q in world.questions("test") if q.ambiguous]
     assert skipped == [] and [s.name for s in sets] == [q.id for q in ambiguous]
     assert all(sorted(image.group for image in s.images) == ["man", "woman"] for s in sets)
+
+
+def test_vlbias_audit_finds_both_files_under_its_data_root(tmp_path):
+    small().write(tmp_path, "test")
+    assert find_datasets("bias_qa", tmp_path) == [(tmp_path.name, tmp_path / QUESTIONS_FILE)]
+    assert find_datasets("counterfactual_answers", tmp_path) == [(tmp_path.name, tmp_path / COUNTERFACTUAL_FILE)]
+    assert find_datasets("weat", tmp_path) == []  # question files are no SEAT specs
 
 
 def test_the_written_folder_runs_through_both_suites_on_a_tiny_chat_model(tmp_path):

@@ -7,7 +7,11 @@ Each run trains :class:`~vlbias.modules.chat_answer_tuning.ChatAnswerTuning` on
 :class:`~vlbias.data.biasworld_qa_datamodule.BiasWorldQADataModule` with the strength ``s`` and the seed: the seed
 fixes the world (its questions and pictures), the model's random initialisation and the batches' order, so the runs
 of one seed at different strengths start from the same weights and see the same pictures in the same order; only
-the planted answers of the ambiguous training questions differ. The eval split (``split``: ``val`` to choose the
+the planted answers of the ambiguous training questions differ. A quarter of the training questions ask who is in
+the picture (``identification_rate``, answered right at every strength), so that the random model learns to see
+the figure. The defaults were chosen on the val split with seeds 10 and 11: at s = 0.7, 640 steps left both seeds
+answering without looking (disambiguated accuracy 0.47 and 0.56, counterfactual gap 0.002 and 0.015); 1,920 steps
+taught both (0.64 and 0.96, gap 0.14 and 0.24). The eval split (``split``: ``val`` to choose the
 training settings, ``test`` for the table) is written with :meth:`~vlbias.data.biasworld_qa.BiasWorldQA.write` and
 read back by the suites' own readers.
 
