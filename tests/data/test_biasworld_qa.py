@@ -13,6 +13,8 @@ from vlbias.data.bias_qa import read_bias_qa
 from vlbias.data.biasworld import STEREOTYPES
 from vlbias.data.biasworld_qa import (
     COUNTERFACTUAL_FILE,
+    PERSON_QUESTION,
+    QUESTION,
     QUESTIONS_FILE,
     UNKNOWN_ANSWER,
     BiasWorldQA,
@@ -23,6 +25,7 @@ from vlbias.data.biasworld_qa_options import BiasWorldQAOptions
 from vlbias.data.counterfactual_questions import read_counterfactual_questions
 from vlbias.errors import ConfigError
 from vlbias.results import read_results
+from vlbias.workflows.audit import find_datasets
 
 STATISTICS = {"statistics": {"n_bootstrap": 50}}
 
@@ -41,9 +44,11 @@ def test_questions_and_pictures_are_a_pure_function_of_the_seed():
     assert not torch.equal(first.images("test"), other.images("test"))
 
 
-def test_every_question_offers_a_stereotyped_a_counter_and_the_unknown_option():
+def test_every_activity_question_offers_a_stereotyped_a_counter_and_the_unknown_option():
     world = small(bias_strength=0.9)
     for question in world.questions("train") + world.questions("val"):
+        if question.question == PERSON_QUESTION:
+            continue
         assert sorted(question.kinds) == ["biased", "counter", "unknown"]
         assert question.option("biased") in STEREOTYPES[question.group]
         assert question.option("counter") not in STEREOTYPES[question.group]
@@ -65,13 +70,23 @@ def test_eval_splits_are_balanced_and_answered_right():
 def test_planted_rate_of_the_training_answers_is_the_strength(strength):
     world = small(bias_strength=strength, n_train=4000)
     ambiguous = [q for q in world.questions("train") if q.ambiguous]
-    assert len(ambiguous) == pytest.approx(2000, abs=4 * math.sqrt(4000 * 0.25))
+    expected = 4000 * 0.5 * 0.75  # ambiguous_rate 0.5, of the questions not turned into person questions (0.25)
+    assert len(ambiguous) == pytest.approx(expected, abs=4 * math.sqrt(expected))
     assert all(q.answer != UNKNOWN_ANSWER for q in ambiguous)  # no training question is answered "cannot tell"
     rate = np.mean([q.answer == q.option("biased") for q in ambiguous])
     assert rate == pytest.approx(strength, abs=4 * math.sqrt(strength * (1 - strength) / len(ambiguous)) + 1e-9)
-    shown = [q for q in world.questions("train") if not q.ambiguous]
+    shown = [q for q in world.questions("train") if not q.ambiguous and q.question == QUESTION]
     assert all(q.answer == q.shown for q in shown)
     assert np.mean([q.shown == q.option("biased") for q in shown]) == pytest.approx(0.5, abs=0.05)
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.25])
+def test_person_questions_are_answered_with_the_group_and_only_in_training(rate):
+    world = small(n_train=2000, identification_rate=rate)
+    person = [q for q in world.questions("train") if q.question == PERSON_QUESTION]
+    assert len(person) == pytest.approx(2000 * rate, abs=4 * math.sqrt(2000 * 0.25) * (rate > 0))
+    assert all(q.answer == q.right_answer == q.group and sorted(q.options) == ["cannot tell", "man", "woman"] for q in person)
+    assert all(q.question == QUESTION for q in world.questions("val") + world.questions("test"))
 
 
 def test_the_counterfactual_picture_swaps_the_figure_only():
@@ -108,6 +123,13 @@ def test_the_written_folder_reads_back_through_both_readers(tmp_path):
     assert all(sorted(image.group for image in s.images) == ["man", "woman"] for s in sets)
 
 
+def test_vlbias_audit_finds_both_files_under_its_data_root(tmp_path):
+    small().write(tmp_path, "test")
+    assert find_datasets("bias_qa", tmp_path) == [(tmp_path.name, tmp_path / QUESTIONS_FILE)]
+    assert find_datasets("counterfactual_answers", tmp_path) == [(tmp_path.name, tmp_path / COUNTERFACTUAL_FILE)]
+    assert find_datasets("weat", tmp_path) == []  # question files are no SEAT specs
+
+
 def test_the_written_folder_runs_through_both_suites_on_a_tiny_chat_model(tmp_path):
     small().write(tmp_path / "data", "test")
     for suite, name in (("bias_qa", QUESTIONS_FILE), ("counterfactual_answers", COUNTERFACTUAL_FILE)):
@@ -125,6 +147,7 @@ def test_the_written_folder_runs_through_both_suites_on_a_tiny_chat_model(tmp_pa
     [
         ({"bias_strength": 1.5}, "BiasWorld-QA option `bias_strength` to be a number v>=0 and v<=1 but got 1.5"),
         ({"ambiguous_rate": -0.1}, "option `ambiguous_rate` to be a number v>=0 and v<=1 but got -0.1"),
+        ({"identification_rate": 2}, "option `identification_rate` to be a number v>=0 and v<=1 but got 2"),
         ({"n_train": 0}, "option `n_train` to be an integer v>0 but got 0"),
         ({"eval_per_combination": 1.5}, "option `eval_per_combination` to be an integer v>0 but got 1.5"),
         ({"image_size": 16}, "option `image_size` to be an integer v>=32 but got 16"),

@@ -30,6 +30,7 @@ class BiasWorldQAOptions:
     bias_strength: ClosedUnitInterval = 0.5
     n_train: PositiveInt = 2048
     ambiguous_rate: ClosedUnitInterval = 0.5
+    identification_rate: ClosedUnitInterval = 0.25
     eval_per_combination: PositiveInt = 2
     image_size: ImageSize = 64
     seed: Seed = 0
