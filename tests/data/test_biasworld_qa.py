@@ -85,7 +85,9 @@ def test_person_questions_are_answered_with_the_group_and_only_in_training(rate)
     world = small(n_train=2000, identification_rate=rate)
     person = [q for q in world.questions("train") if q.question == PERSON_QUESTION]
     assert len(person) == pytest.approx(2000 * rate, abs=4 * math.sqrt(2000 * 0.25) * (rate > 0))
-    assert all(q.answer == q.right_answer == q.group and sorted(q.options) == ["cannot tell", "man", "woman"] for q in person)
+    assert all(
+        q.answer == q.right_answer == q.group and sorted(q.options) == ["cannot tell", "man", "woman"] for q in person
+    )
     assert all(q.question == QUESTION for q in world.questions("val") + world.questions("test"))
 
 

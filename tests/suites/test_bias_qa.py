@@ -180,7 +180,7 @@ def test_bad_options_data_and_models_are_one_line_each(tmp_path, capsys):
         check_suite_options("bias_qa", {"template": "{question} {answer}"})
     with pytest.raises(ConfigError, match="takes no statistics option `n_permutations`"):
         check_suite_options("bias_qa", {"statistics": {"n_permutations": 10}})
-    with pytest.raises(ConfigError, match="its BiasWorld is BiasWorld-QA"):
+    with pytest.raises(ConfigError, match="cannot read its stimuli from BiasWorld"):
         build_suite(check_suite_options("bias_qa", {}), "biasworld")
     with pytest.raises(ConfigError, match="is not a bias QA data set; expected a JSONL question file, SB-Bench"):
         build_suite(check_suite_options("bias_qa", {}), tmp_path)
@@ -222,9 +222,13 @@ def test_biasworld_qa_is_read_as_the_worlds_question_file_and_a_plain_world_is_r
     suite = build_suite(check_suite_options("bias_qa", {"split": "val"}), world)
     assert len(suite.stimuli()) == len(world.questions("val")) and suite.data_config["split"] == "val"
     assert all(item.image.is_file() for item in suite.stimuli())  # written where the suite reads them
-    with pytest.raises(ConfigError, match=r"its BiasWorld is BiasWorld-QA .* not BiasWorld; give a question file"):
+    ambiguous = sum(question.ambiguous for question in world.questions("val"))
+    for name in ("counterfactual_answers", "open_generation"):  # a set per ambiguous question: it and its twin
+        sets = build_suite(check_suite_options(name, {"split": "val"}), world).stimuli()
+        assert len(sets) == ambiguous and all(len(s.images) == 2 for s in sets)
+    with pytest.raises(ConfigError, match=r"cannot read its stimuli from BiasWorld"):
         build_suite(check_suite_options("bias_qa", {}), BiasWorld(n_train=2, eval_per_combination=1))
-    with pytest.raises(ConfigError, match=r"Suite 'mmbias' reads BiasWorld, not BiasWorldQA"):
+    with pytest.raises(ConfigError, match=r"Suite 'mmbias' reads BiasWorld, not BiasWorld-QA"):
         build_suite(check_suite_options("mmbias", {}), world)
     with pytest.raises(ConfigError, match=r"option\(s\) \['split'\] apply to BiasWorld data"):
         build_suite(check_suite_options("bias_qa", {"split": "val"}), write_questions(tmp_path))

@@ -152,7 +152,7 @@ def test_bad_options_and_data_are_one_line_each(tmp_path):
         check_suite_options("counterfactual_answers", {"template": "{question} {context}"})
     with pytest.raises(ConfigError, match="`interval_method`"):
         check_suite_options("counterfactual_answers", {"statistics": {"interval_method": "bca"}})
-    with pytest.raises(ConfigError, match="its BiasWorld is BiasWorld-QA"):
+    with pytest.raises(ConfigError, match="cannot read its stimuli from BiasWorld"):
         build_suite(check_suite_options("counterfactual_answers", {}), "biasworld")
     with pytest.raises(
         ConfigError,

@@ -64,7 +64,6 @@ import torch
 from torch import Tensor
 
 from vlbias.data.bias_qa import BiasQAItem
-from vlbias.data.biasworld_qa import QUESTIONS_FILE
 from vlbias.data.chat_question_layouts import read_bias_questions
 from vlbias.data.images import load_image
 from vlbias.errors import InputError
@@ -75,7 +74,6 @@ from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
 from vlbias.suites.bias_qa_options import BiasQAOptions
-from vlbias.suites.biasworld_qa_source import world_config, written_world
 from vlbias.suites.chat_answers import answer_distributions
 from vlbias.suites.chat_question_options import LETTERS
 
@@ -133,15 +131,6 @@ class BiasQASuite(Suite):
             )
         self.items, self.data_config, self.options = items, data_config, options
         self.skipped = list(skipped or [])
-
-    @classmethod
-    def from_biasworld(cls, world: object, options: BiasQAOptions) -> BiasQASuite:
-        """The questions of BiasWorld-QA's ``options.split`` (:mod:`vlbias.suites.biasworld_qa_source`: written to a
-        temporary folder this suite holds)."""
-        folder = written_world(world, options.split, options.SUITE)
-        suite = cls.from_path(Path(folder.name) / QUESTIONS_FILE, options)
-        suite.data_config, suite.world_folder = world_config(world, options.split), folder
-        return suite
 
     @classmethod
     def from_path(cls, path: Path, options: BiasQAOptions) -> BiasQASuite:

@@ -1,8 +1,9 @@
-"""BiasWorld-QA as the data of a chat question suite: the world's split written, in the suites' public formats, to a
-temporary folder that the suite holds while it lives (:meth:`vlbias.data.biasworld_qa.BiasWorldQA.write`), so the
-suite reads it with its own reader, exactly as ``vlbias measure --data`` reads the folder ``BiasWorldQA.write``
-leaves. This is how the bias callback measures a chat model every epoch on the world it trains on
-(``data: biasworld`` beside :class:`~vlbias.data.biasworld_qa_datamodule.BiasWorldQADataModule`)."""
+"""BiasWorld-QA as the data of a chat suite (``bias_qa``, ``counterfactual_answers``, ``open_generation``): the
+world's split (the suite's ``split`` option) written, in the suites' public formats, to a temporary folder that the
+suite holds while it lives (:meth:`vlbias.data.biasworld_qa.BiasWorldQA.write`), and read by the suite's own reader
+from the file of its format, exactly as ``vlbias measure --data`` reads the files ``BiasWorldQA.write`` leaves. This
+is how the bias callback measures a chat model every epoch on the world it trains on (``data: biasworld`` beside
+:class:`~vlbias.data.biasworld_qa_datamodule.BiasWorldQADataModule`)."""
 
 from __future__ import annotations
 
@@ -10,23 +11,30 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from vlbias.data.biasworld_qa import BiasWorldQA
+from vlbias.data.biasworld_qa import COUNTERFACTUAL_FILE, QUESTIONS_FILE, BiasWorldQA
 from vlbias.errors import ConfigError
+from vlbias.suites.base import Suite
+from vlbias.suites.options import SuiteOptions
+
+#: The file of a written BiasWorld-QA split each chat suite reads.
+SUITE_FILES = {
+    "bias_qa": QUESTIONS_FILE,
+    "counterfactual_answers": COUNTERFACTUAL_FILE,
+    "open_generation": COUNTERFACTUAL_FILE,  # the sets' question is the prompt; their options go unread
+}
 
 
-def written_world(world: object, split: str, suite: str) -> tempfile.TemporaryDirectory:
-    """``world``'s ``split`` written to a new temporary folder (removed when the returned object is); a world that
-    is not BiasWorld-QA is refused naming ``suite``."""
-    if not isinstance(world, BiasWorldQA):
+def suite_on_world(cls: type[Suite], world: BiasWorldQA, options: SuiteOptions) -> Suite:
+    """Suite ``cls`` over ``world``'s ``options.split`` (module docstring); a suite that reads none of the written
+    files is refused by name."""
+    if options.SUITE not in SUITE_FILES:
         raise ConfigError(
-            f"Suite {suite!r} asks a chat model questions: its BiasWorld is BiasWorld-QA (a BiasWorldQADataModule's "
-            f"world), not {type(world).__name__}; give a question file as its data."
+            f"Suite {options.SUITE!r} reads BiasWorld, not BiasWorld-QA (the training run's world); give a data path "
+            "in its format."
         )
     folder = tempfile.TemporaryDirectory(prefix="biasworld-qa-")
-    world.write(Path(folder.name), split)
-    return folder
-
-
-def world_config(world: BiasWorldQA, split: str) -> dict[str, object]:
-    """What a results file records of the data: BiasWorld-QA, the split and the world's options."""
-    return {"data": "biasworld_qa", "split": split, **asdict(world.options)}
+    world.write(Path(folder.name), options.split)
+    suite = cls.from_path(Path(folder.name) / SUITE_FILES[options.SUITE], options)
+    suite.data_config = {"data": "biasworld_qa", "split": options.split, **asdict(world.options)}
+    suite.world_folder = folder  # the files live as long as the suite that reads them
+    return suite

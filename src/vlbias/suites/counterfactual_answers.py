@@ -63,7 +63,6 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from vlbias.data.biasworld_qa import COUNTERFACTUAL_FILE
 from vlbias.data.chat_question_layouts import read_question_sets
 from vlbias.data.counterfactual_questions import CounterfactualSet
 from vlbias.data.images import load_image
@@ -74,7 +73,6 @@ from vlbias.metrics.functional.counterfactual import MEAN_NAMES
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
-from vlbias.suites.biasworld_qa_source import world_config, written_world
 from vlbias.suites.chat_answers import answer_distributions
 from vlbias.suites.chat_question_options import LETTERS
 from vlbias.suites.counterfactual_answers_options import CounterfactualAnswersOptions
@@ -119,15 +117,6 @@ class CounterfactualAnswersSuite(Suite):
                 for attribute, value in image.attributes:
                     values[attribute].add(value)
         self.attribute_values = {attribute: sorted(values[attribute]) for attribute in sorted(values)}
-
-    @classmethod
-    def from_biasworld(cls, world: object, options: CounterfactualAnswersOptions) -> CounterfactualAnswersSuite:
-        """The questions of BiasWorld-QA's ``options.split`` (:mod:`vlbias.suites.biasworld_qa_source`: written to a
-        temporary folder this suite holds)."""
-        folder = written_world(world, options.split, options.SUITE)
-        suite = cls.from_path(Path(folder.name) / COUNTERFACTUAL_FILE, options)
-        suite.data_config, suite.world_folder = world_config(world, options.split), folder
-        return suite
 
     @classmethod
     def from_path(cls, path: Path, options: CounterfactualAnswersOptions) -> CounterfactualAnswersSuite:

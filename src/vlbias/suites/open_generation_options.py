@@ -16,7 +16,7 @@ from jsonargparse.typing import PositiveFloat, PositiveInt
 
 from vlbias.errors import ConfigError
 from vlbias.options import Seed, StatisticsOptions
-from vlbias.suites.options import PERCENTILE_ONLY, SuiteOptions
+from vlbias.suites.options import PERCENTILE_ONLY, Split, SuiteOptions
 from vlbias.text_scorers.options import check_scorers
 
 #: The scorers of a run that names none: both need no model.
@@ -40,9 +40,12 @@ class OpenGenerationOptions(SuiteOptions):
         batch_size: sets per probe (each set's images generated together).
         statistics: percentile bootstrap intervals over sets; n_permutations within-set arrangements per test when
             it is not exact (exact when there are at most n_permutations).
+        split: the BiasWorld-QA split whose counterfactual sets are described when the data is the training run's
+            world (the bias callback's 'biasworld' beside a BiasWorld-QA datamodule).
     """
 
     SUITE: ClassVar[str] = "open_generation"
+    BIASWORLD_ONLY: ClassVar[tuple[str, ...]] = ("split",)
     FIXED_STATISTICS: ClassVar[dict[str, str]] = {
         "exact_limit": "its within-set permutation tests are exact up to n_permutations arrangements",
         "interval_method": PERCENTILE_ONLY,
@@ -56,6 +59,7 @@ class OpenGenerationOptions(SuiteOptions):
     sampling_seed: Seed = 0
     batch_size: PositiveInt = 4
     statistics: StatisticsOptions = StatisticsOptions()
+    split: Split = "test"
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -40,23 +40,22 @@ def build_suite(options: SuiteOptions, data: str | Path | BiasWorld, biasworld: 
     """The suite of ``options`` (checked by :func:`~vlbias.suites.options.check_suite_options`) over ``data``:
     ``"biasworld"`` (a world built from the ``biasworld`` options, checked here), a
     :class:`~vlbias.data.biasworld.BiasWorld` (or a training run's :class:`~vlbias.data.biasworld_qa.BiasWorldQA`,
-    which the chat question suites read), or a directory or file in the suite's public format. Options of the
+    which the chat suites read: :mod:`vlbias.suites.biasworld_qa_source`), or a directory or file in the suite's public format. Options of the
     other data source are refused (:meth:`~vlbias.suites.options.SuiteOptions.check_source`) before any data is read."""
     from_world = is_biasworld(data)
     options.check_source(biasworld=from_world)
     cls = suite_class(options.SUITE)
     if from_world:
         from vlbias.data.biasworld import BiasWorld
+        from vlbias.data.biasworld_qa import BiasWorldQA
+        from vlbias.suites.biasworld_qa_source import suite_on_world
 
-        if isinstance(data, str | Path):  # "biasworld": a world of the `biasworld` options
-            world = BiasWorld(**check_options(biasworld, BiasWorldOptions, "BiasWorld option"))
-        else:  # a world given (BiasWorld, or a training run's BiasWorld-QA)
+        if isinstance(data, BiasWorldQA):  # a chat model's training world
+            return suite_on_world(cls, data, options)
+        if isinstance(data, BiasWorld):
             world = data
-            if not isinstance(world, BiasWorld) and cls.capability is not Capability.ANSWER:
-                raise ConfigError(
-                    f"Suite {options.SUITE!r} reads BiasWorld, not {type(world).__name__} (the training run's world); "
-                    "give a data path in its format."
-                )
+        else:
+            world = BiasWorld(**check_options(biasworld, BiasWorldOptions, "BiasWorld option"))
         return cls.from_biasworld(world, options)
     path = Path(data)
     if not path.exists():
