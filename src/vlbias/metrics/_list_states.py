@@ -9,11 +9,14 @@ empty tensor of its own dtype and trailing shape before the sync.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
 from torchmetrics.utilities.data import dim_zero_cat
+
+from vlbias.errors import InputError
 
 
 class TypedListStates:
@@ -46,6 +49,21 @@ class TypedListStates:
         spec when nothing was appended."""
         dtype, shape = next((dtype, shape) for state, dtype, shape in self.list_state_specs if state == name)
         return joined(getattr(self, name), *shape, dtype=dtype)
+
+    def append_rows(self, given: Mapping[str, Tensor]) -> None:
+        """Append one batch to every list state: ``given`` holds a tensor per spec, each of the same number of rows
+        and the spec's trailing shape, floating point where the spec's dtype is; anything else is refused in one
+        line naming the argument."""
+        rows = len(next(iter(given.values())))
+        for name, dtype, shape in self.list_state_specs:
+            values = torch.as_tensor(given[name])
+            floats = dtype.is_floating_point
+            if tuple(values.shape) != (rows, *shape) or floats != values.is_floating_point():
+                raise InputError(
+                    f"Expected argument `{name}` of shape {(rows, *shape)} ({'floats' if floats else 'integers'}) "
+                    f"but got {values.dtype} {tuple(values.shape)}."
+                )
+            getattr(self, name).append(values.to(dtype))
 
     def sync(self, *args: Any, **kwargs: Any) -> None:
         empty = []

@@ -90,20 +90,15 @@ class CounterfactualAnswers(TypedListStates, Metric):
     def update(
         self, probabilities: Tensor, set_index: Tensor, unknown_option: Tensor, options: Tensor, attributes: Tensor
     ) -> None:
-        rows = len(set_index)
-        expected = {"probabilities": (rows, self.max_options), "set_index": (rows,), "unknown_option": (rows,),
-                    "options": (rows, self.max_options), "attributes": (rows, self.n_attributes)}  # fmt: skip
-        given = {"probabilities": probabilities, "set_index": set_index, "unknown_option": unknown_option,
-                 "options": options, "attributes": attributes}  # fmt: skip
-        for name, values in given.items():
-            values = torch.as_tensor(values)
-            if tuple(values.shape) != expected[name] or (name != "probabilities") == values.is_floating_point():
-                raise InputError(
-                    f"Expected argument `{name}` of shape {expected[name]} ({'floats' if name == 'probabilities' else 'integers'}) "
-                    f"but got {values.dtype} {tuple(values.shape)}."
-                )
-            dtype = next(dtype for state, dtype, _ in self.list_state_specs if state == name)
-            getattr(self, name).append(values.to(dtype))
+        self.append_rows(
+            {
+                "probabilities": probabilities,
+                "set_index": set_index,
+                "unknown_option": unknown_option,
+                "options": options,
+                "attributes": attributes,
+            }  # fmt: skip
+        )
 
     def compute(self) -> dict[str, Tensor]:
         states = {name: self.list_state(name) for name, _, _ in self.list_state_specs}

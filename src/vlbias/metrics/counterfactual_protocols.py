@@ -12,16 +12,14 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
-from vlbias.errors import InputError
-from vlbias.metrics._list_states import TypedListStates
-from vlbias.metrics.functional.checks import check_bootstrap, check_int, check_names
+from vlbias.metrics.counterfactual import CounterfactualAnswers
+from vlbias.metrics.functional.checks import check_names
 from vlbias.metrics.functional.counterfactual_protocols import counterfactual_protocols
 from vlbias.options import DEFAULT_STATISTICS
 
 
-class CounterfactualProtocols(TypedListStates, Metric):
+class CounterfactualProtocols(CounterfactualAnswers):
     """VHELM's rate of "unclear" answers per attribute value and Girrbach et al.'s P(yes) gap per trait and
     attribute pair, with bootstrap intervals, paired sign-flip p-values and Holm / Benjamini-Hochberg adjustment
     over traits.
@@ -65,31 +63,14 @@ class CounterfactualProtocols(TypedListStates, Metric):
         seed: int = 0,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        check_names("option_names", option_names)
+        super().__init__(option_names, attribute_values, max_options, n_bootstrap, confidence, n_permutations, seed,
+                         **kwargs)  # fmt: skip
         check_names("question_names", question_names)
-        check_bootstrap(n_bootstrap, confidence)
-        check_int("n_permutations", n_permutations)
-        if isinstance(max_options, bool) or not isinstance(max_options, int) or max_options < 2:
-            raise InputError(f"Expected argument `max_options` to be an integer of at least 2 but got {max_options!r}.")
-        self.option_names, self.question_names = tuple(option_names), tuple(question_names)
-        self.attribute_values = {name: tuple(values) for name, values in attribute_values.items()}
-        self.max_options, self.n_attributes = max_options, len(self.attribute_values)
-        self.n_bootstrap, self.confidence, self.n_permutations, self.seed = (
-            n_bootstrap, confidence, n_permutations, seed,
-        )  # fmt: skip
-        self.list_state_specs = (
-            ("probabilities", torch.float64, (max_options,)),
-            ("set_index", torch.int64, ()),
-            ("unknown_option", torch.int64, ()),
-            ("options", torch.int64, (max_options,)),
-            ("attributes", torch.int64, (self.n_attributes,)),
-            ("question", torch.int64, ()),
-        )
-        for name, _, _ in self.list_state_specs:
-            self.add_state(name, default=[], dist_reduce_fx="cat")
+        self.question_names = tuple(question_names)
+        self.list_state_specs = (*self.list_state_specs, ("question", torch.int64, ()))
+        self.add_state("question", default=[], dist_reduce_fx="cat")
 
-    def update(
+    def update(  # type: ignore[override]  # the question of each image besides CounterfactualAnswers' rows
         self,
         probabilities: Tensor,
         set_index: Tensor,
@@ -98,18 +79,16 @@ class CounterfactualProtocols(TypedListStates, Metric):
         attributes: Tensor,
         question: Tensor,
     ) -> None:
-        rows = len(set_index)
-        given = {"probabilities": probabilities, "set_index": set_index, "unknown_option": unknown_option,
-                 "options": options, "attributes": attributes, "question": question}  # fmt: skip
-        for name, dtype, shape in self.list_state_specs:
-            values = torch.as_tensor(given[name])
-            floats = name == "probabilities"
-            if tuple(values.shape) != (rows, *shape) or floats != values.is_floating_point():
-                raise InputError(
-                    f"Expected argument `{name}` of shape {(rows, *shape)} ({'floats' if floats else 'integers'}) "
-                    f"but got {values.dtype} {tuple(values.shape)}."
-                )
-            getattr(self, name).append(values.to(dtype))
+        self.append_rows(
+            {
+                "probabilities": probabilities,
+                "set_index": set_index,
+                "unknown_option": unknown_option,
+                "options": options,
+                "attributes": attributes,
+                "question": question,
+            }  # fmt: skip
+        )
 
     def compute(self) -> dict[str, Tensor]:
         states = {name: self.list_state(name) for name, _, _ in self.list_state_specs}

@@ -14,7 +14,6 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from vlbias.errors import InputError
 from vlbias.metrics._list_states import TypedListStates
 from vlbias.metrics.functional.checks import check_bootstrap, check_int, check_names
 from vlbias.metrics.functional.group_scores import group_scores
@@ -78,18 +77,7 @@ class GroupScores(TypedListStates, Metric):
             self.add_state(name, default=[], dist_reduce_fx="cat")
 
     def update(self, scores: Tensor, set_index: Tensor, codes: Tensor) -> None:
-        rows = len(set_index)
-        expected = {"scores": (rows, len(self.score_names)), "set_index": (rows,),
-                    "codes": (rows, len(self.grouping_values))}  # fmt: skip
-        for (name, dtype, _), values in zip(self.list_state_specs, (scores, set_index, codes), strict=True):
-            values = torch.as_tensor(values)
-            if tuple(values.shape) != expected[name] or (name == "scores") != values.is_floating_point():
-                kind = "floats" if name == "scores" else "integers"
-                raise InputError(
-                    f"Expected argument `{name}` of shape {expected[name]} ({kind}) but got {values.dtype} "
-                    f"{tuple(values.shape)}."
-                )
-            getattr(self, name).append(values.to(dtype))
+        self.append_rows({"scores": scores, "set_index": set_index, "codes": codes})
 
     def compute(self) -> dict[str, Tensor]:
         states = {name: self.list_state(name) for name, _, _ in self.list_state_specs}

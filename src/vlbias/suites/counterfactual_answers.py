@@ -72,16 +72,17 @@ from vlbias.metrics.counterfactual_protocols import CounterfactualProtocols
 from vlbias.metrics.functional.counterfactual import MEAN_NAMES
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
-from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+from vlbias.suites.base import Batch, Gathered, Measurement, SuiteOutput
 from vlbias.suites.chat_answers import answer_distributions
 from vlbias.suites.chat_question_options import LETTERS
 from vlbias.suites.counterfactual_answers_options import CounterfactualAnswersOptions
+from vlbias.suites.image_sets import ImageSetSuite, attribute_values
 
 if TYPE_CHECKING:
     from torchmetrics import Metric
 
 
-class CounterfactualAnswersSuite(Suite):
+class CounterfactualAnswersSuite(ImageSetSuite):
     """One question asked of parallel images of different people; see the module docstring.
 
     Args:
@@ -102,21 +103,13 @@ class CounterfactualAnswersSuite(Suite):
         options: CounterfactualAnswersOptions,
         skipped: list[dict[str, str]] | None = None,
     ) -> None:
-        if not sets:
-            raise InputError(f"No set of {data_config.get('data')} has two readable images: {(skipped or [])[:3]}")
+        super().__init__(sets, data_config, options, skipped)
         wide = next((s for s in sets if len(s.options) > len(LETTERS)), None)
         if wide is not None:
             raise InputError(f"Set {wide.name!r} has {len(wide.options)} options; at most {len(LETTERS)} are lettered.")
-        self.sets, self.data_config, self.options = sets, data_config, options
-        self.skipped = list(skipped or [])
         self.option_names = sorted({option for s in sets for option in s.options})
         self.question_names = sorted({s.question for s in sets})
-        values: dict[str, set[str]] = defaultdict(set)
-        for s in sets:
-            for image in s.images:
-                for attribute, value in image.attributes:
-                    values[attribute].add(value)
-        self.attribute_values = {attribute: sorted(values[attribute]) for attribute in sorted(values)}
+        self.attribute_values = attribute_values(sets)
 
     @classmethod
     def from_path(cls, path: Path, options: CounterfactualAnswersOptions) -> CounterfactualAnswersSuite:
@@ -124,9 +117,6 @@ class CounterfactualAnswersSuite(Suite):
         folder, GenderBias-VL's pair files)."""
         sets, skipped, layout = read_question_sets(path)
         return cls(sets, {"data": str(path), "layout": layout}, options, skipped)
-
-    def stimuli(self) -> list[CounterfactualSet]:
-        return self.sets
 
     def start(self, adapter: ModelAdapter, seed: int) -> _CounterfactualMeasurement:
         return _CounterfactualMeasurement(self, adapter, seed)

@@ -63,7 +63,8 @@ from vlbias.metrics.group_scores import GroupScores
 from vlbias.models.base import Capability, ModelAdapter
 from vlbias.models.inference import measuring
 from vlbias.results import json_ready
-from vlbias.suites.base import Batch, Gathered, Measurement, Suite, SuiteOutput
+from vlbias.suites.base import Batch, Gathered, Measurement, SuiteOutput
+from vlbias.suites.image_sets import ImageSetSuite, attribute_values
 from vlbias.suites.open_generation_options import OpenGenerationOptions
 from vlbias.text_scorers.base import TextScorer, build_scorer
 
@@ -76,7 +77,7 @@ GROUP = "group"
 GENERATIONS_SUFFIX = ".generations.jsonl"
 
 
-class OpenGenerationSuite(Suite):
+class OpenGenerationSuite(ImageSetSuite):
     """Descriptions of parallel images of different people, scored; see the module docstring.
 
     Args:
@@ -97,21 +98,13 @@ class OpenGenerationSuite(Suite):
         options: OpenGenerationOptions,
         skipped: list[dict[str, str]] | None = None,
     ) -> None:
-        if not sets:
-            raise InputError(f"No set of {data_config.get('data')} has two readable images: {(skipped or [])[:3]}")
-        self.sets, self.data_config, self.options = sets, data_config, options
-        self.skipped = list(skipped or [])
-        values: dict[str, set[str]] = defaultdict(set)
-        for s in sets:
-            for image in s.images:
-                values[GROUP].add(image.group)
-                for attribute, value in image.attributes:
-                    if attribute == GROUP:
-                        raise InputError(f"{data_config.get('data')}: set {s.name!r} names an attribute {GROUP!r}; "
-                                         "that name is the grouping of images by their `group` field: rename the "
-                                         "attribute.")  # fmt: skip
-                    values[attribute].add(value)
-        self.grouping_values = {GROUP: sorted(values.pop(GROUP))} | {a: sorted(values[a]) for a in sorted(values)}
+        super().__init__(sets, data_config, options, skipped)
+        clash = next((s for s in sets for image in s.images if GROUP in dict(image.attributes)), None)
+        if clash is not None:
+            raise InputError(f"{data_config.get('data')}: set {clash.name!r} names an attribute {GROUP!r}; that name "
+                             "is the grouping of images by their `group` field: rename the attribute.")  # fmt: skip
+        groups = sorted({image.group for s in sets for image in s.images})
+        self.grouping_values = {GROUP: groups} | attribute_values(sets)
         chosen = options.chosen_scorers()
         self.scorers: dict[str, TextScorer] = {name: build_scorer(name, scorer) for name, scorer in chosen.items()}
         self.score_names = [name for scorer in self.scorers.values() for name in scorer.score_names]
@@ -128,9 +121,6 @@ class OpenGenerationSuite(Suite):
             raise ConfigError(f"Data path {str(path)!r} is a folder; expected the generation prompts' JSONL file.")
         sets, skipped = read_counterfactual_questions(path, options_required=False)
         return cls(sets, {"data": str(path)}, options, skipped)
-
-    def stimuli(self) -> list[CounterfactualSet]:
-        return self.sets
 
     def start(self, adapter: ModelAdapter, seed: int) -> _GenerationMeasurement:
         return _GenerationMeasurement(self, adapter, seed)
