@@ -1,7 +1,8 @@
 """The runs that tests/modules/test_fsdp.py compares: ``python -m tests.modules.fsdp_runs OUT``, one process per
 rank, started as torchrun starts them (``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT`` set), two
 CPU processes over gloo: ALBEF retrieval fine-tuning (ITC gathered across ranks, ITM with hard negatives, ITM
-re-ranking at validation) and FairVLP-L (token-swapped captions, KL, ITC, ITM) on tiny models and BiasWorld, a
+re-ranking at validation) and FairVLP-L (token-swapped captions, KL, ITC, ITM) on tiny models and BiasWorld, and a
+tiny LLaVA's counterfactual-consistency fine-tuning on BiasWorld-QA (bias_qa and counterfactual_answers measured), a
 few steps each under DDP and under the strategy of ``configs/trainer/fsdp.yaml``, and the retrieval case again
 under DDP with ``configs/trainer/gpu_fast.yaml``'s ``TrainingSpeed(compile=True)`` (each transformer layer
 compiled), MMBias measured by :class:`~vlbias.callbacks.BiasSuiteCallback` after the validation epoch. Rank 0
@@ -25,12 +26,15 @@ from torch.distributed.fsdp import FullyShardedDataParallel
 from vlbias.callbacks import BiasSuiteCallback, TrainingSpeed
 from vlbias.data.biasworld import ACTIVITIES
 from vlbias.data.biasworld_datamodule import BiasWorldDataModule
-from vlbias.modules import FairVLP, FairVLPMethod, ModelSpec, RetrievalFinetuning
+from vlbias.data.biasworld_qa_datamodule import BiasWorldQADataModule
+from vlbias.modules import CounterfactualConsistencyTuning, FairVLP, FairVLPMethod, ModelSpec, RetrievalFinetuning
 
 ROOT = Path(__file__).resolve().parents[2]
 FSDP_CONFIG = ROOT / "configs" / "trainer" / "fsdp.yaml"
 STEPS = 3
 MMBIAS = {"statistics": {"n_permutations": 100, "n_bootstrap": 20}}
+CHAT_SUITES = ("bias_qa", "counterfactual_answers")
+CHAT_STATISTICS = {"statistics": {"n_bootstrap": 20}}
 TINY_ALBEF = ModelSpec("albef", tiny=True, tiny_sizes={"image_size": 32, "patch_size": 8})
 
 
@@ -80,6 +84,8 @@ class StepLosses(Callback):
 def module(case: str) -> L.LightningModule:
     if case == "retrieval":
         return RetrievalFinetuning(model=TINY_ALBEF, k_test=4)
+    if case == "chat":
+        return CounterfactualConsistencyTuning(model=ModelSpec("llava", tiny=True))
     return FairVLP(
         method=FairVLPMethod("fairvlp_l"), itc_weight=1.0, model=TINY_ALBEF, groups=["man", "woman"],
         key_words=ACTIVITIES, content_label_key="activity", group_label_key="group",
@@ -89,7 +95,12 @@ def module(case: str) -> L.LightningModule:
 def fit(case: str, strategy: str, out: Path) -> dict[str, object]:
     L.seed_everything(0)
     model = module(case)
-    data = BiasWorldDataModule(n_train=48, eval_per_combination=1, image_size=32, batch_size=8, bias_strength=0.9)
+    if case == "chat":  # the counterfactual-consistency objective on BiasWorld-QA, its two suites on the val split
+        data = BiasWorldQADataModule(n_train=16, eval_per_combination=1, batch_size=4)
+        suites = [{"suite": name, "options": {"split": "val", **CHAT_STATISTICS}} for name in CHAT_SUITES]
+    else:
+        data = BiasWorldDataModule(n_train=48, eval_per_combination=1, image_size=32, batch_size=8, bias_strength=0.9)
+        suites = [{"suite": "mmbias", "options": MMBIAS}]
     losses = StepLosses()
     speed = [TrainingSpeed(compile=True)] if strategy == "ddp_compiled" else []
     trainer = L.Trainer(
@@ -102,7 +113,7 @@ def fit(case: str, strategy: str, out: Path) -> dict[str, object]:
         limit_val_batches=1,
         num_sanity_val_steps=0,
         logger=CSVLogger(out, name=f"{case}-{strategy}", version=0),
-        callbacks=[losses, BiasSuiteCallback(suites=[{"suite": "mmbias", "options": MMBIAS}]), *speed],
+        callbacks=[losses, BiasSuiteCallback(suites=suites), *speed],
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
@@ -118,7 +129,7 @@ if __name__ == "__main__":
     # compare with an eager run's (eager runs never reach Inductor)
     torch._inductor.config.fallback_random = True
     out = Path(sys.argv[1])
-    runs = [(case, strategy) for case in ("retrieval", "fairvlp") for strategy in ("ddp", "fsdp")]
+    runs = [(case, strategy) for case in ("retrieval", "fairvlp", "chat") for strategy in ("ddp", "fsdp")]
     runs.append(("retrieval", "ddp_compiled"))
     logged = {f"{case}-{strategy}": fit(case, strategy, out) for case, strategy in runs}
     if torch.distributed.get_rank() == 0:

@@ -19,6 +19,7 @@ from torch.testing import assert_close
 
 from tests.modules.fsdp_runs import STEPS, fsdp_strategy
 from vlbias.errors import ConfigError
+from vlbias.models.catalog import models_with
 from vlbias.models.families.albef_modeling import ALBEFLayer
 from vlbias.models.registry import load
 from vlbias.modules import FairVLP, FairVLPMethod, RetrievalFinetuning
@@ -39,6 +40,16 @@ def test_the_config_shards_every_transformer_layer_of_albef():
     assert len(wrapped) > len(layers)  # the vision transformer's blocks too
 
 
+@pytest.mark.parametrize("family", models_with("answer"))
+def test_the_config_shards_every_layer_of_each_chat_family(family):
+    policy = fsdp_strategy("lightning.pytorch.strategies.FSDPStrategy").kwargs["auto_wrap_policy"]
+    model = load(family, tiny=True).model
+    wrapped = {id(module) for module in model.modules() if type(module) in policy._module_classes}
+    decoder = model.get_decoder().layers
+    assert decoder and all(id(layer) in wrapped for layer in decoder)
+    assert len(wrapped) > len(decoder)  # the vision tower's layers too
+
+
 def test_an_image_method_is_refused_under_fsdp(monkeypatch):
     module = FairVLP(method=FairVLPMethod("visual_swap", attack={"steps": 1}), groups=["man", "woman"])
     monkeypatch.setattr(module, "_trainer", type("Trainer", (), {"strategy": FSDPStrategy()})())
@@ -46,7 +57,7 @@ def test_an_image_method_is_refused_under_fsdp(monkeypatch):
         module.configure_model()
 
 
-@pytest.mark.slow  # one launch of 2 processes, 5 fits of 3 steps, one compiled: ~3.5 min on 2 idle cores
+@pytest.mark.slow  # one launch of 2 processes, 7 fits of 3 steps, one compiled: ~4 min on 2 idle cores
 def test_fsdp_and_a_compiled_model_train_as_ddp_and_the_fsdp_checkpoint_loads_back(tmp_path):
     with socket.socket() as free:  # a free port for the rendezvous
         free.bind(("127.0.0.1", 0))
@@ -66,13 +77,13 @@ def test_fsdp_and_a_compiled_model_train_as_ddp_and_the_fsdp_checkpoint_loads_ba
         for rank in range(2)
     ]
     try:
-        errors = [rank.communicate(timeout=300)[1] for rank in ranks]
+        errors = [rank.communicate(timeout=600)[1] for rank in ranks]
     finally:  # a rank left waiting for the other (one failed at start) does not outlive the test
         for rank in ranks:
             rank.kill()
     assert all(rank.returncode == 0 for rank in ranks), "\n".join(error[-3000:] for error in errors)
     logged = json.loads((tmp_path / "logged.json").read_text())
-    for case in ("retrieval", "fairvlp"):
+    for case in ("retrieval", "fairvlp", "chat"):
         ddp, fsdp = logged[f"{case}-ddp"], logged[f"{case}-fsdp"]
         assert len(ddp["losses"]) == len(fsdp["losses"]) == STEPS
         assert fsdp["losses"] == pytest.approx(ddp["losses"], abs=1e-5), case
