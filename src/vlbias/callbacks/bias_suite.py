@@ -45,8 +45,9 @@ class BiasSuiteCallback(Callback):
     Each suite's options are checked when the callback is made (before any data or model is loaded), and the suites
     are built once, in ``setup`` (their data read once per fit). Under DDP every rank measures its
     own shard of each suite's stimuli and all ranks get the same numbers, equal to a one-process run
-    (:func:`vlbias.suites.run.measure_suite`); under FSDP every rank measures with the adapter's shards gathered
-    (:meth:`~vlbias.modules.adapter_module.AdapterModule.full_parameters`). Skipped during the sanity check and
+    (:func:`vlbias.suites.run.measure_suite`); under FSDP every rank measures every stimulus with the adapter's shards
+    gathered (:meth:`~vlbias.modules.adapter_module.AdapterModule.full_parameters`; FSDP's layers gather at each
+    forward, so the ranks must run the same forwards) and gets the one-process numbers. Skipped during the sanity check and
     ``fast_dev_run``.
 
     Logged (to whatever logger the trainer has), per suite and metric: ``bias/<name>/<metric>``, and where
@@ -167,6 +168,7 @@ class BiasSuiteCallback(Callback):
         config["module"] = dict(pl_module.hparams)
         measured = {"stage": config["stage"], "epoch": trainer.current_epoch, "global_step": trainer.global_step}
         out_dirs = self.results_dirs(trainer, stage)  # on every rank: trainer.log_dir is a broadcast under DDP
+        sharded = isinstance(pl_module, AdapterModule) and pl_module.sharded
         gathered = pl_module.full_parameters() if isinstance(pl_module, AdapterModule) else nullcontext()
         try:
             with gathered:
@@ -174,7 +176,7 @@ class BiasSuiteCallback(Callback):
                     suite = self.suites[spec.key]
                     results, items = run_suite(
                         suite, adapter, model=adapter.name, checkpoint=None, seed=self.seed,
-                        config={**config, "data": spec.data, "suite_options": spec.options},
+                        config={**config, "data": spec.data, "suite_options": spec.options}, replicated=sharded,
                     )  # fmt: skip
                     empty = results.nothing_measured(spec.data)
                     if empty is not None:

@@ -86,16 +86,19 @@ def _cpu_group(default_group: object) -> object:
     return dist.new_group(backend="gloo")
 
 
-def measure_suite(suite: Suite, adapter: ModelAdapter, seed: int = 0) -> SuiteOutput:
+def measure_suite(suite: Suite, adapter: ModelAdapter, seed: int = 0, replicated: bool = False) -> SuiteOutput:
     """Measure ``adapter`` with ``suite`` over this rank's shard, sync the metrics, gather the notes, and
     compute: every rank gets the whole run's :class:`SuiteOutput`.
 
     The stimuli are cut into batches of ``suite.batch_size`` in order, and rank ``r`` of ``W`` probes batches
     ``r, r + W, ...``: each batch holds the same stimuli as in a one-process run, so a model's outputs (whose
-    float32 rounding can depend on what else is in the batch) are the same wherever a batch runs.
+    float32 rounding can depend on what else is in the batch) are the same wherever a batch runs. With
+    ``replicated`` every rank probes every batch and computes alone, as one process does: what a model sharded by
+    FSDP needs, whose layers gather their parameters from every rank at each forward, so every rank must run the
+    same forwards (the ranks' shards of a suite need not hold as many, or as large, batches).
 
     Rank 0 shows a progress bar of its stimuli on stderr when stderr is a terminal (:func:`_progress`)."""
-    rank, world_size = shard()
+    rank, world_size = (0, 1) if replicated else shard()
     stimuli = suite.stimuli()
     measurement = suite.start(adapter, seed)
     starts = range(rank * suite.batch_size, len(stimuli), world_size * suite.batch_size)
@@ -162,7 +165,14 @@ def _gathered(notes: list[tuple[list, list, dict]]) -> Gathered:
 
 
 def run_suite(
-    suite: Suite, adapter: ModelAdapter, *, model: str, checkpoint: str | None, seed: int, config: dict
+    suite: Suite,
+    adapter: ModelAdapter,
+    *,
+    model: str,
+    checkpoint: str | None,
+    seed: int,
+    config: dict,
+    replicated: bool = False,
 ) -> tuple[Results, list[dict]]:
     """Run ``suite`` on ``adapter`` (refusing a model without the suite's capability before any compute)
     and wrap its output in :class:`Results`, with the item table. A suite that reads MATCH records what the model's
@@ -171,7 +181,7 @@ def run_suite(
     require_capability(adapter, suite.capability, suite.name, suite.capability_hint)
     if suite.capability is Capability.MATCH:
         config = {**config, "match_score": adapter.match_score}
-    output = measure_suite(suite, adapter, seed=seed)
+    output = measure_suite(suite, adapter, seed=seed, replicated=replicated)
     results = Results(
         suite=suite.name,
         model=model,
