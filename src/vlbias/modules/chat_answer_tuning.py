@@ -34,10 +34,13 @@ class ChatAnswerTuning(AdapterModule):
     tokens are never predicted. No end-of-sequence token is appended: the model is trained on exactly what the suites
     score.
 
-    A later objective adds terms over the same scores: :meth:`option_log_probs` of the batch's counterfactual images
-    (``image_key="counterfactual_image"``) gives the answer distributions a consistency term compares.
+    A subclass adds a term over the same scores (:meth:`added_loss`):
+    :class:`~vlbias.modules.counterfactual_consistency.CounterfactualConsistencyTuning` compares them with
+    :meth:`option_log_probs` of the batch's counterfactual images. Under DDP the answers' loss is divided by the mean
+    over ranks of their answer tokens, so that the averaged gradient is the whole batch's.
 
-    Logged: ``{stage}/loss`` and ``{stage}/accuracy`` (the option of the largest log-probability is the answer).
+    Logged: ``{stage}/loss`` and ``{stage}/accuracy`` (the option of the largest log-probability is the answer), and
+    with an added term ``{stage}/answer_loss``.
     At the end of ``fit`` the adapter is exported with ``save_pretrained`` to ``<log_dir>/model``.
 
     Args:
