@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from vlbias.metrics.functional.bootstrap import percentile_interval, resampled_means
-from vlbias.metrics.functional.multiple_testing import benjamini_hochberg, holm_bonferroni
+from vlbias.metrics.functional.multiple_testing import add_adjusted
 from vlbias.metrics.functional.permutation import sign_flip_p_value
 
 #: The per-set measures, in the order :func:`set_measures` returns them.
@@ -70,7 +70,7 @@ def set_measures(probabilities: Tensor, unknown_option: int | None) -> dict[str,
     }
 
 
-def _mean_and_interval(values: Tensor, n_bootstrap: int, confidence: float, seed: int) -> tuple[Tensor, Tensor]:
+def mean_and_interval(values: Tensor, n_bootstrap: int, confidence: float, seed: int) -> tuple[Tensor, Tensor]:
     """The mean of ``values`` (NaN ones left out) and its percentile bootstrap interval; NaN without values."""
     values = values[~values.isnan()]
     if not len(values):
@@ -78,6 +78,22 @@ def _mean_and_interval(values: Tensor, n_bootstrap: int, confidence: float, seed
         return nan, torch.stack([nan, nan])
     replicates = resampled_means(values, n_bootstrap, torch.Generator().manual_seed(seed))
     return values.mean(), percentile_interval(replicates, confidence)
+
+
+def paired_gap(
+    key: str, gaps: list[Tensor], n_bootstrap: int, confidence: float, n_permutations: int, stream: int
+) -> dict[str, Tensor]:
+    """The numbers of one paired gap test, named under ``key``: the mean of the per-set ``gaps`` with its percentile
+    bootstrap interval (generator seeded ``stream``), ``/n_sets`` and the sign-flip ``/p_value`` of their mean
+    (seeded ``stream + 1``)."""
+    deltas = torch.stack(gaps)
+    mean, interval = mean_and_interval(deltas, n_bootstrap, confidence, stream)
+    return {
+        key: mean,
+        f"{key}/interval": interval,
+        f"{key}/n_sets": torch.tensor(float(len(gaps)), dtype=torch.float64),
+        f"{key}/p_value": sign_flip_p_value(deltas, deltas.new_zeros(0), n_permutations, stream + 1),
+    }
 
 
 def counterfactual_answers(
@@ -125,7 +141,7 @@ def counterfactual_answers(
     results: dict[str, Tensor] = {"n_sets": torch.tensor(float(len(sets)), dtype=torch.float64)}
     for k, name in enumerate(SET_MEASURES):
         values = torch.stack(per_set[name]) if sets else torch.empty(0, dtype=torch.float64)
-        mean, interval = _mean_and_interval(values, n_bootstrap, confidence, seed + k)
+        mean, interval = mean_and_interval(values, n_bootstrap, confidence, seed + k)
         results[MEAN_NAMES[name]], results[f"{MEAN_NAMES[name]}/interval"] = mean, interval
     tests: list[str] = []
     for a, (attribute, values) in enumerate(attribute_values.items()):
@@ -142,18 +158,8 @@ def counterfactual_answers(
                     if not gaps:
                         continue
                     key = f"gap/{attribute}/{values[v]}-{values[w]}/{option}"
-                    deltas = torch.stack(gaps)
-                    number = len(tests)
-                    mean, interval = _mean_and_interval(deltas, n_bootstrap, confidence, seed + 10 + 2 * number)
-                    results[key], results[f"{key}/interval"] = mean, interval
-                    results[f"{key}/n_sets"] = torch.tensor(float(len(gaps)), dtype=torch.float64)
-                    results[f"{key}/p_value"] = sign_flip_p_value(
-                        deltas, deltas.new_zeros(0), n_permutations, seed + 11 + 2 * number
-                    )
+                    stream = seed + 10 + 2 * len(tests)
+                    results |= paired_gap(key, gaps, n_bootstrap, confidence, n_permutations, stream)
                     tests.append(key)
-    if tests:
-        p_values = torch.stack([results[f"{key}/p_value"] for key in tests])
-        for suffix, adjust in (("p_holm", holm_bonferroni), ("p_bh", benjamini_hochberg)):
-            for key, value in zip(tests, adjust(p_values), strict=True):
-                results[f"{key}/{suffix}"] = value.double()
+    add_adjusted(results, tests)
     return results

@@ -47,9 +47,8 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch import Tensor
 
-from vlbias.metrics.functional.counterfactual import _mean_and_interval
-from vlbias.metrics.functional.multiple_testing import benjamini_hochberg, holm_bonferroni
-from vlbias.metrics.functional.permutation import sign_flip_p_value
+from vlbias.metrics.functional.counterfactual import mean_and_interval, paired_gap
+from vlbias.metrics.functional.multiple_testing import add_adjusted
 
 YES, NO = "yes", "no"
 
@@ -96,7 +95,7 @@ def unclear_rates(
             if not bool(rows.any()):
                 continue
             key = f"unclear_rate/{attribute}/{value}"
-            mean, interval = _mean_and_interval(unclear[rows], n_bootstrap, confidence, seed + 1000 + 97 * a + v)
+            mean, interval = mean_and_interval(unclear[rows], n_bootstrap, confidence, seed + 1000 + 97 * a + v)
             results[key], results[f"{key}/interval"] = mean, interval
             results[f"{key}/n_images"] = torch.tensor(float(rows.sum()), dtype=torch.float64)
     return results
@@ -141,20 +140,11 @@ def yes_gaps(
                     if not gaps:
                         continue
                     key = f"yes_gap/{attribute}/{values[v]}-{values[w]}/{trait_key(name)}"
-                    deltas = torch.stack(gaps)
-                    mean, interval = _mean_and_interval(deltas, n_bootstrap, confidence, seed + 2000 + 2 * number)
-                    results[key], results[f"{key}/interval"] = mean, interval
-                    results[f"{key}/n_sets"] = torch.tensor(float(len(gaps)), dtype=torch.float64)
-                    results[f"{key}/p_value"] = sign_flip_p_value(
-                        deltas, deltas.new_zeros(0), n_permutations, seed + 2001 + 2 * number
-                    )
+                    stream = seed + 2000 + 2 * number
+                    results |= paired_gap(key, gaps, n_bootstrap, confidence, n_permutations, stream)
                     family.append(key)
                     number += 1
-                if family:
-                    p_values = torch.stack([results[f"{key}/p_value"] for key in family])
-                    for suffix, adjust in (("p_holm", holm_bonferroni), ("p_bh", benjamini_hochberg)):
-                        for key, value in zip(family, adjust(p_values), strict=True):
-                            results[f"{key}/{suffix}"] = value.double()
+                add_adjusted(results, family)
     return results
 
 

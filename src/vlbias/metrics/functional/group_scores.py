@@ -43,7 +43,7 @@ from torch import Tensor
 
 from vlbias.metrics.functional.bootstrap import percentile_interval, resampled_means
 from vlbias.metrics.functional.chunks import chunk_rows
-from vlbias.metrics.functional.multiple_testing import benjamini_hochberg, holm_bonferroni
+from vlbias.metrics.functional.multiple_testing import add_adjusted
 from vlbias.metrics.functional.permutation import sampled_p_value, tie_tolerance
 
 NAN = float("nan")
@@ -107,11 +107,7 @@ def group_scores(
                 results[key], results[f"{key}/interval"] = statistics[j], intervals[len(names) + j]
                 results[f"{key}/p_value"] = p_values[j]
             tests += keys
-    if tests:
-        p_values = torch.stack([results[f"{key}/p_value"] for key in tests])
-        for suffix, adjust in (("p_holm", holm_bonferroni), ("p_bh", benjamini_hochberg)):
-            for key, value in zip(tests, adjust(p_values), strict=True):
-                results[f"{key}/{suffix}"] = value.double()
+    add_adjusted(results, tests)
     return results
 
 

@@ -74,3 +74,22 @@ def benjamini_hochberg(p_values: Tensor | Sequence[float]) -> Tensor:
     """Benjamini–Hochberg step-up adjusted p-values (controls the false discovery rate under independence or
     positive dependence), in the input order; argument and result as :func:`holm_bonferroni`."""
     return _in_input_order(p_values, _benjamini_hochberg_sorted)
+
+
+def add_adjusted(results: dict[str, Tensor], family: Sequence[str]) -> None:
+    """For the tests ``family`` (keys of ``results`` whose ``<key>/p_value`` is set), add ``<key>/p_holm`` and
+    ``<key>/p_bh``: the p-values adjusted over the family (:func:`holm_bonferroni`, :func:`benjamini_hochberg`),
+    float64; nothing for an empty family.
+
+    Example:
+        >>> results = {"a/p_value": torch.tensor(0.01), "b/p_value": torch.tensor(0.04)}
+        >>> add_adjusted(results, ["a", "b"])
+        >>> round(float(results["a/p_holm"]), 4), round(float(results["b/p_bh"]), 4)
+        (0.02, 0.04)
+    """
+    if not family:
+        return
+    p_values = torch.stack([results[f"{key}/p_value"] for key in family])
+    for suffix, adjust in (("p_holm", holm_bonferroni), ("p_bh", benjamini_hochberg)):
+        for key, value in zip(family, adjust(p_values), strict=True):
+            results[f"{key}/{suffix}"] = value.double()
