@@ -77,6 +77,7 @@ from vlbias.suites.chat_answers import answer_distributions
 from vlbias.suites.chat_question_options import LETTERS
 from vlbias.suites.counterfactual_answers_options import CounterfactualAnswersOptions
 from vlbias.suites.image_sets import ImageSetSuite, attribute_values
+from vlbias.suites.rows import enter_measured
 
 if TYPE_CHECKING:
     from torchmetrics import Metric
@@ -221,26 +222,18 @@ class _CounterfactualMeasurement(Measurement):
         output = SuiteOutput(metrics={}, skipped=[*self.suite.skipped, *gathered.skipped])
         results = self.answers.compute()
         for name in MEAN_NAMES.values():
-            output.metrics[name] = float(results[name])
-            output.intervals[name] = [float(end) for end in results[f"{name}/interval"]]
+            enter_measured(output, results, name)
         for key in sorted(k for k in results if k.startswith("gap/") and k.endswith("/p_value")):
             gap = key.removesuffix("/p_value")
-            output.metrics[gap] = float(results[gap])
-            output.intervals[gap] = [float(end) for end in results[f"{gap}/interval"]]
+            enter_measured(output, results, gap)
             output.metrics[f"{gap}/n_sets"] = float(results[f"{gap}/n_sets"])
-            for suffix, source in (("", "p_value"), ("@holm", "p_holm"), ("@bh", "p_bh")):
-                output.p_values[f"{gap}{suffix}"] = float(results[f"{gap}/{source}"])
         protocols = self.protocols.compute()
         for key in sorted(k for k in protocols if k.endswith("/interval")):
             name = key.removesuffix("/interval")
-            output.metrics[name] = float(protocols[name])
-            output.intervals[name] = [float(end) for end in protocols[key]]
+            enter_measured(output, protocols, name)
             for count in ("n_images", "n_sets"):
                 if f"{name}/{count}" in protocols:
                     output.metrics[f"{name}/{count}"] = float(protocols[f"{name}/{count}"])
-            for suffix, source in (("", "p_value"), ("@holm", "p_holm"), ("@bh", "p_bh")):
-                if f"{name}/{source}" in protocols:
-                    output.p_values[f"{name}{suffix}"] = float(protocols[f"{name}/{source}"])
         output.metrics["n_sets"] = float(results["n_sets"])
         output.metrics["n_items"] = float(len(gathered.rows))
         output.metrics["n_skipped"] = float(len(self.suite.skipped) + gathered.counts.get("skipped", 0))

@@ -66,6 +66,7 @@ from vlbias.results import json_ready
 from vlbias.suites.base import Batch, Gathered, Measurement, SuiteOutput
 from vlbias.suites.image_sets import ImageSetSuite, attribute_values
 from vlbias.suites.open_generation_options import OpenGenerationOptions
+from vlbias.suites.rows import enter_measured
 from vlbias.text_scorers.base import TextScorer, build_scorer
 
 if TYPE_CHECKING:
@@ -224,12 +225,7 @@ class _GenerationMeasurement(Measurement):
         output = SuiteOutput(metrics={}, skipped=[*self.suite.skipped, *gathered.skipped])
         results = self.scores.compute()
         for key in sorted(k for k in results if k.endswith("/interval")):
-            name = key.removesuffix("/interval")
-            output.metrics[name] = float(results[name])
-            output.intervals[name] = [float(end) for end in results[key]]
-            for suffix, source in (("", "p_value"), ("@holm", "p_holm"), ("@bh", "p_bh")):
-                if f"{name}/{source}" in results:
-                    output.p_values[f"{name}{suffix}"] = float(results[f"{name}/{source}"])
+            enter_measured(output, results, key.removesuffix("/interval"))
         for key in (k for k in results if k.endswith("/n_sets") or k == "n_sets"):
             output.metrics[key] = float(results[key])
         output.metrics["n_items"] = float(len(gathered.rows))

@@ -65,3 +65,14 @@ def report_tests(output: SuiteOutput, rows: Sequence[dict], name: str = "test") 
         if math.isfinite(row["p_value"]):
             for suffix, column in ADJUSTMENTS:
                 output.p_values[f"{key}{suffix}"] = row[column]
+
+
+def enter_measured(output: SuiteOutput, results: dict[str, Tensor], name: str) -> None:
+    """Enter ``name`` of a metric's ``compute`` output ``results`` in ``output``: its value, its interval
+    (``<name>/interval``) and, where ``results`` holds them, its raw and adjusted p-values (``<name>/p_value``,
+    ``/p_holm``, ``/p_bh``) under ``name``, ``name@holm`` and ``name@bh``."""
+    output.metrics[name] = float(results[name])
+    output.intervals[name] = [float(end) for end in results[f"{name}/interval"]]
+    for suffix, column in ADJUSTMENTS:
+        if f"{name}/{column}" in results:
+            output.p_values[f"{name}{suffix}"] = float(results[f"{name}/{column}"])
