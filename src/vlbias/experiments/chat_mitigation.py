@@ -30,12 +30,12 @@ from pathlib import Path
 
 import torch
 from jsonargparse.typing import PositiveInt
-from lightning.pytorch import Trainer, seed_everything
+from lightning.pytorch import seed_everything
 
-from vlbias.data.biasworld_qa import COUNTERFACTUAL_FILE, QUESTIONS_FILE
+from vlbias.data.biasworld_qa import COUNTERFACTUAL_FILE
 from vlbias.data.biasworld_qa_datamodule import BiasWorldQADataModule
 from vlbias.data.counterfactual_questions import read_counterfactual_questions
-from vlbias.experiments.planted.biasworld_qa import MEASURES, counterfactual_gap
+from vlbias.experiments.planted.biasworld_qa import MEASURES, SETTINGS, measure, trained
 from vlbias.experiments.tables import mean_sd_interval, run_table
 from vlbias.mitigation.chat_debiaser import fit_chat_debiaser
 from vlbias.mitigation.chat_registry import list_chat_debiasers
@@ -43,10 +43,6 @@ from vlbias.models.base import ModelAdapter
 from vlbias.modules.chat_answer_tuning import ChatAnswerTuning
 from vlbias.modules.counterfactual_consistency import CounterfactualConsistencyTuning
 from vlbias.modules.model_spec import ModelSpec
-from vlbias.suites.bias_qa import BiasQASuite
-from vlbias.suites.counterfactual_answers import CounterfactualAnswersSuite
-from vlbias.suites.options import check_suite_options
-from vlbias.suites.run import run_suite
 
 #: The rows of the table, in order: the trained model, the training-free methods, the fine-tuning.
 BASELINE, TUNING = "none", "consistency_tuning"
@@ -54,44 +50,11 @@ BASELINE, TUNING = "none", "consistency_tuning"
 STRENGTH = 0.9
 #: The fine-tuning's consistency weight, KL and gradient side (fixed before the test split was measured).
 CONSISTENCY = {"consistency_weight": 1.0, "divergence": "kl", "gradient": "both"}
-#: The training settings of the planted-bias table (its defaults, chosen on the val split).
-SETTINGS = {"epochs": 30, "n_train": 1024, "ambiguous_rate": 0.5, "identification_rate": 0.25, "batch_size": 16,
-            "learning_rate": 0.003, "sizes": {"image_size": 28, "hidden_size": 32}, "template": "{question}\n{options}"}  # fmt: skip
 
 
 def methods() -> list[str]:
     """The table's rows: ``none``, every registered chat debiaser, ``consistency_tuning``."""
     return [BASELINE, *list_chat_debiasers(), TUNING]
-
-
-def measure(adapter: ModelAdapter, folder: Path, seed: int, template: str | None, n_bootstrap: int) -> dict:
-    """``bias_qa`` and ``counterfactual_answers`` of ``adapter`` on the split written in ``folder``: the table's
-    measures."""
-    statistics = {"statistics": {"n_bootstrap": n_bootstrap}, "template": template}
-    bias = BiasQASuite.from_path(folder / QUESTIONS_FILE, check_suite_options("bias_qa", statistics))
-    bbq, _ = run_suite(bias, adapter, model="paligemma", checkpoint=None, seed=seed, config={})
-    options = {**statistics, "statistics": {"n_bootstrap": n_bootstrap, "n_permutations": 1000}}
-    sets = CounterfactualAnswersSuite.from_path(
-        folder / COUNTERFACTUAL_FILE, check_suite_options("counterfactual_answers", options)
-    )
-    answers, _ = run_suite(sets, adapter, model="paligemma", checkpoint=None, seed=seed, config={})
-    return {
-        "s_amb": bbq.metrics["bias_ambiguous"],
-        "s_dis": bbq.metrics["bias_disambiguated"],
-        "accuracy_dis": bbq.metrics["accuracy_disambiguated"],
-        "gap": counterfactual_gap(answers.metrics),
-    }
-
-
-def trained(module: ChatAnswerTuning, data: BiasWorldQADataModule, epochs: int, folder: str) -> ModelAdapter:
-    """``module`` fitted on ``data`` for ``epochs`` (no validation, no logger); its adapter in eval mode."""
-    trainer = Trainer(
-        max_epochs=epochs, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0, num_sanity_val_steps=0,
-        default_root_dir=folder,
-    )  # fmt: skip
-    trainer.fit(module, data)
-    return module.adapter.eval()
 
 
 def seed_rows(seed: int, settings: dict, n_bootstrap: int) -> list[dict]:

@@ -46,6 +46,7 @@ from vlbias.data.biasworld import STEREOTYPES
 from vlbias.data.biasworld_qa import COUNTERFACTUAL_FILE, QUESTIONS_FILE, UNKNOWN_ANSWER
 from vlbias.data.biasworld_qa_datamodule import BiasWorldQADataModule
 from vlbias.experiments.tables import mean_sd_interval, run_table
+from vlbias.models.base import ModelAdapter
 from vlbias.modules.chat_answer_tuning import ChatAnswerTuning
 from vlbias.modules.model_spec import ModelSpec
 from vlbias.suites.bias_qa import BiasQASuite
@@ -61,6 +62,10 @@ MEASURES = (
     ("accuracy_dis", "accuracy, disambiguated"),
     ("gap", "counterfactual gap"),
 )
+#: The training settings of a run, chosen on the val split (the defaults of :func:`planted_qa_table`; the chat
+#: mitigation comparison trains with them too).
+SETTINGS = {"epochs": 30, "n_train": 1024, "ambiguous_rate": 0.5, "identification_rate": 0.25, "batch_size": 16,
+            "learning_rate": 0.003, "sizes": {"image_size": 28, "hidden_size": 32}, "template": "{question}\n{options}"}  # fmt: skip
 _SIGN = {**{o: 1.0 for o in STEREOTYPES["man"]}, **{o: -1.0 for o in STEREOTYPES["woman"]}}
 PAIR = "gap/gender/man-woman/"
 
@@ -81,6 +86,41 @@ def counterfactual_gap(metrics: dict[str, float]) -> float:
             weighted += sign * n_sets * metrics[f"{PAIR}{option}"]
             total += n_sets
     return weighted / total if total else float("nan")
+
+
+def measure(adapter: ModelAdapter, folder: Path, seed: int, template: str | None, n_bootstrap: int) -> dict:
+    """``bias_qa`` and ``counterfactual_answers`` of ``adapter`` on the split :meth:`BiasWorldQA.write
+    <vlbias.data.biasworld_qa.BiasWorldQA.write>` left in ``folder``, read by the suites' own readers: the table's
+    measures and the others a run records."""
+    statistics = {"statistics": {"n_bootstrap": n_bootstrap}, "template": template}
+    bias = BiasQASuite.from_path(folder / QUESTIONS_FILE, check_suite_options("bias_qa", statistics))
+    bbq, _ = run_suite(bias, adapter, model="paligemma", checkpoint=None, seed=seed, config={})
+    options = {**statistics, "statistics": {"n_bootstrap": n_bootstrap, "n_permutations": 1000}}
+    sets = CounterfactualAnswersSuite.from_path(
+        folder / COUNTERFACTUAL_FILE, check_suite_options("counterfactual_answers", options)
+    )
+    answers, _ = run_suite(sets, adapter, model="paligemma", checkpoint=None, seed=seed, config={})
+    return {
+        "s_amb": bbq.metrics["bias_ambiguous"],
+        "s_dis": bbq.metrics["bias_disambiguated"],
+        "accuracy_dis": bbq.metrics["accuracy_disambiguated"],
+        "accuracy_amb": bbq.metrics["accuracy_ambiguous"],
+        "gap": counterfactual_gap(answers.metrics),
+        "gap_unknown": answers.metrics.get(f"{PAIR}{UNKNOWN_ANSWER}", float("nan")),
+        "js_divergence": answers.metrics["js_divergence"],
+    }
+
+
+def trained(module: ChatAnswerTuning, data: BiasWorldQADataModule, epochs: int, folder: str) -> ModelAdapter:
+    """``module`` fitted on ``data`` for ``epochs`` on the CPU (no validation, no logger, no checkpoint; the export
+    under ``folder``); its adapter in eval mode."""
+    trainer = Trainer(
+        max_epochs=epochs, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0, num_sanity_val_steps=0,
+        default_root_dir=folder,
+    )  # fmt: skip
+    trainer.fit(module, data)
+    return module.adapter.eval()
 
 
 def train_and_measure(
@@ -114,35 +154,17 @@ def train_and_measure(
         template=template,
         optimizer=lambda params: torch.optim.AdamW(params, lr=learning_rate, weight_decay=0.01),
     )
-    statistics = {"statistics": {"n_bootstrap": n_bootstrap}, "template": template}
     with tempfile.TemporaryDirectory() as folder:  # the trained model's export and the eval split's files
-        trainer = Trainer(
-            max_epochs=epochs, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-            enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0, num_sanity_val_steps=0,
-            default_root_dir=folder,
-        )  # fmt: skip
-        trainer.fit(model, data)
-        trained = time.perf_counter() - start
-        adapter = model.adapter.eval()
+        adapter = trained(model, data, epochs, folder)
+        training = time.perf_counter() - start
         data.world.write(Path(folder) / "eval", split)
-        bias = BiasQASuite.from_path(Path(folder) / "eval" / QUESTIONS_FILE, check_suite_options("bias_qa", statistics))
-        bbq, _ = run_suite(bias, adapter, model="paligemma", checkpoint=None, seed=seed, config={})
-        options = check_suite_options("counterfactual_answers", {**statistics, "statistics": {
-            "n_bootstrap": n_bootstrap, "n_permutations": 1000}})  # fmt: skip
-        sets = CounterfactualAnswersSuite.from_path(Path(folder) / "eval" / COUNTERFACTUAL_FILE, options)
-        answers, _ = run_suite(sets, adapter, model="paligemma", checkpoint=None, seed=seed, config={})
+        measured = measure(adapter, Path(folder) / "eval", seed, template, n_bootstrap)
     return {
         "strength": strength,
         "seed": seed,
         "method": f"s={strength}",
-        "s_amb": bbq.metrics["bias_ambiguous"],
-        "s_dis": bbq.metrics["bias_disambiguated"],
-        "accuracy_dis": bbq.metrics["accuracy_disambiguated"],
-        "accuracy_amb": bbq.metrics["accuracy_ambiguous"],
-        "gap": counterfactual_gap(answers.metrics),
-        "gap_unknown": answers.metrics.get(f"{PAIR}{UNKNOWN_ANSWER}", float("nan")),
-        "js_divergence": answers.metrics["js_divergence"],
-        "train_s": trained,
+        **measured,
+        "train_s": training,
         "total_s": time.perf_counter() - start,
     }
 
@@ -159,16 +181,16 @@ def planted_qa_table(
     strengths: Sequence[ClosedUnitInterval] = (0.5, 0.7, 0.9),
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     split: Literal["val", "test"] = "test",
-    epochs: PositiveInt = 30,
-    n_train: PositiveInt = 1024,
-    ambiguous_rate: ClosedUnitInterval = 0.5,
-    identification_rate: ClosedUnitInterval = 0.25,
-    batch_size: PositiveInt = 16,
-    learning_rate: PositiveFloat = 0.003,
+    epochs: PositiveInt = SETTINGS["epochs"],
+    n_train: PositiveInt = SETTINGS["n_train"],
+    ambiguous_rate: ClosedUnitInterval = SETTINGS["ambiguous_rate"],
+    identification_rate: ClosedUnitInterval = SETTINGS["identification_rate"],
+    batch_size: PositiveInt = SETTINGS["batch_size"],
+    learning_rate: PositiveFloat = SETTINGS["learning_rate"],
     n_bootstrap: PositiveInt = 200,
-    image_size: PositiveInt = 28,
-    hidden_size: PositiveInt = 32,
-    template: str | None = "{question}\n{options}",
+    image_size: PositiveInt = SETTINGS["sizes"]["image_size"],
+    hidden_size: PositiveInt = SETTINGS["sizes"]["hidden_size"],
+    template: str | None = SETTINGS["template"],
     workers: PositiveInt = 2,
     out: Path | None = None,
 ) -> list[dict]:
