@@ -8,7 +8,7 @@ import pytest
 
 from tests.mitigation.chat_data import bias_questions, counterfactual_sets
 from vlbias.cli import main
-from vlbias.errors import ConfigError
+from vlbias.errors import ConfigError, InputError
 from vlbias.mitigation.activation_steering import load_steering
 from vlbias.results import read_results
 from vlbias.workflows.debias import debias
@@ -87,4 +87,13 @@ def test_a_chat_models_wrong_choice_is_one_line(data, tmp_path, given, error, ma
     folder, sets = data
     with pytest.raises(error, match=match):
         debias(options(folder, sets, tmp_path / "out", **given))
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_suite_data_folder_without_the_suites_file_is_one_line(data, tmp_path):
+    _, sets = data
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match=r"expected one question file of suite 'bias_qa' in it but found none"):
+        debias(options(empty, sets, tmp_path / "out", method="instruction_prefix", suites=["bias_qa"]))
     assert not (tmp_path / "out").exists()
